@@ -1,0 +1,231 @@
+//! The flag values; their sentences are in `text.rs`.
+
+use super::Metric;
+use crate::metrics::Axis;
+use serde::Serialize;
+
+/// How a flag should be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// The numbers may not mean what they seem; act on it.
+    Warning,
+    /// A property of the system under test worth knowing, not an error.
+    Finding,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Finding => "finding",
+        })
+    }
+}
+
+/// A metric's coefficient of variation across trials.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricCv {
+    /// The metric.
+    pub metric: Metric,
+    /// Its CV (std / mean).
+    pub cv: f64,
+}
+
+/// One metric of an outlier trial.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutlierValue {
+    /// The metric.
+    pub metric: Metric,
+    /// The trial's value.
+    pub value: f64,
+    /// The point's median across trials.
+    pub median: f64,
+    /// Beyond the outer Tukey fence (3 IQR) rather than only the inner one (1.5 IQR).
+    pub severe: bool,
+}
+
+/// One anomaly or finding, attached to a point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Flag {
+    /// A metric moved against its expected direction between neighbours on a swept axis.
+    WrongDirection {
+        /// The later point on the axis (where the flag is shown).
+        point_id: u32,
+        /// Its neighbour before it on the axis.
+        prev_point_id: u32,
+        /// The swept axis.
+        axis: Axis,
+        /// The point's value on the axis.
+        axis_value: u32,
+        /// The neighbour's value on the axis.
+        prev_axis_value: u32,
+        /// The metric.
+        metric: Metric,
+        /// Median at the point.
+        value: f64,
+        /// Median at the neighbour.
+        prev_value: f64,
+        /// Beyond the noise of both points; false when a side has one trial.
+        verified: bool,
+        /// Two-sided Mann–Whitney p-value, when the trial counts can reach the test's level.
+        p_value: Option<f64>,
+        /// Trials per point that would settle an unverified flag.
+        trials_needed: Option<usize>,
+        /// Whether cached prompt tokens explain it; None when the run reports no cached tokens
+        /// at all (the server may not report them) or for decode rate, which caching does not change.
+        cache_explains: Option<bool>,
+    },
+    /// A point whose trials disagree more than the plan's CV threshold.
+    NoisyPoint {
+        /// The point.
+        point_id: u32,
+        /// Trials with data.
+        n: usize,
+        /// The plan's CV threshold.
+        threshold: f64,
+        /// Metrics above it.
+        metrics: Vec<MetricCv>,
+    },
+    /// A trial beyond the Tukey fences of its point's trials.
+    OutlierTrial {
+        /// The point.
+        point_id: u32,
+        /// The trial number.
+        trial: u32,
+        /// Trials at the point.
+        n: usize,
+        /// The metrics where it lies outside.
+        metrics: Vec<OutlierValue>,
+    },
+    /// Failed measured requests.
+    Failures {
+        /// The point.
+        point_id: u32,
+        /// Failed requests, all trials.
+        failures: u64,
+        /// Measured requests, all trials.
+        requests: u64,
+        /// Trials with failures.
+        trials: Vec<u32>,
+    },
+    /// Token counts that disagree: server vs client output, or server vs plan input.
+    TokenMismatch {
+        /// The point.
+        point_id: u32,
+        /// Requests whose server and client (or planned) output counts disagree.
+        output_mismatches: u64,
+        /// Measured requests, all trials.
+        requests: u64,
+        /// Trials with a mismatch.
+        trials: Vec<u32>,
+        /// Planned prompt tokens.
+        planned_input: u32,
+        /// Median server-reported prompt tokens, when beyond the input tolerance.
+        server_input: Option<f64>,
+    },
+    /// Cached prompt tokens although the plan shares no prefixes.
+    UnexpectedCacheHits {
+        /// The point.
+        point_id: u32,
+        /// Cached prompt tokens, all trials.
+        cached_tokens: u64,
+        /// Share of the point's prompt tokens served from cache, when known.
+        share: Option<f64>,
+        /// Trials with cached tokens.
+        trials: Vec<u32>,
+    },
+    /// Aggregate throughput stops scaling with concurrency while TTFT keeps growing.
+    SaturationKnee {
+        /// The knee point.
+        point_id: u32,
+        /// Its concurrency.
+        concurrency: u32,
+        /// Its median aggregate tok/s.
+        agg_tok_s: f64,
+        /// The largest gain per doubling of concurrency beyond it (fraction).
+        gain_per_doubling: f64,
+        /// The highest concurrency swept.
+        last_concurrency: u32,
+        /// Median TTFT at the knee.
+        ttft_s: f64,
+        /// Median TTFT at the highest concurrency.
+        last_ttft_s: f64,
+    },
+    /// The client sent requests late, so the numbers describe the client.
+    LoadGeneratorBehind {
+        /// The point.
+        point_id: u32,
+        /// Trials over the limit.
+        trials: Vec<u32>,
+        /// Largest send lag among them, seconds.
+        send_lag_s: f64,
+        /// The limit it crossed, seconds.
+        limit_s: f64,
+    },
+    /// Trials the runner marked invalid.
+    PointInvalid {
+        /// The point.
+        point_id: u32,
+        /// Trials with this reason.
+        trials: Vec<u32>,
+        /// The runner's reason.
+        reason: String,
+    },
+}
+
+impl Flag {
+    /// The point the flag belongs to.
+    pub fn point_id(&self) -> Option<u32> {
+        Some(match self {
+            Flag::WrongDirection { point_id, .. }
+            | Flag::NoisyPoint { point_id, .. }
+            | Flag::OutlierTrial { point_id, .. }
+            | Flag::Failures { point_id, .. }
+            | Flag::TokenMismatch { point_id, .. }
+            | Flag::UnexpectedCacheHits { point_id, .. }
+            | Flag::SaturationKnee { point_id, .. }
+            | Flag::LoadGeneratorBehind { point_id, .. }
+            | Flag::PointInvalid { point_id, .. } => *point_id,
+        })
+    }
+
+    /// Warning, or a finding about the system under test.
+    pub fn severity(&self) -> Severity {
+        match self {
+            Flag::SaturationKnee { .. } => Severity::Finding,
+            _ => Severity::Warning,
+        }
+    }
+
+    /// Short title for headers and summary lists.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Flag::WrongDirection { .. } => "Wrong direction",
+            Flag::NoisyPoint { .. } => "Noisy point",
+            Flag::OutlierTrial { .. } => "Outlier trial",
+            Flag::Failures { .. } => "Failed requests",
+            Flag::TokenMismatch { .. } => "Token-count mismatch",
+            Flag::UnexpectedCacheHits { .. } => "Unexpected cache hits",
+            Flag::SaturationKnee { .. } => "Saturation knee",
+            Flag::LoadGeneratorBehind { .. } => "Load generator behind",
+            Flag::PointInvalid { .. } => "Invalid trial",
+        }
+    }
+
+    /// Order of kinds within a point (declaration order).
+    pub(crate) fn rank(&self) -> u8 {
+        match self {
+            Flag::WrongDirection { .. } => 0,
+            Flag::NoisyPoint { .. } => 1,
+            Flag::OutlierTrial { .. } => 2,
+            Flag::Failures { .. } => 3,
+            Flag::TokenMismatch { .. } => 4,
+            Flag::UnexpectedCacheHits { .. } => 5,
+            Flag::SaturationKnee { .. } => 6,
+            Flag::LoadGeneratorBehind { .. } => 7,
+            Flag::PointInvalid { .. } => 8,
+        }
+    }
+}

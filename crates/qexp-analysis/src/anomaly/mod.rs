@@ -1,0 +1,197 @@
+//! Anomaly detectors over a run's per-point summaries. Each finding is a
+//! [`Flag`] value whose `Display` says what was seen, with numbers and units,
+//! and what to do; the report shows it next to its point and in a summary
+//! list, the terminal prints the summary after `qexp report`.
+//!
+//! One module per family: [`direction`] (a curve going the wrong way along a
+//! swept axis, beyond the noise of both points), [`noise`] (noisy points,
+//! outlier trials), [`failures`] (failed requests, invalid trials),
+//! [`tokens`] (token-count mismatches, unexpected cache hits), [`knee`] (the
+//! saturation knee, a finding rather than a warning) and [`loadgen`] (a load
+//! generator that fell behind). Every limit comes from [`Thresholds`], read
+//! from the plan's `[analysis]` section, and is printed in the report.
+
+pub mod direction;
+pub mod failures;
+mod flag;
+pub mod knee;
+pub mod loadgen;
+pub mod noise;
+mod text;
+mod thresholds;
+pub mod tokens;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+
+pub use flag::{Flag, MetricCv, OutlierValue, Severity};
+pub use thresholds::{ThresholdRow, Thresholds};
+
+use crate::metrics::{PointSummary, TrialMetrics};
+use crate::stats::Summary;
+use serde::Serialize;
+
+/// A per-point metric the detectors look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Aggregate output tok/s of a (trial, point).
+    AggTokS,
+    /// Per-request decode tok/s (1/TPOT).
+    DecodeTokS,
+    /// Time to first token, seconds.
+    TtftS,
+    /// End-to-end latency, seconds.
+    E2eS,
+}
+
+impl Metric {
+    /// The metrics checked for noise and outliers, in display order.
+    pub const ALL: [Metric; 4] = [
+        Metric::AggTokS,
+        Metric::DecodeTokS,
+        Metric::TtftS,
+        Metric::E2eS,
+    ];
+
+    /// Name in sentences.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::AggTokS => "aggregate throughput",
+            Metric::DecodeTokS => "per-request decode rate",
+            Metric::TtftS => "TTFT",
+            Metric::E2eS => "E2E latency",
+        }
+    }
+
+    /// The point's summary of this metric across trials.
+    pub fn summary(self, p: &PointSummary) -> Option<&Summary> {
+        match self {
+            Metric::AggTokS => p.agg_tok_s.as_ref(),
+            Metric::DecodeTokS => p.decode_tok_s.as_ref(),
+            Metric::TtftS => p.ttft_s.as_ref(),
+            Metric::E2eS => p.e2e_s.as_ref(),
+        }
+    }
+
+    /// One trial's value of this metric (NaN when it has none).
+    pub fn of_trial(self, t: &TrialMetrics) -> f64 {
+        match self {
+            Metric::AggTokS => t.agg_tok_s,
+            Metric::DecodeTokS => t.decode_tok_s,
+            Metric::TtftS => t.ttft_s,
+            Metric::E2eS => t.e2e_s,
+        }
+    }
+
+    /// A value with its unit, e.g. `9.8 s`, `505 tok/s`.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Metric::AggTokS | Metric::DecodeTokS => text::tok_s(v),
+            Metric::TtftS | Metric::E2eS => text::seconds(v),
+        }
+    }
+}
+
+/// Runs every detector on a run's points; see [`detect_points`].
+pub fn detect(run: &crate::RunAnalysis, t: &Thresholds) -> Vec<Flag> {
+    detect_points(&run.points, t)
+}
+
+/// Runs every detector on points in plan order; flags come sorted by point (plan order), then kind.
+pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    flags.extend(direction::detect(points, t));
+    flags.extend(noise::detect_noisy(points, t));
+    flags.extend(noise::detect_outliers(points, t));
+    flags.extend(failures::detect(points));
+    flags.extend(tokens::detect(points, t));
+    flags.extend(knee::detect(points, t));
+    flags.extend(loadgen::detect(points, t));
+    let index = |f: &Flag| {
+        f.point_id()
+            .and_then(|id| points.iter().position(|p| p.point.id == id))
+            .unwrap_or(usize::MAX)
+    };
+    // A stable sort keeps each detector's own order within a (point, kind).
+    flags.sort_by_key(|f| (index(f), f.rank()));
+    flags
+}
+
+/// Summary lines for the terminal: severity, title, point label and the flag's sentence.
+pub fn summary_lines(points: &[PointSummary], flags: &[Flag]) -> Vec<String> {
+    flags
+        .iter()
+        .map(|f| {
+            let label = f
+                .point_id()
+                .and_then(|id| points.iter().find(|p| p.point.id == id))
+                .map(|p| format!(" at {}", p.point.label()))
+                .unwrap_or_default();
+            format!("[{}] {}{label}: {f}", f.severity(), f.title())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{founding_longctx, founding_throughput, point, trial};
+    use super::*;
+
+    #[test]
+    fn clean_run_has_no_flags() {
+        let pts = founding_throughput();
+        let flags = detect_points(&pts, &Thresholds::default());
+        // Only the knee: a finding, not a warning.
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].severity(), Severity::Finding);
+    }
+
+    #[test]
+    fn flags_are_sorted_by_plan_order_then_kind() {
+        let mut pts = founding_longctx(1);
+        // Point 0 gets a failure and an invalid trial, then moves last in plan order: order follows the plan, not ids.
+        pts[0].trials[0].failures = 1;
+        pts[0].trials[0].invalid_reason = Some("server restarted".into());
+        pts[0] = PointSummary::new(pts[0].point.clone(), pts[0].trials.clone());
+        pts.swap(0, 5);
+        let flags = detect_points(&pts, &Thresholds::default());
+        let order: Vec<(Option<u32>, &str)> =
+            flags.iter().map(|f| (f.point_id(), f.title())).collect();
+        assert_eq!(
+            order,
+            vec![
+                (Some(5), "Wrong direction"),
+                (Some(0), "Failed requests"),
+                (Some(0), "Invalid trial"),
+            ]
+        );
+    }
+
+    #[test]
+    fn summary_line_names_point_and_severity() {
+        let p = point(0, 4, 1000, 500, vec![trial(1, 100.0, 50.0, 0.5, 10.0)]);
+        let mut bad = p.trials.clone();
+        bad[0].failures = 2;
+        let pts = vec![PointSummary::new(p.point.clone(), bad)];
+        let flags = detect_points(&pts, &Thresholds::default());
+        let lines = summary_lines(&pts, &flags);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("[warning] Failed requests at c=4 in=1000 out=500: 2 of 4"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn flags_serialize_with_kind_tag() {
+        let pts = founding_longctx(1);
+        let flags = detect_points(&pts, &Thresholds::default());
+        let json = serde_json::to_value(&flags).unwrap_or_default();
+        assert_eq!(json[0]["kind"], "wrong_direction");
+        assert_eq!(json[0]["metric"], "ttft_s");
+        assert_eq!(json[0]["axis"], "input_tokens");
+        assert_eq!(json[0]["cache_explains"], serde_json::Value::Null);
+    }
+}

@@ -1,0 +1,196 @@
+//! Noisy points and outlier trials.
+//!
+//! A point is noisy when the coefficient of variation of a metric across its
+//! trials exceeds the plan's `cv_threshold` (needs two trials). A trial is an
+//! outlier when its value lies strictly beyond Tukey's fences of the point's
+//! trials (1.5 IQR mild, 3 IQR severe; see [`crate::stats::outliers`]) and
+//! departs from the median by more than `min_change`, so that near-identical
+//! trials (IQR 0) do not flag a 0.5% wobble. With three trials no value can
+//! cross the inner fence, so outliers need at least four.
+
+use super::{Flag, Metric, MetricCv, OutlierValue, Thresholds};
+use crate::metrics::PointSummary;
+use crate::stats::{classify, sorted_finite, tukey_fences, OutlierKind};
+
+/// One flag per point with a metric whose CV exceeds `t.cv`.
+pub fn detect_noisy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
+    points
+        .iter()
+        .filter_map(|p| {
+            let metrics: Vec<MetricCv> = Metric::ALL
+                .iter()
+                .filter_map(|&m| {
+                    let cv = m.summary(p)?.cv?;
+                    (cv > t.cv).then_some(MetricCv { metric: m, cv })
+                })
+                .collect();
+            (!metrics.is_empty()).then_some(Flag::NoisyPoint {
+                point_id: p.point.id,
+                n: p.n,
+                threshold: t.cv,
+                metrics,
+            })
+        })
+        .collect()
+}
+
+/// One flag per trial that lies beyond the fences in at least one metric, in trial order.
+pub fn detect_outliers(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    for p in points {
+        let fences: Vec<_> = Metric::ALL
+            .iter()
+            .map(|&m| {
+                let values: Vec<f64> = p.trials.iter().map(|tr| m.of_trial(tr)).collect();
+                let median = m.summary(p).map(|s| s.median);
+                (m, tukey_fences(&sorted_finite(&values)), median)
+            })
+            .collect();
+        for tr in &p.trials {
+            let metrics: Vec<OutlierValue> = fences
+                .iter()
+                .filter_map(|&(m, f, median)| {
+                    let (f, median, value) = (f?, median?, m.of_trial(tr));
+                    let kind = classify(value, &f)?;
+                    let material = (value - median).abs() > t.min_change * median.abs();
+                    material.then_some(OutlierValue {
+                        metric: m,
+                        value,
+                        median,
+                        severe: kind == OutlierKind::Severe,
+                    })
+                })
+                .collect();
+            if !metrics.is_empty() {
+                flags.push(Flag::OutlierTrial {
+                    point_id: p.point.id,
+                    trial: tr.trial,
+                    n: p.n,
+                    metrics,
+                });
+            }
+        }
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{
+        curve, founding_longctx_noisy, founding_throughput, point, trial,
+    };
+    use super::*;
+
+    fn ttft_point(ttfts: &[f64]) -> PointSummary {
+        let trials = ttfts
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| trial(i as u32 + 1, 100.0, 50.0, t, t + 10.0))
+            .collect();
+        point(0, 1, 1000, 200, trials)
+    }
+
+    #[test]
+    fn noisy_point_names_metrics_above_threshold() {
+        // TTFT 1.0, 1.3, 0.8: mean 1.033, std 0.2517, CV 24.4%; E2E 11.0, 11.3, 10.8: CV 2.3%.
+        let pts = vec![ttft_point(&[1.0, 1.3, 0.8])];
+        let flags = detect_noisy(&pts, &Thresholds::default());
+        let [Flag::NoisyPoint {
+            n,
+            threshold,
+            metrics,
+            ..
+        }] = flags.as_slice()
+        else {
+            panic!("one noisy flag expected: {flags:?}");
+        };
+        assert_eq!((*n, *threshold), (3, 0.10));
+        assert_eq!(metrics.len(), 1);
+        assert_eq!(metrics[0].metric, Metric::TtftS);
+        assert!((metrics[0].cv - 0.24358).abs() < 1e-4, "{}", metrics[0].cv);
+        let text = flags[0].to_string();
+        assert!(text.contains("TTFT by 24.4% across 3 trials"), "{text}");
+        assert!(text.contains("--trials 5"), "{text}");
+    }
+
+    #[test]
+    fn quiet_points_and_single_trials_are_not_noisy() {
+        assert!(detect_noisy(&founding_throughput(), &Thresholds::default()).is_empty());
+        // One trial has no CV, however odd its value.
+        assert!(detect_noisy(&[ttft_point(&[9.8])], &Thresholds::default()).is_empty());
+        // A looser plan threshold silences a 24% CV.
+        let t = Thresholds {
+            cv: 0.3,
+            ..Thresholds::default()
+        };
+        assert!(detect_noisy(&[ttft_point(&[1.0, 1.3, 0.8])], &t).is_empty());
+    }
+
+    #[test]
+    fn founding_noisy_fixture_flags_only_its_noisy_points() {
+        let flags = detect_noisy(&founding_longctx_noisy(), &Thresholds::default());
+        let ids: Vec<Option<u32>> = flags.iter().map(Flag::point_id).collect();
+        assert_eq!(ids, vec![Some(4), Some(5)]);
+    }
+
+    #[test]
+    fn outlier_trial_is_named_with_severity() {
+        // Sorted 0.40, 0.40, 0.405, 0.41, 0.9: q1 0.40, q3 0.41, IQR 0.01, outer fence 0.44.
+        let pts = vec![ttft_point(&[0.40, 0.41, 0.405, 0.9, 0.40])];
+        let flags = detect_outliers(&pts, &Thresholds::default());
+        let [Flag::OutlierTrial {
+            trial, n, metrics, ..
+        }] = flags.as_slice()
+        else {
+            panic!("one outlier expected: {flags:?}");
+        };
+        assert_eq!((*trial, *n), (4, 5));
+        // TTFT and E2E (0.9 + 10 against a median of 10.405: +4.8%, beyond 3 IQR).
+        let got: Vec<(Metric, bool)> = metrics.iter().map(|m| (m.metric, m.severe)).collect();
+        assert_eq!(got, vec![(Metric::TtftS, true), (Metric::E2eS, true)]);
+        assert_eq!(metrics[0].median, 0.405);
+        let text = flags[0].to_string();
+        assert!(text.starts_with("Trial 4 stands apart from the point's 5 trials: TTFT 900 ms against a median of 405 ms (beyond 3×IQR)"), "{text}");
+    }
+
+    #[test]
+    fn mild_outlier_between_fences() {
+        // Sorted 10, 10.5, 11, 11.5, 13.5: q1 10.5, q3 11.5, IQR 1; inner 13.0, outer 14.5.
+        let pts = vec![ttft_point(&[10.0, 10.5, 11.0, 11.5, 13.5])];
+        let flags = detect_outliers(&pts, &Thresholds::default());
+        let [Flag::OutlierTrial { trial, metrics, .. }] = flags.as_slice() else {
+            panic!("one outlier expected: {flags:?}");
+        };
+        assert_eq!(*trial, 5);
+        assert!(metrics.iter().all(|m| !m.severe));
+    }
+
+    #[test]
+    fn tiny_departures_and_three_trials_are_not_outliers() {
+        // IQR 0: any departure is beyond the fences, but 0.5% is below min_change.
+        let pts = vec![ttft_point(&[10.0, 10.0, 10.0, 10.0, 10.05])];
+        assert!(detect_outliers(&pts, &Thresholds::default()).is_empty());
+        // With three trials no value crosses the inner fence, even a wild one.
+        let pts = vec![ttft_point(&[1.0, 1.0, 30.0])];
+        assert!(detect_outliers(&pts, &Thresholds::default()).is_empty());
+        // Spread evenly: nothing stands apart.
+        let pts = vec![ttft_point(&[11.0, 13.0, 15.1, 17.5, 19.0])];
+        assert!(detect_outliers(&pts, &Thresholds::default()).is_empty());
+        assert!(detect_outliers(&founding_longctx_noisy(), &Thresholds::default()).is_empty());
+    }
+
+    #[test]
+    fn failed_trial_values_are_ignored() {
+        // A trial whose requests all failed has NaN metrics: not an outlier, and no panic.
+        let vs = vec![vec![
+            (100.0, 50.0, 1.0, 11.0),
+            (100.0, 50.0, 1.0, 11.0),
+            (f64::NAN, f64::NAN, f64::NAN, f64::NAN),
+            (100.0, 50.0, 1.01, 11.0),
+            (100.0, 50.0, 0.99, 11.0),
+        ]];
+        let pts = curve(&[(1, 1000, 200)], &vs);
+        assert!(detect_outliers(&pts, &Thresholds::default()).is_empty());
+        assert!(detect_noisy(&pts, &Thresholds::default()).is_empty());
+    }
+}

@@ -1,0 +1,359 @@
+//! The sentences flags print: what was seen, with units, and what to do.
+
+use super::direction::expectation;
+use super::{Flag, Metric};
+use crate::metrics::Axis;
+use crate::stats::trials_needed;
+use std::fmt;
+
+/// Three significant digits, trailing zeros trimmed: 9.8, 15.1, 505, 0.25.
+fn sig3(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Seconds with a unit: `9.8 s`, `310 ms`.
+pub(crate) fn seconds(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v.abs() < 1.0 && v != 0.0 {
+        format!("{} ms", sig3(v * 1000.0))
+    } else {
+        format!("{} s", sig3(v))
+    }
+}
+
+/// Token rate with a unit: `505 tok/s`, `73.6 tok/s`.
+pub(crate) fn tok_s(v: f64) -> String {
+    format!("{} tok/s", sig3(v))
+}
+
+/// A fraction as a percentage: `10%`, `0.2%`, `-35.1%`.
+pub(crate) fn percent(f: f64) -> String {
+    if f.is_finite() {
+        format!("{}%", sig3(f * 100.0))
+    } else {
+        "n/a".into()
+    }
+}
+
+/// An integer with thousands separators: `98,304`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where on an axis a point sits: `concurrency 32`, `120K input tokens`.
+fn at(axis: Axis, v: u32) -> String {
+    let tokens = |what: &str| {
+        if v >= 1000 && v % 1000 == 0 {
+            format!("{}K {what}", v / 1000)
+        } else {
+            format!("{v} {what}")
+        }
+    };
+    match axis {
+        Axis::Concurrency => format!("concurrency {v}"),
+        Axis::InputTokens => tokens("input tokens"),
+        Axis::OutputTokens => tokens("output tokens"),
+    }
+}
+
+/// `trial 2` or `trials 1, 3`.
+fn trials(ts: &[u32]) -> String {
+    let list: Vec<String> = ts.iter().map(u32::to_string).collect();
+    let word = if ts.len() == 1 { "trial" } else { "trials" };
+    format!("{word} {}", list.join(", "))
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+impl fmt::Display for Flag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Flag::WrongDirection { .. } => wrong_direction(self, f),
+            Flag::NoisyPoint {
+                n,
+                threshold,
+                metrics,
+                ..
+            } => {
+                let list: Vec<String> = metrics
+                    .iter()
+                    .map(|m| format!("{} by {}", m.metric.name(), percent(m.cv)))
+                    .collect();
+                write!(
+                    f,
+                    "Trials disagree beyond the {} CV limit: {} across {n} trials. The medians \
+                     are uncertain; rerun with --trials {} or find the interference (other load \
+                     on the server or client, throttling, a restart mid-point).",
+                    percent(*threshold),
+                    list.join(", "),
+                    (*n + 2).max(5)
+                )
+            }
+            Flag::OutlierTrial {
+                trial, n, metrics, ..
+            } => {
+                let list: Vec<String> = metrics
+                    .iter()
+                    .map(|m| {
+                        let fence = if m.severe { "3×IQR" } else { "1.5×IQR" };
+                        let (v, med) = (m.metric.format(m.value), m.metric.format(m.median));
+                        format!(
+                            "{} {v} against a median of {med} (beyond {fence})",
+                            m.metric.name()
+                        )
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "Trial {trial} stands apart from the point's {n} trials: {}. Look at that \
+                     trial's rows in requests.parquet and the server's state at the time (errors, \
+                     a restart, other load); the median resists one outlier, but rerun the point \
+                     if the cause was external.",
+                    list.join("; ")
+                )
+            }
+            Flag::Failures {
+                failures,
+                requests,
+                trials: ts,
+                ..
+            } => write!(
+                f,
+                "{} of {} requests failed ({}) in {}; the medians use only the successful ones. \
+                 Check error_class and error in requests.parquet and the server log; timeouts at \
+                 high concurrency mean target.timeout_s is shorter than the queue.",
+                thousands(*failures),
+                thousands(*requests),
+                percent(*failures as f64 / (*requests).max(1) as f64),
+                trials(ts)
+            ),
+            Flag::TokenMismatch { .. } => token_mismatch(self, f),
+            Flag::UnexpectedCacheHits {
+                cached_tokens,
+                share,
+                trials: ts,
+                ..
+            } => {
+                let share = share.map_or(String::new(), |s| {
+                    format!(" ({} of prompt tokens)", percent(s))
+                });
+                write!(
+                    f,
+                    "The server reported {} cached prompt tokens{share} in {}, although qexp \
+                     prompts share no prefix; TTFT here partly measures cache hits, not prefill. \
+                     Check the server's prefix-cache counters on /metrics and that each prompt's \
+                     nonce comes first (a system prompt ahead of it is shared).",
+                    thousands(*cached_tokens),
+                    trials(ts)
+                )
+            }
+            Flag::SaturationKnee {
+                concurrency: c,
+                agg_tok_s,
+                gain_per_doubling,
+                last_concurrency,
+                ttft_s,
+                last_ttft_s,
+                ..
+            } => write!(
+                f,
+                "Aggregate throughput stops scaling at concurrency {c} ({}): beyond it, it gains \
+                 at most {} per doubling up to concurrency {last_concurrency} while median TTFT \
+                 grows from {} to {}. Higher concurrency only queues requests; serve near {c} \
+                 concurrent requests, or add capacity to go higher.",
+                tok_s(*agg_tok_s),
+                percent(gain_per_doubling.max(0.0)),
+                seconds(*ttft_s),
+                seconds(*last_ttft_s)
+            ),
+            Flag::LoadGeneratorBehind {
+                trials: ts,
+                send_lag_s,
+                limit_s,
+                ..
+            } => write!(
+                f,
+                "Requests left the client up to {} after they were due in {} (limit {}): the load \
+                 generator fell behind, so these numbers describe the client, not the server. \
+                 Give qexp more CPU, lower the concurrency, or split the load across client \
+                 machines and merge the results.",
+                seconds(*send_lag_s),
+                trials(ts),
+                seconds(*limit_s)
+            ),
+            Flag::PointInvalid {
+                trials: ts, reason, ..
+            } => {
+                let (was, its) = if ts.len() == 1 {
+                    ("was", "Its")
+                } else {
+                    ("were", "Their")
+                };
+                write!(
+                    f,
+                    "{} {was} marked invalid: {reason}. {its} numbers are still in this point's \
+                     statistics; fix the cause and rerun the point.",
+                    capitalised(&trials(ts))
+                )
+            }
+        }
+    }
+}
+
+fn wrong_direction(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::WrongDirection {
+        axis,
+        axis_value,
+        prev_axis_value,
+        metric,
+        value,
+        prev_value,
+        verified,
+        p_value,
+        trials_needed: needed,
+        cache_explains,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let verb = if value < prev_value { "fell" } else { "rose" };
+    let should = expectation(*axis, *metric).map_or("", |e| e.should());
+    write!(
+        f,
+        "{} {verb} from {} at {} to {} at {} ({}{}), but it should {should}.",
+        capitalised(metric.name()),
+        metric.format(*prev_value),
+        at(*axis, *prev_axis_value),
+        metric.format(*value),
+        at(*axis, *axis_value),
+        if value > prev_value { "+" } else { "" },
+        percent(value / prev_value - 1.0),
+    )?;
+    if *verified {
+        let p = p_value.map_or(String::new(), |p| {
+            format!(" (Mann–Whitney p = {})", sig3(p))
+        });
+        write!(
+            f,
+            " The difference is beyond the noise of both points{p}: check whether the server \
+             changed between them (a restart, other flags, another context limit) and rerun \
+             both in one session."
+        )?;
+    } else {
+        let k = needed.unwrap_or_else(|| trials_needed(0.05));
+        write!(
+            f,
+            " With a single trial this cannot be told from noise: run with --trials {k} to \
+             settle it."
+        )?;
+    }
+    match (cache_explains, metric) {
+        (Some(true), _) => write!(
+            f,
+            " Cached prompt tokens explain it: the faster point had less left to prefill; see \
+             the unexpected-cache-hits flag."
+        ),
+        (Some(false), _) => write!(f, " Cached prompt tokens do not explain it."),
+        (None, Metric::DecodeTokS) => Ok(()),
+        (None, _) => write!(
+            f,
+            " The run has no cached-token data, so prefix-cache reuse is not ruled out: check \
+             the server's /metrics prefix-cache counters, or enable its cache report (SGLang \
+             --enable-cache-report, vLLM --enable-prompt-tokens-details)."
+        ),
+    }
+}
+
+fn token_mismatch(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::TokenMismatch {
+        output_mismatches,
+        requests,
+        trials: ts,
+        planned_input,
+        server_input,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let mut parts = Vec::new();
+    if *output_mismatches > 0 {
+        parts.push(format!(
+            "{} of {} requests have output counts that disagree (server usage vs the client's \
+             count or the planned max_tokens) in {}",
+            thousands(*output_mismatches),
+            thousands(*requests),
+            trials(ts)
+        ));
+    }
+    if let Some(s) = server_input {
+        let rel = s / f64::from(*planned_input) - 1.0;
+        parts.push(format!(
+            "the server counted {} prompt tokens where the plan asked for {} ({}{})",
+            sig3(*s),
+            thousands(u64::from(*planned_input)),
+            if rel > 0.0 { "+" } else { "" },
+            percent(rel)
+        ));
+    }
+    write!(
+        f,
+        "{}. Token rates and input lengths are off by as much; make sure the server reports \
+         usage in the stream, send ignore_eos for exact output lengths, and recalibrate prompts \
+         against this server's tokenizer.",
+        capitalised(&parts.join("; "))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_have_three_significant_digits_and_units() {
+        assert_eq!(seconds(9.8), "9.8 s");
+        assert_eq!(seconds(15.1), "15.1 s");
+        assert_eq!(seconds(61.0), "61 s");
+        assert_eq!(seconds(0.31), "310 ms");
+        assert_eq!(seconds(0.0123), "12.3 ms");
+        assert_eq!(seconds(f64::NAN), "n/a");
+        assert_eq!(tok_s(505.4), "505 tok/s");
+        assert_eq!(tok_s(73.6), "73.6 tok/s");
+        assert_eq!(percent(0.10), "10%");
+        assert_eq!(percent(0.052), "5.2%");
+        assert_eq!(percent(-0.351), "-35.1%");
+        assert_eq!(thousands(98_304), "98,304");
+        assert_eq!(thousands(400), "400");
+        assert_eq!(at(Axis::InputTokens, 120_000), "120K input tokens");
+        assert_eq!(at(Axis::Concurrency, 32), "concurrency 32");
+        assert_eq!(trials(&[1, 3]), "trials 1, 3");
+        assert_eq!(trials(&[2]), "trial 2");
+    }
+}

@@ -1,0 +1,211 @@
+//! The limits every detector uses, from the plan's `[analysis]` section.
+
+use super::text::{percent, seconds};
+use serde::Serialize;
+
+/// Limits for the detectors; each is printed in the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// CV across trials above which a point is noisy (`[analysis] cv_threshold`).
+    pub cv: f64,
+    /// Throughput gain per doubling of concurrency below which throughput has stopped scaling (`knee_gain`).
+    pub knee_gain: f64,
+    /// Relative change never flagged as a wrong direction or an outlier trial (`min_change`).
+    pub min_change: f64,
+    /// Send lag floor, seconds (`send_lag_s`): lag must exceed it and `send_lag_fraction` of TTFT.
+    pub send_lag_s: f64,
+    /// Send lag as a fraction of the trial's median TTFT (`send_lag_fraction`).
+    pub send_lag_fraction: f64,
+    /// Level of the Mann–Whitney test that verifies a wrong direction (fixed at 0.05).
+    pub alpha: f64,
+    /// Allowed relative difference between planned and server-reported prompt tokens (`[workload] input_tolerance`).
+    pub input_tolerance: f64,
+}
+
+/// One threshold as the report prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThresholdRow {
+    /// Plan key, e.g. `analysis.cv_threshold`.
+    pub key: &'static str,
+    /// The value with its unit.
+    pub value: String,
+    /// What it decides.
+    pub meaning: &'static str,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds::from_plan(&qexp_plan::AnalysisSection::default())
+    }
+}
+
+impl Thresholds {
+    /// Thresholds from the plan's `[analysis]` section; the input tolerance keeps its default (0.01).
+    pub fn from_plan(a: &qexp_plan::AnalysisSection) -> Self {
+        Thresholds {
+            cv: a.cv_threshold,
+            knee_gain: a.knee_gain,
+            min_change: a.min_change,
+            send_lag_s: a.send_lag_s,
+            send_lag_fraction: a.send_lag_fraction,
+            alpha: 0.05,
+            input_tolerance: 0.01,
+        }
+    }
+
+    /// Thresholds from a whole plan: `[analysis]` plus `[workload] input_tolerance`.
+    pub fn from_plan_file(p: &qexp_plan::PlanFile) -> Self {
+        Thresholds {
+            input_tolerance: *p.workload.input_tolerance.get_ref(),
+            ..Thresholds::from_plan(&p.analysis)
+        }
+    }
+
+    /// The limit on a trial's send lag given its median TTFT (NaN TTFT: the floor alone).
+    pub fn send_lag_limit(&self, ttft_s: f64) -> f64 {
+        let relative = self.send_lag_fraction * ttft_s;
+        if relative.is_finite() {
+            self.send_lag_s.max(relative)
+        } else {
+            self.send_lag_s
+        }
+    }
+
+    /// Rows for the report's thresholds table.
+    pub fn rows(&self) -> Vec<ThresholdRow> {
+        vec![
+            ThresholdRow {
+                key: "analysis.cv_threshold",
+                value: percent(self.cv),
+                meaning: "a point whose trials vary more than this (CV) is noisy",
+            },
+            ThresholdRow {
+                key: "analysis.knee_gain",
+                value: format!("{} per doubling", percent(self.knee_gain)),
+                meaning:
+                    "throughput gaining less than this per doubling of concurrency has saturated",
+            },
+            ThresholdRow {
+                key: "analysis.min_change",
+                value: percent(self.min_change),
+                meaning: "smaller changes are never flagged as a wrong direction or an outlier",
+            },
+            ThresholdRow {
+                key: "analysis.send_lag_s",
+                value: seconds(self.send_lag_s),
+                meaning: "send lag above this and above send_lag_fraction of TTFT: client behind",
+            },
+            ThresholdRow {
+                key: "analysis.send_lag_fraction",
+                value: format!("{} of median TTFT", percent(self.send_lag_fraction)),
+                meaning: "send lag above this and above send_lag_s: client behind",
+            },
+            ThresholdRow {
+                key: "(fixed) alpha",
+                value: format!("{}", self.alpha),
+                meaning: "Mann–Whitney level that verifies a wrong direction",
+            },
+            ThresholdRow {
+                key: "workload.input_tolerance",
+                value: percent(self.input_tolerance),
+                meaning: "server prompt tokens further than this from the plan: mismatch",
+            },
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_plan_defaults() {
+        let t = Thresholds::default();
+        assert_eq!(
+            (
+                t.cv,
+                t.knee_gain,
+                t.min_change,
+                t.send_lag_s,
+                t.send_lag_fraction,
+                t.alpha
+            ),
+            (0.10, 0.05, 0.02, 0.010, 0.05, 0.05)
+        );
+        assert_eq!(t.input_tolerance, 0.01);
+    }
+
+    #[test]
+    fn from_plan_reads_every_key() {
+        let a = qexp_plan::AnalysisSection {
+            cv_threshold: 0.2,
+            knee_gain: 0.1,
+            min_change: 0.03,
+            send_lag_s: 0.05,
+            send_lag_fraction: 0.1,
+        };
+        let t = Thresholds::from_plan(&a);
+        assert_eq!(
+            (
+                t.cv,
+                t.knee_gain,
+                t.min_change,
+                t.send_lag_s,
+                t.send_lag_fraction
+            ),
+            (0.2, 0.1, 0.03, 0.05, 0.1)
+        );
+    }
+
+    const PLAN: &str =
+        "[experiment]\nname = \"t\"\nversion = 1\n[target]\nbase_url = \"sim:founding\"\n\
+        [workload]\ninput_tokens = 1000\noutput_tokens = 500\ninput_tolerance = 0.02\n[analysis]\n";
+
+    fn parse(analysis: &str) -> Result<qexp_plan::Plan, qexp_plan::PlanError> {
+        let text = format!("{PLAN}{analysis}");
+        qexp_plan::Plan::parse(std::path::Path::new("t.toml"), &text)
+    }
+
+    #[test]
+    fn plan_keys_reach_the_thresholds() {
+        let plan = parse("knee_gain = 0.1\nsend_lag_s = 0.02\n").map_err(|e| e.to_string());
+        let t = plan.map(|p| Thresholds::from_plan_file(&p.file));
+        let t = t
+            .as_ref()
+            .map(|t| (t.knee_gain, t.send_lag_s, t.cv, t.input_tolerance));
+        assert_eq!(t, Ok((0.1, 0.02, 0.10, 0.02)));
+    }
+
+    #[test]
+    fn bad_plan_values_are_rejected() {
+        for bad in [
+            "knee_gain = 0.0",
+            "min_change = 1.5",
+            "send_lag_s = -1.0",
+            "send_lag_fraction = -0.1",
+            "knee = 0.05",
+        ] {
+            assert!(parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn send_lag_limit_is_the_larger_bound() {
+        let t = Thresholds::default();
+        assert_eq!(t.send_lag_limit(0.05), 0.010); // 5% of 50 ms = 2.5 ms < 10 ms floor
+        assert!((t.send_lag_limit(61.0) - 3.05).abs() < 1e-12);
+        assert_eq!(t.send_lag_limit(f64::NAN), 0.010);
+    }
+
+    #[test]
+    fn rows_print_values_with_units() {
+        let rows = Thresholds::default().rows();
+        let get = |k: &str| rows.iter().find(|r| r.key == k).map(|r| r.value.clone());
+        assert_eq!(get("analysis.cv_threshold").as_deref(), Some("10%"));
+        assert_eq!(
+            get("analysis.knee_gain").as_deref(),
+            Some("5% per doubling")
+        );
+        assert_eq!(get("analysis.send_lag_s").as_deref(), Some("10 ms"));
+    }
+}

@@ -1,0 +1,188 @@
+//! Token-count mismatches and unexpected cache hits.
+//!
+//! Output: the runner counts requests whose server-reported completion tokens
+//! are missing, below the client's own count, or differ from the planned
+//! `max_tokens` when the stream stopped for length; any such request is
+//! flagged. Input: a trial whose median server-reported prompt length is
+//! further than `input_tolerance` from the plan (the flag shows the median of
+//! such trials). Cache: qexp plans never share
+//! prefixes (each prompt starts with a unique nonce), so any cached prompt
+//! tokens in measured requests are unexpected.
+
+use super::{Flag, Thresholds};
+use crate::metrics::PointSummary;
+use crate::stats::median;
+
+/// Token-mismatch flags, then unexpected-cache-hit flags, per point.
+pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    for p in points {
+        let planned = f64::from(p.point.input_tokens);
+        let off = |x: f64| x.is_finite() && (x / planned - 1.0).abs() > t.input_tolerance;
+        let trials: Vec<u32> = p
+            .trials
+            .iter()
+            .filter(|tr| tr.token_mismatches > 0 || off(tr.prompt_tokens))
+            .map(|tr| tr.trial)
+            .collect();
+        if !trials.is_empty() {
+            let off_trials: Vec<f64> = p
+                .trials
+                .iter()
+                .map(|tr| tr.prompt_tokens)
+                .filter(|&x| off(x))
+                .collect();
+            flags.push(Flag::TokenMismatch {
+                point_id: p.point.id,
+                output_mismatches: p
+                    .trials
+                    .iter()
+                    .map(|tr| u64::from(tr.token_mismatches))
+                    .sum(),
+                requests: p.requests,
+                trials,
+                planned_input: p.point.input_tokens,
+                server_input: median(&off_trials),
+            });
+        }
+        let cached: Vec<u32> = p
+            .trials
+            .iter()
+            .filter(|tr| tr.cached_tokens > 0)
+            .map(|tr| tr.trial)
+            .collect();
+        if !cached.is_empty() {
+            flags.push(Flag::UnexpectedCacheHits {
+                point_id: p.point.id,
+                cached_tokens: p.trials.iter().map(|tr| tr.cached_tokens).sum(),
+                share: cache_share(p),
+                trials: cached,
+            });
+        }
+    }
+    flags
+}
+
+/// Share of a point's prompt tokens served from cache: cached tokens over
+/// requests × prompt length (server-reported, else planned); None without requests.
+pub fn cache_share(p: &PointSummary) -> Option<f64> {
+    let (mut prompt, mut cached) = (0.0, 0.0);
+    for tr in &p.trials {
+        let len = if tr.prompt_tokens.is_finite() && tr.prompt_tokens > 0.0 {
+            tr.prompt_tokens
+        } else {
+            f64::from(p.point.input_tokens)
+        };
+        prompt += len * f64::from(tr.requests);
+        cached += tr.cached_tokens as f64;
+    }
+    (prompt > 0.0).then(|| (cached / prompt).min(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{founding_throughput, resummarise};
+    use super::*;
+
+    fn c8() -> PointSummary {
+        founding_throughput().swap_remove(3) // C=8, 1000 input tokens, 3 trials of 4 requests
+    }
+
+    #[test]
+    fn output_mismatch_names_trials() {
+        let mut p = c8();
+        p.trials[1].token_mismatches = 2;
+        let flags = detect(&[resummarise(&p)], &Thresholds::default());
+        let [Flag::TokenMismatch {
+            output_mismatches,
+            requests,
+            trials,
+            server_input,
+            ..
+        }] = flags.as_slice()
+        else {
+            panic!("one mismatch flag expected: {flags:?}");
+        };
+        assert_eq!(
+            (*output_mismatches, *requests, trials.as_slice()),
+            (2, 12, &[2][..])
+        );
+        assert_eq!(*server_input, None);
+        let text = flags[0].to_string();
+        assert!(
+            text.starts_with("2 of 12 requests have output counts that disagree"),
+            "{text}"
+        );
+        assert!(text.contains("in trial 2."), "{text}");
+    }
+
+    #[test]
+    fn input_beyond_tolerance_is_a_mismatch_within_is_not() {
+        let mut p = c8();
+        for tr in &mut p.trials {
+            tr.prompt_tokens = 1008.0; // 0.8%: within the default 1%
+        }
+        assert!(detect(&[resummarise(&p)], &Thresholds::default()).is_empty());
+        for tr in &mut p.trials {
+            tr.prompt_tokens = 1240.0;
+        }
+        let flags = detect(&[resummarise(&p)], &Thresholds::default());
+        let [Flag::TokenMismatch {
+            server_input,
+            planned_input,
+            trials,
+            ..
+        }] = flags.as_slice()
+        else {
+            panic!("one mismatch flag expected: {flags:?}");
+        };
+        assert_eq!((*server_input, *planned_input), (Some(1240.0), 1000));
+        assert_eq!(trials, &vec![1, 2, 3]);
+        let text = flags[0].to_string();
+        assert!(
+            text.starts_with(
+                "The server counted 1240 prompt tokens where the plan asked for 1,000 (+24%)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unreported_prompt_tokens_are_not_a_mismatch() {
+        // The fixture leaves prompt_tokens NaN (server sent no usage) and counts no mismatches.
+        assert!(detect(&founding_throughput(), &Thresholds::default()).is_empty());
+    }
+
+    #[test]
+    fn any_cached_tokens_are_unexpected() {
+        let mut p = c8();
+        p.trials[0].cached_tokens = 2000; // half of trial 1's 4 × 1000 prompt tokens
+        let flags = detect(&[resummarise(&p)], &Thresholds::default());
+        let share = 2000.0 / 12_000.0;
+        assert_eq!(
+            flags,
+            vec![Flag::UnexpectedCacheHits {
+                point_id: 3,
+                cached_tokens: 2000,
+                share: Some(share),
+                trials: vec![1],
+            }]
+        );
+        let text = flags[0].to_string();
+        assert!(text.starts_with("The server reported 2,000 cached prompt tokens (16.7% of prompt tokens) in trial 1, although"), "{text}");
+        assert!(text.contains("/metrics"), "{text}");
+    }
+
+    #[test]
+    fn cache_share_uses_reported_prompt_length() {
+        let mut p = c8();
+        assert_eq!(cache_share(&p), Some(0.0));
+        for tr in &mut p.trials {
+            tr.prompt_tokens = 500.0;
+            tr.cached_tokens = 1000;
+        }
+        assert_eq!(cache_share(&p), Some(0.5));
+        p.trials.clear();
+        assert_eq!(cache_share(&p), None);
+    }
+}

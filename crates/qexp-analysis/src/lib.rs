@@ -1,0 +1,13 @@
+//! qexp-analysis owns every number derived from raw rows: per-(trial, point)
+//! metrics computed with polars from the Parquet files, statistics across
+//! trials, anomaly flags and diffs. It never looks at a live run's memory,
+//! so a new statistic needs no re-run. Rendering is qexp-report's job.
+
+pub mod anomaly;
+mod load;
+mod metrics;
+pub mod stats;
+
+pub use anomaly::{Flag, Severity, Thresholds};
+pub use load::{analyze, AnalysisError, RunAnalysis};
+pub use metrics::{Axis, PointSummary, TrialMetrics};

@@ -1,0 +1,218 @@
+//! Loads a run's Parquet files and computes per-(trial, point) metrics with
+//! polars; cross-trial statistics are then plain Rust over a few numbers.
+
+use crate::metrics::{PointSummary, TrialMetrics};
+use crate::stats::{quantile, sorted_finite};
+use polars::prelude::*;
+use qexp_store::{scan_points, scan_requests, Manifest, StoreError};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Why a run could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    /// The run folder could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A polars query failed (a column missing or of another type).
+    #[error("cannot aggregate {}: {source}", path.display())]
+    Query {
+        /// The run folder.
+        path: PathBuf,
+        /// The cause.
+        source: PolarsError,
+    },
+}
+
+/// A run with its per-point statistics.
+#[derive(Debug, Clone)]
+pub struct RunAnalysis {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// One summary per planned point, in plan order (points without data have n = 0).
+    pub points: Vec<PointSummary>,
+}
+
+const F: DataType = DataType::Float64;
+
+/// Reads a run folder and summarises every point across trials.
+pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
+    let manifest = qexp_store::read_manifest(dir)?;
+    let q = |source| AnalysisError::Query {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let measured = scan_requests(dir)?.filter(col("warmup").not());
+    let ok = col("error_class").is_null();
+    let mismatch = ok.clone().and(
+        col("completion_tokens")
+            .is_null()
+            .or(col("completion_tokens").lt(col("client_tokens")))
+            .or(col("finish_reason")
+                .eq(lit("length"))
+                .and(col("completion_tokens").neq(col("output_tokens_target")))),
+    );
+    let per_trial = measured
+        .clone()
+        .group_by([col("trial"), col("point_id")])
+        .agg([
+            len().cast(F).alias("requests"),
+            col("error_class")
+                .is_not_null()
+                .sum()
+                .cast(F)
+                .alias("failures"),
+            (lit(1.0) / col("tpot_s"))
+                .filter(ok.clone())
+                .median()
+                .alias("decode_tok_s"),
+            col("ttft_s").filter(ok.clone()).median().alias("ttft_s"),
+            col("ttft_s")
+                .filter(ok.clone())
+                .quantile(lit(0.9), QuantileMethod::Linear)
+                .alias("ttft_p90_s"),
+            col("e2e_s").filter(ok.clone()).median().alias("e2e_s"),
+            (col("completion_tokens").filter(ok.clone()).cast(F).sum()
+                / col("chunks").filter(ok.clone()).cast(F).sum())
+            .alias("tokens_per_chunk"),
+            col("prompt_tokens")
+                .filter(ok.clone())
+                .cast(F)
+                .median()
+                .alias("prompt_tokens"),
+            col("cached_tokens").cast(F).sum().alias("cached_tokens"),
+            mismatch.sum().cast(F).alias("token_mismatches"),
+        ])
+        .collect()
+        .map_err(q)?;
+    let points = scan_points(dir)?
+        .select([
+            col("trial"),
+            col("point_id"),
+            col("agg_output_tok_s").cast(F),
+            col("send_lag_max_s").cast(F),
+            col("invalid_reason"),
+        ])
+        .collect()
+        .map_err(q)?;
+    let gaps = pooled_gaps(measured.filter(ok)).map_err(q)?;
+
+    let mut by_key: BTreeMap<(u32, u32), TrialMetrics> = BTreeMap::new();
+    let trial = u32s(&per_trial, "trial").map_err(q)?;
+    let pid = u32s(&per_trial, "point_id").map_err(q)?;
+    let get = |name: &str| f64s(&per_trial, name);
+    let (req, fail, dec, ttft, p90, e2e, tpc, pt, cached, mism) = (
+        get("requests").map_err(q)?,
+        get("failures").map_err(q)?,
+        get("decode_tok_s").map_err(q)?,
+        get("ttft_s").map_err(q)?,
+        get("ttft_p90_s").map_err(q)?,
+        get("e2e_s").map_err(q)?,
+        get("tokens_per_chunk").map_err(q)?,
+        get("prompt_tokens").map_err(q)?,
+        get("cached_tokens").map_err(q)?,
+        get("token_mismatches").map_err(q)?,
+    );
+    for i in 0..per_trial.height() {
+        let key = (pid[i], trial[i]);
+        let g = gaps.get(&(trial[i], pid[i]));
+        let itl = |q: f64| g.and_then(|g| quantile(g, q)).unwrap_or(f64::NAN);
+        by_key.insert(
+            key,
+            TrialMetrics {
+                trial: trial[i],
+                point_id: pid[i],
+                requests: req[i] as u32,
+                failures: fail[i] as u32,
+                decode_tok_s: dec[i],
+                ttft_s: ttft[i],
+                ttft_p90_s: p90[i],
+                e2e_s: e2e[i],
+                itl_p50_s: itl(0.5),
+                itl_p99_s: itl(0.99),
+                tokens_per_chunk: tpc[i],
+                prompt_tokens: pt[i],
+                cached_tokens: if cached[i].is_finite() {
+                    cached[i] as u64
+                } else {
+                    0
+                },
+                token_mismatches: mism[i] as u32,
+                agg_tok_s: f64::NAN,
+                send_lag_max_s: 0.0,
+                invalid_reason: None,
+            },
+        );
+    }
+    let ptrial = u32s(&points, "trial").map_err(q)?;
+    let ppid = u32s(&points, "point_id").map_err(q)?;
+    let agg = f64s(&points, "agg_output_tok_s").map_err(q)?;
+    let lag = f64s(&points, "send_lag_max_s").map_err(q)?;
+    let invalid = points
+        .column("invalid_reason")
+        .and_then(|c| c.str().cloned())
+        .map_err(q)?;
+    for i in 0..points.height() {
+        let m = by_key
+            .entry((ppid[i], ptrial[i]))
+            .or_insert_with(|| TrialMetrics {
+                trial: ptrial[i],
+                point_id: ppid[i],
+                ..TrialMetrics::default()
+            });
+        m.agg_tok_s = agg[i];
+        m.send_lag_max_s = lag[i];
+        m.invalid_reason = invalid.get(i).map(str::to_string);
+    }
+    let summaries = manifest
+        .points
+        .iter()
+        .map(|p| {
+            let trials: Vec<TrialMetrics> = by_key
+                .range((p.id, 0)..=(p.id, u32::MAX))
+                .map(|(_, m)| m.clone())
+                .collect();
+            PointSummary::new(p.clone(), trials)
+        })
+        .collect();
+    Ok(RunAnalysis {
+        dir: dir.to_path_buf(),
+        manifest,
+        points: summaries,
+    })
+}
+
+/// Inter-chunk gaps of successful requests, pooled per (trial, point), sorted.
+fn pooled_gaps(ok_rows: LazyFrame) -> PolarsResult<BTreeMap<(u32, u32), Vec<f64>>> {
+    let df = ok_rows
+        .select([col("trial"), col("point_id"), col("chunk_offsets_s")])
+        .collect()?;
+    let trial = u32s(&df, "trial")?;
+    let pid = u32s(&df, "point_id")?;
+    let lists = df.column("chunk_offsets_s")?.list()?.clone();
+    let mut out: BTreeMap<(u32, u32), Vec<f64>> = BTreeMap::new();
+    for (i, offs) in lists.series_iter().enumerate() {
+        let Some(offs) = offs else { continue };
+        let offs: Vec<f64> = offs.f64()?.iter().flatten().collect();
+        out.entry((trial[i], pid[i]))
+            .or_default()
+            .extend(offs.windows(2).map(|w| w[1] - w[0]));
+    }
+    for v in out.values_mut() {
+        *v = sorted_finite(v);
+    }
+    Ok(out)
+}
+
+fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
+    let c = df.column(name)?.cast(&DataType::UInt32)?;
+    Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+/// A float column; nulls become NaN (statistics drop them).
+fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+    let c = df.column(name)?.cast(&F)?;
+    Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}

@@ -1,0 +1,140 @@
+use crate::stats::Summary;
+use qexp_plan::Point;
+use serde::Serialize;
+
+/// Metrics of one (trial, point), from its measured requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TrialMetrics {
+    /// Trial number.
+    pub trial: u32,
+    /// Point id.
+    pub point_id: u32,
+    /// Measured requests.
+    pub requests: u32,
+    /// Failed measured requests.
+    pub failures: u32,
+    /// Output tokens / (first send → last completion).
+    pub agg_tok_s: f64,
+    /// Median over requests of 1/TPOT.
+    pub decode_tok_s: f64,
+    /// Median TTFT.
+    pub ttft_s: f64,
+    /// 90th percentile TTFT.
+    pub ttft_p90_s: f64,
+    /// Median E2E.
+    pub e2e_s: f64,
+    /// Pooled inter-chunk gap, median.
+    pub itl_p50_s: f64,
+    /// Pooled inter-chunk gap, 99th percentile.
+    pub itl_p99_s: f64,
+    /// Mean tokens per content chunk (>1 under speculative decoding).
+    pub tokens_per_chunk: f64,
+    /// Median server-reported prompt tokens.
+    pub prompt_tokens: f64,
+    /// Sum of server-reported cached prompt tokens.
+    pub cached_tokens: u64,
+    /// Requests whose server and client output counts disagree.
+    pub token_mismatches: u32,
+    /// Largest scheduled → sent lag.
+    pub send_lag_max_s: f64,
+    /// Why the point's numbers are invalid, if so.
+    pub invalid_reason: Option<String>,
+}
+
+/// One point across trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointSummary {
+    /// The point's parameters.
+    pub point: Point,
+    /// Trials with data.
+    pub n: usize,
+    /// Aggregate output tok/s across trials.
+    pub agg_tok_s: Option<Summary>,
+    /// Per-request decode tok/s across trials.
+    pub decode_tok_s: Option<Summary>,
+    /// Median TTFT across trials.
+    pub ttft_s: Option<Summary>,
+    /// Median E2E across trials.
+    pub e2e_s: Option<Summary>,
+    /// ITL p99 across trials.
+    pub itl_p99_s: Option<Summary>,
+    /// Measured requests, all trials.
+    pub requests: u64,
+    /// Failed requests, all trials.
+    pub failures: u64,
+    /// Per-trial values, by trial number.
+    pub trials: Vec<TrialMetrics>,
+}
+
+impl PointSummary {
+    /// Summarises per-trial metrics of one point.
+    pub fn new(point: Point, trials: Vec<TrialMetrics>) -> PointSummary {
+        let of =
+            |f: fn(&TrialMetrics) -> f64| Summary::of(&trials.iter().map(f).collect::<Vec<_>>());
+        PointSummary {
+            n: trials.len(),
+            agg_tok_s: of(|t| t.agg_tok_s),
+            decode_tok_s: of(|t| t.decode_tok_s),
+            ttft_s: of(|t| t.ttft_s),
+            e2e_s: of(|t| t.e2e_s),
+            itl_p99_s: of(|t| t.itl_p99_s),
+            requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
+            failures: trials.iter().map(|t| u64::from(t.failures)).sum(),
+            point,
+            trials,
+        }
+    }
+}
+
+/// A plan parameter that takes several values in the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// Requests in flight.
+    Concurrency,
+    /// Prompt tokens.
+    InputTokens,
+    /// Output tokens.
+    OutputTokens,
+}
+
+impl Axis {
+    /// The axes swept in these points, in display order.
+    pub fn swept(points: &[Point]) -> Vec<Axis> {
+        let distinct = |f: fn(&Point) -> u32| {
+            let mut v: Vec<u32> = points.iter().map(f).collect();
+            v.sort_unstable();
+            v.dedup();
+            v.len() > 1
+        };
+        let mut axes = Vec::new();
+        if distinct(|p| p.concurrency) {
+            axes.push(Axis::Concurrency);
+        }
+        if distinct(|p| p.input_tokens) {
+            axes.push(Axis::InputTokens);
+        }
+        if distinct(|p| p.output_tokens) {
+            axes.push(Axis::OutputTokens);
+        }
+        axes
+    }
+
+    /// The point's value on this axis.
+    pub fn value(self, p: &Point) -> u32 {
+        match self {
+            Axis::Concurrency => p.concurrency,
+            Axis::InputTokens => p.input_tokens,
+            Axis::OutputTokens => p.output_tokens,
+        }
+    }
+
+    /// Column header, with unit.
+    pub fn header(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "Concurrency (requests)",
+            Axis::InputTokens => "Input (tokens)",
+            Axis::OutputTokens => "Output (tokens)",
+        }
+    }
+}

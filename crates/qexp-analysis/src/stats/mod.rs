@@ -1,0 +1,31 @@
+//! Statistics for trials and run comparison, each in a small module that cites
+//! its method: quantiles and summaries, order-statistic and bootstrap
+//! confidence intervals, outlier flags, the Mann–Whitney U test and Holm's
+//! multiple-comparison adjustment. Pure Rust with no dependencies, so results
+//! are reproducible bit for bit across machines (the bootstrap uses its own
+//! seeded [`Rng`]).
+//!
+//! NaN policy: callers pass the metric of a failed request as NaN. Every
+//! function that takes raw samples drops non-finite values (NaN and ±inf)
+//! before computing, so a sample's `n` counts only the values used; functions
+//! documented to take `sorted` input expect the output of [`sorted_finite`].
+//! Element-wise functions ([`modified_z_scores`], [`holm_adjust`]) keep their
+//! output aligned with the input and return NaN in a NaN's place. Nothing here
+//! panics on empty input: it returns None or a documented value.
+
+pub mod ci;
+pub mod holm;
+pub mod mannwhitney;
+pub mod normal;
+pub mod outliers;
+pub mod quantile;
+pub mod rng;
+pub mod summary;
+
+pub use ci::{bootstrap_ratio_ci, median_ci};
+pub use holm::holm_adjust;
+pub use mannwhitney::{mann_whitney_u, min_attainable_p, trials_needed, MwResult};
+pub use outliers::{classify, modified_z_scores, tukey_fences, Fences, OutlierKind};
+pub use quantile::{median, quantile, sorted_finite};
+pub use rng::Rng;
+pub use summary::Summary;

@@ -1,0 +1,128 @@
+//! Sample quantiles by linear interpolation between order statistics: Hyndman &
+//! Fan (1996), "Sample quantiles in statistical packages", definition 7 — the
+//! default of numpy's `quantile` (`method="linear"`) and R's `quantile`.
+//! The position of quantile `q` among `n` sorted values is `h = (n - 1) q`.
+
+/// Quantile `q` in `[0, 1]` of ascending, finite `sorted`; None when empty or `q` is outside `[0, 1]`.
+///
+/// The input must already be sorted and free of NaN (see [`sorted_finite`]).
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let h = (n - 1) as f64 * q;
+    let lo = h.floor();
+    let gamma = h - lo;
+    // `lo` is in 0..=n-1 because q is in [0, 1]; `get` keeps this panic-free anyway.
+    let i = lo as usize;
+    let a = *sorted.get(i)?;
+    let b = *sorted.get((i + 1).min(n - 1))?;
+    Some(lerp(a, b, gamma))
+}
+
+/// numpy's `_lerp`: interpolate from the nearer end so that `t = 1` gives `b` exactly.
+fn lerp(a: f64, b: f64, t: f64) -> f64 {
+    let diff = b - a;
+    if t >= 0.5 {
+        b - diff * (1.0 - t)
+    } else {
+        a + diff * t
+    }
+}
+
+/// The finite values of `values` (NaN and ±inf dropped), sorted ascending.
+pub fn sorted_finite(values: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Median of the finite values of unsorted `values`; None when there are none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    quantile(&sorted_finite(values), 0.5)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn empty_and_bad_q_give_none() {
+        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(quantile(&[1.0, 2.0], -0.1), None);
+        assert_eq!(quantile(&[1.0, 2.0], 1.1), None);
+        assert_eq!(quantile(&[1.0, 2.0], f64::NAN), None);
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN, f64::INFINITY]), None);
+    }
+
+    #[test]
+    fn single_value_is_every_quantile() {
+        for q in [0.0, 0.25, 0.5, 1.0] {
+            assert_eq!(quantile(&[7.5], q), Some(7.5));
+        }
+    }
+
+    #[test]
+    fn all_equal_values() {
+        let v = [3.0; 9];
+        for q in [0.0, 0.1, 0.5, 0.9, 1.0] {
+            assert_eq!(quantile(&v, q), Some(3.0));
+        }
+    }
+
+    #[test]
+    fn matches_numpy_linear_on_1_to_10() {
+        // numpy 2.4.6: np.quantile(np.arange(1, 11.0), q)
+        let x: Vec<f64> = (1..=10).map(f64::from).collect();
+        let cases = [
+            (0.0, 1.0),
+            (0.1, 1.9),
+            (0.25, 3.25),
+            (0.5, 5.5),
+            (0.75, 7.75),
+            (0.9, 9.1),
+            (1.0 / 3.0, 4.0),
+            (1.0, 10.0),
+        ];
+        for (q, want) in cases {
+            let got = quantile(&x, q).unwrap_or(f64::NAN);
+            assert!(close(got, want), "q={q}: {got} != {want}");
+        }
+    }
+
+    #[test]
+    fn matches_numpy_with_negatives_and_ties() {
+        // numpy 2.4.6: np.quantile([0.3,-1.2,4.4,2.0,2.0,7.1,0.0], q)
+        let x = sorted_finite(&[0.3, -1.2, 4.4, 2.0, 2.0, 7.1, 0.0]);
+        let cases = [
+            (0.05, -0.8399999999999999),
+            (0.25, 0.15),
+            (0.5, 2.0),
+            (0.75, 3.2),
+            (0.99, 6.937999999999998),
+        ];
+        for (q, want) in cases {
+            let got = quantile(&x, q).unwrap_or(f64::NAN);
+            assert!(close(got, want), "q={q}: {got} != {want}");
+        }
+    }
+
+    #[test]
+    fn sorted_finite_drops_nan_and_inf() {
+        let v = sorted_finite(&[3.0, f64::NAN, -1.0, f64::INFINITY, 2.0, f64::NEG_INFINITY]);
+        assert_eq!(v, vec![-1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn median_of_unsorted_with_nan() {
+        assert_eq!(median(&[3.0, f64::NAN, 1.0, 2.0, f64::INFINITY]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, f64::NAN, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[5.0]), Some(5.0));
+    }
+}

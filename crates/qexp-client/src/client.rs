@@ -1,0 +1,437 @@
+use crate::outcome::{ErrorClass, Outcome, RequestError, Usage};
+use crate::sse::{SseEvent, SseParser};
+use futures_util::StreamExt;
+use serde_json::{json, Map, Value};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Which OpenAI-compatible endpoint a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/completions`.
+    Completions,
+}
+
+/// One generation request.
+#[derive(Debug, Clone)]
+pub struct GenRequest {
+    /// Endpoint kind.
+    pub api: Api,
+    /// Model name.
+    pub model: String,
+    /// The prompt (sent as one user message for chat).
+    pub prompt: String,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// Extra body fields (`ignore_eos`, `temperature`, …), merged last.
+    pub extra: Map<String, Value>,
+}
+
+impl GenRequest {
+    /// The JSON body, streaming with usage requested.
+    pub fn body(&self, stream: bool) -> Value {
+        let mut body = match self.api {
+            Api::Chat => json!({
+                "model": self.model,
+                "messages": [{"role": "user", "content": self.prompt}],
+                "max_tokens": self.max_tokens,
+            }),
+            Api::Completions => json!({
+                "model": self.model,
+                "prompt": self.prompt,
+                "max_tokens": self.max_tokens,
+            }),
+        };
+        if let Value::Object(map) = &mut body {
+            map.insert("stream".into(), Value::Bool(stream));
+            if stream {
+                map.insert("stream_options".into(), json!({"include_usage": true}));
+            }
+            for (k, v) in &self.extra {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+        body
+    }
+
+    fn path(&self) -> &'static str {
+        match self.api {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+}
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The HTTP stack refused the configuration.
+    #[error("cannot build the HTTP client: {0}")]
+    Build(#[from] reqwest::Error),
+}
+
+/// A streaming OpenAI-compatible HTTP client for one server.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    api_key: Option<String>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The API key is deliberately left out.
+        f.debug_struct("Client").field("base", &self.base).finish()
+    }
+}
+
+impl Client {
+    /// A client for `base_url` (with or without a trailing `/v1`).
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        timeout: Duration,
+    ) -> Result<Client, ClientError> {
+        let base = base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base).to_string();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Client {
+            http,
+            base,
+            api_key,
+            timeout,
+        })
+    }
+
+    /// The server's base URL, without `/v1`.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let rb = self.http.request(method, format!("{}{}", self.base, path));
+        match &self.api_key {
+            Some(key) => rb.bearer_auth(key),
+            None => rb,
+        }
+    }
+
+    /// GET a JSON document; `Ok(None)` when the server answers non-2xx.
+    pub async fn get_json(
+        &self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Option<Value>, RequestError> {
+        let resp = self
+            .request(reqwest::Method::GET, path)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(classify)?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        resp.json::<Value>().await.map(Some).map_err(classify)
+    }
+
+    /// GET a text document; `Ok(None)` when the server answers non-2xx.
+    pub async fn get_text(
+        &self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Option<String>, RequestError> {
+        let resp = self
+            .request(reqwest::Method::GET, path)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(classify)?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        resp.text().await.map(Some).map_err(classify)
+    }
+
+    /// POST JSON and return the status and JSON answer (Null if not JSON).
+    pub async fn post_json(&self, path: &str, body: &Value) -> Result<(u16, Value), RequestError> {
+        let resp = self
+            .request(reqwest::Method::POST, path)
+            .timeout(self.timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(classify)?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(classify)?;
+        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    /// Sends one streaming request and measures it. Never fails: every
+    /// failure is classified inside the returned [`Outcome`].
+    pub async fn stream(&self, req: &GenRequest) -> Outcome {
+        let body = req.body(true);
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let t0 = Instant::now();
+        let mut out = Outcome {
+            sent_unix_s: unix_now(),
+            ..Outcome::default()
+        };
+        let since = |t: Instant| t.duration_since(t0).as_secs_f64();
+        let send = self
+            .request(reqwest::Method::POST, req.path())
+            .json(&body)
+            .send();
+        let resp = match tokio::time::timeout_at(deadline, send).await {
+            Err(_) => {
+                return fail(
+                    out,
+                    since(Instant::now()),
+                    ErrorClass::Timeout,
+                    "no response headers before the timeout",
+                )
+            }
+            Ok(Err(e)) => {
+                let err = classify(e);
+                return fail(out, since(Instant::now()), err.class, &err.message);
+            }
+            Ok(Ok(r)) => r,
+        };
+        out.headers_s = Some(since(Instant::now()));
+        let status = resp.status();
+        out.http_status = Some(status.as_u16());
+        if !status.is_success() {
+            let text = tokio::time::timeout_at(deadline, resp.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let msg = format!("HTTP {}: {}", status.as_u16(), error_text(&text));
+            return fail(out, since(Instant::now()), ErrorClass::HttpStatus, &msg);
+        }
+        let mut stream = resp.bytes_stream();
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        let mut state = StreamState::default();
+        loop {
+            let next = match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_) => {
+                    return fail(
+                        out,
+                        since(Instant::now()),
+                        ErrorClass::Timeout,
+                        "the stream did not finish before the timeout",
+                    )
+                }
+                Ok(n) => n,
+            };
+            let arrived = since(Instant::now());
+            match next {
+                None => {
+                    parser.finish(&mut events);
+                    if let Some(err) = state.apply(&mut out, events.drain(..), arrived) {
+                        return fail(out, arrived, err.class, &err.message);
+                    }
+                    break;
+                }
+                Some(Err(e)) => {
+                    let err = classify(e);
+                    let class = if err.class == ErrorClass::Timeout {
+                        err.class
+                    } else {
+                        ErrorClass::StreamBroken
+                    };
+                    return fail(out, arrived, class, &err.message);
+                }
+                Some(Ok(bytes)) => {
+                    parser.feed(&bytes, &mut events);
+                    if let Some(err) = state.apply(&mut out, events.drain(..), arrived) {
+                        return fail(out, arrived, err.class, &err.message);
+                    }
+                    if state.done {
+                        break;
+                    }
+                }
+            }
+        }
+        out.end_s = since(Instant::now());
+        if !state.done && out.finish_reason.is_none() {
+            out.error = Some(RequestError {
+                class: ErrorClass::StreamBroken,
+                message: "the stream closed before [DONE] or a finish_reason".into(),
+            });
+        } else if out.content_chunks == 0 {
+            out.error = Some(RequestError {
+                class: ErrorClass::NoOutput,
+                message: "the stream finished without generated content".into(),
+            });
+        }
+        out
+    }
+}
+
+#[derive(Default)]
+struct StreamState {
+    done: bool,
+}
+
+impl StreamState {
+    /// Applies parsed events to the outcome; returns an error that ends the request.
+    fn apply(
+        &mut self,
+        out: &mut Outcome,
+        events: impl Iterator<Item = SseEvent>,
+        arrived: f64,
+    ) -> Option<RequestError> {
+        for ev in events {
+            let data = ev.data.trim();
+            if data == "[DONE]" {
+                self.done = true;
+                continue;
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let v: Value = match serde_json::from_str(data) {
+                Ok(v) => v,
+                Err(e) => {
+                    return Some(RequestError {
+                        class: ErrorClass::Protocol,
+                        message: format!("stream event is not JSON ({e}): {}", excerpt(data)),
+                    })
+                }
+            };
+            if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+                return Some(RequestError {
+                    class: ErrorClass::ServerError,
+                    message: format!("server error in stream: {}", error_text(&err.to_string())),
+                });
+            }
+            if ev.event.as_deref() == Some("error") {
+                return Some(RequestError {
+                    class: ErrorClass::ServerError,
+                    message: format!("server error event: {}", excerpt(data)),
+                });
+            }
+            if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+                out.usage = parse_usage(u);
+            }
+            let choice = v.get("choices").and_then(|c| c.get(0));
+            if let Some(choice) = choice {
+                let text_len = content_len(choice);
+                if text_len > 0 {
+                    out.first_token_s.get_or_insert(arrived);
+                    out.last_token_s = Some(arrived);
+                    out.chunk_offsets_s.push(arrived);
+                    out.content_chunks += 1;
+                    out.client_tokens += 1;
+                    out.output_chars += text_len as u64;
+                }
+                if let Some(fr) = choice.get("finish_reason").and_then(Value::as_str) {
+                    out.finish_reason = Some(fr.to_string());
+                }
+            } else if v.get("choices").is_none() && v.get("usage").is_none() {
+                return Some(RequestError {
+                    class: ErrorClass::Protocol,
+                    message: format!(
+                        "stream event has neither choices nor usage: {}",
+                        excerpt(data)
+                    ),
+                });
+            }
+        }
+        None
+    }
+}
+
+/// Characters of generated text (content or reasoning) in one choice.
+fn content_len(choice: &Value) -> usize {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
+    match choice.get("delta") {
+        Some(d) => s(d.get("content")) + s(d.get("reasoning_content")) + s(d.get("reasoning")),
+        None => s(choice.get("text")),
+    }
+}
+
+/// Reads an OpenAI `usage` object.
+pub fn parse_usage(u: &Value) -> Usage {
+    let n = |v: Option<&Value>| {
+        v.and_then(Value::as_u64)
+            .map(|x| x.min(u32::MAX as u64) as u32)
+    };
+    Usage {
+        prompt_tokens: n(u.get("prompt_tokens")),
+        completion_tokens: n(u.get("completion_tokens")),
+        cached_tokens: n(u
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens"))),
+    }
+}
+
+fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome {
+    out.end_s = at;
+    out.error = Some(RequestError {
+        class,
+        message: message.to_string(),
+    });
+    out
+}
+
+/// Classifies a reqwest error.
+fn classify(e: reqwest::Error) -> RequestError {
+    let class = if e.is_timeout() {
+        ErrorClass::Timeout
+    } else if e.is_connect() {
+        ErrorClass::Connect
+    } else if e.is_body() || e.is_decode() {
+        ErrorClass::StreamBroken
+    } else if e.is_request() {
+        ErrorClass::Connect
+    } else {
+        ErrorClass::Protocol
+    };
+    // The error chain gives the cause (refused, reset, …) without the URL's secrets: qexp never puts keys in URLs.
+    let mut message = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        src = s.source();
+    }
+    RequestError { class, message }
+}
+
+/// The `error.message` of an OpenAI error body, else an excerpt of the text.
+fn error_text(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error").unwrap_or(&v);
+            e.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| e.as_str().map(str::to_string))
+        })
+        .map(|m| excerpt(&m))
+        .unwrap_or_else(|| excerpt(text))
+}
+
+fn excerpt(s: &str) -> String {
+    const MAX: usize = 300;
+    let s = s.trim().replace(['\n', '\r'], " ");
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -1,0 +1,18 @@
+//! qexp-client owns the conversation with an OpenAI-compatible server:
+//! the streaming request with per-chunk arrival timestamps, the SSE parser,
+//! the classification of every failure, prompt construction with exact token
+//! counts, and the probe of what a server says about itself. It knows
+//! nothing about plans, scheduling or storage.
+
+mod calibrate;
+mod client;
+mod outcome;
+mod probe;
+pub mod prompt;
+pub mod sse;
+
+pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
+pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use outcome::{ErrorClass, Outcome, RequestError, Usage};
+pub use probe::{probe, ProbeError, ServerInfo};
+pub use prompt::nonce_for;

@@ -1,0 +1,131 @@
+use serde::{Deserialize, Serialize};
+
+/// Why a request did not complete. Every failure gets exactly one class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// No connection could be made (refused, DNS, TLS).
+    Connect,
+    /// The request exceeded its timeout.
+    Timeout,
+    /// The server answered with a non-2xx status.
+    HttpStatus,
+    /// The connection broke, or closed before the stream said it was done.
+    StreamBroken,
+    /// The stream was not valid SSE/JSON of the expected shape.
+    Protocol,
+    /// The server sent an error object inside the stream.
+    ServerError,
+    /// The stream finished without any generated content.
+    NoOutput,
+    /// qexp stopped the request (the run was interrupted).
+    Cancelled,
+}
+
+impl ErrorClass {
+    /// The snake_case name stored in Parquet.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::HttpStatus => "http_status",
+            ErrorClass::StreamBroken => "stream_broken",
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::NoOutput => "no_output",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A classified failure with a one-line message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestError {
+    /// The failure's class.
+    pub class: ErrorClass,
+    /// What happened, for people (server text is truncated).
+    pub message: String,
+}
+
+/// Token counts as the server reported them in `usage`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// `usage.prompt_tokens`.
+    pub prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: Option<u32>,
+    /// `usage.prompt_tokens_details.cached_tokens`, where reported.
+    pub cached_tokens: Option<u32>,
+}
+
+/// Everything measured about one streamed request.
+///
+/// Offsets are seconds since the request was handed to the HTTP stack
+/// (`sent`); they are taken when the bytes arrive, before parsing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Wall-clock time the request was sent, Unix seconds.
+    pub sent_unix_s: f64,
+    /// Offset of the response headers.
+    pub headers_s: Option<f64>,
+    /// Offset of the first chunk with non-empty content (or reasoning) — TTFT.
+    pub first_token_s: Option<f64>,
+    /// Offset of the last content chunk.
+    pub last_token_s: Option<f64>,
+    /// Offset at which the stream ended (or failed).
+    pub end_s: f64,
+    /// Offsets of every content chunk, in arrival order.
+    pub chunk_offsets_s: Vec<f64>,
+    /// Content chunks received.
+    pub content_chunks: u32,
+    /// The client's own count of generated tokens (content deltas; one
+    /// delta may carry several tokens under speculative decoding).
+    pub client_tokens: u32,
+    /// Characters of generated text received.
+    pub output_chars: u64,
+    /// What the server reported in `usage`.
+    pub usage: Usage,
+    /// Finish reason of the first choice, when sent.
+    pub finish_reason: Option<String>,
+    /// HTTP status, when a response arrived.
+    pub http_status: Option<u16>,
+    /// The failure, if the request did not complete.
+    pub error: Option<RequestError>,
+}
+
+impl Outcome {
+    /// True when the request completed and produced output.
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Time to first token.
+    pub fn ttft_s(&self) -> Option<f64> {
+        self.first_token_s
+    }
+
+    /// Sent → last content chunk.
+    pub fn e2e_s(&self) -> Option<f64> {
+        self.last_token_s
+    }
+
+    /// Output tokens: the server's count, else the client's.
+    pub fn output_tokens(&self) -> u32 {
+        self.usage.completion_tokens.unwrap_or(self.client_tokens)
+    }
+
+    /// Time per output token after the first: (E2E − TTFT)/(tokens − 1).
+    pub fn tpot_s(&self) -> Option<f64> {
+        let (ttft, e2e) = (self.first_token_s?, self.last_token_s?);
+        let n = self.output_tokens();
+        (n > 1 && e2e > ttft).then(|| (e2e - ttft) / f64::from(n - 1))
+    }
+
+    /// Gaps between consecutive content chunks.
+    pub fn chunk_gaps_s(&self) -> Vec<f64> {
+        self.chunk_offsets_s
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .collect()
+    }
+}

@@ -1,0 +1,397 @@
+use serde::Deserialize;
+use std::ops::Range;
+use toml::Spanned;
+
+type Invalid = (Range<usize>, Option<String>, String);
+
+/// The whole plan file. Keys are snake_case; unknown keys are errors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    /// `[experiment]`: name and version.
+    pub experiment: ExperimentSection,
+    /// `[target]`: where requests go.
+    pub target: TargetSection,
+    /// `[workload]`: what each request looks like.
+    pub workload: Workload,
+    /// `[sweep]`: the axes whose combinations are the points.
+    #[serde(default)]
+    pub sweep: Sweep,
+    /// `[run]`: requests per point, warmup, trials, seed.
+    #[serde(default)]
+    pub run: RunSection,
+    /// `[analysis]`: thresholds for the report's flags.
+    #[serde(default)]
+    pub analysis: AnalysisSection,
+}
+
+/// `[experiment]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentSection {
+    /// Folder name under results/ and reports/: letters, digits, `-`, `_`, `.`.
+    pub name: Spanned<String>,
+    /// The plan's own version; bump it when the plan's meaning changes.
+    pub version: u32,
+    /// One line on what the experiment asks.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// Which OpenAI-compatible endpoint to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiKind {
+    /// `/v1/chat/completions` (the server applies its chat template).
+    Chat,
+    /// `/v1/completions` (raw prompt).
+    Completions,
+}
+
+/// `[target]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    /// `http(s)://host:port` of an OpenAI-compatible server, or `sim:<profile>`.
+    pub base_url: Spanned<String>,
+    /// Model name to request; defaults to the first model `/v1/models` lists.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `chat` or `completions`.
+    #[serde(default = "default_api")]
+    pub api: ApiKind,
+    /// Name of the environment variable holding the API key (the key itself never appears in a plan).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Per-request timeout in seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// Extra fields merged into every request body, e.g. `{ ignore_eos = true }`.
+    #[serde(default)]
+    pub extra_body: toml::Table,
+}
+
+fn default_api() -> ApiKind {
+    ApiKind::Chat
+}
+fn default_timeout() -> f64 {
+    600.0
+}
+
+/// How prompts are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptRecipe {
+    /// A unique nonce, then seeded random common English words.
+    #[default]
+    RandomWords,
+}
+
+/// `[workload]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Prompt length in tokens as the server counts them, chat template included.
+    pub input_tokens: Spanned<u32>,
+    /// Output tokens asked for (`max_tokens`); send `ignore_eos` for exact lengths.
+    pub output_tokens: Spanned<u32>,
+    /// Prompt recipe.
+    #[serde(default)]
+    pub prompt: PromptRecipe,
+    /// Allowed relative difference between planned and server-reported prompt tokens.
+    #[serde(default = "default_tolerance")]
+    pub input_tolerance: Spanned<f64>,
+}
+
+fn default_tolerance() -> Spanned<f64> {
+    Spanned::new(0..0, 0.01)
+}
+
+/// `[sweep]`: each combination of the lists is one point.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Closed-loop concurrency levels (requests in flight).
+    #[serde(default)]
+    pub concurrency: Option<Spanned<Vec<u32>>>,
+    /// Input lengths; overrides `workload.input_tokens`.
+    #[serde(default)]
+    pub input_tokens: Option<Spanned<Vec<u32>>>,
+    /// Output lengths; overrides `workload.output_tokens`.
+    #[serde(default)]
+    pub output_tokens: Option<Spanned<Vec<u32>>>,
+}
+
+/// Requests per point: a fixed count, or a multiple of the concurrency (`"4x"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    /// Exactly this many requests.
+    Count(u32),
+    /// This many times the point's concurrency.
+    PerConcurrency(u32),
+}
+
+impl Requests {
+    /// Number of measured requests at a concurrency.
+    pub fn at(self, concurrency: u32) -> u32 {
+        match self {
+            Requests::Count(n) => n,
+            Requests::PerConcurrency(k) => k.saturating_mul(concurrency),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum RequestsRaw {
+    Int(i64),
+    Text(String),
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Measured requests per point: an integer, or `"Nx"` for N × concurrency.
+    #[serde(default = "default_requests", rename = "requests")]
+    requests_raw: Spanned<RequestsRaw>,
+    #[serde(skip)]
+    requests_parsed: Option<Requests>,
+    /// Unmeasured requests sent before each point (marked `warmup` in the rows).
+    #[serde(default = "default_warmup")]
+    pub warmup_requests: u32,
+    /// How many times every point is repeated.
+    #[serde(default = "default_trials")]
+    pub trials: u32,
+    /// Seed for prompts and point order.
+    #[serde(default)]
+    pub seed: u64,
+    /// Shuffle the order of points within each trial (seeded); the order is recorded.
+    #[serde(default)]
+    pub shuffle: bool,
+}
+
+fn default_requests() -> Spanned<RequestsRaw> {
+    Spanned::new(0..0, RequestsRaw::Text("4x".into()))
+}
+fn default_warmup() -> u32 {
+    1
+}
+fn default_trials() -> u32 {
+    3
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection {
+            requests_raw: default_requests(),
+            requests_parsed: None,
+            warmup_requests: default_warmup(),
+            trials: default_trials(),
+            seed: 0,
+            shuffle: false,
+        }
+    }
+}
+
+impl RunSection {
+    /// Requests per point, as validated.
+    pub fn requests(&self) -> Requests {
+        self.requests_parsed
+            .or_else(|| parse_requests(self.requests_raw.get_ref()).ok())
+            .unwrap_or(Requests::PerConcurrency(4))
+    }
+}
+
+fn parse_requests(raw: &RequestsRaw) -> Result<Requests, String> {
+    let bad =
+        || "expected a positive integer or a multiple of concurrency such as \"4x\"".to_string();
+    match raw {
+        RequestsRaw::Int(n) if *n > 0 && *n <= u32::MAX as i64 => Ok(Requests::Count(*n as u32)),
+        RequestsRaw::Int(_) => Err(bad()),
+        RequestsRaw::Text(s) => s
+            .trim()
+            .strip_suffix(['x', 'X'])
+            .and_then(|k| k.trim().parse::<u32>().ok())
+            .filter(|k| *k > 0)
+            .map(Requests::PerConcurrency)
+            .ok_or_else(bad),
+    }
+}
+
+/// `[analysis]`: thresholds for flags in the report.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisSection {
+    /// Coefficient of variation across trials above which a point is flagged noisy.
+    #[serde(default = "default_cv")]
+    pub cv_threshold: f64,
+    /// Aggregate-throughput gain per doubling of concurrency below which throughput has stopped scaling (the saturation knee).
+    #[serde(default = "default_knee_gain")]
+    pub knee_gain: f64,
+    /// Relative change too small to flag as a curve going the wrong way or as an outlier trial.
+    #[serde(default = "default_min_change")]
+    pub min_change: f64,
+    /// Send lag (scheduled → sent, seconds) above which the load generator fell behind, if also above `send_lag_fraction` of TTFT.
+    #[serde(default = "default_send_lag_s")]
+    pub send_lag_s: f64,
+    /// Send lag as a fraction of the trial's median TTFT above which the load generator fell behind, if also above `send_lag_s`.
+    #[serde(default = "default_send_lag_fraction")]
+    pub send_lag_fraction: f64,
+}
+
+fn default_cv() -> f64 {
+    0.10
+}
+fn default_knee_gain() -> f64 {
+    0.05
+}
+fn default_min_change() -> f64 {
+    0.02
+}
+fn default_send_lag_s() -> f64 {
+    0.010
+}
+fn default_send_lag_fraction() -> f64 {
+    0.05
+}
+
+impl Default for AnalysisSection {
+    fn default() -> Self {
+        AnalysisSection {
+            cv_threshold: default_cv(),
+            knee_gain: default_knee_gain(),
+            min_change: default_min_change(),
+            send_lag_s: default_send_lag_s(),
+            send_lag_fraction: default_send_lag_fraction(),
+        }
+    }
+}
+
+fn invalid<T>(span: Range<usize>, key: &str, msg: impl Into<String>) -> Result<T, Invalid> {
+    Err((span, Some(key.to_string()), msg.into()))
+}
+
+fn check_list(list: &Option<Spanned<Vec<u32>>>, key: &str) -> Result<(), Invalid> {
+    if let Some(l) = list {
+        if l.get_ref().is_empty() {
+            return invalid(l.span(), key, "the list is empty; give at least one value");
+        }
+        if l.get_ref().contains(&0) {
+            return invalid(l.span(), key, "values must be at least 1");
+        }
+    }
+    Ok(())
+}
+
+impl PlanFile {
+    /// Checks what serde cannot: ranges, names, URL schemes.
+    pub(crate) fn validate(&mut self) -> Result<(), Invalid> {
+        let name = &self.experiment.name;
+        let ok_name = !name.get_ref().is_empty()
+            && name
+                .get_ref()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !name.get_ref().starts_with('.');
+        if !ok_name {
+            return invalid(
+                name.span(),
+                "experiment.name",
+                "use only letters, digits, '-', '_' and '.' (it names a folder)",
+            );
+        }
+        let url = self.target.base_url.get_ref();
+        if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim:")) {
+            return invalid(
+                self.target.base_url.span(),
+                "target.base_url",
+                "expected http://host:port, https://host, or sim:<profile>",
+            );
+        }
+        if !(self.target.timeout_s > 0.0) {
+            return invalid(
+                0..0,
+                "target.timeout_s",
+                "must be a positive number of seconds",
+            );
+        }
+        if let Some(env) = &self.target.api_key_env {
+            if env.is_empty() || env.starts_with("sk-") {
+                return invalid(
+                    0..0,
+                    "target.api_key_env",
+                    "give the NAME of an environment variable, never the key itself",
+                );
+            }
+        }
+        if *self.workload.input_tokens.get_ref() == 0 {
+            return invalid(
+                self.workload.input_tokens.span(),
+                "workload.input_tokens",
+                "must be at least 1",
+            );
+        }
+        if *self.workload.output_tokens.get_ref() == 0 {
+            return invalid(
+                self.workload.output_tokens.span(),
+                "workload.output_tokens",
+                "must be at least 1",
+            );
+        }
+        let tol = *self.workload.input_tolerance.get_ref();
+        if !(0.0..0.5).contains(&tol) {
+            return invalid(
+                self.workload.input_tolerance.span(),
+                "workload.input_tolerance",
+                "expected a fraction between 0 and 0.5, e.g. 0.01",
+            );
+        }
+        check_list(&self.sweep.concurrency, "sweep.concurrency")?;
+        check_list(&self.sweep.input_tokens, "sweep.input_tokens")?;
+        check_list(&self.sweep.output_tokens, "sweep.output_tokens")?;
+        let parsed = parse_requests(self.run.requests_raw.get_ref())
+            .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m))?;
+        self.run.requests_parsed = Some(parsed);
+        if self.run.trials == 0 {
+            return invalid(0..0, "run.trials", "must be at least 1");
+        }
+        if !(self.analysis.cv_threshold > 0.0) {
+            return invalid(
+                0..0,
+                "analysis.cv_threshold",
+                "must be a positive fraction, e.g. 0.1",
+            );
+        }
+        let a = &self.analysis;
+        if a.knee_gain.is_nan() || a.knee_gain <= 0.0 {
+            return invalid(
+                0..0,
+                "analysis.knee_gain",
+                "must be a positive fraction, e.g. 0.05",
+            );
+        }
+        if !(0.0..1.0).contains(&a.min_change) {
+            return invalid(
+                0..0,
+                "analysis.min_change",
+                "expected a fraction from 0 to below 1, e.g. 0.02",
+            );
+        }
+        if !(a.send_lag_s >= 0.0 && a.send_lag_s.is_finite()) {
+            return invalid(
+                0..0,
+                "analysis.send_lag_s",
+                "must be a number of seconds, 0 or more, e.g. 0.01",
+            );
+        }
+        if !(a.send_lag_fraction >= 0.0 && a.send_lag_fraction.is_finite()) {
+            return invalid(
+                0..0,
+                "analysis.send_lag_fraction",
+                "must be a fraction, 0 or more, e.g. 0.05",
+            );
+        }
+        Ok(())
+    }
+}

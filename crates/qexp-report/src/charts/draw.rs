@@ -1,0 +1,260 @@
+//! The one drawing routine every chart shares: medians joined by a line,
+//! min–max whiskers with caps, a ring and a marker text on flagged points, a
+//! legend when there is more than one series. Log axes are drawn by plotting
+//! log10 of the values on a linear axis with ticks placed (and labelled) at
+//! round values, so one coordinate type serves every chart.
+//!
+//! Text goes out as SVG `<text>` elements: plotters' font features (`ttf`,
+//! `ab_glyph`) are off, so it estimates text sizes itself and never opens a
+//! font file; a machine without fonts renders the same bytes.
+
+use super::ticks::Ticks;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::prelude::*;
+use std::ops::Range;
+
+/// Width of every chart, pixels.
+pub(crate) const WIDTH: u32 = 800;
+/// Height of every chart, pixels.
+pub(crate) const HEIGHT: u32 = 460;
+const FONT: &str = "sans-serif";
+/// Okabe–Ito colours (distinguishable with common colour-vision deficiencies), red left for flags.
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(120, 120, 120),
+];
+const FLAG: RGBColor = RGBColor(213, 0, 50);
+
+/// One axis: description with unit, scale, ticks and how to label them.
+pub(crate) struct AxisSpec {
+    /// Description under (or beside) the axis, with unit.
+    pub desc: String,
+    /// Log10 scale.
+    pub log: bool,
+    /// Range and ticks in data units.
+    pub ticks: Ticks,
+    /// Tick label for a value in data units.
+    pub label: fn(f64) -> String,
+}
+
+impl AxisSpec {
+    fn t(&self, v: f64) -> f64 {
+        if self.log {
+            v.log10()
+        } else {
+            v
+        }
+    }
+
+    fn inv(&self, v: f64) -> f64 {
+        if self.log {
+            10f64.powf(v)
+        } else {
+            v
+        }
+    }
+
+    fn coord(&self, values: &[f64]) -> Vec<f64> {
+        values.iter().map(|v| self.t(*v)).collect()
+    }
+
+    /// The plotting coordinate: linear over the (possibly log10) values, ticks where we put them.
+    fn ranged(&self) -> Keyed {
+        Keyed {
+            lo: self.t(self.ticks.lo),
+            hi: self.t(self.ticks.hi),
+            bold: self.coord(&self.ticks.bold),
+            light: self.coord(&self.ticks.light),
+        }
+    }
+}
+
+/// A linear coordinate with fixed tick positions. (plotters' `WithKeyPoints`
+/// over `f64` does not take a label formatter, hence this small one.)
+struct Keyed {
+    lo: f64,
+    hi: f64,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+impl Ranged for Keyed {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = self.hi - self.lo;
+        if span <= 0.0 || !v.is_finite() {
+            return (limit.0 + limit.1) / 2;
+        }
+        // Same rounding as plotters' own numeric ranges.
+        limit.0 + (f64::from(limit.1 - limit.0) * (v - self.lo) / span + 1e-3).floor() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// One plotted point: median with its min–max across trials.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Mark {
+    /// Axis value.
+    pub x: f64,
+    /// Median across trials.
+    pub median: f64,
+    /// Smallest trial value.
+    pub min: f64,
+    /// Largest trial value.
+    pub max: f64,
+    /// Marker text when the point is flagged.
+    pub flag: Option<String>,
+}
+
+/// A line of marks sharing the other parameters.
+pub(crate) struct Series {
+    /// Legend text.
+    pub label: String,
+    /// Marks in axis order.
+    pub marks: Vec<Mark>,
+}
+
+/// A whole chart.
+pub(crate) struct Plot {
+    /// Title above the plot.
+    pub title: String,
+    /// Horizontal axis.
+    pub x: AxisSpec,
+    /// Vertical axis.
+    pub y: AxisSpec,
+    /// The series, in legend order.
+    pub series: Vec<Series>,
+    /// Where the legend goes (the corner the data leaves empty).
+    pub legend: SeriesLabelPosition,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Draws `plot` as SVG text.
+pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (x, y) = (&plot.x, &plot.y);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&plot.title, (FONT, 22))
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
+            .build_cartesian_2d(x.ranged(), y.ranged())
+            .map_err(err)?;
+        let xl = |v: &f64| (x.label)(x.inv(*v));
+        let yl = |v: &f64| (y.label)(y.inv(*v));
+        chart
+            .configure_mesh()
+            .x_desc(x.desc.as_str())
+            .y_desc(y.desc.as_str())
+            .x_label_formatter(&xl)
+            .y_label_formatter(&yl)
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .bold_line_style(RGBColor(205, 205, 205))
+            .light_line_style(RGBColor(237, 237, 237))
+            .draw()
+            .map_err(err)?;
+
+        let several = plot.series.len() > 1;
+        let (ylo, yhi) = (y.ticks.lo, y.ticks.hi);
+        let clamp = |v: f64| y.t(v.clamp(ylo, yhi));
+        for (i, s) in plot.series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let style = color.stroke_width(2);
+            let spread: Vec<&Mark> = s.marks.iter().filter(|m| m.max > m.min).collect();
+            chart
+                .draw_series(spread.iter().map(|m| {
+                    PathElement::new(
+                        vec![(x.t(m.x), clamp(m.min)), (x.t(m.x), clamp(m.max))],
+                        style,
+                    )
+                }))
+                .map_err(err)?;
+            chart
+                .draw_series(spread.iter().flat_map(|m| {
+                    [m.min, m.max].map(|v| {
+                        EmptyElement::at((x.t(m.x), clamp(v)))
+                            + PathElement::new(vec![(-6, 0), (6, 0)], style)
+                    })
+                }))
+                .map_err(err)?;
+            let centers: Vec<(f64, f64)> = s
+                .marks
+                .iter()
+                .map(|m| (x.t(m.x), clamp(m.median)))
+                .collect();
+            let line = chart
+                .draw_series(LineSeries::new(centers.clone(), style))
+                .map_err(err)?;
+            if several {
+                line.label(s.label.as_str()).legend(move |(lx, ly)| {
+                    EmptyElement::at((lx + 10, ly))
+                        + PathElement::new(vec![(-10, 0), (10, 0)], style)
+                        + Circle::new((0, 0), 4, color.filled())
+                });
+            }
+            chart
+                .draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))
+                .map_err(err)?;
+        }
+
+        let flagged: Vec<(f64, f64, &str)> = plot
+            .series
+            .iter()
+            .flat_map(|s| s.marks.iter())
+            .filter_map(|m| m.flag.as_deref().map(|f| (x.t(m.x), clamp(m.median), f)))
+            .collect();
+        if !flagged.is_empty() {
+            let ring = FLAG.stroke_width(2);
+            let text = (FONT, 15).into_font().color(&FLAG);
+            chart
+                .draw_series(flagged.iter().map(|(px, py, f)| {
+                    EmptyElement::at((*px, *py))
+                        + Circle::new((0, 0), 9, ring)
+                        + Text::new(f.to_string(), (9, -26), text.clone())
+                }))
+                .map_err(err)?
+                .label("flagged point (see Flags)")
+                .legend(move |(lx, ly)| {
+                    EmptyElement::at((lx + 10, ly)) + Circle::new((0, 0), 6, ring)
+                });
+        }
+        if several || !flagged.is_empty() {
+            chart
+                .configure_series_labels()
+                .position(plot.legend.clone())
+                .margin(12)
+                .label_font((FONT, 14))
+                .background_style(WHITE.mix(0.9))
+                .border_style(RGBColor(170, 170, 170))
+                .draw()
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,276 @@
+//! The report's charts, one function per chart, SVG text out. Each plots a
+//! metric's median across trials against one swept axis, with min–max
+//! whiskers across trials, one series per combination of the other swept
+//! parameters, and a ring with the flag's marker on flagged points. A chart
+//! whose axis the run does not sweep is not drawn (its function returns None).
+
+mod draw;
+mod ticks;
+
+use crate::format;
+use crate::labels;
+use draw::{AxisSpec, Mark, Plot, Series};
+use plotters::prelude::SeriesLabelPosition;
+use qexp_analysis::stats::Summary;
+use qexp_analysis::{Axis, PointSummary};
+use std::collections::BTreeMap;
+
+/// Point id → marker text (e.g. `⚑1`) of flagged points.
+pub type FlagMarks = BTreeMap<u32, String>;
+
+/// A chart that could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[error("chart {name}: {message}")]
+pub struct ChartError {
+    /// The chart's name.
+    pub name: &'static str,
+    /// plotters' message.
+    pub message: String,
+}
+
+/// One drawn chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Stable name; the file is `<name>.svg`.
+    pub name: &'static str,
+    /// Title, as drawn above the plot.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// What one chart plots.
+struct Spec {
+    name: &'static str,
+    title: &'static str,
+    axis: Axis,
+    y_desc: &'static str,
+    y_log: bool,
+    legend: SeriesLabelPosition,
+    metric: fn(&PointSummary) -> Option<&Summary>,
+}
+
+/// Every chart this run sweeps for, in report order.
+pub fn all(points: &[PointSummary], marks: &FlagMarks) -> Result<Vec<Chart>, ChartError> {
+    let makers: [fn(&[PointSummary], &FlagMarks) -> Result<Option<Chart>, ChartError>; 4] = [
+        agg_vs_concurrency,
+        ttft_vs_concurrency,
+        decode_vs_input,
+        ttft_vs_input,
+    ];
+    let mut out = Vec::new();
+    for make in makers {
+        out.extend(make(points, marks)?);
+    }
+    Ok(out)
+}
+
+/// Aggregate output tok/s against concurrency (log x): where throughput saturates.
+pub fn agg_vs_concurrency(
+    points: &[PointSummary],
+    marks: &FlagMarks,
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "agg_vs_concurrency",
+            title: "Aggregate output throughput vs concurrency",
+            axis: Axis::Concurrency,
+            y_desc: "Aggregate output (tok/s)",
+            y_log: false,
+            legend: SeriesLabelPosition::LowerRight,
+            metric: |p| p.agg_tok_s.as_ref(),
+        },
+        points,
+        marks,
+    )
+}
+
+/// Median TTFT against concurrency, both axes log: queueing shows as a bend upwards.
+pub fn ttft_vs_concurrency(
+    points: &[PointSummary],
+    marks: &FlagMarks,
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "ttft_vs_concurrency",
+            title: "Time to first token vs concurrency",
+            axis: Axis::Concurrency,
+            y_desc: "TTFT, median (s, log scale)",
+            y_log: true,
+            legend: SeriesLabelPosition::UpperLeft,
+            metric: |p| p.ttft_s.as_ref(),
+        },
+        points,
+        marks,
+    )
+}
+
+/// Per-request decode tok/s against input length: the cost of attending over a longer context.
+pub fn decode_vs_input(
+    points: &[PointSummary],
+    marks: &FlagMarks,
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "decode_vs_input",
+            title: "Per-request decode rate vs input length",
+            axis: Axis::InputTokens,
+            y_desc: "Per-request decode (tok/s)",
+            y_log: false,
+            legend: SeriesLabelPosition::LowerLeft,
+            metric: |p| p.decode_tok_s.as_ref(),
+        },
+        points,
+        marks,
+    )
+}
+
+/// Median TTFT against input length (linear): prefill cost, expected roughly linear.
+pub fn ttft_vs_input(
+    points: &[PointSummary],
+    marks: &FlagMarks,
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "ttft_vs_input",
+            title: "Time to first token vs input length",
+            axis: Axis::InputTokens,
+            y_desc: "TTFT, median (s)",
+            y_log: false,
+            legend: SeriesLabelPosition::UpperLeft,
+            metric: |p| p.ttft_s.as_ref(),
+        },
+        points,
+        marks,
+    )
+}
+
+fn chart(
+    spec: &Spec,
+    points: &[PointSummary],
+    marks: &FlagMarks,
+) -> Result<Option<Chart>, ChartError> {
+    let swept = labels::swept(points.iter().map(|p| &p.point));
+    if !swept.contains(&spec.axis) {
+        return Ok(None);
+    }
+    let others: Vec<Axis> = labels::AXES
+        .into_iter()
+        .filter(|a| *a != spec.axis)
+        .collect();
+    let varying: Vec<Axis> = others
+        .iter()
+        .copied()
+        .filter(|a| swept.contains(a))
+        .collect();
+    let fixed: Vec<Axis> = others
+        .iter()
+        .copied()
+        .filter(|a| !swept.contains(a))
+        .collect();
+
+    let mut groups: BTreeMap<Vec<u32>, Vec<&PointSummary>> = BTreeMap::new();
+    for p in points {
+        groups
+            .entry(varying.iter().map(|a| a.value(&p.point)).collect())
+            .or_default()
+            .push(p);
+    }
+    let log_y = spec.y_log;
+    let mut series = Vec::new();
+    for group in groups.values_mut() {
+        group.sort_by_key(|p| spec.axis.value(&p.point));
+        let marks: Vec<Mark> = group
+            .iter()
+            .filter_map(|p| {
+                let s = (spec.metric)(p)?;
+                let usable = |v: f64| v.is_finite() && (!log_y || v > 0.0);
+                usable(s.median).then(|| Mark {
+                    x: f64::from(spec.axis.value(&p.point)),
+                    median: s.median,
+                    min: if usable(s.min) { s.min } else { s.median },
+                    max: s.max,
+                    flag: marks.get(&p.point.id).cloned(),
+                })
+            })
+            .collect();
+        if marks.is_empty() {
+            continue;
+        }
+        series.push(Series {
+            label: labels::pairs(&group[0].point, &varying, ", "),
+            marks,
+        });
+    }
+    let Some(first) = points.first() else {
+        return Ok(None);
+    };
+    if series.is_empty() {
+        return Ok(None);
+    }
+
+    let xs: Vec<f64> = {
+        let mut v: Vec<u32> = points.iter().map(|p| spec.axis.value(&p.point)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.into_iter().map(f64::from).collect()
+    };
+    let x = match spec.axis {
+        Axis::Concurrency => AxisSpec {
+            desc: "Concurrency (requests in flight, log scale)".into(),
+            log: true,
+            ticks: ticks::at_values(&xs),
+            label: |v| format!("{v:.0}"),
+        },
+        Axis::InputTokens | Axis::OutputTokens => AxisSpec {
+            desc: format!(
+                "{} (tokens)",
+                if spec.axis == Axis::InputTokens {
+                    "Input length"
+                } else {
+                    "Output length"
+                }
+            ),
+            log: false,
+            ticks: ticks::linear(xs.last().copied().unwrap_or(1.0)),
+            label: format::tokens,
+        },
+    };
+    let values = series
+        .iter()
+        .flat_map(|s| s.marks.iter())
+        .flat_map(|m| [m.min, m.max, m.median]);
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let y = AxisSpec {
+        desc: spec.y_desc.into(),
+        log: spec.y_log,
+        ticks: if spec.y_log {
+            ticks::log(lo, hi)
+        } else {
+            ticks::linear(hi)
+        },
+        label: ticks::label,
+    };
+    let mut title = spec.title.to_string();
+    if !fixed.is_empty() {
+        title.push_str(&format!(" ({})", labels::pairs(&first.point, &fixed, ", ")));
+    }
+    let plot = Plot {
+        title: title.clone(),
+        x,
+        y,
+        series,
+        legend: spec.legend.clone(),
+    };
+    let svg = draw::svg(&plot).map_err(|message| ChartError {
+        name: spec.name,
+        message,
+    })?;
+    Ok(Some(Chart {
+        name: spec.name,
+        title,
+        svg,
+    }))
+}

@@ -1,0 +1,426 @@
+//! The plain serialisable structs templates read, built from a run's
+//! analysis. Strings hold text as the run recorded it; escaping is the
+//! template's job (tera autoescape for HTML, the `md_cell` filter for
+//! Markdown), except for the pre-rendered Markdown snippets (`Table::markdown`),
+//! whose run-supplied text is already made inert with [`crate::format::md_text`].
+
+use crate::format::{center, md_text, num, spread};
+use crate::headline::{flag_views, headline};
+use crate::labels;
+use qexp_analysis::anomaly::ThresholdRow;
+use qexp_analysis::{Axis, Flag, PointSummary, RunAnalysis, Thresholds};
+use serde::Serialize;
+
+/// Everything the report templates see. Plain data; no logic in templates
+/// beyond loops and conditionals.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportContext {
+    /// Experiment name.
+    pub experiment: String,
+    /// Plan description.
+    pub description: String,
+    /// Run id.
+    pub run_id: String,
+    /// `complete`, `interrupted` or `running`.
+    pub status: String,
+    /// Why the run stopped early, if it did.
+    pub stop_reason: Option<String>,
+    /// True when the target was the embedded simulator.
+    pub simulated: bool,
+    /// A sentence about the simulator (profile, time scale), when simulated.
+    pub simulated_note: Option<String>,
+    /// Target URL as given.
+    pub target: String,
+    /// Model.
+    pub model: String,
+    /// API kind.
+    pub api: String,
+    /// Trials run.
+    pub trials: u32,
+    /// Plan path as given to `qexp run`.
+    pub plan_path: String,
+    /// SHA-256 of the plan text.
+    pub plan_hash: String,
+    /// The plan, verbatim.
+    pub plan_text: String,
+    /// qexp version.
+    pub qexp_version: String,
+    /// `commit (branch, dirty)` or "not in git".
+    pub git: String,
+    /// Host summary.
+    pub host: String,
+    /// GPUs, or "none reported".
+    pub gpus: String,
+    /// What the server reported about itself, one entry per document.
+    pub server: Vec<ServerDoc>,
+    /// Start (UTC), from the manifest.
+    pub started_at: String,
+    /// End (UTC), from the manifest, or a dash.
+    pub ended_at: String,
+    /// Headline numbers for the summary.
+    pub headline: Vec<Headline>,
+    /// Anomaly flags and findings, numbered; rows and charts carry their markers.
+    pub flags: Vec<FlagView>,
+    /// The detectors' limits, for "how to read this report".
+    pub thresholds: Vec<ThresholdRow>,
+    /// One table per swept axis and combination of the other parameters.
+    pub tables: Vec<Table>,
+    /// Charts, filled in by the renderer (empty from [`report_context`]).
+    pub charts: Vec<ChartView>,
+    /// The rendered narrative notebook, filled in by the renderer when there is one.
+    pub narrative: Option<NarrativeView>,
+}
+
+/// One server self-description document, shortened.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerDoc {
+    /// Endpoint path, e.g. `/v1/models`.
+    pub path: String,
+    /// Its JSON, cut at 300 characters.
+    pub json: String,
+}
+
+/// One headline number of the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Headline {
+    /// What it is, e.g. "Peak aggregate throughput".
+    pub label: String,
+    /// The value with unit, spread and point.
+    pub value: String,
+}
+
+/// One flag as the report shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlagView {
+    /// 1-based number, in the order the detectors sort flags (plan order, then kind).
+    pub number: usize,
+    /// The marker placed next to the point in tables and charts, e.g. `⚑1`.
+    pub marker: String,
+    /// `warning` or `finding`.
+    pub severity: String,
+    /// Short title, e.g. "Wrong direction".
+    pub title: String,
+    /// The point's short label, when the flag belongs to one.
+    pub point: Option<String>,
+    /// The point's id.
+    pub point_id: Option<u32>,
+    /// The flag's sentence: what was seen and what to do.
+    pub message: String,
+}
+
+/// One table of the founding style: a row per point along one axis.
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    /// The swept axis, snake_case (`concurrency`, `input_tokens`, `output_tokens`).
+    pub axis: String,
+    /// Title, e.g. "By concurrency".
+    pub title: String,
+    /// Header of the first column, with unit.
+    pub axis_header: String,
+    /// The parameters held fixed in this table, as text.
+    pub fixed: String,
+    /// Rows in axis order.
+    pub rows: Vec<Row>,
+    /// The table as GitHub-flavoured Markdown, run text escaped.
+    pub markdown: String,
+}
+
+/// One point in a table: medians across trials with min–max spread.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Point id.
+    pub point_id: u32,
+    /// The axis value.
+    pub value: String,
+    /// Trials with data.
+    pub n: usize,
+    /// Aggregate output tok/s, median.
+    pub agg: String,
+    /// Its min–max.
+    pub agg_spread: String,
+    /// Per-request decode tok/s, median.
+    pub decode: String,
+    /// Its min–max.
+    pub decode_spread: String,
+    /// TTFT in seconds, median.
+    pub ttft: String,
+    /// Its min–max.
+    pub ttft_spread: String,
+    /// Failed / measured requests over all trials.
+    pub failures: String,
+    /// Markers of the point's flags, e.g. `⚑1 ⚑3`.
+    pub flags: String,
+    /// Notes (invalid trial reasons), as recorded.
+    pub note: String,
+}
+
+/// One chart as the templates place it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChartView {
+    /// Stable name, e.g. `ttft_vs_input`.
+    pub name: String,
+    /// File name beside the report, e.g. `ttft_vs_input.svg`.
+    pub file: String,
+    /// Title.
+    pub title: String,
+    /// The SVG document, for inlining in HTML.
+    pub svg: String,
+}
+
+/// A narrative notebook rendered for this run.
+#[derive(Debug, Clone, Serialize)]
+pub struct NarrativeView {
+    /// Where it came from, as found.
+    pub source: String,
+    /// Its Markdown after the tera expressions were evaluated.
+    pub markdown: String,
+    /// The same, as HTML.
+    pub html: String,
+    /// Why it could not be rendered, when it could not (the rest of the report still is).
+    pub error: Option<String>,
+}
+
+/// Builds the template context for one run, with flags from the anomaly
+/// detectors under the plan's `[analysis]` thresholds (defaults when the
+/// recorded plan no longer parses).
+pub fn report_context(a: &RunAnalysis) -> ReportContext {
+    let thresholds = qexp_plan::Plan::parse(
+        std::path::Path::new(&a.manifest.plan_path),
+        &a.manifest.plan_text,
+    )
+    .map(|p| Thresholds::from_plan_file(&p.file))
+    .unwrap_or_default();
+    let flags = qexp_analysis::anomaly::detect(a, &thresholds);
+    report_context_with(a, &flags, &thresholds)
+}
+
+/// Builds the template context for one run with the given flags.
+pub fn report_context_with(
+    a: &RunAnalysis,
+    flags: &[Flag],
+    thresholds: &Thresholds,
+) -> ReportContext {
+    let m = &a.manifest;
+    let simulated_note = m.target.simulated.then(|| {
+        let scale = m.target.sim_time_scale.unwrap_or(1.0);
+        let mut s = format!(
+            "Simulated: these numbers come from qexp's embedded simulator (profile `{}`), not from an inference server.",
+            m.target.sim_profile.as_deref().unwrap_or("?")
+        );
+        if (scale - 1.0).abs() > 1e-9 {
+            s.push_str(&format!(
+                " Simulated time is compressed: every simulated duration ran {} times faster than the profile's real-time model, so latencies are {} times shorter and throughputs {} times higher than the profile describes.",
+                num(1.0 / scale), num(1.0 / scale), num(1.0 / scale)
+            ));
+        }
+        s
+    });
+    let git = match &m.git {
+        Some(g) => format!(
+            "{} ({}{})",
+            g.commit
+                .as_deref()
+                .map_or("no commit", |c| &c[..c.len().min(12)]),
+            g.branch.as_deref().unwrap_or("detached"),
+            if g.dirty { ", dirty" } else { "" }
+        ),
+        None => "not in a git repository".into(),
+    };
+    let h = &m.host;
+    let host = format!(
+        "{} — {}, kernel {}, {} ({} CPUs), {:.1} GiB",
+        h.hostname.as_deref().unwrap_or("?"),
+        h.os.as_deref().unwrap_or("?"),
+        h.kernel.as_deref().unwrap_or("?"),
+        h.cpu_model.as_deref().unwrap_or("?"),
+        h.cpus,
+        h.memory_bytes as f64 / (1u64 << 30) as f64
+    );
+    let gpus = if h.gpus.is_empty() {
+        "none reported".into()
+    } else {
+        h.gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} ({} MiB, driver {})",
+                    g.name,
+                    g.memory_mib.unwrap_or(0),
+                    g.driver.as_deref().unwrap_or("?")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let server = m
+        .server
+        .get("documents")
+        .and_then(|d| d.as_object())
+        .map(|docs| {
+            docs.iter()
+                .map(|(path, v)| {
+                    let mut json = v.to_string();
+                    if json.len() > 300 {
+                        json.truncate(json.floor_char_boundary(300));
+                        json.push('…');
+                    }
+                    ServerDoc {
+                        path: path.clone(),
+                        json,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let flags = flag_views(flags, &a.points);
+    ReportContext {
+        experiment: m.experiment.clone(),
+        description: description(&m.plan_text),
+        run_id: m.run_id.clone(),
+        status: format!("{:?}", m.status).to_lowercase(),
+        stop_reason: m.stop_reason.clone(),
+        simulated: m.target.simulated,
+        simulated_note,
+        target: m.target.base_url.clone(),
+        model: m.target.model.clone(),
+        api: m.target.api.clone(),
+        trials: m.trials,
+        plan_path: m.plan_path.clone(),
+        plan_hash: m.plan_hash.clone(),
+        plan_text: m.plan_text.clone(),
+        qexp_version: m.qexp_version.clone(),
+        git,
+        host,
+        gpus,
+        server,
+        started_at: m.started_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        ended_at: m.ended_at.map_or("–".into(), |t| {
+            t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+        }),
+        headline: headline(a, &flags),
+        thresholds: thresholds.rows(),
+        tables: tables(&a.points, &flags),
+        flags,
+        charts: Vec::new(),
+        narrative: None,
+    }
+}
+
+fn description(plan_text: &str) -> String {
+    plan_text
+        .lines()
+        .find_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("description")
+                .and_then(|r| r.trim_start().strip_prefix('='))
+                .map(|v| v.trim().trim_matches('"').to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// One table per swept axis; the other parameters split it into groups.
+fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> {
+    let mut axes = labels::swept(points.iter().map(|p| &p.point));
+    if axes.is_empty() {
+        axes.push(Axis::Concurrency);
+    }
+    let mut out = Vec::new();
+    for &axis in &axes {
+        let others: Vec<Axis> = labels::AXES.into_iter().filter(|a| *a != axis).collect();
+        let mut groups: Vec<(Vec<u32>, Vec<&PointSummary>)> = Vec::new();
+        for p in points {
+            let key: Vec<u32> = others.iter().map(|a| a.value(&p.point)).collect();
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(p),
+                None => groups.push((key, vec![p])),
+            }
+        }
+        for (key, mut group) in groups {
+            group.sort_by_key(|p| axis.value(&p.point));
+            let fixed = others
+                .iter()
+                .zip(&key)
+                .map(|(a, v)| format!("{} = {v}", a.header()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
+            out.push(Table {
+                axis: labels::name(axis).into(),
+                title: format!(
+                    "By {}",
+                    axis.header()
+                        .split(" (")
+                        .next()
+                        .unwrap_or("")
+                        .to_lowercase()
+                ),
+                axis_header: axis.header().to_string(),
+                markdown: table_markdown(axis, &rows),
+                fixed,
+                rows,
+            });
+        }
+    }
+    out
+}
+
+fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
+    let notes: Vec<String> = p
+        .trials
+        .iter()
+        .filter_map(|t| {
+            t.invalid_reason
+                .as_ref()
+                .map(|r| format!("trial {}: {r}", t.trial))
+        })
+        .collect();
+    let marks: Vec<&str> = flags
+        .iter()
+        .filter(|f| f.point_id == Some(p.point.id))
+        .map(|f| f.marker.as_str())
+        .collect();
+    Row {
+        point_id: p.point.id,
+        value: axis.value(&p.point).to_string(),
+        n: p.n,
+        agg: center(&p.agg_tok_s),
+        agg_spread: spread(&p.agg_tok_s),
+        decode: center(&p.decode_tok_s),
+        decode_spread: spread(&p.decode_tok_s),
+        ttft: center(&p.ttft_s),
+        ttft_spread: spread(&p.ttft_s),
+        failures: format!("{}/{}", p.failures, p.requests),
+        flags: marks.join(" "),
+        note: notes.join("; "),
+    }
+}
+
+/// The founding table layout: medians with spread and n, units in headers.
+fn table_markdown(axis: Axis, rows: &[Row]) -> String {
+    let mut s = format!(
+        "| {} | n | Aggregate (tok/s) | spread | Per-request decode (tok/s) | spread | TTFT (s) | spread | Failed / requests | Flags and notes |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        axis.header()
+    );
+    for r in rows {
+        let notes = [r.flags.clone(), md_text(&r.note)]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.value,
+            r.n,
+            r.agg,
+            r.agg_spread,
+            r.decode,
+            r.decode_spread,
+            r.ttft,
+            r.ttft_spread,
+            r.failures,
+            notes
+        ));
+    }
+    s
+}

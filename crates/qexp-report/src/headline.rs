@@ -1,0 +1,128 @@
+//! The summary at the top of a report: a few headline numbers (peak
+//! throughput, decode and TTFT ranges, failures) and the numbered flags.
+
+use crate::context::{FlagView, Headline};
+use crate::format::{num, spread};
+use crate::labels;
+use qexp_analysis::stats::Summary;
+use qexp_analysis::{Flag, PointSummary, RunAnalysis};
+
+/// Numbers the flags in detector order and names their points.
+pub(crate) fn flag_views(flags: &[Flag], points: &[PointSummary]) -> Vec<FlagView> {
+    let swept = labels::swept(points.iter().map(|p| &p.point));
+    flags
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let id = f.point_id();
+            let point = id
+                .and_then(|id| points.iter().find(|p| p.point.id == id))
+                .map(|p| labels::short(&p.point, &swept));
+            FlagView {
+                number: i + 1,
+                marker: format!("⚑{}", i + 1),
+                severity: f.severity().to_string(),
+                title: f.title().to_string(),
+                point,
+                point_id: id,
+                message: f.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The points with a summary of `metric`, labelled.
+fn with<'a>(
+    points: &'a [PointSummary],
+    swept: &[qexp_analysis::Axis],
+    metric: fn(&PointSummary) -> Option<&Summary>,
+) -> Vec<(String, &'a Summary)> {
+    points
+        .iter()
+        .filter_map(|p| metric(p).map(|s| (labels::short(&p.point, swept), s)))
+        .collect()
+}
+
+fn extremes<'a>(
+    v: &'a [(String, &'a Summary)],
+) -> Option<(&'a (String, &'a Summary), &'a (String, &'a Summary))> {
+    let lo = v.iter().min_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
+    let hi = v.iter().max_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
+    Some((lo, hi))
+}
+
+fn at(unit: &str, (label, s): &(String, &Summary)) -> String {
+    format!(
+        "{} {unit} at {label} (spread {}, n={})",
+        num(s.median),
+        spread(&Some((*s).clone())),
+        s.n
+    )
+}
+
+/// Headline numbers: peak aggregate, decode and TTFT ranges, requests and failures, flags.
+pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
+    let points = &a.points;
+    let swept = labels::swept(points.iter().map(|p| &p.point));
+    let mut out = Vec::new();
+    let mut push = |label: &str, value: String| {
+        out.push(Headline {
+            label: label.into(),
+            value,
+        })
+    };
+
+    let agg = with(points, &swept, |p| p.agg_tok_s.as_ref());
+    if let Some((_, hi)) = extremes(&agg) {
+        push("Peak aggregate output", at("tok/s", hi));
+    }
+    let range = |v: &[(String, &Summary)], unit: &str| {
+        extremes(v).map(|(lo, hi)| {
+            if lo.0 == hi.0 {
+                at(unit, lo)
+            } else {
+                format!("{}; {}", at(unit, lo), at(unit, hi))
+            }
+        })
+    };
+    if let Some(v) = range(&with(points, &swept, |p| p.decode_tok_s.as_ref()), "tok/s") {
+        push("Per-request decode, lowest and highest", v);
+    }
+    if let Some(v) = range(&with(points, &swept, |p| p.ttft_s.as_ref()), "s") {
+        push("TTFT, lowest and highest", v);
+    }
+    let requests: u64 = points.iter().map(|p| p.requests).sum();
+    let failures: u64 = points.iter().map(|p| p.failures).sum();
+    let empty = points.iter().filter(|p| p.n == 0).count();
+    let mut measured = format!(
+        "{requests} measured requests in {} points × {} trials, {failures} failed",
+        points.len(),
+        a.manifest.trials
+    );
+    if empty > 0 {
+        measured.push_str(&format!(
+            "; {empty} of {} points have no data",
+            points.len()
+        ));
+    }
+    push("Requests", measured);
+    let warnings = flags.iter().filter(|f| f.severity == "warning").count();
+    push(
+        "Flags",
+        if flags.is_empty() {
+            "none".into()
+        } else {
+            let findings = flags.len() - warnings;
+            format!(
+                "{}, {} (listed below)",
+                plural(warnings, "warning"),
+                plural(findings, "finding")
+            )
+        },
+    );
+    out
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}

@@ -1,0 +1,35 @@
+//! qexp-report owns rendering: it turns a [`qexp_analysis::RunAnalysis`]
+//! into plain serialisable context structs ([`ReportContext`]), and those
+//! into `report.md` and a self-contained `report.html` through tera templates
+//! (the repository's `templates/`, compiled in, or a user's own folder), with
+//! one SVG chart per swept axis and metric drawn by plotters ([`charts`]) and
+//! an optional narrative notebook (`experiments/<name>.md`, see
+//! [`narrative`]) evaluated against the run and converted with pulldown-cmark.
+//!
+//! It computes no statistics and detects nothing: every number and every
+//! anomaly flag comes from qexp-analysis. Output is a function of the run
+//! alone (no clock, no randomness, stable ordering), so rendering a run twice
+//! gives identical bytes. Text that comes from a run or a server is escaped
+//! for HTML (tera autoescape on `.html.tera` templates; [`format::md_text`]
+//! inside narratives).
+
+pub mod charts;
+mod context;
+pub mod format;
+mod headline;
+mod labels;
+pub mod narrative;
+mod render;
+
+pub use context::{
+    report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,
+    ReportContext, Row, ServerDoc, Table,
+};
+pub use render::{
+    render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
+};
+
+/// A median with its min–max, for terminal tables.
+pub fn format_summary_cell(s: &Option<qexp_analysis::stats::Summary>) -> String {
+    format!("{} [{}]", format::center(s), format::spread(s))
+}

@@ -1,0 +1,397 @@
+//! Narrative notebooks: `experiments/<name>.md` beside a plan is Markdown
+//! prose with tera expressions that reach into the run's results. It is
+//! evaluated with the context below, then placed in `report.md` as Markdown
+//! and in `report.html` through pulldown-cmark.
+//!
+//! What a narrative can use (README "Narrative notebooks" repeats this):
+//!
+//! - `run`: `experiment`, `run_id`, `model`, `target`, `trials`, `simulated`, `status`.
+//! - `swept`: the swept axes, e.g. `["input_tokens"]`.
+//! - `points["in=100000"]`: a point by its label (the swept parameters, as in
+//!   the tables: `c=4`, `in=100000`, `c=4 in=1000`), with `label`,
+//!   `concurrency`, `input_tokens`, `output_tokens`, `n`, `requests`,
+//!   `failures`, `cached_tokens` (server-reported, all trials), `flags` (markers) and one metric object each for `agg`,
+//!   `decode`, `ttft`, `e2e`, `itl_p99`. A metric has numbers `median`, `min`,
+//!   `max`, `q1`, `q3`, `mean`, `cv`, `n` (null without data) and the
+//!   formatted `text` (median) and `spread` (min–max) as the tables print them.
+//! - `point_list`: the same points in plan order.
+//! - `metric(point="c=1 in=100000", name="ttft_s", stat="median")`: a formatted
+//!   number; `point` names any of `c=`, `in=`, `out=` and must match exactly
+//!   one point; `name` is `agg_tok_s`, `decode_tok_s`, `ttft_s`, `e2e_s` or
+//!   `itl_p99_s`; `stat` is `median` (default), `min`, `max`, `q1`, `q3`,
+//!   `mean`, `cv` (a percentage), `n` or `spread`.
+//! - `tables.concurrency`, `tables.input_tokens`, `tables.output_tokens`: the
+//!   report's tables for that axis as Markdown (present when swept).
+//! - `charts.<name>` with `file`, `title` and `md` (a Markdown image):
+//!   `agg_vs_concurrency`, `ttft_vs_concurrency`, `decode_vs_input`, `ttft_vs_input`.
+//! - `flags`: `number`, `marker`, `severity`, `title`, `point`, `message`;
+//!   `flags_md`: them as a Markdown list.
+//! - Filters `num` (three significant digits, as the tables), `pct` (a
+//!   fraction as a percentage) and `tokens` (120000 → 120K).
+//!
+//! Every string that comes from a run or a server (model, target, flag
+//! sentences, notes) is made inert for Markdown and HTML with
+//! [`md_text`]; the narrative's own text is the repository's and is trusted.
+//! `get_env` is disabled so a report depends on the run and the notebook only.
+
+use crate::charts::Chart;
+use crate::context::{FlagView, NarrativeView, ReportContext};
+use crate::format::{md_text, num, spread, tokens};
+use crate::labels;
+use qexp_analysis::stats::Summary;
+use qexp_analysis::{PointSummary, RunAnalysis};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+const NAME: &str = "narrative";
+
+/// The narrative for a run: `<plan dir>/<experiment>.md`, when it exists.
+pub fn beside_plan(a: &RunAnalysis) -> Option<PathBuf> {
+    let plan = Path::new(&a.manifest.plan_path);
+    let path = plan
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join(format!("{}.md", a.manifest.experiment));
+    path.is_file().then_some(path)
+}
+
+#[derive(Serialize)]
+struct RunView {
+    experiment: String,
+    run_id: String,
+    model: String,
+    target: String,
+    trials: u32,
+    simulated: bool,
+    status: String,
+}
+
+/// One metric of a point, for narrative authors.
+#[derive(Debug, Clone, Default, Serialize)]
+struct MetricView {
+    median: Option<f64>,
+    min: Option<f64>,
+    max: Option<f64>,
+    q1: Option<f64>,
+    q3: Option<f64>,
+    mean: Option<f64>,
+    cv: Option<f64>,
+    n: usize,
+    text: String,
+    spread: String,
+}
+
+impl MetricView {
+    fn of(s: &Option<Summary>) -> MetricView {
+        match s {
+            Some(v) => MetricView {
+                median: Some(v.median),
+                min: Some(v.min),
+                max: Some(v.max),
+                q1: Some(v.q1),
+                q3: Some(v.q3),
+                mean: Some(v.mean),
+                cv: v.cv,
+                n: v.n,
+                text: num(v.median),
+                spread: spread(s),
+            },
+            None => MetricView {
+                text: "–".into(),
+                spread: "–".into(),
+                ..MetricView::default()
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct PointView {
+    id: u32,
+    label: String,
+    concurrency: u32,
+    input_tokens: u32,
+    output_tokens: u32,
+    n: usize,
+    requests: u64,
+    failures: u64,
+    cached_tokens: u64,
+    flags: Vec<String>,
+    agg: MetricView,
+    decode: MetricView,
+    ttft: MetricView,
+    e2e: MetricView,
+    itl_p99: MetricView,
+}
+
+#[derive(Serialize)]
+struct ChartRef {
+    file: String,
+    title: String,
+    md: String,
+}
+
+#[derive(Serialize)]
+struct Context {
+    run: RunView,
+    swept: Vec<&'static str>,
+    points: BTreeMap<String, PointView>,
+    point_list: Vec<PointView>,
+    tables: BTreeMap<String, String>,
+    charts: BTreeMap<String, ChartRef>,
+    flags: Vec<FlagView>,
+    flags_md: String,
+}
+
+fn point_views(points: &[PointSummary], flags: &[FlagView]) -> Vec<PointView> {
+    let swept = labels::swept(points.iter().map(|p| &p.point));
+    points
+        .iter()
+        .map(|p| PointView {
+            id: p.point.id,
+            label: labels::short(&p.point, &swept),
+            concurrency: p.point.concurrency,
+            input_tokens: p.point.input_tokens,
+            output_tokens: p.point.output_tokens,
+            n: p.n,
+            requests: p.requests,
+            failures: p.failures,
+            cached_tokens: p.trials.iter().map(|t| t.cached_tokens).sum(),
+            flags: flags
+                .iter()
+                .filter(|f| f.point_id == Some(p.point.id))
+                .map(|f| f.marker.clone())
+                .collect(),
+            agg: MetricView::of(&p.agg_tok_s),
+            decode: MetricView::of(&p.decode_tok_s),
+            ttft: MetricView::of(&p.ttft_s),
+            e2e: MetricView::of(&p.e2e_s),
+            itl_p99: MetricView::of(&p.itl_p99_s),
+        })
+        .collect()
+}
+
+fn context(a: &RunAnalysis, ctx: &ReportContext, charts: &[Chart]) -> Context {
+    let flags: Vec<FlagView> = ctx
+        .flags
+        .iter()
+        .map(|f| FlagView {
+            message: md_text(&f.message),
+            title: md_text(&f.title),
+            ..f.clone()
+        })
+        .collect();
+    let flags_md = flags
+        .iter()
+        .map(|f| {
+            let at = f
+                .point
+                .as_deref()
+                .map_or(String::new(), |p| format!(" at {p}"));
+            format!(
+                "- **{} {}**{at} ({}): {}\n",
+                f.marker, f.title, f.severity, f.message
+            )
+        })
+        .collect::<String>();
+    let mut tables: BTreeMap<String, String> = BTreeMap::new();
+    for t in &ctx.tables {
+        let entry = tables.entry(t.axis.clone()).or_default();
+        if !entry.is_empty() {
+            entry.push('\n');
+        }
+        if !t.fixed.is_empty() {
+            entry.push_str(&format!("*{}*\n\n", t.fixed));
+        }
+        entry.push_str(&t.markdown);
+    }
+    let list = point_views(&a.points, &ctx.flags);
+    let m = &a.manifest;
+    Context {
+        run: RunView {
+            experiment: md_text(&m.experiment),
+            run_id: md_text(&m.run_id),
+            model: md_text(&m.target.model),
+            target: md_text(&m.target.base_url),
+            trials: m.trials,
+            simulated: m.target.simulated,
+            status: ctx.status.clone(),
+        },
+        swept: labels::swept(a.points.iter().map(|p| &p.point))
+            .into_iter()
+            .map(labels::name)
+            .collect(),
+        points: list.iter().map(|p| (p.label.clone(), p.clone())).collect(),
+        point_list: list,
+        tables,
+        charts: charts
+            .iter()
+            .map(|c| {
+                let file = format!("{}.svg", c.name);
+                let md = format!("![{}]({file})", c.title);
+                (
+                    c.name.to_string(),
+                    ChartRef {
+                        file,
+                        title: c.title.clone(),
+                        md,
+                    },
+                )
+            })
+            .collect(),
+        flags,
+        flags_md: if flags_md.is_empty() {
+            "No anomalies flagged.\n".into()
+        } else {
+            flags_md
+        },
+    }
+}
+
+/// Evaluates a narrative's tera expressions against the run and converts the
+/// result to HTML. A narrative that fails to evaluate does not fail the
+/// report: the error is kept and shown in its place.
+pub(crate) fn render(
+    source: &str,
+    text: &str,
+    a: &RunAnalysis,
+    ctx: &ReportContext,
+    charts: &[Chart],
+) -> NarrativeView {
+    match evaluate(text, a, ctx, charts) {
+        Ok(markdown) => NarrativeView {
+            source: source.into(),
+            html: to_html(&markdown),
+            markdown,
+            error: None,
+        },
+        Err(e) => NarrativeView {
+            source: source.into(),
+            markdown: String::new(),
+            html: String::new(),
+            error: Some(crate::render::chain(&e)),
+        },
+    }
+}
+
+fn evaluate(
+    text: &str,
+    a: &RunAnalysis,
+    ctx: &ReportContext,
+    charts: &[Chart],
+) -> tera::Result<String> {
+    let data = context(a, ctx, charts);
+    let mut tera = tera::Tera::default();
+    tera.autoescape_on(vec![]);
+    tera.add_raw_template(NAME, text)?;
+    tera.register_filter("num", |v: &Value, _: &HashMap<String, Value>| {
+        Ok(Value::from(number(v)?.map_or("–".into(), num)))
+    });
+    tera.register_filter("pct", |v: &Value, _: &HashMap<String, Value>| {
+        Ok(Value::from(number(v)?.map_or("–".into(), pct)))
+    });
+    tera.register_filter("tokens", |v: &Value, _: &HashMap<String, Value>| {
+        Ok(Value::from(number(v)?.map_or("–".into(), tokens)))
+    });
+    tera.register_function(
+        "get_env",
+        |_: &HashMap<String, Value>| -> tera::Result<Value> {
+            Err(
+                "get_env is disabled in narratives: a report depends only on its run and notebook"
+                    .into(),
+            )
+        },
+    );
+    let points = data.point_list.clone();
+    tera.register_function("metric", move |args: &HashMap<String, Value>| {
+        metric(&points, args)
+    });
+    tera.render(NAME, &tera::Context::from_serialize(&data)?)
+}
+
+fn number(v: &Value) -> tera::Result<Option<f64>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => Ok(n.as_f64()),
+        other => Err(format!("expected a number, got {other}").into()),
+    }
+}
+
+fn pct(f: f64) -> String {
+    let v = f * 100.0;
+    if v.abs() >= 10.0 {
+        format!("{v:.0}%")
+    } else {
+        format!("{v:.1}%")
+    }
+}
+
+/// `metric(point=…, name=…, stat=…)`.
+fn metric(points: &[PointView], args: &HashMap<String, Value>) -> tera::Result<Value> {
+    let arg = |k: &str| args.get(k).and_then(Value::as_str);
+    let want = arg("point").ok_or("metric() needs point=\"c=… in=… out=…\"")?;
+    let name = arg("name")
+        .ok_or("metric() needs name=\"ttft_s\" (or agg_tok_s, decode_tok_s, e2e_s, itl_p99_s)")?;
+    let stat = arg("stat").unwrap_or("median");
+    let mut filters = Vec::new();
+    for part in want.split_whitespace() {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("metric(): `{part}` is not key=value"))?;
+        let v: u32 = v
+            .parse()
+            .map_err(|_| format!("metric(): `{part}` needs a whole number"))?;
+        filters.push((k.to_string(), v));
+    }
+    let matches: Vec<&PointView> = points
+        .iter()
+        .filter(|p| {
+            filters.iter().all(|(k, v)| match k.as_str() {
+                "c" => p.concurrency == *v,
+                "in" => p.input_tokens == *v,
+                "out" => p.output_tokens == *v,
+                _ => false,
+            })
+        })
+        .collect();
+    let [p] = matches.as_slice() else {
+        let known: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
+        return Err(format!(
+            "metric(): `{want}` matches {} points; the run's points are {}",
+            matches.len(),
+            known.join(", ")
+        )
+        .into());
+    };
+    let m = match name {
+        "agg_tok_s" => &p.agg,
+        "decode_tok_s" => &p.decode,
+        "ttft_s" => &p.ttft,
+        "e2e_s" => &p.e2e,
+        "itl_p99_s" => &p.itl_p99,
+        other => return Err(format!("metric(): unknown name `{other}`").into()),
+    };
+    let fmt = |v: Option<f64>| v.map_or("–".to_string(), num);
+    Ok(Value::from(match stat {
+        "median" => fmt(m.median),
+        "min" => fmt(m.min),
+        "max" => fmt(m.max),
+        "q1" => fmt(m.q1),
+        "q3" => fmt(m.q3),
+        "mean" => fmt(m.mean),
+        "cv" => m.cv.map_or("–".into(), pct),
+        "n" => m.n.to_string(),
+        "spread" => m.spread.clone(),
+        other => return Err(format!("metric(): unknown stat `{other}`").into()),
+    }))
+}
+
+/// CommonMark with GitHub tables to HTML.
+fn to_html(markdown: &str) -> String {
+    use pulldown_cmark::{html, Options, Parser};
+    let mut out = String::new();
+    html::push_html(&mut out, Parser::new_ext(markdown, Options::ENABLE_TABLES));
+    out
+}

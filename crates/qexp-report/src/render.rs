@@ -1,0 +1,248 @@
+//! Templates and the files of one report: `report.md`, `report.html` and one
+//! SVG per chart, all derived from the run alone so that rendering a run
+//! twice gives the same bytes.
+
+use crate::charts::{self, ChartError, FlagMarks};
+use crate::context::{report_context, ChartView, ReportContext};
+use crate::format::md_cell;
+use crate::narrative;
+use qexp_analysis::RunAnalysis;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Why a report could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// A template failed to parse or render.
+    #[error("template {name}: {message}")]
+    Template {
+        /// Template name.
+        name: String,
+        /// The cause, with tera's chain.
+        message: String,
+    },
+    /// A chart could not be drawn.
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+    /// A file could not be written or read.
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What qexp was doing.
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+const REPORT_MD: &str = "report.md.tera";
+const REPORT_HTML: &str = "report.html.tera";
+const BUILTIN: [(&str, &str); 2] = [
+    (REPORT_MD, include_str!("../../../templates/report.md.tera")),
+    (
+        REPORT_HTML,
+        include_str!("../../../templates/report.html.tera"),
+    ),
+];
+
+/// The template set: the built-in one, or files from a user's folder.
+pub struct Templates {
+    tera: tera::Tera,
+}
+
+/// A tera error with its causes, on one line.
+pub(crate) fn chain(e: &tera::Error) -> String {
+    let mut message = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        src = s.source();
+    }
+    message
+}
+
+fn tera_err(name: &str, e: tera::Error) -> RenderError {
+    RenderError::Template {
+        name: name.to_string(),
+        message: chain(&e),
+    }
+}
+
+/// HTML escaping for `.html.tera` templates: the five characters that matter, nothing else.
+fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Templates {
+    /// The templates compiled into qexp (a copy of the repository's `templates/`).
+    pub fn builtin() -> Result<Templates, RenderError> {
+        let mut tera = tera::Tera::default();
+        for (name, text) in BUILTIN {
+            tera.add_raw_template(name, text)
+                .map_err(|e| tera_err(name, e))?;
+        }
+        // Only HTML templates escape; Markdown uses the `md_cell` filter where a cell needs it.
+        tera.autoescape_on(vec![".html.tera", ".html"]);
+        tera.set_escape_fn(escape_html);
+        tera.register_filter("md_cell", |v: &Value, _: &HashMap<String, Value>| {
+            Ok(Value::from(md_cell(v.as_str().unwrap_or_default())))
+        });
+        Ok(Templates { tera })
+    }
+
+    /// Templates from `dir`; any file missing there falls back to the built-in one.
+    pub fn from_dir(dir: &Path) -> Result<Templates, RenderError> {
+        let mut t = Templates::builtin()?;
+        for (name, _) in BUILTIN {
+            let path = dir.join(name);
+            if path.exists() {
+                let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Io {
+                    action: "cannot read",
+                    path: path.clone(),
+                    source,
+                })?;
+                t.tera
+                    .add_raw_template(name, &text)
+                    .map_err(|e| tera_err(name, e))?;
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Where the narrative notebook comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Narrative {
+    /// `<plan dir>/<experiment>.md` if it exists (the plan path recorded in the manifest).
+    #[default]
+    BesidePlan,
+    /// This file; an error if it cannot be read.
+    File(PathBuf),
+    /// No narrative.
+    None,
+}
+
+/// A rendered report in memory: file names (relative to the report folder) and contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// `report.md`, `report.html`, then one `<chart>.svg` per chart.
+    pub files: Vec<(String, String)>,
+}
+
+/// Renders every file of one run's report, without writing anything.
+pub fn render(
+    a: &RunAnalysis,
+    templates: &Templates,
+    narrative: &Narrative,
+) -> Result<Rendered, RenderError> {
+    let mut ctx = report_context(a);
+    let marks: FlagMarks = ctx
+        .flags
+        .iter()
+        .filter_map(|f| f.point_id.map(|id| (id, f.marker.clone())))
+        .fold(FlagMarks::new(), |mut m, (id, mark)| {
+            m.entry(id)
+                .and_modify(|s| *s = format!("{s} {mark}"))
+                .or_insert(mark);
+            m
+        });
+    let charts = charts::all(&a.points, &marks)?;
+    ctx.charts = charts
+        .iter()
+        .map(|c| ChartView {
+            name: c.name.into(),
+            file: format!("{}.svg", c.name),
+            title: c.title.clone(),
+            svg: c.svg.clone(),
+        })
+        .collect();
+    let source = match narrative {
+        Narrative::BesidePlan => narrative::beside_plan(a),
+        Narrative::File(p) => Some(p.clone()),
+        Narrative::None => None,
+    };
+    if let Some(path) = source {
+        let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Io {
+            action: "cannot read narrative",
+            path: path.clone(),
+            source,
+        })?;
+        ctx.narrative = Some(narrative::render(
+            &path.display().to_string(),
+            &text,
+            a,
+            &ctx,
+            &charts,
+        ));
+    }
+    let mut files = vec![
+        (
+            "report.md".to_string(),
+            render_one(templates, REPORT_MD, &ctx)?,
+        ),
+        (
+            "report.html".to_string(),
+            render_one(templates, REPORT_HTML, &ctx)?,
+        ),
+    ];
+    files.extend(
+        charts
+            .into_iter()
+            .map(|c| (format!("{}.svg", c.name), c.svg)),
+    );
+    Ok(Rendered { files })
+}
+
+fn render_one(t: &Templates, name: &str, ctx: &ReportContext) -> Result<String, RenderError> {
+    let c = tera::Context::from_serialize(ctx).map_err(|e| tera_err(name, e))?;
+    t.tera.render(name, &c).map_err(|e| tera_err(name, e))
+}
+
+/// Renders one run's report into `out_dir` with the narrative beside its plan; returns the files written, `report.md` first.
+pub fn render_run(
+    a: &RunAnalysis,
+    templates: &Templates,
+    out_dir: &Path,
+) -> Result<Vec<PathBuf>, RenderError> {
+    render_run_with(a, templates, &Narrative::BesidePlan, out_dir)
+}
+
+/// Renders one run's report into `out_dir`; returns the files written, `report.md` first.
+pub fn render_run_with(
+    a: &RunAnalysis,
+    templates: &Templates,
+    narrative: &Narrative,
+    out_dir: &Path,
+) -> Result<Vec<PathBuf>, RenderError> {
+    let rendered = render(a, templates, narrative)?;
+    std::fs::create_dir_all(out_dir).map_err(|source| RenderError::Io {
+        action: "cannot create",
+        path: out_dir.to_path_buf(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    for (name, text) in rendered.files {
+        let path = out_dir.join(name);
+        std::fs::write(&path, text).map_err(|source| RenderError::Io {
+            action: "cannot write",
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}

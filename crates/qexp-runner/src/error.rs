@@ -1,0 +1,43 @@
+use std::path::PathBuf;
+
+/// Why a run could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The target string is not usable.
+    #[error("{0}")]
+    Target(String),
+    /// The target did not answer its model list.
+    #[error(transparent)]
+    Unreachable(#[from] qexp_client::ProbeError),
+    /// The API key variable named by the plan is not set.
+    #[error("the plan names api_key_env = \"{0}\", but that environment variable is not set")]
+    MissingApiKey(String),
+    /// No model was given and the server lists none.
+    #[error("no model given (plan target.model or --model) and {0}/v1/models lists none")]
+    NoModel(String),
+    /// Prompt lengths could not be made exact.
+    #[error("cannot calibrate a {input}-token prompt: {source}")]
+    Calibration {
+        /// Planned prompt tokens.
+        input: u32,
+        /// The cause.
+        source: qexp_client::CalibrationError,
+    },
+    /// The embedded simulator failed to start.
+    #[error("cannot start the embedded simulator: {0}")]
+    Sim(std::io::Error),
+    /// Results could not be written.
+    #[error(transparent)]
+    Store(#[from] qexp_store::StoreError),
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(#[from] qexp_client::ClientError),
+    /// The output folder is unusable.
+    #[error("cannot use output folder {}: {message}", path.display())]
+    Output {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        message: String,
+    },
+}

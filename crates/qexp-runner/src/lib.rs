@@ -1,0 +1,22 @@
+//! qexp-runner executes a plan: it resolves the target (starting the
+//! embedded simulator for `sim:` targets), probes and fingerprints it,
+//! calibrates prompt lengths, runs every point of every trial with
+//! closed-loop concurrency, and hands finished rows to qexp-store as each
+//! point completes. It computes no statistics beyond a point's window.
+
+mod backend;
+mod error;
+mod progress;
+mod record;
+mod run;
+mod scheduler;
+mod target;
+
+pub use backend::Backend;
+pub use error::RunError;
+pub use run::{run, RunOptions, RunResult};
+pub use scheduler::{run_closed_loop, Finished, Job};
+pub use target::{resolve_target, Target};
+
+/// A flag the CLI raises on Ctrl-C; the runner stops sending and saves what finished.
+pub type Cancel = tokio::sync::watch::Receiver<bool>;

@@ -1,0 +1,124 @@
+//! Turns measured outcomes into rows for qexp-store.
+
+use crate::scheduler::Finished;
+use qexp_plan::Point;
+use qexp_store::{PointRow, RequestRow};
+
+/// Identifies the (trial, point) rows belong to.
+#[derive(Debug, Clone)]
+pub(crate) struct Context<'a> {
+    pub run_id: &'a str,
+    pub client_host: &'a str,
+    pub trial: u32,
+    pub point: &'a Point,
+    pub point_order: u32,
+}
+
+pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> RequestRow {
+    let o = &f.outcome;
+    let gaps = o.chunk_gaps_s();
+    let (itl_mean_s, itl_max_s) = if gaps.is_empty() {
+        (None, None)
+    } else {
+        let max = gaps.iter().copied().fold(f64::MIN, f64::max);
+        (
+            Some(gaps.iter().sum::<f64>() / gaps.len() as f64),
+            Some(max),
+        )
+    };
+    RequestRow {
+        run_id: ctx.run_id.to_string(),
+        client_host: ctx.client_host.to_string(),
+        trial: ctx.trial,
+        point_id: ctx.point.id,
+        point_order: ctx.point_order,
+        request_index: f.index,
+        warmup,
+        concurrency: ctx.point.concurrency,
+        input_tokens_target: ctx.point.input_tokens,
+        output_tokens_target: ctx.point.output_tokens,
+        scheduled_unix_s: f.scheduled_unix_s,
+        sent_unix_s: o.sent_unix_s,
+        queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
+        headers_s: o.headers_s,
+        ttft_s: o.ttft_s(),
+        e2e_s: o.e2e_s(),
+        tpot_s: o.tpot_s(),
+        end_s: o.end_s,
+        chunks: o.content_chunks,
+        itl_mean_s,
+        itl_max_s,
+        chunk_offsets_s: o.chunk_offsets_s.clone(),
+        prompt_tokens: o.usage.prompt_tokens,
+        completion_tokens: o.usage.completion_tokens,
+        cached_tokens: o.usage.cached_tokens,
+        client_tokens: o.client_tokens,
+        output_chars: o.output_chars,
+        finish_reason: o.finish_reason.clone(),
+        http_status: o.http_status,
+        error_class: o.error.as_ref().map(|e| e.class.as_str().to_string()),
+        error_message: o.error.as_ref().map(|e| e.message.clone()),
+    }
+}
+
+/// The point row from its measured (non-warmup) requests.
+pub(crate) fn point_row(
+    ctx: &Context<'_>,
+    measured: &[RequestRow],
+    prompt_units: u32,
+    tolerance: f64,
+) -> PointRow {
+    let ok: Vec<&RequestRow> = measured
+        .iter()
+        .filter(|r| r.error_class.is_none())
+        .collect();
+    let start = measured
+        .iter()
+        .map(|r| r.sent_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let end = measured
+        .iter()
+        .map(|r| r.sent_unix_s + r.end_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let output_tokens: u64 = ok
+        .iter()
+        .map(|r| u64::from(r.completion_tokens.unwrap_or(r.client_tokens)))
+        .sum();
+    let window = end - start;
+    let agg = (window > 0.0 && !ok.is_empty()).then(|| output_tokens as f64 / window);
+    let send_lag_max_s = measured.iter().map(|r| r.queue_s).fold(0.0, f64::max);
+    PointRow {
+        run_id: ctx.run_id.to_string(),
+        trial: ctx.trial,
+        point_id: ctx.point.id,
+        point_order: ctx.point_order,
+        concurrency: ctx.point.concurrency,
+        input_tokens_target: ctx.point.input_tokens,
+        output_tokens_target: ctx.point.output_tokens,
+        requests_planned: ctx.point.requests,
+        requests_done: measured.len() as u32,
+        failures: (measured.len() - ok.len()) as u32,
+        window_start_unix_s: if start.is_finite() { start } else { 0.0 },
+        window_end_unix_s: if end.is_finite() { end } else { 0.0 },
+        output_tokens,
+        agg_output_tok_s: agg,
+        send_lag_max_s,
+        prompt_units,
+        invalid_reason: prompt_mismatch(ctx.point.input_tokens, &ok, tolerance),
+    }
+}
+
+/// A sentence when the server counted prompts off the plan beyond tolerance.
+fn prompt_mismatch(target: u32, ok: &[&RequestRow], tolerance: f64) -> Option<String> {
+    let allowed = f64::from(target) * tolerance;
+    let worst = ok
+        .iter()
+        .filter_map(|r| r.prompt_tokens)
+        .max_by_key(|p| p.abs_diff(target))?;
+    (f64::from(worst.abs_diff(target)) > allowed).then(|| {
+        format!(
+            "the server counted {worst} prompt tokens where the plan asked {target} (tolerance {:.1}%)",
+            tolerance * 100.0
+        )
+    })
+}

@@ -1,0 +1,380 @@
+use crate::backend::Backend;
+use crate::error::RunError;
+use crate::progress::PointProgress;
+use crate::record::{point_row, request_row, Context};
+use crate::scheduler::{run_closed_loop, Job};
+use crate::target::{resolve_target, Target};
+use crate::Cancel;
+use chrono::Utc;
+use qexp_client::prompt::Filler;
+use qexp_client::{calibrate, nonce_for, Api, Calibration, Counter, GenRequest, ServerInfo};
+use qexp_plan::{ApiKind, Plan, Point};
+use qexp_store::{Comparability, Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
+use rand::seq::SliceRandom;
+use rand::{rngs::StdRng, SeedableRng};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What `qexp run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The validated plan.
+    pub plan: Plan,
+    /// `--trials`, overriding the plan.
+    pub trials: Option<u32>,
+    /// `--target`, overriding the plan's base URL.
+    pub target: Option<String>,
+    /// `--model`, overriding the plan's model.
+    pub model: Option<String>,
+    /// Results root (`results/` by default).
+    pub out: PathBuf,
+    /// The overrides as typed, for the manifest.
+    pub overrides: BTreeMap<String, String>,
+}
+
+/// A finished (or interrupted) run.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// The manifest as saved.
+    pub manifest: Manifest,
+}
+
+/// Runs a plan end to end. Nothing is written until the target answers and
+/// prompt lengths are calibrated; after that every finished point is on disk.
+pub async fn run(opts: RunOptions, cancel: Cancel) -> Result<RunResult, RunError> {
+    let t = &opts.plan.file.target;
+    let given = opts
+        .target
+        .clone()
+        .unwrap_or_else(|| t.base_url.get_ref().clone());
+    let api_key = match &t.api_key_env {
+        Some(name) => Some(std::env::var(name).map_err(|_| RunError::MissingApiKey(name.clone()))?),
+        None => None,
+    };
+    let target = resolve_target(&given, api_key, Duration::from_secs_f64(t.timeout_s)).await?;
+    let result = run_on(&opts, &target, cancel).await;
+    target.shutdown().await;
+    result
+}
+
+struct Prepared {
+    model: String,
+    api: Api,
+    extra: Map<String, Value>,
+    filler: Filler,
+    calibrations: BTreeMap<u32, Calibration>,
+    info: ServerInfo,
+}
+
+async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunError> {
+    let f = &opts.plan.file;
+    let info = qexp_client::probe(&target.client).await?;
+    let model = opts
+        .model
+        .clone()
+        .or_else(|| f.target.model.clone())
+        .or_else(|| info.models.first().cloned())
+        .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
+    let api = match f.target.api {
+        ApiKind::Chat => Api::Chat,
+        ApiKind::Completions => Api::Completions,
+    };
+    let extra = match serde_json::to_value(&f.target.extra_body) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let points = opts.plan.points();
+    let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
+    let filler = Filler::new(f.run.seed, max_input as usize + 16);
+    let tolerance = *f.workload.input_tolerance.get_ref();
+    let mut counter = Counter::new(&target.client, api, &model, &extra);
+    let mut calibrations = BTreeMap::new();
+    let inputs: BTreeSet<u32> = points.iter().map(|p| p.input_tokens).collect();
+    for input in inputs {
+        let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
+        let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
+            .await
+            .map_err(|source| RunError::Calibration { input, source })?;
+        tracing::info!(
+            input,
+            units = cal.units,
+            measured = cal.measured_tokens,
+            "calibrated prompt length"
+        );
+        calibrations.insert(input, cal);
+    }
+    Ok(Prepared {
+        model,
+        api,
+        extra,
+        filler,
+        calibrations,
+        info,
+    })
+}
+
+async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<RunResult, RunError> {
+    let prep = prepare(opts, target).await?;
+    let plan = &opts.plan;
+    let points = plan.points();
+    let trials = opts.trials.unwrap_or(plan.trials());
+    let started_at = Utc::now();
+    let run_id = qexp_store::new_run_id(started_at);
+    let host = qexp_provenance::host_info();
+    let manifest = Manifest {
+        schema_version: SCHEMA_VERSION,
+        qexp_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.clone(),
+        experiment: plan.name().to_string(),
+        plan_path: plan.path.display().to_string(),
+        plan_hash: plan.hash(),
+        plan_text: plan.text.clone(),
+        overrides: opts.overrides.clone(),
+        trials,
+        points: points.clone(),
+        point_order: Vec::new(),
+        target: target_info(opts, target, &prep),
+        server: serde_json::to_value(&prep.info).unwrap_or(Value::Null),
+        calibration: prep
+            .calibrations
+            .values()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .collect(),
+        git: qexp_provenance::git_info(&plan.path),
+        comparability: comparability(opts, &prep, &host),
+        host,
+        started_at,
+        ended_at: None,
+        status: RunStatus::Running,
+        stop_reason: None,
+    };
+    let mut writer = RunWriter::create(&opts.out, manifest)?;
+    eprintln!("qexp: run {} → {}", run_id, writer.dir().display());
+    let backend = Arc::new(target.client.clone());
+    let outcome = run_trials(
+        opts,
+        &prep,
+        &points,
+        trials,
+        &mut writer,
+        backend,
+        cancel.clone(),
+    )
+    .await;
+    let (status, reason) = match (&outcome, *cancel.borrow()) {
+        (Err(e), _) => (RunStatus::Interrupted, Some(e.to_string())),
+        (Ok(()), true) => (
+            RunStatus::Interrupted,
+            Some("interrupted by the user (Ctrl-C)".into()),
+        ),
+        (Ok(()), false) => (RunStatus::Complete, None),
+    };
+    let dir = writer.dir().to_path_buf();
+    let manifest_snapshot = writer.manifest().clone();
+    let finished = writer.finish(status, reason);
+    outcome?;
+    let dir = finished.unwrap_or(dir);
+    let manifest = qexp_store::read_manifest(&dir).unwrap_or(manifest_snapshot);
+    Ok(RunResult { dir, manifest })
+}
+
+async fn run_trials<B: Backend>(
+    opts: &RunOptions,
+    prep: &Prepared,
+    points: &[Point],
+    trials: u32,
+    writer: &mut RunWriter,
+    backend: Arc<B>,
+    cancel: Cancel,
+) -> Result<(), RunError> {
+    let f = &opts.plan.file;
+    let run_id = writer.manifest().run_id.clone();
+    let host = writer.manifest().host.hostname.clone().unwrap_or_default();
+    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
+    let tolerance = *f.workload.input_tolerance.get_ref();
+    for trial in 1..=trials {
+        let mut order: Vec<u32> = points.iter().map(|p| p.id).collect();
+        if f.run.shuffle {
+            order.shuffle(&mut StdRng::seed_from_u64(f.run.seed ^ u64::from(trial)));
+        }
+        writer.manifest_mut().point_order.push(order.clone());
+        writer.save_manifest()?;
+        for (pos, &pid) in order.iter().enumerate() {
+            if *cancel.borrow() {
+                return Ok(());
+            }
+            let point = &points[pid as usize];
+            let units = prep
+                .calibrations
+                .get(&point.input_tokens)
+                .map_or(0, |c| c.units);
+            let make = |index: u32| Job {
+                index,
+                request: GenRequest {
+                    api: prep.api,
+                    model: prep.model.clone(),
+                    prompt: prep
+                        .filler
+                        .prompt(&nonce_for(f.run.seed, salt, trial, pid, index), units),
+                    max_tokens: point.output_tokens,
+                    extra: prep.extra.clone(),
+                },
+            };
+            let ctx = Context {
+                run_id: &run_id,
+                client_host: &host,
+                trial,
+                point,
+                point_order: pos as u32,
+            };
+            let label = format!("trial {trial}/{trials} {}", point.label());
+            let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
+            let on_done = |f: &crate::Finished| bar.inc(f.outcome.error.is_some());
+            let warm: Vec<Job> = (0..point.warmup).map(make).collect();
+            let warm_c = point.concurrency.min(point.warmup.max(1));
+            let warm_done =
+                run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), on_done).await;
+            let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
+                .map(make)
+                .collect();
+            let done = run_closed_loop(
+                backend.clone(),
+                measured_jobs,
+                point.concurrency,
+                cancel.clone(),
+                on_done,
+            )
+            .await;
+            let mut rows: Vec<_> = warm_done
+                .iter()
+                .map(|w| request_row(&ctx, w, true))
+                .collect();
+            let measured: Vec<_> = done.iter().map(|d| request_row(&ctx, d, false)).collect();
+            let prow = point_row(&ctx, &measured, units as u32, tolerance);
+            rows.extend(measured.iter().cloned());
+            writer.write_point(&rows, &prow)?;
+            bar.finish(point_line(&label, &prow, &measured));
+        }
+    }
+    Ok(())
+}
+
+fn point_line(label: &str, p: &qexp_store::PointRow, rows: &[qexp_store::RequestRow]) -> String {
+    let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_s).collect();
+    ttft.sort_by(f64::total_cmp);
+    let mid = ttft
+        .get(ttft.len() / 2)
+        .map_or("-".into(), |t| format!("{t:.3} s"));
+    let agg = p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}"));
+    let mut line = format!(
+        "{label}: {} ok, {} failed, {agg} tok/s aggregate, TTFT ~{mid}",
+        p.requests_done - p.failures,
+        p.failures
+    );
+    if let Some(r) = &p.invalid_reason {
+        line.push_str(&format!(" — INVALID: {r}"));
+    }
+    line
+}
+
+fn target_info(opts: &RunOptions, target: &Target, prep: &Prepared) -> TargetInfo {
+    let f = &opts.plan.file;
+    TargetInfo {
+        base_url: target.given.clone(),
+        model: prep.model.clone(),
+        api: match f.target.api {
+            ApiKind::Chat => "chat".into(),
+            ApiKind::Completions => "completions".into(),
+        },
+        simulated: target.sim.is_some(),
+        sim_profile: target.sim.as_ref().map(|s| s.profile().name.clone()),
+        sim_time_scale: target.sim.as_ref().map(|s| s.profile().time_scale),
+        api_key_env: f.target.api_key_env.clone(),
+    }
+}
+
+fn comparability(
+    opts: &RunOptions,
+    prep: &Prepared,
+    host: &qexp_provenance::HostInfo,
+) -> Comparability {
+    let f = &opts.plan.file;
+    let points = opts.plan.points();
+    let join = |v: Vec<String>| v.join(",");
+    let mut w = BTreeMap::new();
+    w.insert("api".into(), format!("{:?}", f.target.api).to_lowercase());
+    w.insert(
+        "concurrency".into(),
+        join(
+            points
+                .iter()
+                .map(|p| p.concurrency.to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        ),
+    );
+    w.insert(
+        "input_tokens".into(),
+        join(
+            points
+                .iter()
+                .map(|p| p.input_tokens.to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        ),
+    );
+    w.insert(
+        "output_tokens".into(),
+        join(
+            points
+                .iter()
+                .map(|p| p.output_tokens.to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        ),
+    );
+    w.insert("requests".into(), format!("{:?}", f.run.requests()));
+    w.insert("warmup_requests".into(), f.run.warmup_requests.to_string());
+    w.insert("prompt".into(), format!("{:?}", f.workload.prompt));
+    w.insert(
+        "extra_body".into(),
+        serde_json::to_string(&prep.extra).unwrap_or_default(),
+    );
+    let mut d = BTreeMap::new();
+    d.insert("model".into(), prep.model.clone());
+    d.insert(
+        "base_url".into(),
+        opts.target
+            .clone()
+            .unwrap_or_else(|| f.target.base_url.get_ref().clone()),
+    );
+    for (path, doc) in &prep.info.documents {
+        if let Some(v) = doc.get("version").and_then(Value::as_str) {
+            d.insert(
+                format!("server_version{}", path.replace('/', ".")),
+                v.to_string(),
+            );
+        }
+    }
+    d.insert(
+        "client_cpu".into(),
+        host.cpu_model.clone().unwrap_or_default(),
+    );
+    d.insert(
+        "client_gpus".into(),
+        host.gpus
+            .iter()
+            .map(|g| g.name.clone())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    Comparability::new(w, d)
+}

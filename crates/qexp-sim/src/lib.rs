@@ -1,0 +1,35 @@
+//! qexp-sim: an in-process simulated OpenAI-compatible inference server.
+//!
+//! It owns the simulated engine (continuous batching with a `max_batch` cap,
+//! serialized prefill whose cost grows with input, decode steps whose cost
+//! grows with the batch, speculative multi-token steps), the named timing
+//! profiles ([`SimProfile`]), and the HTTP surface a benchmark client sees
+//! over real loopback TCP: `/v1/models`, `/version`, `/health`, `/tokenize`,
+//! `/v1/completions` and `/v1/chat/completions` (streaming SSE or not). It
+//! does not own any client, plan, scheduling of load, or result storage.
+//!
+//! Tokenization is exact and trivial so clients can check their counts: one
+//! token is one whitespace-separated word. A completion's `prompt_tokens` is
+//! the word count of `prompt`; a chat's is the word count of every message's
+//! text plus the chat template: [`CHAT_PRIMER_TOKENS`] once per request and
+//! [`SimProfile::chat_template_tokens`] per message. Every generated token is
+//! one word with a leading space (`" the"`), and a request always generates
+//! exactly `max_tokens` (`max_completion_tokens` wins; default 16), as if
+//! `ignore_eos` were set, so `finish_reason` is always `"length"`.
+//!
+//! Faults (dropped connections, HTTP errors, stalls) are a later addition; they
+//! belong in the scheduler's per-sequence loop (`scheduler.rs`, `Sequence`) and
+//! as a field on [`SimProfile`].
+#![warn(missing_docs)]
+
+mod openai;
+mod profile;
+mod routes;
+mod scheduler;
+mod server;
+mod sse;
+mod tokens;
+
+pub use profile::{ProfileError, SimProfile};
+pub use server::SimServer;
+pub use tokens::CHAT_PRIMER_TOKENS;

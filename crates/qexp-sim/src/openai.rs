@@ -1,0 +1,340 @@
+//! OpenAI-compatible request bodies and response JSON.
+//!
+//! Unknown request fields (temperature, ignore_eos, ...) are accepted and ignored.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::tokens;
+
+/// `max_tokens` when the request names none (OpenAI's legacy completions default).
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16;
+
+/// `POST /v1/completions` body.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionRequest {
+    model: Option<String>,
+    prompt: Prompt,
+    #[serde(flatten)]
+    gen: GenOptions,
+}
+
+/// `POST /v1/chat/completions` body.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatRequest {
+    model: Option<String>,
+    messages: Vec<Message>,
+    #[serde(flatten)]
+    gen: GenOptions,
+}
+
+/// `POST /tokenize` body (vLLM style): a prompt or chat messages.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TokenizeRequest {
+    prompt: Option<Prompt>,
+    messages: Option<Vec<Message>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct GenOptions {
+    #[serde(default)]
+    stream: bool,
+    stream_options: Option<StreamOptions>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Prompt {
+    Text(String),
+    Batch(Vec<String>),
+    Ids(Vec<u32>),
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+/// A content part; non-text parts (images, ...) count zero tokens.
+#[derive(Debug, Deserialize)]
+struct Part {
+    text: Option<String>,
+}
+
+/// Whether a request comes from the chat or the legacy completions endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Chat,
+    Completion,
+}
+
+/// What the engine and the response writer need from a generation request.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub kind: Kind,
+    pub model: String,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub stream: bool,
+    pub include_usage: bool,
+}
+
+impl Job {
+    fn new(
+        kind: Kind,
+        model: Option<String>,
+        default_model: &str,
+        prompt_tokens: u32,
+        gen: GenOptions,
+    ) -> Job {
+        Job {
+            kind,
+            model: model.unwrap_or_else(|| default_model.to_owned()),
+            prompt_tokens,
+            max_tokens: gen
+                .max_completion_tokens
+                .or(gen.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS),
+            stream: gen.stream,
+            include_usage: gen.stream_options.is_some_and(|o| o.include_usage),
+        }
+    }
+}
+
+impl CompletionRequest {
+    /// The generation job, or a message saying why the prompt is unsupported.
+    pub(crate) fn into_job(self, default_model: &str) -> Result<Job, String> {
+        let prompt_tokens = self.prompt.tokens()?;
+        Ok(Job::new(
+            Kind::Completion,
+            self.model,
+            default_model,
+            prompt_tokens,
+            self.gen,
+        ))
+    }
+}
+
+impl ChatRequest {
+    /// The generation job, or a message saying why the messages are unsupported.
+    pub(crate) fn into_job(self, default_model: &str, per_message: u32) -> Result<Job, String> {
+        let prompt_tokens = chat_tokens(&self.messages, per_message)?;
+        Ok(Job::new(
+            Kind::Chat,
+            self.model,
+            default_model,
+            prompt_tokens,
+            self.gen,
+        ))
+    }
+}
+
+impl TokenizeRequest {
+    /// Token ids of the prompt, or of the messages with the chat template applied.
+    pub(crate) fn ids(&self, per_message: u32) -> Result<Vec<u32>, String> {
+        let mut ids = Vec::new();
+        match (&self.prompt, &self.messages) {
+            (Some(prompt), None) => prompt.ids(&mut ids)?,
+            (None, Some(messages)) => {
+                chat_tokens(messages, per_message)?;
+                tokens::template_ids(tokens::chat_template(messages.len(), per_message), &mut ids);
+                for text in messages.iter().flat_map(Message::texts) {
+                    tokens::ids(text, &mut ids);
+                }
+            }
+            _ => return Err("give exactly one of `prompt` and `messages`".to_owned()),
+        }
+        Ok(ids)
+    }
+}
+
+impl Prompt {
+    fn single(&self) -> Result<Option<&str>, String> {
+        match self {
+            Prompt::Text(text) => Ok(Some(text)),
+            Prompt::Batch(texts) if texts.len() == 1 => Ok(Some(&texts[0])),
+            Prompt::Batch(_) => {
+                Err("batched prompts are not supported; send one prompt per request".to_owned())
+            }
+            Prompt::Ids(_) => Ok(None),
+        }
+    }
+
+    fn tokens(&self) -> Result<u32, String> {
+        Ok(match (self.single()?, self) {
+            (Some(text), _) => tokens::count(text),
+            (None, Prompt::Ids(ids)) => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+            (None, _) => 0,
+        })
+    }
+
+    fn ids(&self, out: &mut Vec<u32>) -> Result<(), String> {
+        match (self.single()?, self) {
+            (Some(text), _) => tokens::ids(text, out),
+            (None, Prompt::Ids(ids)) => out.extend_from_slice(ids),
+            (None, _) => {}
+        }
+        Ok(())
+    }
+}
+
+impl Message {
+    fn texts(&self) -> Vec<&str> {
+        match &self.content {
+            None => Vec::new(),
+            Some(Content::Text(text)) => vec![text],
+            Some(Content::Parts(parts)) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
+        }
+    }
+}
+
+fn chat_tokens(messages: &[Message], per_message: u32) -> Result<u32, String> {
+    if messages.is_empty() {
+        return Err("`messages` must not be empty".to_owned());
+    }
+    let words = messages
+        .iter()
+        .flat_map(Message::texts)
+        .fold(0u32, |sum, text| sum.saturating_add(tokens::count(text)));
+    Ok(words.saturating_add(tokens::chat_template(messages.len(), per_message)))
+}
+
+/// Fields shared by every response object and chunk of one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Envelope {
+    pub id: String,
+    pub created: u64,
+    pub job: Job,
+}
+
+impl Envelope {
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.job.kind, chunk) {
+            (Kind::Chat, true) => "chat.completion.chunk",
+            (Kind::Chat, false) => "chat.completion",
+            (Kind::Completion, _) => "text_completion",
+        }
+    }
+
+    fn usage(&self, completion_tokens: u32) -> Value {
+        let prompt = self.job.prompt_tokens;
+        json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": u64::from(prompt) + u64::from(completion_tokens),
+            "prompt_tokens_details": {"cached_tokens": 0},
+        })
+    }
+
+    /// A streamed chunk carrying `text`; `first` adds the chat role, `last` the finish reason.
+    pub(crate) fn chunk(&self, text: &str, first: bool, last: bool) -> Value {
+        let finish = last.then_some("length");
+        let choice = match self.job.kind {
+            Kind::Chat if first => {
+                json!({"index": 0, "delta": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
+            }
+            Kind::Chat => {
+                json!({"index": 0, "delta": {"content": text}, "logprobs": null, "finish_reason": finish})
+            }
+            Kind::Completion => {
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
+            }
+        };
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.job.model, "choices": [choice]})
+    }
+
+    /// The trailing usage chunk of a stream (`stream_options.include_usage`).
+    pub(crate) fn usage_chunk(&self, completion_tokens: u32) -> Value {
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.job.model, "choices": [], "usage": self.usage(completion_tokens)})
+    }
+
+    /// The whole non-streamed response.
+    pub(crate) fn response(&self, text: &str, completion_tokens: u32) -> Value {
+        let choice = match self.job.kind {
+            Kind::Chat => {
+                json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": "length"})
+            }
+            Kind::Completion => {
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
+            }
+        };
+        json!({"id": self.id, "object": self.object(false), "created": self.created, "model": self.job.model, "choices": [choice], "usage": self.usage(completion_tokens)})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(body: &str) -> Result<Job, String> {
+        serde_json::from_str::<ChatRequest>(body)
+            .map_err(|e| e.to_string())?
+            .into_job("sim-x", 4)
+    }
+
+    fn completion(body: &str) -> Result<Job, String> {
+        serde_json::from_str::<CompletionRequest>(body)
+            .map_err(|e| e.to_string())?
+            .into_job("sim-x")
+    }
+
+    #[test]
+    fn chat_counts_words_plus_template() {
+        let job = chat(r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a b c"},{"type":"image_url","image_url":{"url":"x"}}]}],"max_completion_tokens":9,"max_tokens":3,"temperature":0.7}"#).unwrap();
+        assert_eq!(job.prompt_tokens, 2 + 3 + 3 + 2 * 4);
+        assert_eq!(job.max_tokens, 9);
+        assert_eq!(job.model, "sim-x");
+        assert!(!job.stream && !job.include_usage);
+        assert!(chat(r#"{"messages":[]}"#).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn completion_prompt_forms() {
+        let job = completion(r#"{"model":"m","prompt":"one two  three","stream":true,"stream_options":{"include_usage":true}}"#).unwrap();
+        assert_eq!(
+            (job.prompt_tokens, job.max_tokens, job.model.as_str()),
+            (3, DEFAULT_MAX_TOKENS, "m")
+        );
+        assert!(job.stream && job.include_usage);
+        assert_eq!(
+            completion(r#"{"prompt":["x y"]}"#).unwrap().prompt_tokens,
+            2
+        );
+        assert_eq!(
+            completion(r#"{"prompt":[5,6,7,8]}"#).unwrap().prompt_tokens,
+            4
+        );
+        assert!(completion(r#"{"prompt":["a","b"]}"#)
+            .unwrap_err()
+            .contains("batched"));
+        assert!(completion(r#"{"max_tokens":3}"#).is_err());
+        assert!(completion(r#"{"prompt":"a","max_tokens":-1}"#).is_err());
+    }
+
+    #[test]
+    fn tokenize_matches_usage_accounting() {
+        let req: TokenizeRequest =
+            serde_json::from_str(r#"{"messages":[{"role":"user","content":"a b c"}]}"#).unwrap();
+        assert_eq!(req.ids(4).unwrap().len(), 3 + 7);
+        let req: TokenizeRequest = serde_json::from_str(r#"{"model":"m","prompt":"a b"}"#).unwrap();
+        assert_eq!(req.ids(4).unwrap().len(), 2);
+        let req: TokenizeRequest = serde_json::from_str(r#"{"model":"m"}"#).unwrap();
+        assert!(req.ids(4).is_err());
+    }
+}

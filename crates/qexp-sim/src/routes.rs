@@ -1,0 +1,175 @@
+//! HTTP routes: the OpenAI-compatible surface plus vLLM-style probes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::openai::{ChatRequest, CompletionRequest, Envelope, Job, Kind, TokenizeRequest};
+use crate::scheduler::Engine;
+use crate::{sse, tokens};
+
+/// State shared by all handlers of one server.
+#[derive(Clone)]
+pub(crate) struct App {
+    engine: Arc<Engine>,
+    next_id: Arc<AtomicU64>,
+}
+
+/// The router serving `engine`.
+pub(crate) fn router(engine: Arc<Engine>) -> Router {
+    Router::new()
+        .route("/v1/models", get(models))
+        .route("/version", get(version))
+        .route("/health", get(|| async { StatusCode::OK }))
+        .route("/tokenize", post(tokenize))
+        .route("/v1/completions", post(completions))
+        .route("/v1/chat/completions", post(chat_completions))
+        .with_state(App {
+            engine,
+            next_id: Arc::new(AtomicU64::new(0)),
+        })
+}
+
+/// An OpenAI-style error response.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let kind = match self.status {
+            StatusCode::BAD_REQUEST => "BadRequestError",
+            _ => "ServiceUnavailableError",
+        };
+        let body =
+            json!({"error": {"message": self.message, "type": kind, "code": self.status.as_u16()}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+}
+
+async fn models(State(app): State<App>) -> Json<serde_json::Value> {
+    let p = app.engine.profile();
+    Json(json!({
+        "object": "list",
+        "data": [{"id": p.model_id(), "object": "model", "created": unix_now(), "owned_by": "qexp-sim", "max_model_len": p.max_context}],
+    }))
+}
+
+async fn version() -> Json<serde_json::Value> {
+    Json(json!({"version": concat!("qexp-sim ", env!("CARGO_PKG_VERSION"))}))
+}
+
+async fn tokenize(
+    State(app): State<App>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let p = app.engine.profile();
+    let req: TokenizeRequest = parse(&body)?;
+    let ids = req
+        .ids(p.chat_template_tokens)
+        .map_err(ApiError::bad_request)?;
+    Ok(Json(
+        json!({"count": ids.len(), "max_model_len": p.max_context, "tokens": ids}),
+    ))
+}
+
+async fn completions(State(app): State<App>, body: Bytes) -> Result<Response, ApiError> {
+    let req: CompletionRequest = parse(&body)?;
+    let job = req
+        .into_job(&app.engine.profile().model_id())
+        .map_err(ApiError::bad_request)?;
+    generate(app, job).await
+}
+
+async fn chat_completions(State(app): State<App>, body: Bytes) -> Result<Response, ApiError> {
+    let p = app.engine.profile();
+    let req: ChatRequest = parse(&body)?;
+    let job = req
+        .into_job(&p.model_id(), p.chat_template_tokens)
+        .map_err(ApiError::bad_request)?;
+    generate(app, job).await
+}
+
+/// Admits `job` to the engine and answers with an SSE stream or, once done, one JSON object.
+async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
+    let max_context = app.engine.profile().max_context;
+    if job.max_tokens == 0 {
+        return Err(ApiError::bad_request("max_tokens must be at least 1"));
+    }
+    let requested = u64::from(job.prompt_tokens) + u64::from(job.max_tokens);
+    if requested > u64::from(max_context) {
+        return Err(ApiError::bad_request(format!(
+            "This model's maximum context length is {max_context} tokens. However, you requested \
+             {requested} tokens ({} in the prompt, {} in the completion). Please reduce the length \
+             of the prompt or completion.",
+            job.prompt_tokens, job.max_tokens
+        )));
+    }
+    let prefix = match job.kind {
+        Kind::Chat => "chatcmpl",
+        Kind::Completion => "cmpl",
+    };
+    let env = Envelope {
+        id: format!(
+            "{prefix}-sim-{}",
+            app.next_id.fetch_add(1, Ordering::Relaxed)
+        ),
+        created: unix_now(),
+        job,
+    };
+    let chunks = app
+        .engine
+        .generate(env.job.prompt_tokens, env.job.max_tokens);
+    if env.job.stream {
+        let body = Body::from_stream(sse::body(env, chunks));
+        return Ok((
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            body,
+        )
+            .into_response());
+    }
+    let generated = chunks.fold(0u32, |sum, n| async move { sum + n }).await;
+    if generated < env.job.max_tokens {
+        return Err(ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "the simulated server is shutting down".to_owned(),
+        });
+    }
+    let text = tokens::generated(0, generated);
+    Ok(Json(env.response(&text, generated)).into_response())
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,179 @@
+//! The simulated engine: admission, serialized prefill, continuous-batching decode.
+//!
+//! Each request is a [`Sequence`] driven by the body stream that carries its
+//! response, so a client that disconnects drops the stream, and with it the
+//! batch slot, the prefill lock and the decoding count. Timers sleep on
+//! absolute deadlines (no drift, no spinning), so thousands of sequences cost
+//! only their timers.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures_util::stream::{self, BoxStream, StreamExt};
+use tokio::sync::{watch, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::time::{sleep_until, Instant};
+
+use crate::SimProfile;
+
+/// Shared state of one simulated server.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    profile: SimProfile,
+    /// Batch slots; tokio's semaphore is FIFO, so admission is first come first served.
+    slots: Arc<Semaphore>,
+    /// Held for the duration of a prefill: prefills are compute bound and serialized.
+    prefill: Mutex<()>,
+    /// Sequences past prefill and not yet finished; sets the decode step time.
+    decoding: Arc<AtomicUsize>,
+    /// Becomes `true` (or closes) when the server shuts down; running sequences stop.
+    stop: watch::Receiver<bool>,
+}
+
+impl Engine {
+    /// An idle engine for `profile`, stopping when `stop` turns `true`.
+    pub(crate) fn new(profile: SimProfile, stop: watch::Receiver<bool>) -> Arc<Engine> {
+        Arc::new(Engine {
+            slots: Arc::new(Semaphore::new(profile.max_batch)),
+            profile,
+            prefill: Mutex::new(()),
+            decoding: Arc::new(AtomicUsize::new(0)),
+            stop,
+        })
+    }
+
+    /// The profile this engine simulates.
+    pub(crate) fn profile(&self) -> &SimProfile {
+        &self.profile
+    }
+
+    /// Generates `max_tokens` tokens for a prompt of `prompt_tokens`, arriving now.
+    ///
+    /// Yields the token count of each chunk as its time comes. The stream ends
+    /// early only when the server shuts down.
+    pub(crate) fn generate(
+        self: &Arc<Self>,
+        prompt_tokens: u32,
+        max_tokens: u32,
+    ) -> BoxStream<'static, u32> {
+        let seq = Sequence {
+            engine: Arc::clone(self),
+            stop: self.stop.clone(),
+            prompt_tokens,
+            remaining: max_tokens,
+            phase: Phase::Arrived { at: Instant::now() },
+        };
+        stream::unfold(seq, |mut seq| async move {
+            let n = seq.next_chunk().await?;
+            Some((n, seq))
+        })
+        .boxed()
+    }
+}
+
+/// One request's progress through the engine.
+struct Sequence {
+    engine: Arc<Engine>,
+    stop: watch::Receiver<bool>,
+    prompt_tokens: u32,
+    remaining: u32,
+    phase: Phase,
+}
+
+enum Phase {
+    Arrived {
+        at: Instant,
+    },
+    Decoding {
+        _slot: OwnedSemaphorePermit,
+        _active: Decoding,
+        last: Instant,
+    },
+    Finished,
+}
+
+/// Counts a sequence as decoding for as long as it lives.
+struct Decoding(Arc<AtomicUsize>);
+
+impl Decoding {
+    fn enter(count: &Arc<AtomicUsize>) -> Decoding {
+        count.fetch_add(1, Ordering::SeqCst);
+        Decoding(Arc::clone(count))
+    }
+}
+
+impl Drop for Decoding {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Sequence {
+    /// Waits until the next chunk is due and returns its token count.
+    async fn next_chunk(&mut self) -> Option<u32> {
+        if self.remaining == 0 {
+            self.phase = Phase::Finished;
+            return None;
+        }
+        let engine = Arc::clone(&self.engine);
+        let p = engine.profile();
+        match std::mem::replace(&mut self.phase, Phase::Finished) {
+            Phase::Finished => return None,
+            Phase::Arrived { at } => {
+                until_stopped(
+                    &mut self.stop,
+                    sleep_until(at + p.scaled(p.prefill_fixed_s)),
+                )
+                .await?;
+                let slot = until_stopped(&mut self.stop, Arc::clone(&engine.slots).acquire_owned())
+                    .await?
+                    .ok()?;
+                let prefill = until_stopped(&mut self.stop, engine.prefill.lock()).await?;
+                let done = Instant::now() + p.scaled(p.prefill_compute_s(self.prompt_tokens));
+                until_stopped(&mut self.stop, sleep_until(done)).await?;
+                drop(prefill);
+                self.phase = Phase::Decoding {
+                    _slot: slot,
+                    _active: Decoding::enter(&engine.decoding),
+                    last: done,
+                };
+            }
+            Phase::Decoding {
+                _slot,
+                _active,
+                last,
+            } => {
+                let step = p.scaled(p.step_s(engine.decoding.load(Ordering::SeqCst)));
+                let mut due = last + step;
+                let now = Instant::now();
+                // Fell behind by more than a step (overloaded host): resume from now
+                // instead of bursting out the missed chunks back to back.
+                if now.saturating_duration_since(due) > step {
+                    due = now;
+                }
+                self.phase = Phase::Decoding {
+                    _slot,
+                    _active,
+                    last: due,
+                };
+                until_stopped(&mut self.stop, sleep_until(due)).await?;
+            }
+        }
+        let n = self.remaining.min(p.tokens_per_step);
+        self.remaining -= n;
+        if self.remaining == 0 {
+            // Free the slot as soon as the last chunk is out.
+            self.phase = Phase::Finished;
+        }
+        Some(n)
+    }
+}
+
+/// Runs `fut` unless the server stops first (`None` then).
+async fn until_stopped<F: Future>(stop: &mut watch::Receiver<bool>, fut: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        _ = stop.wait_for(|stopped| *stopped) => None,
+        out = fut => Some(out),
+    }
+}

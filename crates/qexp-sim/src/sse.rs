@@ -1,0 +1,80 @@
+//! Server-sent-events framing of a generation: `data: {json}\n\n` frames, then `data: [DONE]`.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use futures_util::stream::{self, BoxStream, Stream, StreamExt};
+use serde_json::Value;
+
+use crate::openai::Envelope;
+use crate::tokens;
+
+/// The terminating frame of every complete stream.
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
+/// One SSE frame holding `value`.
+fn frame(value: &Value) -> Bytes {
+    let mut buf = b"data: ".to_vec();
+    // Serializing a `Value` to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut buf, value);
+    buf.extend_from_slice(b"\n\n");
+    Bytes::from(buf)
+}
+
+enum Stage {
+    Content,
+    Usage,
+    Done,
+    End,
+}
+
+struct State {
+    env: Envelope,
+    chunks: BoxStream<'static, u32>,
+    emitted: u32,
+    stage: Stage,
+}
+
+/// The response body for a streamed request: one content frame per engine chunk;
+/// the last one carries `finish_reason`, then the usage frame if asked for, then
+/// `[DONE]`. A generation cut short (server shutdown) ends without either.
+pub(crate) fn body(
+    env: Envelope,
+    chunks: BoxStream<'static, u32>,
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
+    let state = State {
+        env,
+        chunks,
+        emitted: 0,
+        stage: Stage::Content,
+    };
+    stream::unfold(state, |mut st| async move {
+        let bytes = match st.stage {
+            Stage::Content => {
+                let n = st.chunks.next().await?;
+                let first = st.emitted == 0;
+                let text = tokens::generated(st.emitted, n);
+                st.emitted += n;
+                let last = st.emitted >= st.env.job.max_tokens;
+                if last {
+                    st.stage = if st.env.job.include_usage {
+                        Stage::Usage
+                    } else {
+                        Stage::Done
+                    };
+                }
+                frame(&st.env.chunk(&text, first, last))
+            }
+            Stage::Usage => {
+                st.stage = Stage::Done;
+                frame(&st.env.usage_chunk(st.emitted))
+            }
+            Stage::Done => {
+                st.stage = Stage::End;
+                Bytes::from_static(DONE)
+            }
+            Stage::End => return None,
+        };
+        Some((Ok(bytes), st))
+    })
+}

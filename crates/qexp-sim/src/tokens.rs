@@ -1,0 +1,93 @@
+//! The simulator's exact tokenizer: one whitespace-separated word = one token.
+
+/// Chat-template tokens added once per chat request (the assistant reply header).
+pub const CHAT_PRIMER_TOKENS: u32 = 3;
+
+/// Words cycled through for generated text; each generated token is `" " + word`.
+const WORDS: &[&str] = &[
+    "the", "model", "streams", "tokens", "while", "the", "batch", "decodes", "one", "step", "at",
+    "a", "time", "and", "queues", "wait",
+];
+
+/// Vocabulary size the fake token ids are drawn from (Qwen-sized).
+const VOCAB: u32 = 151_936;
+/// Id reported for every chat-template token (an `<|im_start|>`-like special).
+const TEMPLATE_ID: u32 = VOCAB;
+
+/// Number of tokens in `text`.
+pub(crate) fn count(text: &str) -> u32 {
+    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
+}
+
+/// Chat-template overhead of a chat request with `messages` messages.
+pub(crate) fn chat_template(messages: usize, per_message: u32) -> u32 {
+    let messages = u32::try_from(messages).unwrap_or(u32::MAX);
+    CHAT_PRIMER_TOKENS.saturating_add(per_message.saturating_mul(messages))
+}
+
+/// Generated text for the tokens numbered `start..start + n` of a completion.
+pub(crate) fn generated(start: u32, n: u32) -> String {
+    let mut out = String::with_capacity(n as usize * 7);
+    for i in start..start.saturating_add(n) {
+        out.push(' ');
+        out.push_str(WORDS[i as usize % WORDS.len()]);
+    }
+    out
+}
+
+/// Stable fake ids for the words of `text` (FNV-1a of each word, modulo the vocabulary).
+pub(crate) fn ids(text: &str, out: &mut Vec<u32>) {
+    out.extend(text.split_whitespace().map(|word| {
+        let hash = word.bytes().fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        hash % VOCAB
+    }));
+}
+
+/// Ids for `n` chat-template tokens.
+pub(crate) fn template_ids(n: u32, out: &mut Vec<u32>) {
+    out.extend(std::iter::repeat_n(TEMPLATE_ID, n as usize));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_whitespace_separated_words() {
+        assert_eq!(count(""), 0);
+        assert_eq!(count("   \n\t "), 0);
+        assert_eq!(count("one"), 1);
+        assert_eq!(count(" nonce-42:  hello\nworld\t! "), 4);
+    }
+
+    #[test]
+    fn generated_text_has_one_word_per_token() {
+        assert_eq!(generated(0, 0), "");
+        assert_eq!(generated(0, 3), " the model streams");
+        let text = generated(6, 40);
+        assert_eq!(count(&text), 40);
+        assert!(text.starts_with(" batch"));
+    }
+
+    #[test]
+    fn chat_template_is_primer_plus_per_message() {
+        assert_eq!(chat_template(1, 4), 7);
+        assert_eq!(chat_template(3, 4), 15);
+        assert_eq!(chat_template(0, 4), CHAT_PRIMER_TOKENS);
+    }
+
+    #[test]
+    fn ids_are_stable_and_one_per_word() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        ids("a b a", &mut a);
+        ids("a", &mut b);
+        assert_eq!(a.len(), 3);
+        assert_eq!(a[0], a[2]);
+        assert_eq!(a[0], b[0]);
+        assert!(a.iter().all(|&id| id < VOCAB));
+        template_ids(2, &mut b);
+        assert_eq!(b[1..], [TEMPLATE_ID, TEMPLATE_ID]);
+    }
+}

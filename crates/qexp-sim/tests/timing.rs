@@ -1,0 +1,292 @@
+//! The timing model as a client measures it over loopback: TTFT, chunk gaps,
+//! batch queueing, disconnects and shutdown. Tolerances are loose (±15 ms on
+//! single events) so a loaded 2-core machine does not make them flaky.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{ms, stream, words, Event};
+use qexp_sim::{SimProfile, SimServer, CHAT_PRIMER_TOKENS};
+use serde_json::{json, Value};
+
+/// Content events: every event but `[DONE]` and the usage chunk.
+fn content(events: &[Event]) -> Vec<&Event> {
+    events
+        .iter()
+        .filter(|e| e.data != "[DONE]" && !e.json()["choices"].as_array().unwrap().is_empty())
+        .collect()
+}
+
+fn chat_body(prompt_words: usize, max_tokens: u32) -> Value {
+    json!({
+        "model": "sim-exact",
+        "messages": [{"role": "user", "content": words(prompt_words)}],
+        "max_tokens": max_tokens,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "ignore_eos": true,
+    })
+}
+
+#[tokio::test]
+async fn exact_profile_streams_with_known_timing() {
+    let server = SimServer::start(SimProfile::by_name("exact").unwrap())
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    let events = stream(&client, &url, &chat_body(250, 20)).await;
+
+    let chunks = content(&events);
+    assert_eq!(chunks.len(), 20, "ceil(20 / 1 token per step) chunks");
+    assert_eq!(events.last().unwrap().data, "[DONE]");
+    let usage = &events[events.len() - 2].json();
+    assert_eq!(usage["choices"], json!([]));
+    assert_eq!(
+        usage["usage"]["prompt_tokens"],
+        250 + CHAT_PRIMER_TOKENS + 4
+    );
+    assert_eq!(usage["usage"]["completion_tokens"], 20);
+    assert_eq!(usage["usage"]["total_tokens"], 250 + 7 + 20);
+
+    let first = chunks[0].json();
+    assert_eq!(first["object"], "chat.completion.chunk");
+    assert_eq!(first["choices"][0]["delta"]["role"], "assistant");
+    let text: String = chunks
+        .iter()
+        .map(|c| {
+            c.json()["choices"][0]["delta"]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(text.split_whitespace().count(), 20);
+    let finishes: Vec<Value> = chunks
+        .iter()
+        .map(|c| c.json()["choices"][0]["finish_reason"].clone())
+        .collect();
+    assert_eq!(finishes[19], "length");
+    assert!(finishes[..19].iter().all(Value::is_null));
+
+    // TTFT is 50 ms whatever the prompt length (no per-token prefill cost).
+    let ttft = ms(chunks[0].at);
+    assert!((49.0..65.0).contains(&ttft), "TTFT {ttft:.1} ms, want 50");
+    // Deadlines are absolute, so the mean gap is tight even if one gap is late.
+    let mean_gap = ms(chunks[19].at - chunks[0].at) / 19.0;
+    assert!(
+        (mean_gap - 10.0).abs() < 3.0,
+        "mean gap {mean_gap:.2} ms, want 10"
+    );
+    for pair in chunks.windows(2) {
+        let gap = ms(pair[1].at - pair[0].at);
+        assert!(gap < 25.0, "gap {gap:.1} ms, want 10");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn multi_token_steps_and_prefill_cost() {
+    // 4 tokens per step, 100 µs per prompt token: TTFT = 50 + 20 ms for 200 words.
+    let profile = SimProfile {
+        name: "mtp".to_owned(),
+        tokens_per_step: 4,
+        prefill_tokens_per_s: 10_000.0,
+        ..SimProfile::by_name("exact").unwrap()
+    };
+    let server = SimServer::start(profile).await.unwrap();
+    let client = reqwest::Client::new();
+    let body = json!({"prompt": words(200), "max_tokens": 10, "stream": true, "stream_options": {"include_usage": true}});
+    let events = stream(
+        &client,
+        &format!("{}/v1/completions", server.base_url()),
+        &body,
+    )
+    .await;
+    let chunks = content(&events);
+    let sizes: Vec<usize> = chunks
+        .iter()
+        .map(|c| {
+            c.json()["choices"][0]["text"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .count()
+        })
+        .collect();
+    assert_eq!(sizes, [4, 4, 2], "ceil(10 / 4) chunks, the last one short");
+    let ttft = ms(chunks[0].at);
+    assert!((69.0..85.0).contains(&ttft), "TTFT {ttft:.1} ms, want 70");
+    let usage = events[events.len() - 2].json();
+    assert_eq!(usage["usage"]["completion_tokens"], 10);
+    assert_eq!(usage["usage"]["prompt_tokens"], 200);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn requests_beyond_max_batch_queue() {
+    let profile = SimProfile {
+        name: "batch2".to_owned(),
+        max_batch: 2,
+        ..SimProfile::by_name("exact").unwrap()
+    };
+    let server = SimServer::start(profile).await.unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                let events = stream(&client, &url, &chat_body(10, 20)).await;
+                let chunks = content(&events);
+                (chunks[0].at, chunks[chunks.len() - 1].at)
+            })
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for task in tasks {
+        runs.push(task.await.unwrap());
+    }
+    runs.sort();
+    let ttfts: Vec<f64> = runs.iter().map(|r| ms(r.0)).collect();
+    // Two admitted at once: 50 ms. Two queued until a slot frees at 50 + 19 * 10 = 240 ms.
+    assert!(ttfts[1] < 100.0, "TTFTs {ttfts:?}");
+    assert!(ttfts[2] > 200.0, "TTFTs {ttfts:?}");
+    // The queued ones start when a slot frees: at the last chunk of an admitted one
+    // (give or take which of two sockets the client reads first).
+    let freed = ms(runs[0].1.min(runs[1].1));
+    assert!(
+        ttfts[2] > freed - 5.0,
+        "a queued request started at {} ms, before a slot freed at {freed} ms",
+        ttfts[2]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn disconnect_frees_the_slot() {
+    let profile = SimProfile {
+        name: "batch1".to_owned(),
+        max_batch: 1,
+        ..SimProfile::by_name("exact").unwrap()
+    };
+    let server = SimServer::start(profile).await.unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    // 100 000 tokens at 10 ms each would hold the only slot for 1000 s.
+    let mut resp = client
+        .post(&url)
+        .json(&chat_body(5, 100_000))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.chunk().await.unwrap().is_some());
+    drop(resp);
+
+    let started = Instant::now();
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2});
+    let resp = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.post(&url).json(&body).send(),
+    )
+    .await
+    .expect("the slot was not released after the client hung up")
+    .unwrap();
+    assert_eq!(resp.status(), 200);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(2),
+        "second request waited {waited:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_cuts_streams_short() {
+    let server = SimServer::start(SimProfile::by_name("exact").unwrap())
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let mut resp = client
+        .post(format!("{}/v1/chat/completions", server.base_url()))
+        .json(&chat_body(5, 100_000))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.chunk().await.unwrap().is_some());
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(3), server.shutdown())
+        .await
+        .expect("shutdown finished");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let mut rest = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        rest.extend_from_slice(&chunk);
+    }
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("[DONE]"),
+        "a cut stream must not look complete"
+    );
+}
+
+#[tokio::test]
+async fn many_concurrent_sequences_are_cheap() {
+    let server = SimServer::start(SimProfile::by_name("exact").unwrap())
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/completions", server.base_url());
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..300)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                let resp = client
+                    .post(url)
+                    .json(&json!({"prompt": "x", "max_tokens": 20}))
+                    .send()
+                    .await
+                    .unwrap();
+                let body: Value = resp.json().await.unwrap();
+                body["usage"]["completion_tokens"].as_u64().unwrap()
+            })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), 20);
+    }
+    // Each takes 50 + 19 * 10 = 240 ms; all at once should not take much longer.
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "300 concurrent requests took {took:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn fast_profile_is_scaled_founding() {
+    let server = SimServer::start(SimProfile::by_name("fast").unwrap())
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let body = json!({"prompt": words(1000), "max_tokens": 40, "stream": true});
+    let events = stream(
+        &client,
+        &format!("{}/v1/completions", server.base_url()),
+        &body,
+    )
+    .await;
+    let chunks = content(&events);
+    assert_eq!(chunks.len(), 10, "4 tokens per step");
+    // (1.22 s + 1000 / 7260 tok/s) * 0.05 = 67.9 ms; 9 steps of 54.7 ms * 0.05 = 24.6 ms.
+    let ttft = ms(chunks[0].at);
+    assert!((67.0..90.0).contains(&ttft), "TTFT {ttft:.1} ms, want 67.9");
+    let decode = ms(chunks[9].at - chunks[0].at);
+    assert!(
+        (20.0..40.0).contains(&decode),
+        "decode {decode:.1} ms, want 24.6"
+    );
+    server.shutdown().await;
+}

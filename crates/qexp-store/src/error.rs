@@ -1,0 +1,66 @@
+use std::path::PathBuf;
+
+/// Why a results directory could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file operation failed.
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What qexp was doing ("cannot write", …).
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Parquet encoding or decoding failed.
+    #[error("{action} {}: {source}", path.display())]
+    Parquet {
+        /// What qexp was doing.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: polars::error::PolarsError,
+    },
+    /// The manifest is missing or not valid JSON of the expected shape.
+    #[error("{} is not a qexp manifest: {message}", path.display())]
+    Manifest {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        message: String,
+    },
+    /// The folder is not a run (no manifest).
+    #[error("{} is not a qexp run (no manifest.json); give a folder like results/<experiment>/<run-id>", path.display())]
+    NotARun {
+        /// The folder.
+        path: PathBuf,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> StoreError {
+        let path = path.into();
+        move |source| StoreError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+
+    pub(crate) fn pq(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(polars::error::PolarsError) -> StoreError {
+        let path = path.into();
+        move |source| StoreError::Parquet {
+            action,
+            path,
+            source,
+        }
+    }
+}

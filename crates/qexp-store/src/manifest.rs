@@ -1,0 +1,122 @@
+use chrono::{DateTime, Utc};
+use qexp_plan::Point;
+use qexp_provenance::{GitInfo, HostInfo};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Version of the manifest and Parquet layouts; bumped on incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The manifest's file name inside a run folder.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still measuring (or the process died: then no `ended_at`).
+    Running,
+    /// Every point of every trial finished.
+    Complete,
+    /// Stopped early (Ctrl-C, or an error); finished rows are kept.
+    Interrupted,
+}
+
+/// What the run was pointed at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// Base URL asked, or `sim:<profile>`.
+    pub base_url: String,
+    /// Model requested.
+    pub model: String,
+    /// `chat` or `completions`.
+    pub api: String,
+    /// True when the target is qexp's embedded simulator.
+    pub simulated: bool,
+    /// The simulator's profile, when simulated.
+    pub sim_profile: Option<String>,
+    /// Factor applied to the simulator's time (1.0 = real time).
+    pub sim_time_scale: Option<f64>,
+    /// Name of the environment variable the API key came from (never the key).
+    pub api_key_env: Option<String>,
+}
+
+/// Keys that decide whether two runs can be compared.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comparability {
+    /// What was asked: workload, sweep, prompt recipe, API kind.
+    pub workload: BTreeMap<String, String>,
+    /// What answered: engine, version, model, host, GPUs.
+    pub deployment: BTreeMap<String, String>,
+    /// SHA-256 over the workload keys.
+    pub workload_hash: String,
+}
+
+impl Comparability {
+    /// Builds the fingerprint and its hash.
+    pub fn new(
+        workload: BTreeMap<String, String>,
+        deployment: BTreeMap<String, String>,
+    ) -> Comparability {
+        let mut h = Sha256::new();
+        for (k, v) in &workload {
+            h.update(k.as_bytes());
+            h.update([0]);
+            h.update(v.as_bytes());
+            h.update([0]);
+        }
+        Comparability {
+            workload,
+            deployment,
+            workload_hash: hex::encode(h.finalize()),
+        }
+    }
+}
+
+/// `manifest.json`: everything needed to know how a run was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Layout version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// qexp's version.
+    pub qexp_version: String,
+    /// `<UTC timestamp>-<random>`.
+    pub run_id: String,
+    /// Experiment name from the plan.
+    pub experiment: String,
+    /// Path of the plan as given.
+    pub plan_path: String,
+    /// SHA-256 of the plan text.
+    pub plan_hash: String,
+    /// The plan, verbatim.
+    pub plan_text: String,
+    /// Command-line overrides (`--trials`, `--target`, …) as given.
+    pub overrides: BTreeMap<String, String>,
+    /// Trials run (after overrides).
+    pub trials: u32,
+    /// The expanded points.
+    pub points: Vec<Point>,
+    /// Order in which point ids ran, one list per trial.
+    pub point_order: Vec<Vec<u32>>,
+    /// The target.
+    pub target: TargetInfo,
+    /// What the server said about itself (documents by path).
+    pub server: serde_json::Value,
+    /// Prompt-length calibration per input length.
+    pub calibration: Vec<serde_json::Value>,
+    /// Git state of the plan's repository.
+    pub git: Option<GitInfo>,
+    /// The client host.
+    pub host: HostInfo,
+    /// Comparability fingerprint for `qexp diff`.
+    pub comparability: Comparability,
+    /// When measuring started.
+    pub started_at: DateTime<Utc>,
+    /// When the run ended, if it did.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Where the run stands.
+    pub status: RunStatus,
+    /// Why the run stopped early, when it did.
+    pub stop_reason: Option<String>,
+}

@@ -1,0 +1,56 @@
+use crate::{CliError, ReportArgs};
+use anyhow::Context as _;
+use qexp_analysis::RunAnalysis;
+use qexp_report::Templates;
+use std::path::{Path, PathBuf};
+
+/// `qexp report`.
+pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
+    let runs: Vec<PathBuf> = if args.runs.is_empty() {
+        let found: Vec<PathBuf> = qexp_store::latest_runs(&args.results)
+            .into_iter()
+            .map(|r| r.dir)
+            .collect();
+        if found.is_empty() {
+            return Err(CliError::input(anyhow::anyhow!(
+                "no runs under {}; run a plan first (qexp run experiments/quickstart.toml) or name a run folder",
+                args.results.display()
+            )));
+        }
+        found
+    } else {
+        args.runs.clone()
+    };
+    for run in &runs {
+        if !run.join(qexp_store::MANIFEST_FILE).exists() {
+            return Err(CliError::input(qexp_store::StoreError::NotARun {
+                path: run.clone(),
+            }));
+        }
+    }
+    for run in &runs {
+        let analysis = qexp_analysis::analyze(run)
+            .with_context(|| format!("cannot analyse {}", run.display()))
+            .map_err(CliError::failure)?;
+        render_one(&analysis, args.templates.as_deref(), &args.out_dir)
+            .map_err(CliError::failure)?;
+    }
+    Ok(())
+}
+
+/// Renders one analysed run under `<root>/<experiment>/<run-id>/`.
+pub(crate) fn render_one(
+    a: &RunAnalysis,
+    templates: Option<&Path>,
+    root: &Path,
+) -> anyhow::Result<()> {
+    let t = match templates {
+        Some(dir) => Templates::from_dir(dir)?,
+        None => Templates::builtin()?,
+    };
+    let out = root.join(&a.manifest.experiment).join(&a.manifest.run_id);
+    for f in qexp_report::render_run(a, &t, &out)? {
+        println!("report: {}", f.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! The `qexp` command line: argument parsing, logging and wiring. Each
+//! subcommand lives in its own module and calls into the library crates;
+//! no measurement or statistics logic lives here.
+
+mod cmd_report;
+mod cmd_run;
+mod cmd_sim;
+mod summary;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Exit code for bad input (a malformed plan, a missing run).
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code for a failure while running (unreachable target, disk full).
+pub const EXIT_FAILURE: u8 = 1;
+
+/// Reproducible LLM-serving benchmarks: plan → run → Parquet → report.
+#[derive(Debug, Parser)]
+#[command(name = "qexp", version, about, long_about = None, after_help = "\
+Examples:
+  qexp run experiments/quickstart.toml          # on the embedded simulator
+  qexp run experiments/longctx.toml --trials 5 --target http://127.0.0.1:30000
+  qexp report                                   # newest run of each experiment
+  qexp sim --profile founding --port 8000       # serve the simulator")]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a plan against a server and write results/<experiment>/<run-id>/.
+    #[command(after_help = "\
+Examples:
+  qexp run experiments/throughput.toml --trials 2 --target http://127.0.0.1:8000
+  qexp run experiments/longctx.toml --model qwen3 --out /data/results
+Ctrl-C stops sending, keeps every finished request and marks the run interrupted.")]
+    Run(RunArgs),
+    /// Render reports/<experiment>/<run-id>/report.md from result folders.
+    #[command(after_help = "\
+Examples:
+  qexp report                                   # newest run of each experiment under results/
+  qexp report results/longctx/20261130T101500Z-1a2b3c
+  qexp report --templates my-templates/ --out-dir site/")]
+    Report(ReportArgs),
+    /// Serve the embedded simulated OpenAI-compatible server until Ctrl-C.
+    #[command(after_help = "\
+Examples:
+  qexp sim --profile founding --port 8000
+  curl http://127.0.0.1:8000/v1/models")]
+    Sim(SimArgs),
+}
+
+/// `qexp run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The plan (TOML).
+    pub plan: PathBuf,
+    /// Trials per point, overriding the plan's `run.trials`.
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Server base URL (http://host:port) or sim:<profile>, overriding the plan.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Model name, overriding the plan.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Results root.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Do not render a report after the run.
+    #[arg(long)]
+    pub no_report: bool,
+    /// Reports root, for the report rendered after the run.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+}
+
+/// `qexp report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Result folders (results/<experiment>/<run-id>); default: the newest run of each experiment.
+    pub runs: Vec<PathBuf>,
+    /// Where to look for runs when none are given.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Reports root; each run goes to <out-dir>/<experiment>/<run-id>/.
+    #[arg(long, default_value = "reports")]
+    pub out_dir: PathBuf,
+    /// A folder with your own report.md.tera (missing files fall back to the built-in ones).
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
+}
+
+/// `qexp sim`.
+#[derive(Debug, clap::Args)]
+pub struct SimArgs {
+    /// Simulator profile.
+    #[arg(long, default_value = "founding")]
+    pub profile: String,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+}
+
+/// Logging to stderr; level from `RUST_LOG` (default: warnings).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Runs a parsed command line; returns the process exit code.
+pub fn main_with(cli: Cli) -> u8 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => rt.block_on(cmd_run::run(args)),
+        Command::Report(args) => cmd_report::report(args).map(|_| 0),
+        Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {:#}", e.error);
+            e.code
+        }
+    }
+}
+
+/// An error with the exit code it maps to.
+#[derive(Debug)]
+pub struct CliError {
+    /// The error chain to print.
+    pub error: anyhow::Error,
+    /// The process exit code.
+    pub code: u8,
+}
+
+impl CliError {
+    /// Bad input: exit 2.
+    pub fn input(e: impl Into<anyhow::Error>) -> CliError {
+        CliError {
+            error: e.into(),
+            code: EXIT_BAD_INPUT,
+        }
+    }
+    /// Failure while working: exit 1.
+    pub fn failure(e: impl Into<anyhow::Error>) -> CliError {
+        CliError {
+            error: e.into(),
+            code: EXIT_FAILURE,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,162 @@
+//! End to end in-process: a plan against the simulator's `exact` profile
+//! (TTFT 50 ms, 10 ms per token, one token per chunk) over real loopback
+//! HTTP; the Parquet rows and the measured timing must match what the
+//! server is known to do, and the report must render.
+
+use polars::prelude::*;
+use qexp_plan::Plan;
+use qexp_runner::{run, RunOptions};
+use std::path::Path;
+
+const PLAN: &str = r#"
+[experiment]
+name = "e2e"
+version = 1
+
+[target]
+base_url = "sim:exact"
+api = "chat"
+extra_body = { ignore_eos = true }
+
+[workload]
+input_tokens = 200
+output_tokens = 21
+
+[sweep]
+concurrency = [1, 4]
+
+[run]
+requests = "2x"
+warmup_requests = 1
+trials = 2
+seed = 3
+"#;
+
+fn opts(dir: &Path, plan_text: &str) -> RunOptions {
+    let plan_path = dir.join("e2e.toml");
+    std::fs::write(&plan_path, plan_text).unwrap();
+    RunOptions {
+        plan: Plan::load(&plan_path).unwrap(),
+        trials: None,
+        target: None,
+        model: None,
+        out: dir.join("results"),
+        overrides: Default::default(),
+    }
+}
+
+fn f64_col(df: &DataFrame, name: &str) -> Vec<f64> {
+    df.column(name)
+        .unwrap()
+        .cast(&DataType::Float64)
+        .unwrap()
+        .f64()
+        .unwrap()
+        .into_no_null_iter()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_against_known_timing_writes_exact_rows_and_timing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let result = run(opts(tmp.path(), PLAN), rx).await.expect("run succeeds");
+    assert_eq!(result.manifest.status, qexp_store::RunStatus::Complete);
+    assert!(result.manifest.target.simulated);
+
+    let df = qexp_store::scan_requests(&result.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    // 2 trials × (c=1: 1 warmup + 2, c=4: 1 warmup + 8) = 2 × 12 rows.
+    assert_eq!(df.height(), 24);
+    let warm = df.column("warmup").unwrap().bool().unwrap().sum().unwrap();
+    assert_eq!(warm, 4);
+    assert_eq!(
+        df.column("error_class").unwrap().null_count(),
+        24,
+        "no failures"
+    );
+
+    let measured = df
+        .clone()
+        .lazy()
+        .filter(col("warmup").not())
+        .collect()
+        .unwrap();
+    let prompt = f64_col(&measured, "prompt_tokens");
+    assert!(
+        prompt.iter().all(|p| (p - 200.0).abs() <= 2.0),
+        "prompt tokens within 1%: {prompt:?}"
+    );
+    assert!(f64_col(&measured, "completion_tokens")
+        .iter()
+        .all(|c| *c == 21.0));
+    assert!(f64_col(&measured, "chunks").iter().all(|c| *c == 21.0));
+    for t in f64_col(&measured, "ttft_s") {
+        assert!((t - 0.050).abs() < 0.015, "TTFT {t} should be 50 ms");
+    }
+    for t in f64_col(&measured, "tpot_s") {
+        assert!((t - 0.010).abs() < 0.002, "TPOT {t} should be 10 ms");
+    }
+
+    let pts = qexp_store::scan_points(&result.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    assert_eq!(pts.height(), 4);
+    assert!(pts.column("invalid_reason").unwrap().null_count() == 4);
+
+    let a = qexp_analysis::analyze(&result.dir).unwrap();
+    assert_eq!(a.points.len(), 2);
+    for p in &a.points {
+        assert_eq!(p.n, 2);
+        let decode = p.decode_tok_s.as_ref().unwrap().median;
+        assert!(
+            (decode - 100.0).abs() < 15.0,
+            "decode {decode} tok/s should be ~100"
+        );
+    }
+    // c=4 keeps four streams going: aggregate ≈ 4 × 21 tokens / 0.25 s.
+    let agg1 = a.points[0].agg_tok_s.as_ref().unwrap().median;
+    let agg4 = a.points[1].agg_tok_s.as_ref().unwrap().median;
+    assert!(
+        agg4 > 3.0 * agg1,
+        "aggregate should scale with concurrency: {agg1} → {agg4}"
+    );
+
+    let out = tmp.path().join("reports");
+    let files =
+        qexp_report::render_run(&a, &qexp_report::Templates::builtin().unwrap(), &out).unwrap();
+    let md = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(md.contains("| Concurrency (requests) |"), "{md}");
+    assert!(
+        md.contains("Simulated"),
+        "report must say the numbers are simulated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_target_fails_before_writing_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Bind then drop a listener so the port is (almost certainly) closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let plan = PLAN.replace("sim:exact", &format!("http://127.0.0.1:{port}"));
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let err = run(opts(tmp.path(), &plan), rx)
+        .await
+        .expect_err("must fail");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("127.0.0.1:{port}")) && msg.contains("cannot reach"),
+        "{msg}"
+    );
+    assert!(
+        !tmp.path().join("results").exists(),
+        "no half-written result may exist"
+    );
+}
