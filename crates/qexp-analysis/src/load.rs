@@ -2,7 +2,7 @@
 //! polars; cross-trial statistics are then plain Rust over a few numbers.
 
 use crate::metrics::{PointSummary, TrialMetrics};
-use crate::stats::{quantile, sorted_finite};
+use crate::stats::quantile_in_place;
 use polars::prelude::*;
 use qexp_store::{scan_points, scan_requests, Manifest, StoreError};
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
         ])
         .collect()
         .map_err(q)?;
-    let gaps = pooled_gaps(measured.filter(ok)).map_err(q)?;
+    let mut gaps = pooled_gaps(measured.filter(ok)).map_err(q)?;
 
     let mut by_key: BTreeMap<(u32, u32), TrialMetrics> = BTreeMap::new();
     let trial = u32s(&per_trial, "trial").map_err(q)?;
@@ -117,8 +117,8 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     );
     for i in 0..per_trial.height() {
         let key = (pid[i], trial[i]);
-        let g = gaps.get(&(trial[i], pid[i]));
-        let itl = |q: f64| g.and_then(|g| quantile(g, q)).unwrap_or(f64::NAN);
+        let mut g = gaps.remove(&(trial[i], pid[i])).unwrap_or_default();
+        let mut itl = |q: f64| quantile_in_place(&mut g, q).unwrap_or(f64::NAN);
         by_key.insert(
             key,
             TrialMetrics {
@@ -191,17 +191,27 @@ fn pooled_gaps(ok_rows: LazyFrame) -> PolarsResult<BTreeMap<(u32, u32), Vec<f64>
         .collect()?;
     let trial = u32s(&df, "trial")?;
     let pid = u32s(&df, "point_id")?;
-    let lists = df.column("chunk_offsets_s")?.list()?.clone();
+    // Walk the list column's flat offsets and values directly: one pass, no
+    // per-row allocation (a run can hold millions of requests).
+    let lists = df.column("chunk_offsets_s")?.list()?;
     let mut out: BTreeMap<(u32, u32), Vec<f64>> = BTreeMap::new();
-    for (i, offs) in lists.series_iter().enumerate() {
-        let Some(offs) = offs else { continue };
-        let offs: Vec<f64> = offs.f64()?.iter().flatten().collect();
-        out.entry((trial[i], pid[i]))
-            .or_default()
-            .extend(offs.windows(2).map(|w| w[1] - w[0]));
+    let mut row = 0usize;
+    for arr in lists.downcast_iter() {
+        // Offsets index this array's own (unsliced) values buffer.
+        let inner = Series::try_from((PlSmallStr::EMPTY, arr.values().clone()))?;
+        let inner = inner.f64()?;
+        let values = inner.cont_slice()?;
+        let offsets = arr.offsets().as_slice();
+        for w in offsets.windows(2) {
+            let offs = &values[w[0] as usize..w[1] as usize];
+            out.entry((trial[row], pid[row]))
+                .or_default()
+                .extend(offs.windows(2).map(|g| g[1] - g[0]));
+            row += 1;
+        }
     }
     for v in out.values_mut() {
-        *v = sorted_finite(v);
+        v.retain(|g| g.is_finite());
     }
     Ok(out)
 }

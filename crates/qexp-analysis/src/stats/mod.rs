@@ -26,6 +26,6 @@ pub use ci::{bootstrap_ratio_ci, median_ci};
 pub use holm::holm_adjust;
 pub use mannwhitney::{mann_whitney_u, min_attainable_p, trials_needed, MwResult};
 pub use outliers::{classify, modified_z_scores, tukey_fences, Fences, OutlierKind};
-pub use quantile::{median, quantile, sorted_finite};
+pub use quantile::{median, quantile, quantile_in_place, sorted_finite};
 pub use rng::Rng;
 pub use summary::Summary;

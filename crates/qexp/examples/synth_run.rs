@@ -1,0 +1,169 @@
+//! Writes a synthetic run folder with N request rows, for measuring
+//! `qexp report` at scale (see README, "Performance").
+//!
+//! `cargo run --release --example synth_run -- ROWS OUT_DIR [CHUNKS]`
+//!
+//! Rows are spread over a throughput-style sweep (8 concurrency levels × 5
+//! trials); each request carries CHUNKS (default 8) chunk arrival offsets.
+
+use chrono::Utc;
+use qexp_plan::Plan;
+use qexp_store::{
+    Comparability, Manifest, PointRow, RequestRow, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION,
+};
+use std::path::{Path, PathBuf};
+
+const PLAN: &str = r#"[experiment]
+name = "synthetic"
+version = 1
+description = "Synthetic rows for the report benchmark"
+
+[target]
+base_url = "http://127.0.0.1:1"
+
+[workload]
+input_tokens = 1000
+output_tokens = 8
+
+[sweep]
+concurrency = [1, 2, 4, 8, 16, 32, 64, 100]
+
+[run]
+trials = 5
+"#;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: synth_run ROWS OUT_DIR [CHUNKS]");
+        std::process::exit(2);
+    }
+    let rows: usize = args[1].parse().expect("ROWS is a number");
+    let out = PathBuf::from(&args[2]);
+    let chunks: usize = args
+        .get(3)
+        .map_or(8, |c| c.parse().expect("CHUNKS is a number"));
+    let dir = write(rows, &out, chunks);
+    println!("{}", dir.display());
+}
+
+fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
+    let plan = Plan::parse(Path::new("synthetic.toml"), PLAN).expect("valid plan");
+    let points = plan.points();
+    let trials = plan.trials();
+    let now = Utc::now();
+    let manifest = Manifest {
+        schema_version: SCHEMA_VERSION,
+        qexp_version: env!("CARGO_PKG_VERSION").into(),
+        run_id: qexp_store::new_run_id(now),
+        experiment: plan.name().into(),
+        plan_path: "synthetic.toml".into(),
+        plan_hash: plan.hash(),
+        plan_text: PLAN.into(),
+        overrides: Default::default(),
+        trials,
+        points: points.clone(),
+        point_order: (0..trials)
+            .map(|_| points.iter().map(|p| p.id).collect())
+            .collect(),
+        target: TargetInfo {
+            base_url: "synthetic".into(),
+            model: "synthetic".into(),
+            api: "chat".into(),
+            simulated: true,
+            sim_profile: Some("synthetic".into()),
+            sim_time_scale: Some(1.0),
+            api_key_env: None,
+        },
+        server: serde_json::Value::Null,
+        calibration: Vec::new(),
+        git: None,
+        host: qexp_provenance::host_info(),
+        comparability: Comparability::default(),
+        started_at: now,
+        ended_at: None,
+        status: RunStatus::Running,
+        stop_reason: None,
+    };
+    let mut w = RunWriter::create(out, manifest).expect("create run");
+    let parts = points.len() * trials as usize;
+    let per_part = total.div_ceil(parts);
+    let mut written = 0usize;
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut noise = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for trial in 1..=trials {
+        for p in &points {
+            let n = per_part.min(total - written);
+            let mut reqs = Vec::with_capacity(n);
+            for i in 0..n {
+                let ttft = 0.3 + 0.02 * f64::from(p.concurrency) * (0.9 + 0.2 * noise());
+                let gap = 0.0136 * (0.9 + 0.2 * noise());
+                let offsets: Vec<f64> = (0..chunks).map(|k| ttft + gap * k as f64).collect();
+                let e2e = offsets.last().copied().unwrap_or(ttft);
+                let sent = 1.8e9 + i as f64 * 0.01;
+                reqs.push(RequestRow {
+                    run_id: w.manifest().run_id.clone(),
+                    client_host: "synthetic".into(),
+                    trial,
+                    point_id: p.id,
+                    point_order: p.id,
+                    request_index: i as u32,
+                    warmup: false,
+                    concurrency: p.concurrency,
+                    input_tokens_target: p.input_tokens,
+                    output_tokens_target: p.output_tokens,
+                    scheduled_unix_s: sent,
+                    sent_unix_s: sent,
+                    queue_s: 0.0,
+                    headers_s: Some(0.01),
+                    ttft_s: Some(ttft),
+                    e2e_s: Some(e2e),
+                    tpot_s: Some((e2e - ttft) / (chunks.max(2) - 1) as f64),
+                    end_s: e2e,
+                    chunks: chunks as u32,
+                    itl_mean_s: Some(gap),
+                    itl_max_s: Some(gap),
+                    chunk_offsets_s: offsets,
+                    prompt_tokens: Some(p.input_tokens),
+                    completion_tokens: Some(chunks as u32),
+                    cached_tokens: Some(0),
+                    client_tokens: chunks as u32,
+                    output_chars: 5 * chunks as u64,
+                    finish_reason: Some("length".into()),
+                    http_status: Some(200),
+                    error_class: None,
+                    error_message: None,
+                });
+            }
+            let window = n as f64 * 0.01 + 1.0;
+            let point = PointRow {
+                run_id: w.manifest().run_id.clone(),
+                trial,
+                point_id: p.id,
+                point_order: p.id,
+                concurrency: p.concurrency,
+                input_tokens_target: p.input_tokens,
+                output_tokens_target: p.output_tokens,
+                requests_planned: n as u32,
+                requests_done: n as u32,
+                failures: 0,
+                window_start_unix_s: 1.8e9,
+                window_end_unix_s: 1.8e9 + window,
+                output_tokens: (n * chunks) as u64,
+                agg_output_tok_s: Some((n * chunks) as f64 / window),
+                send_lag_max_s: 0.0,
+                prompt_units: 0,
+                invalid_reason: None,
+                ..PointRow::default()
+            };
+            w.write_point(&reqs, &point).expect("write part");
+            written += n;
+        }
+    }
+    w.finish(RunStatus::Complete, None).expect("merge parts")
+}
