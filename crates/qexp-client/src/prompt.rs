@@ -1,4 +1,4 @@
-//! Prompts: a unique nonce first, then a deterministic filler of common
+//! Prompts: a unique nonce first (16 short words), then a deterministic filler of common
 //! words. The nonce at the very start breaks every prefix cache (their
 //! hashes chain from the first token), so the filler can be the same for
 //! all requests and the prompt's token count is stable and calibratable.
@@ -70,7 +70,18 @@ impl Filler {
     }
 }
 
-/// A fixed-shape nonce (`[a1b2c3d4e5f60718]`) unique per request.
+/// Words a nonce is spelled with: 16 (4 bits each), every one a single token
+/// with or without a leading space in common BPE vocabularies (GPT-2, Llama,
+/// Qwen, Mistral). Hex digits are not: a 16-hex-digit nonce takes 6 to 12
+/// tokens depending on its digits, which moved real servers' prompt counts
+/// by ±3% around the calibrated length.
+const NONCE_WORDS: [&str; 16] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not",
+];
+
+/// A nonce unique per request: 16 words spelling 64 hashed bits, so its token
+/// count is the same for every request (16 on common tokenizers).
 pub fn nonce_for(seed: u64, run_salt: u64, trial: u32, point: u32, index: u32) -> String {
     // SplitMix64 over the identifying tuple: cheap, stable, well mixed.
     let mut x = seed
@@ -82,7 +93,10 @@ pub fn nonce_for(seed: u64, run_salt: u64, trial: u32, point: u32, index: u32) -
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^= x >> 31;
-    format!("[{x:016x}]")
+    let words: Vec<&str> = (0..16)
+        .map(|i| NONCE_WORDS[((x >> (4 * i)) & 0xf) as usize])
+        .collect();
+    words.join(" ")
 }
 
 #[cfg(test)]
@@ -107,7 +121,8 @@ mod tests {
             for p in 0..5 {
                 for i in 0..50 {
                     let n = nonce_for(1, 2, t, p, i);
-                    assert_eq!(n.len(), 18);
+                    assert_eq!(n.split(' ').count(), 16);
+                    assert!(n.split(' ').all(|w| NONCE_WORDS.contains(&w)));
                     assert!(seen.insert(n));
                 }
             }

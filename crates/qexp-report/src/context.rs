@@ -4,11 +4,11 @@
 //! Markdown), except for the pre-rendered Markdown snippets (`Table::markdown`),
 //! whose run-supplied text is already made inert with [`crate::format::md_text`].
 
-use crate::format::{center, md_text, num, spread};
+use crate::format::num;
 use crate::headline::{flag_views, headline};
-use crate::labels;
+use crate::tables::tables;
 use qexp_analysis::anomaly::ThresholdRow;
-use qexp_analysis::{Axis, Flag, PointSummary, RunAnalysis, Thresholds};
+use qexp_analysis::{Flag, RunAnalysis, Thresholds};
 use serde::Serialize;
 
 /// Everything the report templates see. Plain data; no logic in templates
@@ -106,6 +106,8 @@ pub struct FlagView {
     pub point_id: Option<u32>,
     /// The flag's sentence: what was seen and what to do.
     pub message: String,
+    /// The metrics it concerns (`ttft_s`, `agg_tok_s`, …); empty when it concerns the whole point.
+    pub metrics: Vec<String>,
 }
 
 /// One table of the founding style: a row per point along one axis.
@@ -252,7 +254,7 @@ pub fn report_context_with(
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let server = m
+    let server: Vec<ServerDoc> = m
         .server
         .get("documents")
         .and_then(|d| d.as_object())
@@ -261,7 +263,11 @@ pub fn report_context_with(
                 .map(|(path, v)| {
                     let mut json = v.to_string();
                     if json.len() > 300 {
-                        json.truncate(json.floor_char_boundary(300));
+                        let mut cut = 300;
+                        while !json.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        json.truncate(cut);
                         json.push('…');
                     }
                     ServerDoc {
@@ -272,6 +278,16 @@ pub fn report_context_with(
                 .collect()
         })
         .unwrap_or_default();
+    // The fingerprint leads: engine, version, context limit and flags in one line.
+    let server: Vec<ServerDoc> = m
+        .fingerprint
+        .iter()
+        .map(|fp| ServerDoc {
+            path: "fingerprint".into(),
+            json: fp.summary(),
+        })
+        .chain(server)
+        .collect();
     let flags = flag_views(flags, &a.points);
     ReportContext {
         experiment: m.experiment.clone(),
@@ -316,111 +332,4 @@ fn description(plan_text: &str) -> String {
                 .map(|v| v.trim().trim_matches('"').to_string())
         })
         .unwrap_or_default()
-}
-
-/// One table per swept axis; the other parameters split it into groups.
-fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> {
-    let mut axes = labels::swept(points.iter().map(|p| &p.point));
-    if axes.is_empty() {
-        axes.push(Axis::Concurrency);
-    }
-    let mut out = Vec::new();
-    for &axis in &axes {
-        let others: Vec<Axis> = labels::AXES.into_iter().filter(|a| *a != axis).collect();
-        let mut groups: Vec<(Vec<u32>, Vec<&PointSummary>)> = Vec::new();
-        for p in points {
-            let key: Vec<u32> = others.iter().map(|a| a.value(&p.point)).collect();
-            match groups.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, v)) => v.push(p),
-                None => groups.push((key, vec![p])),
-            }
-        }
-        for (key, mut group) in groups {
-            group.sort_by_key(|p| axis.value(&p.point));
-            let fixed = others
-                .iter()
-                .zip(&key)
-                .map(|(a, v)| format!("{} = {v}", a.header()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
-            out.push(Table {
-                axis: labels::name(axis).into(),
-                title: format!(
-                    "By {}",
-                    axis.header()
-                        .split(" (")
-                        .next()
-                        .unwrap_or("")
-                        .to_lowercase()
-                ),
-                axis_header: axis.header().to_string(),
-                markdown: table_markdown(axis, &rows),
-                fixed,
-                rows,
-            });
-        }
-    }
-    out
-}
-
-fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
-    let notes: Vec<String> = p
-        .trials
-        .iter()
-        .filter_map(|t| {
-            t.invalid_reason
-                .as_ref()
-                .map(|r| format!("trial {}: {r}", t.trial))
-        })
-        .collect();
-    let marks: Vec<&str> = flags
-        .iter()
-        .filter(|f| f.point_id == Some(p.point.id))
-        .map(|f| f.marker.as_str())
-        .collect();
-    Row {
-        point_id: p.point.id,
-        value: axis.value(&p.point).to_string(),
-        n: p.n,
-        agg: center(&p.agg_tok_s),
-        agg_spread: spread(&p.agg_tok_s),
-        decode: center(&p.decode_tok_s),
-        decode_spread: spread(&p.decode_tok_s),
-        ttft: center(&p.ttft_s),
-        ttft_spread: spread(&p.ttft_s),
-        failures: format!("{}/{}", p.failures, p.requests),
-        flags: marks.join(" "),
-        note: notes.join("; "),
-    }
-}
-
-/// The founding table layout: medians with spread and n, units in headers.
-fn table_markdown(axis: Axis, rows: &[Row]) -> String {
-    let mut s = format!(
-        "| {} | n | Aggregate (tok/s) | spread | Per-request decode (tok/s) | spread | TTFT (s) | spread | Failed / requests | Flags and notes |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-        axis.header()
-    );
-    for r in rows {
-        let notes = [r.flags.clone(), md_text(&r.note)]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.value,
-            r.n,
-            r.agg,
-            r.agg_spread,
-            r.decode,
-            r.decode_spread,
-            r.ttft,
-            r.ttft_spread,
-            r.failures,
-            notes
-        ));
-    }
-    s
 }

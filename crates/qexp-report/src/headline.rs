@@ -26,32 +26,50 @@ pub(crate) fn flag_views(flags: &[Flag], points: &[PointSummary]) -> Vec<FlagVie
                 point,
                 point_id: id,
                 message: f.to_string(),
+                metrics: metrics_of(f),
             }
         })
         .collect()
 }
+
+/// The metrics a flag names (its `metric`, or each of its `metrics`), read
+/// from its serialised form so that new flag kinds need no change here.
+fn metrics_of(f: &Flag) -> Vec<String> {
+    let v = serde_json::to_value(f).unwrap_or_default();
+    let name = |m: &serde_json::Value| m.as_str().map(str::to_string);
+    match (v.get("metric"), v.get("metrics").and_then(|m| m.as_array())) {
+        (Some(m), _) => name(m).into_iter().collect(),
+        (None, Some(list)) => list
+            .iter()
+            .filter_map(|m| m.get("metric").and_then(name))
+            .collect(),
+        (None, None) => Vec::new(),
+    }
+}
+
+/// A point's label with its summary of one metric.
+type Labelled<'a> = (String, &'a Summary);
 
 /// The points with a summary of `metric`, labelled.
 fn with<'a>(
     points: &'a [PointSummary],
     swept: &[qexp_analysis::Axis],
     metric: fn(&PointSummary) -> Option<&Summary>,
-) -> Vec<(String, &'a Summary)> {
+) -> Vec<Labelled<'a>> {
     points
         .iter()
         .filter_map(|p| metric(p).map(|s| (labels::short(&p.point, swept), s)))
         .collect()
 }
 
-fn extremes<'a>(
-    v: &'a [(String, &'a Summary)],
-) -> Option<(&'a (String, &'a Summary), &'a (String, &'a Summary))> {
+/// The lowest and highest median.
+fn extremes<'a>(v: &'a [Labelled<'a>]) -> Option<(&'a Labelled<'a>, &'a Labelled<'a>)> {
     let lo = v.iter().min_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
     let hi = v.iter().max_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
     Some((lo, hi))
 }
 
-fn at(unit: &str, (label, s): &(String, &Summary)) -> String {
+fn at(unit: &str, (label, s): &Labelled) -> String {
     format!(
         "{} {unit} at {label} (spread {}, n={})",
         num(s.median),
@@ -76,7 +94,7 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
     if let Some((_, hi)) = extremes(&agg) {
         push("Peak aggregate output", at("tok/s", hi));
     }
-    let range = |v: &[(String, &Summary)], unit: &str| {
+    let range = |v: &[Labelled], unit: &str| {
         extremes(v).map(|(lo, hi)| {
             if lo.0 == hi.0 {
                 at(unit, lo)

@@ -15,11 +15,13 @@
 
 pub mod charts;
 mod context;
+pub mod diff;
 pub mod format;
 mod headline;
 mod labels;
 pub mod narrative;
 mod render;
+mod tables;
 
 pub use context::{
     report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,

@@ -2,7 +2,7 @@
 //! SVG per chart, all derived from the run alone so that rendering a run
 //! twice gives the same bytes.
 
-use crate::charts::{self, ChartError, FlagMarks};
+use crate::charts::{self, ChartError, FlagMark};
 use crate::context::{report_context, ChartView, ReportContext};
 use crate::format::md_cell;
 use crate::narrative;
@@ -150,16 +150,17 @@ pub fn render(
     narrative: &Narrative,
 ) -> Result<Rendered, RenderError> {
     let mut ctx = report_context(a);
-    let marks: FlagMarks = ctx
+    let marks: Vec<FlagMark> = ctx
         .flags
         .iter()
-        .filter_map(|f| f.point_id.map(|id| (id, f.marker.clone())))
-        .fold(FlagMarks::new(), |mut m, (id, mark)| {
-            m.entry(id)
-                .and_modify(|s| *s = format!("{s} {mark}"))
-                .or_insert(mark);
-            m
-        });
+        .filter_map(|f| {
+            f.point_id.map(|point_id| FlagMark {
+                point_id,
+                marker: f.marker.clone(),
+                metrics: f.metrics.clone(),
+            })
+        })
+        .collect();
     let charts = charts::all(&a.points, &marks)?;
     ctx.charts = charts
         .iter()

@@ -31,7 +31,12 @@ fn names(r: &Rendered) -> Vec<&str> {
 
 /// Parses `text` as XML; the report's HTML is written to be well-formed XML too.
 fn assert_well_formed<'t>(name: &str, text: &'t str) -> roxmltree::Document<'t> {
-    roxmltree::Document::parse(text).unwrap_or_else(|e| panic!("{name} is not well-formed: {e}"))
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    roxmltree::Document::parse_with_options(text, opts)
+        .unwrap_or_else(|e| panic!("{name} is not well-formed: {e}"))
 }
 
 macro_rules! redacted_snapshot {
@@ -108,8 +113,25 @@ fn html_and_every_svg_are_well_formed() {
                 );
             } else if name.ends_with(".html") {
                 let doc = assert_well_formed(name, text);
-                let svgs = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
-                assert_eq!(svgs, r.files.len() - 2, "{name} inlines every chart");
+                let in_section = |id: &str| {
+                    doc.descendants()
+                        .find(|n| n.attribute("id") == Some(id))
+                        .map_or(0, |s| {
+                            s.descendants().filter(|n| n.has_tag_name("svg")).count()
+                        })
+                };
+                assert_eq!(
+                    in_section("charts"),
+                    r.files.len() - 2,
+                    "{name} inlines every chart"
+                );
+                if run.manifest.experiment == "longctx" {
+                    assert_eq!(
+                        in_section("narrative"),
+                        2,
+                        "the narrative's two charts are inlined"
+                    );
+                }
             }
         }
     }
@@ -209,7 +231,11 @@ fn charts_follow_the_swept_axes_and_mark_flags() {
         "legend names the flag ring"
     );
     assert!(
-        md.contains(&format!("| 120000 | 3 |")) && md.contains(&format!("⚑{marker} |")),
+        !file(&r, "decode_vs_input.svg").contains("⚑"),
+        "a TTFT flag is not drawn on the decode chart"
+    );
+    assert!(
+        md.contains("| 120000 | 3 |") && md.contains(&format!("⚑{marker} |")),
         "flag marker in the table"
     );
 }
@@ -268,7 +294,7 @@ fn narrative_api_reaches_into_the_run() {
     );
     assert_eq!(
         got,
-        "<<15.1 9.65–9.95 73.6 73.6 6 -12% 120K ttft_vs_input.svg input_tokens 3>>"
+        "<<15.1 9.65–9.95 73.6 73.6 6 −12% 120K ttft_vs_input.svg input_tokens 3>>"
     );
 }
 
@@ -313,4 +339,43 @@ fn narrative_beside_the_plan_is_found() {
         missing.is_err(),
         "an explicit narrative that cannot be read is an error"
     );
+}
+
+#[test]
+fn a_run_without_data_still_renders() {
+    let mut run = fixture::longctx();
+    run.manifest.status = qexp_store::RunStatus::Interrupted;
+    run.manifest.stop_reason = Some("interrupted by Ctrl-C".into());
+    run.manifest.ended_at = None;
+    for p in &mut run.points {
+        *p = qexp_analysis::PointSummary::new(p.point.clone(), Vec::new());
+    }
+    let r = render(
+        &run,
+        &builtin(),
+        &Narrative::File(fixture::longctx_narrative()),
+    )
+    .unwrap();
+    assert_eq!(
+        names(&r),
+        ["report.md", "report.html"],
+        "no data, no charts"
+    );
+    let md = file(&r, "report.md");
+    assert!(
+        md.contains("> **This run is interrupted**: interrupted by Ctrl-C."),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "0 measured requests in 6 points × 3 trials, 0 failed; 6 of 6 points have no data"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("could not be rendered"),
+        "the narrative needs numbers: {md}"
+    );
+    assert!(md.contains("| 120000 | 0 | – | – |"), "{md}");
+    assert_well_formed("report.html", file(&r, "report.html"));
 }

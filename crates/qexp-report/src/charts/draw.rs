@@ -182,31 +182,36 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
         let several = plot.series.len() > 1;
         let (ylo, yhi) = (y.ticks.lo, y.ticks.hi);
         let clamp = |v: f64| y.t(v.clamp(ylo, yhi));
+        // Several series at the same x are dodged apart by a few pixels so their whiskers stay visible.
+        let n = plot.series.len() as f64;
+        let step = 0.008 * (x.t(x.ticks.hi) - x.t(x.ticks.lo));
+        let mut flagged: Vec<(f64, f64, &str)> = Vec::new();
         for (i, s) in plot.series.iter().enumerate() {
+            let dx = (i as f64 - (n - 1.0) / 2.0) * step;
+            let px = |m: &Mark| x.t(m.x) + dx;
             let color = PALETTE[i % PALETTE.len()];
             let style = color.stroke_width(2);
             let spread: Vec<&Mark> = s.marks.iter().filter(|m| m.max > m.min).collect();
             chart
                 .draw_series(spread.iter().map(|m| {
-                    PathElement::new(
-                        vec![(x.t(m.x), clamp(m.min)), (x.t(m.x), clamp(m.max))],
-                        style,
-                    )
+                    PathElement::new(vec![(px(m), clamp(m.min)), (px(m), clamp(m.max))], style)
                 }))
                 .map_err(err)?;
             chart
                 .draw_series(spread.iter().flat_map(|m| {
                     [m.min, m.max].map(|v| {
-                        EmptyElement::at((x.t(m.x), clamp(v)))
+                        EmptyElement::at((px(m), clamp(v)))
                             + PathElement::new(vec![(-6, 0), (6, 0)], style)
                     })
                 }))
                 .map_err(err)?;
-            let centers: Vec<(f64, f64)> = s
-                .marks
-                .iter()
-                .map(|m| (x.t(m.x), clamp(m.median)))
-                .collect();
+            let centers: Vec<(f64, f64)> =
+                s.marks.iter().map(|m| (px(m), clamp(m.median))).collect();
+            flagged.extend(
+                s.marks
+                    .iter()
+                    .filter_map(|m| m.flag.as_deref().map(|f| (px(m), clamp(m.median), f))),
+            );
             let line = chart
                 .draw_series(LineSeries::new(centers.clone(), style))
                 .map_err(err)?;
@@ -222,12 +227,6 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
                 .map_err(err)?;
         }
 
-        let flagged: Vec<(f64, f64, &str)> = plot
-            .series
-            .iter()
-            .flat_map(|s| s.marks.iter())
-            .filter_map(|m| m.flag.as_deref().map(|f| (x.t(m.x), clamp(m.median), f)))
-            .collect();
         if !flagged.is_empty() {
             let ring = FLAG.stroke_width(2);
             let text = (FONT, 15).into_font().color(&FLAG);

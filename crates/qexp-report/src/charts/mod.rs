@@ -15,8 +15,29 @@ use qexp_analysis::stats::Summary;
 use qexp_analysis::{Axis, PointSummary};
 use std::collections::BTreeMap;
 
-/// Point id → marker text (e.g. `⚑1`) of flagged points.
-pub type FlagMarks = BTreeMap<u32, String>;
+/// A flag's marker to place on a chart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagMark {
+    /// The flagged point.
+    pub point_id: u32,
+    /// Marker text, e.g. `⚑1`.
+    pub marker: String,
+    /// Metrics the flag concerns (`ttft_s`, …): it is drawn on those charts only; empty: on every chart.
+    pub metrics: Vec<String>,
+}
+
+/// The marker text of a point on a chart of `metric`: its flags' markers, space-separated.
+fn marker(marks: &[FlagMark], point_id: u32, metric: &str) -> Option<String> {
+    let on: Vec<&str> = marks
+        .iter()
+        .filter(|m| {
+            m.point_id == point_id
+                && (m.metrics.is_empty() || m.metrics.iter().any(|x| x == metric))
+        })
+        .map(|m| m.marker.as_str())
+        .collect();
+    (!on.is_empty()).then(|| on.join(" "))
+}
 
 /// A chart that could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -48,11 +69,16 @@ struct Spec {
     y_log: bool,
     legend: SeriesLabelPosition,
     metric: fn(&PointSummary) -> Option<&Summary>,
+    /// The metric's snake_case name, to pick the flags that concern it.
+    metric_key: &'static str,
 }
 
+/// The signature every chart function shares.
+type MakeChart = fn(&[PointSummary], &[FlagMark]) -> Result<Option<Chart>, ChartError>;
+
 /// Every chart this run sweeps for, in report order.
-pub fn all(points: &[PointSummary], marks: &FlagMarks) -> Result<Vec<Chart>, ChartError> {
-    let makers: [fn(&[PointSummary], &FlagMarks) -> Result<Option<Chart>, ChartError>; 4] = [
+pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, ChartError> {
+    let makers: [MakeChart; 4] = [
         agg_vs_concurrency,
         ttft_vs_concurrency,
         decode_vs_input,
@@ -68,7 +94,7 @@ pub fn all(points: &[PointSummary], marks: &FlagMarks) -> Result<Vec<Chart>, Cha
 /// Aggregate output tok/s against concurrency (log x): where throughput saturates.
 pub fn agg_vs_concurrency(
     points: &[PointSummary],
-    marks: &FlagMarks,
+    marks: &[FlagMark],
 ) -> Result<Option<Chart>, ChartError> {
     chart(
         &Spec {
@@ -79,6 +105,7 @@ pub fn agg_vs_concurrency(
             y_log: false,
             legend: SeriesLabelPosition::LowerRight,
             metric: |p| p.agg_tok_s.as_ref(),
+            metric_key: "agg_tok_s",
         },
         points,
         marks,
@@ -88,7 +115,7 @@ pub fn agg_vs_concurrency(
 /// Median TTFT against concurrency, both axes log: queueing shows as a bend upwards.
 pub fn ttft_vs_concurrency(
     points: &[PointSummary],
-    marks: &FlagMarks,
+    marks: &[FlagMark],
 ) -> Result<Option<Chart>, ChartError> {
     chart(
         &Spec {
@@ -99,6 +126,7 @@ pub fn ttft_vs_concurrency(
             y_log: true,
             legend: SeriesLabelPosition::UpperLeft,
             metric: |p| p.ttft_s.as_ref(),
+            metric_key: "ttft_s",
         },
         points,
         marks,
@@ -108,7 +136,7 @@ pub fn ttft_vs_concurrency(
 /// Per-request decode tok/s against input length: the cost of attending over a longer context.
 pub fn decode_vs_input(
     points: &[PointSummary],
-    marks: &FlagMarks,
+    marks: &[FlagMark],
 ) -> Result<Option<Chart>, ChartError> {
     chart(
         &Spec {
@@ -119,6 +147,7 @@ pub fn decode_vs_input(
             y_log: false,
             legend: SeriesLabelPosition::LowerLeft,
             metric: |p| p.decode_tok_s.as_ref(),
+            metric_key: "decode_tok_s",
         },
         points,
         marks,
@@ -128,7 +157,7 @@ pub fn decode_vs_input(
 /// Median TTFT against input length (linear): prefill cost, expected roughly linear.
 pub fn ttft_vs_input(
     points: &[PointSummary],
-    marks: &FlagMarks,
+    marks: &[FlagMark],
 ) -> Result<Option<Chart>, ChartError> {
     chart(
         &Spec {
@@ -139,6 +168,7 @@ pub fn ttft_vs_input(
             y_log: false,
             legend: SeriesLabelPosition::UpperLeft,
             metric: |p| p.ttft_s.as_ref(),
+            metric_key: "ttft_s",
         },
         points,
         marks,
@@ -148,7 +178,7 @@ pub fn ttft_vs_input(
 fn chart(
     spec: &Spec,
     points: &[PointSummary],
-    marks: &FlagMarks,
+    marks: &[FlagMark],
 ) -> Result<Option<Chart>, ChartError> {
     let swept = labels::swept(points.iter().map(|p| &p.point));
     if !swept.contains(&spec.axis) {
@@ -190,7 +220,7 @@ fn chart(
                     median: s.median,
                     min: if usable(s.min) { s.min } else { s.median },
                     max: s.max,
-                    flag: marks.get(&p.point.id).cloned(),
+                    flag: marker(marks, p.point.id, spec.metric_key),
                 })
             })
             .collect();
@@ -232,7 +262,7 @@ fn chart(
                 }
             ),
             log: false,
-            ticks: ticks::linear(xs.last().copied().unwrap_or(1.0)),
+            ticks: ticks::linear_to(xs.last().copied().unwrap_or(1.0)),
             label: format::tokens,
         },
     };

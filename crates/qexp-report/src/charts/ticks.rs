@@ -40,6 +40,25 @@ pub(crate) fn linear(max: f64) -> Ticks {
     }
 }
 
+/// A linear axis from 0 that ends just past `max` (data reach the right edge;
+/// the last labelled tick is the last round value below the end).
+pub(crate) fn linear_to(max: f64) -> Ticks {
+    let full = linear(max);
+    let hi = full
+        .bold
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .min(max.max(0.0) * 1.06);
+    let hi = if hi > 0.0 { hi } else { full.hi };
+    Ticks {
+        lo: 0.0,
+        hi,
+        bold: full.bold.into_iter().filter(|v| *v <= hi).collect(),
+        light: full.light.into_iter().filter(|v| *v <= hi).collect(),
+    }
+}
+
 /// A log axis over whole decades around `[min, max]` (both > 0).
 pub(crate) fn log(min: f64, max: f64) -> Ticks {
     let (min, max) = if min > 0.0 && max >= min && max.is_finite() {
@@ -135,6 +154,14 @@ mod tests {
             assert!((t.hi - 1.2).abs() < 1e-9, "{t:?}");
             assert_eq!(t.bold.len(), 7);
         }
+    }
+
+    #[test]
+    fn linear_to_ends_near_the_data() {
+        let t = linear_to(120000.0);
+        assert!((t.hi - 127200.0).abs() < 1e-6, "{t:?}");
+        assert_eq!(t.bold.last(), Some(&120000.0));
+        assert_eq!(linear_to(0.0).hi, linear(0.0).hi);
     }
 
     #[test]

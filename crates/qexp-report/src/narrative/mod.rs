@@ -31,13 +31,20 @@
 //!
 //! Every string that comes from a run or a server (model, target, flag
 //! sentences, notes) is made inert for Markdown and HTML with
-//! [`md_text`]; the narrative's own text is the repository's and is trusted.
+//! [`md_text`] (backslash escapes, so keep them out of code spans, where
+//! CommonMark shows backslashes literally); the narrative's own text is the
+//! repository's and is trusted.
 //! `get_env` is disabled so a report depends on the run and the notebook only.
+
+mod functions;
+mod html;
 
 use crate::charts::Chart;
 use crate::context::{FlagView, NarrativeView, ReportContext};
 use crate::format::{md_text, num, spread, tokens};
 use crate::labels;
+use functions::{metric, number, pct};
+use html::to_html;
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{PointSummary, RunAnalysis};
 use serde::Serialize;
@@ -261,12 +268,15 @@ pub(crate) fn render(
     charts: &[Chart],
 ) -> NarrativeView {
     match evaluate(text, a, ctx, charts) {
-        Ok(markdown) => NarrativeView {
-            source: source.into(),
-            html: to_html(&markdown),
-            markdown,
-            error: None,
-        },
+        Ok(markdown) => {
+            let markdown = format!("{}\n", markdown.trim());
+            NarrativeView {
+                source: source.into(),
+                html: to_html(&markdown, charts),
+                markdown,
+                error: None,
+            }
+        }
         Err(e) => NarrativeView {
             source: source.into(),
             markdown: String::new(),
@@ -309,89 +319,4 @@ fn evaluate(
         metric(&points, args)
     });
     tera.render(NAME, &tera::Context::from_serialize(&data)?)
-}
-
-fn number(v: &Value) -> tera::Result<Option<f64>> {
-    match v {
-        Value::Null => Ok(None),
-        Value::Number(n) => Ok(n.as_f64()),
-        other => Err(format!("expected a number, got {other}").into()),
-    }
-}
-
-fn pct(f: f64) -> String {
-    let v = f * 100.0;
-    if v.abs() >= 10.0 {
-        format!("{v:.0}%")
-    } else {
-        format!("{v:.1}%")
-    }
-}
-
-/// `metric(point=…, name=…, stat=…)`.
-fn metric(points: &[PointView], args: &HashMap<String, Value>) -> tera::Result<Value> {
-    let arg = |k: &str| args.get(k).and_then(Value::as_str);
-    let want = arg("point").ok_or("metric() needs point=\"c=… in=… out=…\"")?;
-    let name = arg("name")
-        .ok_or("metric() needs name=\"ttft_s\" (or agg_tok_s, decode_tok_s, e2e_s, itl_p99_s)")?;
-    let stat = arg("stat").unwrap_or("median");
-    let mut filters = Vec::new();
-    for part in want.split_whitespace() {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| format!("metric(): `{part}` is not key=value"))?;
-        let v: u32 = v
-            .parse()
-            .map_err(|_| format!("metric(): `{part}` needs a whole number"))?;
-        filters.push((k.to_string(), v));
-    }
-    let matches: Vec<&PointView> = points
-        .iter()
-        .filter(|p| {
-            filters.iter().all(|(k, v)| match k.as_str() {
-                "c" => p.concurrency == *v,
-                "in" => p.input_tokens == *v,
-                "out" => p.output_tokens == *v,
-                _ => false,
-            })
-        })
-        .collect();
-    let [p] = matches.as_slice() else {
-        let known: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
-        return Err(format!(
-            "metric(): `{want}` matches {} points; the run's points are {}",
-            matches.len(),
-            known.join(", ")
-        )
-        .into());
-    };
-    let m = match name {
-        "agg_tok_s" => &p.agg,
-        "decode_tok_s" => &p.decode,
-        "ttft_s" => &p.ttft,
-        "e2e_s" => &p.e2e,
-        "itl_p99_s" => &p.itl_p99,
-        other => return Err(format!("metric(): unknown name `{other}`").into()),
-    };
-    let fmt = |v: Option<f64>| v.map_or("–".to_string(), num);
-    Ok(Value::from(match stat {
-        "median" => fmt(m.median),
-        "min" => fmt(m.min),
-        "max" => fmt(m.max),
-        "q1" => fmt(m.q1),
-        "q3" => fmt(m.q3),
-        "mean" => fmt(m.mean),
-        "cv" => m.cv.map_or("–".into(), pct),
-        "n" => m.n.to_string(),
-        "spread" => m.spread.clone(),
-        other => return Err(format!("metric(): unknown stat `{other}`").into()),
-    }))
-}
-
-/// CommonMark with GitHub tables to HTML.
-fn to_html(markdown: &str) -> String {
-    use pulldown_cmark::{html, Options, Parser};
-    let mut out = String::new();
-    html::push_html(&mut out, Parser::new_ext(markdown, Options::ENABLE_TABLES));
-    out
 }

@@ -1,0 +1,371 @@
+//! `qexp diff` output: a [`RunDiff`] from qexp-analysis turned into a plain
+//! [`DiffContext`], then into a terminal table ([`term`]), `diff.md` and a
+//! self-contained `diff.html` through tera templates, and a chart of the
+//! ratios B/A with their intervals ([`chart`]). Like the run report it
+//! computes no statistics: every number and verdict comes from the analysis.
+
+pub mod chart;
+mod render;
+pub mod term;
+
+pub use render::{render_diff, write_diff, DiffFormat, DiffTemplates};
+
+use crate::format::{num, spread};
+use crate::labels;
+use qexp_analysis::diff::{KeyRow, MetricDiff, RunSide, Untested, Verdict};
+use qexp_analysis::stats::Summary;
+use qexp_analysis::{Axis, DiffMetric, RunDiff};
+use qexp_plan::Point;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Everything the diff templates see.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffContext {
+    /// The baseline.
+    pub a: SideView,
+    /// The candidate.
+    pub b: SideView,
+    /// Caveats, as sentences.
+    pub warnings: Vec<String>,
+    /// Deployment keys side by side.
+    pub deployment: Vec<KeyView>,
+    /// How many deployment keys differ.
+    pub deployment_differs: usize,
+    /// Workload keys.
+    pub workload: Vec<KeyView>,
+    /// Workload keys that differ but were ignored.
+    pub workload_ignored: Vec<KeyView>,
+    /// Plan parameters shared by every paired point, e.g. `in=1000 out=200`.
+    pub fixed: String,
+    /// One row per (paired point, metric).
+    pub rows: Vec<RowView>,
+    /// Points without a partner.
+    pub unpaired: Vec<UnpairedView>,
+    /// The verdicts in one sentence.
+    pub summary: String,
+    /// Footnotes and how to read the table.
+    pub notes: Vec<String>,
+    /// Alpha, as printed.
+    pub alpha: String,
+    /// Interval coverage in percent, as printed.
+    pub level: String,
+    /// The ratio chart, filled in by the renderer.
+    pub chart: Option<DiffChartView>,
+}
+
+/// One run in the header.
+#[derive(Debug, Clone, Serialize)]
+pub struct SideView {
+    /// `A` or `B`.
+    pub name: String,
+    /// Run id.
+    pub run_id: String,
+    /// Experiment.
+    pub experiment: String,
+    /// Run folder.
+    pub dir: String,
+    /// Target URL or `sim:<profile>`.
+    pub target: String,
+    /// Model.
+    pub model: String,
+    /// Trials run.
+    pub trials: u32,
+    /// `complete`, `interrupted` or `running`.
+    pub status: String,
+    /// True when simulated.
+    pub simulated: bool,
+}
+
+/// One fingerprint key of both runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyView {
+    /// Key.
+    pub key: String,
+    /// Run A's value, or `(absent)`.
+    pub a: String,
+    /// Run B's value, or `(absent)`.
+    pub b: String,
+    /// True when they differ.
+    pub differs: bool,
+}
+
+/// One (point, metric) comparison, formatted.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowView {
+    /// The point's short label (swept parameters only).
+    pub point: String,
+    /// True on the first row of a point (tables print the label once).
+    pub first: bool,
+    /// Metric label with unit.
+    pub metric: String,
+    /// Metric key (`agg_tok_s`, …).
+    pub metric_key: String,
+    /// A: median with min–max.
+    pub a: String,
+    /// B: median with min–max.
+    pub b: String,
+    /// median(B)/median(A).
+    pub ratio: String,
+    /// Interval of the ratio, `[lo, hi]`.
+    pub ci: String,
+    /// Raw p-value, or why there is none.
+    pub p: String,
+    /// Holm-adjusted p-value, or why there is none.
+    pub p_holm: String,
+    /// `better`, `worse`, `~` or `–`.
+    pub verdict: String,
+    /// `better`, `worse`, `same` or `untested`: for styling.
+    pub class: String,
+    /// Footnote markers (`†`).
+    pub marks: String,
+}
+
+/// A point without a partner.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnpairedView {
+    /// `A` or `B`.
+    pub side: String,
+    /// Full point label.
+    pub point: String,
+    /// Trials with data.
+    pub n: usize,
+}
+
+/// The ratio chart.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffChartView {
+    /// File name next to `diff.md`.
+    pub file: String,
+    /// Title.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// Footnote marker for sample sizes that can never reach alpha.
+pub const CANNOT_REACH: &str = "†";
+
+fn side(name: &str, s: &RunSide) -> SideView {
+    SideView {
+        name: name.into(),
+        run_id: s.run_id.clone(),
+        experiment: s.experiment.clone(),
+        dir: s.dir.clone(),
+        target: s.target.clone(),
+        model: s.model.clone(),
+        trials: s.trials,
+        status: format!("{:?}", s.status).to_lowercase(),
+        simulated: s.simulated,
+    }
+}
+
+fn key_view(r: &KeyRow) -> KeyView {
+    let v = |s: &Option<String>| s.clone().unwrap_or_else(|| "(absent)".into());
+    KeyView {
+        key: r.key.clone(),
+        a: v(&r.a),
+        b: v(&r.b),
+        differs: r.differs(),
+    }
+}
+
+/// A ratio with three decimals (`1.102`, `0.319`), fewer digits when large.
+pub fn ratio(r: f64) -> String {
+    if !r.is_finite() {
+        "–".into()
+    } else if r.abs() < 10.0 {
+        format!("{r:.3}")
+    } else {
+        num(r)
+    }
+}
+
+/// A p-value: three decimals, `<0.001` below that.
+pub fn p_value(p: f64) -> String {
+    if !p.is_finite() {
+        "–".into()
+    } else if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// Median with min–max, e.g. `505 [498–510]`; counts without decimals where whole.
+fn cell(metric: DiffMetric, s: &Option<Summary>) -> String {
+    let count = |v: f64| {
+        if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    match s {
+        Some(x) if metric == DiffMetric::Failures => {
+            let spread = if x.n > 1 {
+                format!("{}–{}", count(x.min), count(x.max))
+            } else {
+                "n=1".into()
+            };
+            format!("{} [{spread}]", count(x.median))
+        }
+        Some(x) => format!("{} [{}]", num(x.median), spread(s)),
+        None => "no data".into(),
+    }
+}
+
+fn row(point: &str, first: bool, m: &MetricDiff) -> RowView {
+    let (p, p_holm) = match (&m.test, &m.untested) {
+        (Some(t), _) => (p_value(t.p), p_value(t.p_holm)),
+        (None, Some(Untested::AllEqual)) => ("all equal".into(), "–".into()),
+        (None, Some(Untested::NoData(s))) => (format!("no data in {s}"), "–".into()),
+        (None, None) => ("–".into(), "–".into()),
+    };
+    RowView {
+        point: point.into(),
+        first,
+        metric: m.metric.label().into(),
+        metric_key: m.metric.key().into(),
+        a: cell(m.metric, &m.a),
+        b: cell(m.metric, &m.b),
+        ratio: m.ratio.map_or("–".into(), ratio),
+        ci: m.ci.map_or("–".into(), |(lo, hi)| {
+            format!("[{}, {}]", ratio(lo), ratio(hi))
+        }),
+        p,
+        p_holm,
+        verdict: m.verdict.symbol().into(),
+        class: match m.verdict {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::NoChange => "same",
+            Verdict::NotTested => "untested",
+        }
+        .into(),
+        marks: if m.cannot_reach.is_some() {
+            CANNOT_REACH.into()
+        } else {
+            String::new()
+        },
+    }
+}
+
+/// The axes swept across the paired points, and the label of each pair.
+fn point_labels(d: &RunDiff) -> (Vec<String>, String) {
+    let points: Vec<&Point> = d.pairs.iter().map(|p| &p.point_a).collect();
+    let swept = labels::swept(points.iter().copied());
+    let fixed_axes: Vec<Axis> = labels::AXES
+        .into_iter()
+        .filter(|a| !swept.contains(a))
+        .collect();
+    let fixed = match (points.first(), swept.is_empty()) {
+        (Some(p), false) => labels::pairs(p, &fixed_axes, " "),
+        _ => String::new(),
+    };
+    let names = points.iter().map(|p| labels::short(p, &swept)).collect();
+    (names, fixed)
+}
+
+/// Short labels of the paired points, in pair order (as the table and chart show them).
+pub fn pair_labels(d: &RunDiff) -> Vec<String> {
+    point_labels(d).0
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Builds the template context of a diff (without the chart).
+pub fn diff_context(d: &RunDiff) -> DiffContext {
+    let (names, fixed) = point_labels(d);
+    let mut rows = Vec::new();
+    for (pair, name) in d.pairs.iter().zip(&names) {
+        for (k, m) in pair.metrics.iter().enumerate() {
+            rows.push(row(name, k == 0, m));
+        }
+    }
+    let alpha = format!("{}", d.alpha);
+    let level = format!("{}", d.level * 100.0);
+    let t = &d.tally;
+    let summary = format!(
+        "{} better, {} worse, {} ~{} — {} over {} × {}, Holm-corrected at α = {alpha}.",
+        t.better,
+        t.worse,
+        t.no_change,
+        if t.not_tested > 0 {
+            format!(", {} not tested (no data)", t.not_tested)
+        } else {
+            String::new()
+        },
+        plural(d.tests, "Mann–Whitney test", "Mann–Whitney tests"),
+        plural(d.pairs.len(), "paired point", "paired points"),
+        plural(d.metrics.len(), "metric", "metrics"),
+    );
+    let mut notes = vec![
+        format!(
+            "B/A is median(B) / median(A) across trials; the interval is a {level}% percentile bootstrap of that ratio ({} resamples, seed {}). \
+             p is a two-sided Mann–Whitney U test over the trial values (exact when there are no ties), then Holm-adjusted over all {} of this diff.",
+            d.resamples,
+            d.seed,
+            plural(d.tests, "test", "tests")
+        ),
+        format!(
+            "Verdicts know direction: higher is better for tok/s, lower for seconds and failures. `~`: no significant change (Holm-adjusted p > {alpha}).",
+        ),
+    ];
+    if d.all_equal > 0 {
+        notes.push(format!(
+            "\"all equal\": every trial value on both sides is the same number (e.g. no failures anywhere); there is nothing to test, so {} not counted among the tests.",
+            if d.all_equal == 1 { "it is" } else { "they are" }
+        ));
+    }
+    let reach: BTreeSet<(usize, usize, usize)> = d
+        .pairs
+        .iter()
+        .flat_map(|p| &p.metrics)
+        .filter_map(|m| m.cannot_reach.map(|c| (c.n_a, c.n_b, c.needed)))
+        .collect();
+    for (n_a, n_b, needed) in reach {
+        notes.push(format!(
+            "{CANNOT_REACH} {n_a} vs {n_b} trials can never give p ≤ {alpha} in a Mann–Whitney test, whatever the data: run at least {needed} trials per side (qexp run --trials {needed})."
+        ));
+    }
+    if let Some(f) = d.family_note {
+        notes.push(format!(
+            "With {} tests, Holm's first rejection needs a raw p ≤ {alpha}/{} = {}; these trial counts allow at best p = {}, so no verdict of this diff can be significant. \
+             Run at least {} trials per side, or compare fewer metrics (--metric).",
+            f.tests,
+            f.tests,
+            p_value(f.threshold),
+            p_value(f.best_p),
+            f.needed
+        ));
+    }
+    let deployment: Vec<KeyView> = d.deployment.iter().map(key_view).collect();
+    DiffContext {
+        a: side("A", &d.a),
+        b: side("B", &d.b),
+        warnings: d.warnings.iter().map(ToString::to_string).collect(),
+        deployment_differs: deployment.iter().filter(|k| k.differs).count(),
+        deployment,
+        workload: d.workload.keys.iter().map(key_view).collect(),
+        workload_ignored: d.workload.ignored.iter().map(key_view).collect(),
+        fixed,
+        rows,
+        unpaired: d
+            .unpaired
+            .iter()
+            .map(|u| UnpairedView {
+                side: u.side.to_string(),
+                point: u.point.label(),
+                n: u.n,
+            })
+            .collect(),
+        summary,
+        notes,
+        alpha,
+        level,
+        chart: None,
+    }
+}

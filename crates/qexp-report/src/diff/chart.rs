@@ -1,0 +1,236 @@
+//! The diff's one chart: a forest plot of the ratio B/A per paired point,
+//! one row per point and one coloured mark per metric, with the bootstrap
+//! interval as a whisker and a reference line at 1 (no change). A filled
+//! mark is a significant verdict, a hollow one is `~`. Like the report's
+//! charts it is SVG text drawn by plotters without font files, so a diff
+//! renders to the same bytes everywhere.
+
+use crate::charts::ChartError;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::prelude::*;
+use qexp_analysis::diff::{Direction, Verdict};
+use qexp_analysis::RunDiff;
+use std::ops::Range;
+
+const FONT: &str = "sans-serif";
+const WIDTH: u32 = 900;
+const LEGEND_W: u32 = 210;
+/// Okabe–Ito colours, as in the run report's charts.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+];
+
+/// Rows on a linear axis with a key point at each row's center.
+struct Rows {
+    n: usize,
+}
+
+impl Ranged for Rows {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let (lo, hi) = (-0.5, self.n as f64 - 0.5);
+        if !v.is_finite() {
+            return (limit.0 + limit.1) / 2;
+        }
+        limit.0 + (f64::from(limit.1 - limit.0) * (v - lo) / (hi - lo)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        (0..self.n).map(|i| i as f64).collect()
+    }
+
+    fn range(&self) -> Range<f64> {
+        -0.5..self.n as f64 - 0.5
+    }
+}
+
+/// One mark: where it goes and how it looks.
+struct Mark {
+    row: usize,
+    metric: usize,
+    ratio: f64,
+    ci: Option<(f64, f64)>,
+    significant: bool,
+}
+
+fn err(name: &'static str) -> impl Fn(String) -> ChartError {
+    move |message| ChartError { name, message }
+}
+
+/// The ratio chart of `d`, rows labelled with `labels` (one per pair); None when no ratio exists.
+pub fn ratio_chart(
+    d: &RunDiff,
+    labels: &[String],
+    title: &str,
+) -> Result<Option<String>, ChartError> {
+    let marks: Vec<Mark> = d
+        .pairs
+        .iter()
+        .enumerate()
+        .flat_map(|(row, p)| {
+            p.metrics.iter().enumerate().filter_map(move |(metric, m)| {
+                Some(Mark {
+                    row,
+                    metric,
+                    ratio: m.ratio?,
+                    ci: m.ci.filter(|(lo, hi)| lo.is_finite() && hi.is_finite()),
+                    significant: matches!(m.verdict, Verdict::Better | Verdict::Worse),
+                })
+            })
+        })
+        .collect();
+    if marks.is_empty() {
+        return Ok(None);
+    }
+    draw(d, labels, title, &marks)
+        .map(Some)
+        .map_err(err("ratios"))
+}
+
+fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<String, String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let n = d.pairs.len();
+    let k = d.metrics.len().max(1);
+    let row_px = (14 * k as u32).max(30);
+    let height = 150 + row_px * n as u32;
+    let (mut lo, mut hi) = (1.0f64, 1.0f64);
+    for m in marks {
+        let (a, b) = m.ci.unwrap_or((m.ratio, m.ratio));
+        lo = lo.min(a).min(m.ratio);
+        hi = hi.max(b).max(m.ratio);
+    }
+    let pad = ((hi - lo) * 0.08).max(0.01);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(4);
+    let label_area = (12 + 8 * longest as u32).clamp(50, 280);
+    // Row i is drawn at y = n - 1 - i, so the first point is at the top.
+    let y_of = |row: usize, metric: usize| {
+        let step = 0.8 / k as f64;
+        (n - 1 - row) as f64 + ((k as f64 - 1.0) / 2.0 - metric as f64) * step
+    };
+    let row_label = |y: &f64| {
+        let i = n as f64 - 1.0 - y.round();
+        labels.get(i as usize).cloned().unwrap_or_default()
+    };
+
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let (plot_area, legend_area) = root.split_horizontally(WIDTH - LEGEND_W);
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(title, (FONT, 20))
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(label_area)
+            .build_cartesian_2d(lo..hi, Rows { n })
+            .map_err(|x| e(&x))?;
+        let xl = |v: &f64| format!("{v:.2}");
+        chart
+            .configure_mesh()
+            .x_desc("Ratio B/A of medians (1 = no change)")
+            .x_labels(8)
+            .x_label_formatter(&xl)
+            .y_label_formatter(&row_label)
+            .disable_y_mesh()
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .bold_line_style(RGBColor(215, 215, 215))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(|x| e(&x))?;
+        let sep = RGBColor(225, 225, 225);
+        chart
+            .draw_series((1..n).map(|i| {
+                let y = i as f64 - 0.5;
+                PathElement::new(vec![(lo, y), (hi, y)], sep.stroke_width(1))
+            }))
+            .map_err(|x| e(&x))?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+                RGBColor(90, 90, 90).stroke_width(1),
+            )))
+            .map_err(|x| e(&x))?;
+        for m in marks {
+            let color = PALETTE[m.metric % PALETTE.len()];
+            let y = y_of(m.row, m.metric);
+            if let Some((a, b)) = m.ci {
+                let style = color.stroke_width(2);
+                chart
+                    .draw_series([PathElement::new(vec![(a, y), (b, y)], style)])
+                    .map_err(|x| e(&x))?;
+                chart
+                    .draw_series([a, b].map(|v| {
+                        EmptyElement::at((v, y)) + PathElement::new(vec![(0, -4), (0, 4)], style)
+                    }))
+                    .map_err(|x| e(&x))?;
+            }
+            let dot = if m.significant {
+                Circle::new((m.ratio, y), 5, color.filled())
+            } else {
+                Circle::new((m.ratio, y), 5, ShapeStyle::from(&WHITE).filled())
+            };
+            chart.draw_series([dot]).map_err(|x| e(&x))?;
+            chart
+                .draw_series([Circle::new((m.ratio, y), 5, color.stroke_width(2))])
+                .map_err(|x| e(&x))?;
+        }
+
+        let text = (FONT, 14).into_font().color(&BLACK);
+        let small = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
+        let mut y = 60;
+        legend_area
+            .draw(&Text::new("Metric (better is)", (10, y), text.clone()))
+            .map_err(|x| e(&x))?;
+        for (i, metric) in d.metrics.iter().enumerate() {
+            y += 22;
+            let color = PALETTE[i % PALETTE.len()];
+            legend_area
+                .draw(&Circle::new((18, y + 7), 5, color.filled()))
+                .map_err(|x| e(&x))?;
+            let way = match metric.direction() {
+                Direction::HigherIsBetter => "higher",
+                Direction::LowerIsBetter => "lower",
+            };
+            legend_area
+                .draw(&Text::new(
+                    format!("{} ({way})", metric.key()),
+                    (30, y),
+                    text.clone(),
+                ))
+                .map_err(|x| e(&x))?;
+        }
+        y += 34;
+        legend_area
+            .draw(&Circle::new((18, y + 7), 5, BLACK.filled()))
+            .map_err(|x| e(&x))?;
+        legend_area
+            .draw(&Text::new("significant", (30, y), small.clone()))
+            .map_err(|x| e(&x))?;
+        y += 22;
+        legend_area
+            .draw(&Circle::new((18, y + 7), 5, BLACK.stroke_width(2)))
+            .map_err(|x| e(&x))?;
+        legend_area
+            .draw(&Text::new("~ (not significant)", (30, y), small.clone()))
+            .map_err(|x| e(&x))?;
+        y += 22;
+        legend_area
+            .draw(&Text::new(
+                format!("whisker: {}% interval", d.level * 100.0),
+                (10, y),
+                small,
+            ))
+            .map_err(|x| e(&x))?;
+        root.present().map_err(|x| e(&x))?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,115 @@
+//! The founding table layout, one table per swept axis and combination of
+//! the other parameters: medians across trials with min–max spread and n,
+//! units in headers, flag markers beside their points.
+
+use crate::context::{FlagView, Row, Table};
+use crate::format::{center, md_text, spread};
+use crate::labels;
+use qexp_analysis::{Axis, PointSummary};
+
+/// One table per swept axis; the other parameters split it into groups.
+pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> {
+    let mut axes = labels::swept(points.iter().map(|p| &p.point));
+    if axes.is_empty() {
+        axes.push(Axis::Concurrency);
+    }
+    let mut out = Vec::new();
+    for &axis in &axes {
+        let others: Vec<Axis> = labels::AXES.into_iter().filter(|a| *a != axis).collect();
+        let mut groups: Vec<(Vec<u32>, Vec<&PointSummary>)> = Vec::new();
+        for p in points {
+            let key: Vec<u32> = others.iter().map(|a| a.value(&p.point)).collect();
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(p),
+                None => groups.push((key, vec![p])),
+            }
+        }
+        for (key, mut group) in groups {
+            group.sort_by_key(|p| axis.value(&p.point));
+            let fixed = others
+                .iter()
+                .zip(&key)
+                .map(|(a, v)| format!("{} = {v}", a.header()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
+            out.push(Table {
+                axis: labels::name(axis).into(),
+                title: format!(
+                    "By {}",
+                    axis.header()
+                        .split(" (")
+                        .next()
+                        .unwrap_or("")
+                        .to_lowercase()
+                ),
+                axis_header: axis.header().to_string(),
+                markdown: table_markdown(axis, &rows),
+                fixed,
+                rows,
+            });
+        }
+    }
+    out
+}
+
+fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
+    let notes: Vec<String> = p
+        .trials
+        .iter()
+        .filter_map(|t| {
+            t.invalid_reason
+                .as_ref()
+                .map(|r| format!("trial {}: {r}", t.trial))
+        })
+        .collect();
+    let marks: Vec<&str> = flags
+        .iter()
+        .filter(|f| f.point_id == Some(p.point.id))
+        .map(|f| f.marker.as_str())
+        .collect();
+    Row {
+        point_id: p.point.id,
+        value: axis.value(&p.point).to_string(),
+        n: p.n,
+        agg: center(&p.agg_tok_s),
+        agg_spread: spread(&p.agg_tok_s),
+        decode: center(&p.decode_tok_s),
+        decode_spread: spread(&p.decode_tok_s),
+        ttft: center(&p.ttft_s),
+        ttft_spread: spread(&p.ttft_s),
+        failures: format!("{}/{}", p.failures, p.requests),
+        flags: marks.join(" "),
+        note: notes.join("; "),
+    }
+}
+
+/// The founding table layout: medians with spread and n, units in headers.
+fn table_markdown(axis: Axis, rows: &[Row]) -> String {
+    let mut s = format!(
+        "| {} | n | Aggregate (tok/s) | spread | Per-request decode (tok/s) | spread | TTFT (s) | spread | Failed / requests | Flags and notes |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        axis.header()
+    );
+    for r in rows {
+        let notes = [r.flags.clone(), md_text(&r.note)]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.value,
+            r.n,
+            r.agg,
+            r.agg_spread,
+            r.decode,
+            r.decode_spread,
+            r.ttft,
+            r.ttft_spread,
+            r.failures,
+            notes
+        ));
+    }
+    s
+}
