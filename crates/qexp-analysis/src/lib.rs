@@ -4,10 +4,12 @@
 //! so a new statistic needs no re-run. Rendering is qexp-report's job.
 
 pub mod anomaly;
+pub mod diff;
 mod load;
 mod metrics;
 pub mod stats;
 
 pub use anomaly::{Flag, Severity, Thresholds};
+pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
 pub use load::{analyze, AnalysisError, RunAnalysis};
 pub use metrics::{Axis, PointSummary, TrialMetrics};

@@ -114,11 +114,31 @@ impl Client {
         &self.base
     }
 
+    /// A request to `path` on this server, or to `path` itself when it is an
+    /// absolute `http(s)://` URL (a metrics endpoint on another port).
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let rb = self.http.request(method, format!("{}{}", self.base, path));
+        let url = if path.starts_with("http://") || path.starts_with("https://") {
+            path.to_string()
+        } else {
+            format!("{}{}", self.base, path)
+        };
+        let rb = self.http.request(method, url);
         match &self.api_key {
             Some(key) => rb.bearer_auth(key),
             None => rb,
+        }
+    }
+
+    /// Sends a request, once more if the first attempt died on a connection
+    /// the server had already closed (see [`stale_connection`]). Returns the
+    /// response and the retries made.
+    async fn send_once_more(
+        &self,
+        make: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<(reqwest::Response, u32), reqwest::Error> {
+        match make().send().await {
+            Err(e) if stale_connection(&e) => make().send().await.map(|r| (r, 1)),
+            other => other.map(|r| (r, 0)),
         }
     }
 
@@ -128,10 +148,8 @@ impl Client {
         path: &str,
         timeout: Duration,
     ) -> Result<Option<Value>, RequestError> {
-        let resp = self
-            .request(reqwest::Method::GET, path)
-            .timeout(timeout)
-            .send()
+        let (resp, _) = self
+            .send_once_more(|| self.request(reqwest::Method::GET, path).timeout(timeout))
             .await
             .map_err(classify)?;
         if !resp.status().is_success() {
@@ -146,10 +164,8 @@ impl Client {
         path: &str,
         timeout: Duration,
     ) -> Result<Option<String>, RequestError> {
-        let resp = self
-            .request(reqwest::Method::GET, path)
-            .timeout(timeout)
-            .send()
+        let (resp, _) = self
+            .send_once_more(|| self.request(reqwest::Method::GET, path).timeout(timeout))
             .await
             .map_err(classify)?;
         if !resp.status().is_success() {
@@ -160,11 +176,12 @@ impl Client {
 
     /// POST JSON and return the status and JSON answer (Null if not JSON).
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<(u16, Value), RequestError> {
-        let resp = self
-            .request(reqwest::Method::POST, path)
-            .timeout(self.timeout)
-            .json(body)
-            .send()
+        let (resp, _) = self
+            .send_once_more(|| {
+                self.request(reqwest::Method::POST, path)
+                    .timeout(self.timeout)
+                    .json(body)
+            })
             .await
             .map_err(classify)?;
         let status = resp.status().as_u16();
@@ -177,31 +194,41 @@ impl Client {
     pub async fn stream(&self, req: &GenRequest) -> Outcome {
         let body = req.body(true);
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let t0 = Instant::now();
+        let mut t0 = Instant::now();
         let mut out = Outcome {
             sent_unix_s: unix_now(),
             ..Outcome::default()
         };
-        let since = |t: Instant| t.duration_since(t0).as_secs_f64();
-        let send = self
-            .request(reqwest::Method::POST, req.path())
-            .json(&body)
-            .send();
-        let resp = match tokio::time::timeout_at(deadline, send).await {
-            Err(_) => {
-                return fail(
-                    out,
-                    since(Instant::now()),
-                    ErrorClass::Timeout,
-                    "no response headers before the timeout",
-                )
+        let resp = loop {
+            let send = self
+                .request(reqwest::Method::POST, req.path())
+                .json(&body)
+                .send();
+            let since_t0 = |t: Instant| t.duration_since(t0).as_secs_f64();
+            match tokio::time::timeout_at(deadline, send).await {
+                Err(_) => {
+                    return fail(
+                        out,
+                        since_t0(Instant::now()),
+                        ErrorClass::Timeout,
+                        "no response headers before the timeout",
+                    )
+                }
+                // Nothing of this attempt reached the server's generator: the
+                // measurement restarts with the retry, and the row says so.
+                Ok(Err(e)) if out.retries == 0 && stale_connection(&e) => {
+                    out.retries += 1;
+                    t0 = Instant::now();
+                    out.sent_unix_s = unix_now();
+                }
+                Ok(Err(e)) => {
+                    let err = classify(e);
+                    return fail(out, since_t0(Instant::now()), err.class, &err.message);
+                }
+                Ok(Ok(r)) => break r,
             }
-            Ok(Err(e)) => {
-                let err = classify(e);
-                return fail(out, since(Instant::now()), err.class, &err.message);
-            }
-            Ok(Ok(r)) => r,
         };
+        let since = |t: Instant| t.duration_since(t0).as_secs_f64();
         out.headers_s = Some(since(Instant::now()));
         let status = resp.status();
         out.http_status = Some(status.as_u16());
@@ -380,6 +407,37 @@ fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome 
         message: message.to_string(),
     });
     out
+}
+
+/// True when a request failed before any response byte because the
+/// connection was closed or reset under it — what happens when a pooled
+/// keep-alive connection is reused just as the server closes it. llama.cpp
+/// closes the TCP connection after every streamed response although it
+/// advertises keep-alive; uvicorn (vLLM, SGLang) closes idle ones after 5 s.
+/// The server never read such a request, so sending it again is safe.
+pub(crate) fn stale_connection(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_status() || e.is_body() || e.is_decode() {
+        return false;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            if matches!(
+                io.kind(),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+            ) {
+                return true;
+            }
+        }
+        src = s.source();
+    }
+    false
 }
 
 /// Classifies a reqwest error.

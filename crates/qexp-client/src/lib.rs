@@ -1,11 +1,14 @@
 //! qexp-client owns the conversation with an OpenAI-compatible server:
 //! the streaming request with per-chunk arrival timestamps, the SSE parser,
 //! the classification of every failure, prompt construction with exact token
-//! counts, and the probe of what a server says about itself. It knows
+//! counts, the probe of what a server says about itself and its
+//! fingerprint, and scrapes of its Prometheus counters. It knows
 //! nothing about plans, scheduling or storage.
 
 mod calibrate;
 mod client;
+mod fingerprint;
+pub mod metrics;
 mod outcome;
 mod probe;
 pub mod prompt;
@@ -13,6 +16,8 @@ pub mod sse;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use fingerprint::Fingerprint;
+pub use metrics::{Counters, MetricsSource, ServerCounters};
 pub use outcome::{ErrorClass, Outcome, RequestError, Usage};
 pub use probe::{probe, ProbeError, ServerInfo};
 pub use prompt::nonce_for;

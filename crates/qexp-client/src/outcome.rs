@@ -91,6 +91,10 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The failure, if the request did not complete.
     pub error: Option<RequestError>,
+    /// Times the request was sent again because its connection had been
+    /// closed under it before any response byte (offsets count from the last send).
+    #[serde(default)]
+    pub retries: u32,
 }
 
 impl Outcome {

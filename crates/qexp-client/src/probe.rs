@@ -1,7 +1,9 @@
 //! What a server says about itself: the documents qexp asks for before a
-//! run and stores verbatim in the manifest.
+//! run and stores verbatim in the manifest, plus what its `/metrics` reveals
+//! (family names and the labels of `*_info` series).
 
 use crate::client::Client;
+use crate::metrics::Exposition;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -16,10 +18,25 @@ pub struct ServerInfo {
     pub models: Vec<String>,
     /// JSON answers by path (`/v1/models`, `/version`, …); absent when not answered.
     pub documents: BTreeMap<String, Value>,
+    /// Where Prometheus metrics answered (a path or URL), if anywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_url: Option<String>,
+    /// Metric family names (from `# TYPE` lines), sorted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metric_families: Vec<String>,
+    /// Labels of `*_info` series by metric name (vLLM's `cache_config_info`, …).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics_info: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-/// Paths asked besides `/v1/models`; a missing one is normal.
-const INFO_PATHS: &[&str] = &["/version", "/props", "/server_info", "/get_server_info"];
+/// Paths asked besides `/v1/models`; a missing one is normal. `/info` is TGI's.
+const INFO_PATHS: &[&str] = &[
+    "/version",
+    "/props",
+    "/server_info",
+    "/get_server_info",
+    "/info",
+];
 
 /// Why a server could not be probed.
 #[derive(Debug, thiserror::Error)]
@@ -31,8 +48,9 @@ pub struct ProbeError {
     pub message: String,
 }
 
-/// Asks `/v1/models` (required) and the engines' info endpoints (optional).
-pub async fn probe(client: &Client) -> Result<ServerInfo, ProbeError> {
+/// Asks `/v1/models` (required), the engines' info endpoints and the
+/// metrics (at `metrics_url`, default `/metrics`; both optional).
+pub async fn probe(client: &Client, metrics_url: Option<&str>) -> Result<ServerInfo, ProbeError> {
     let t = Duration::from_secs(10);
     let err = |message: String| ProbeError {
         base_url: client.base_url().to_string(),
@@ -65,8 +83,31 @@ pub async fn probe(client: &Client) -> Result<ServerInfo, ProbeError> {
     info.documents.insert("/v1/models".into(), models);
     for path in INFO_PATHS {
         if let Ok(Some(v)) = client.get_json(path, Duration::from_secs(3)).await {
-            info.documents.insert((*path).to_string(), v);
+            if v.is_object() {
+                info.documents.insert((*path).to_string(), v);
+            }
         }
     }
+    let url = metrics_url.unwrap_or("/metrics");
+    if let Ok(Some(text)) = client.get_text(url, Duration::from_secs(10)).await {
+        info.add_metrics(url, &text);
+    }
     Ok(info)
+}
+
+impl ServerInfo {
+    /// Records what a Prometheus exposition reveals; ignores text that holds no samples.
+    pub fn add_metrics(&mut self, url: &str, text: &str) {
+        let e = Exposition::parse(text);
+        if e.samples.is_empty() {
+            return;
+        }
+        self.metrics_url = Some(url.to_string());
+        self.metric_families = e.types.keys().cloned().collect();
+        for s in e.samples.iter().filter(|s| s.name.ends_with("_info")) {
+            self.metrics_info
+                .entry(s.name.clone())
+                .or_insert_with(|| s.labels.iter().cloned().collect());
+        }
+    }
 }

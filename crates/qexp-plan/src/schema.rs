@@ -69,6 +69,10 @@ pub struct TargetSection {
     /// Extra fields merged into every request body, e.g. `{ ignore_eos = true }`.
     #[serde(default)]
     pub extra_body: toml::Table,
+    /// Prometheus metrics to scrape before and after each point: an
+    /// `http(s)://` URL or a path on the server; default `/metrics` when it answers.
+    #[serde(default)]
+    pub metrics_url: Option<Spanned<String>>,
 }
 
 fn default_api() -> ApiKind {
@@ -308,6 +312,16 @@ impl PlanFile {
                 "target.base_url",
                 "expected http://host:port, https://host, or sim:<profile>",
             );
+        }
+        if let Some(m) = &self.target.metrics_url {
+            let u = m.get_ref();
+            if !(u.starts_with("http://") || u.starts_with("https://") || u.starts_with('/')) {
+                return invalid(
+                    m.span(),
+                    "target.metrics_url",
+                    "expected http://host:port/metrics or a path such as /metrics",
+                );
+            }
         }
         if !(self.target.timeout_s > 0.0) {
             return invalid(

@@ -49,7 +49,10 @@ fn points(concurrency: &[u32], trials: u32, effect: Effect, seed: u64) -> Vec<Po
 }
 
 fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAnalysis {
-    let concurrency: Vec<String> = points.iter().map(|p| p.point.concurrency.to_string()).collect();
+    let concurrency: Vec<String> = points
+        .iter()
+        .map(|p| p.point.concurrency.to_string())
+        .collect();
     let manifest = serde_json::from_value(json!({
         "schema_version": 1, "qexp_version": "0.1.0", "run_id": id, "experiment": "quickstart",
         "plan_path": "experiments/quickstart.toml", "plan_hash": "00", "plan_text": "", "overrides": {},
@@ -85,7 +88,12 @@ fn faster_but_slower_ttft(trials: u32) -> RunDiff {
     let b = run(
         "20261130T102000Z-4d5e6f",
         "fast-tuned",
-        points(&[1, 4, 16], trials, |c| (1.10, if c == 16 { 1.5 } else { 1.0 }), 2),
+        points(
+            &[1, 4, 16],
+            trials,
+            |c| (1.10, if c == 16 { 1.5 } else { 1.0 }),
+            2,
+        ),
         trials,
     );
     let opts = DiffOptions {
@@ -178,17 +186,28 @@ fn html_and_svg_are_well_formed_and_escape_run_text() {
         allow_dtd: true,
         ..Default::default()
     };
-    let doc = roxmltree::Document::parse_with_options(html, opts).unwrap_or_else(|e| panic!("diff.html: {e}"));
-    assert!(doc.descendants().any(|n| n.has_tag_name("svg")), "chart inline");
+    let doc = roxmltree::Document::parse_with_options(html, opts)
+        .unwrap_or_else(|e| panic!("diff.html: {e}"));
+    assert!(
+        doc.descendants().any(|n| n.has_tag_name("svg")),
+        "chart inline"
+    );
     let svg = file(&files, "ratios.svg");
     let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("ratios.svg: {e}"));
     // Every paired point is a labelled row.
-    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).map(str::trim).collect();
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
     for label in ["c=1", "c=4", "c=16"] {
         assert!(texts.contains(&label), "{label} missing from {texts:?}");
     }
     // Rendering twice gives the same bytes (seeded bootstrap, no clock).
-    assert_eq!(files, render_diff(&d, &t, &[DiffFormat::Html, DiffFormat::Markdown]).unwrap_or_default());
+    assert_eq!(
+        files,
+        render_diff(&d, &t, &[DiffFormat::Html, DiffFormat::Markdown]).unwrap_or_default()
+    );
 }
 
 #[test]
@@ -202,7 +221,10 @@ fn two_trials_get_the_cannot_reach_footnote() {
         md.contains("† 2 vs 2 trials can never give p ≤ 0.05 in a Mann–Whitney test, whatever the data: run at least 4 trials per side"),
         "{md}"
     );
-    assert!(md.contains("no verdict of this diff can be significant"), "{md}");
+    assert!(
+        md.contains("no verdict of this diff can be significant"),
+        "{md}"
+    );
 }
 
 #[test]

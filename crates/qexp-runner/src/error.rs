@@ -15,6 +15,26 @@ pub enum RunError {
     /// No model was given and the server lists none.
     #[error("no model given (plan target.model or --model) and {0}/v1/models lists none")]
     NoModel(String),
+    /// A point needs more context than the server allows (checked before any load).
+    #[error("point {point} needs {needed} tokens of {what}, but {engine} at {url} allows {limit} ({limit_source}); restart the server with a larger {flag}, or shrink the point")]
+    ContextTooSmall {
+        /// The point's label.
+        point: String,
+        /// Tokens it needs (input + output, or input).
+        needed: u64,
+        /// `context` or `input`.
+        what: &'static str,
+        /// The server's limit.
+        limit: u32,
+        /// The engine.
+        engine: String,
+        /// The server's URL.
+        url: String,
+        /// Where the limit was read.
+        limit_source: String,
+        /// The flag that raises it.
+        flag: &'static str,
+    },
     /// Prompt lengths could not be made exact.
     #[error("cannot calibrate a {input}-token prompt: {source}")]
     Calibration {

@@ -1,11 +1,13 @@
 //! qexp-runner executes a plan: it resolves the target (starting the
 //! embedded simulator for `sim:` targets), probes and fingerprints it,
-//! calibrates prompt lengths, runs every point of every trial with
+//! refuses points that exceed its context window, calibrates prompt lengths, runs every point of every trial with
 //! closed-loop concurrency, and hands finished rows to qexp-store as each
-//! point completes. It computes no statistics beyond a point's window.
+//! point completes, with the deltas of the server's Prometheus counters
+//! around each point. It computes no statistics beyond a point's window.
 
 mod backend;
 mod error;
+mod preflight;
 mod progress;
 mod record;
 mod run;

@@ -1,6 +1,7 @@
 //! Turns measured outcomes into rows for qexp-store.
 
 use crate::scheduler::Finished;
+use qexp_client::ErrorClass;
 use qexp_plan::Point;
 use qexp_store::{PointRow, RequestRow};
 
@@ -58,6 +59,7 @@ pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> Requ
         http_status: o.http_status,
         error_class: o.error.as_ref().map(|e| e.class.as_str().to_string()),
         error_message: o.error.as_ref().map(|e| e.message.clone()),
+        retries: o.retries,
     }
 }
 
@@ -104,8 +106,24 @@ pub(crate) fn point_row(
         agg_output_tok_s: agg,
         send_lag_max_s,
         prompt_units,
-        invalid_reason: prompt_mismatch(ctx.point.input_tokens, &ok, tolerance),
+        invalid_reason: interrupted(measured, ctx.point.requests)
+            .or_else(|| prompt_mismatch(ctx.point.input_tokens, &ok, tolerance)),
+        server: Default::default(),
     }
+}
+
+/// A sentence when the run was interrupted while this point was running.
+fn interrupted(measured: &[RequestRow], planned: u32) -> Option<String> {
+    let cancelled = measured
+        .iter()
+        .filter(|r| r.error_class.as_deref() == Some(ErrorClass::Cancelled.as_str()))
+        .count();
+    let finished = measured.len() - cancelled;
+    (cancelled > 0 || measured.len() < planned as usize).then(|| {
+        format!(
+            "the run was interrupted during this point: {finished} of {planned} requests finished"
+        )
+    })
 }
 
 /// A sentence when the server counted prompts off the plan beyond tolerance.

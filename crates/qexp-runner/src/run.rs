@@ -1,5 +1,6 @@
 use crate::backend::Backend;
 use crate::error::RunError;
+use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
 use crate::scheduler::{run_closed_loop, Job};
@@ -7,9 +8,14 @@ use crate::target::{resolve_target, Target};
 use crate::Cancel;
 use chrono::Utc;
 use qexp_client::prompt::Filler;
-use qexp_client::{calibrate, nonce_for, Api, Calibration, Counter, GenRequest, ServerInfo};
+use qexp_client::{
+    calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, GenRequest, MetricsSource,
+    ServerCounters, ServerInfo,
+};
 use qexp_plan::{ApiKind, Plan, Point};
-use qexp_store::{Comparability, Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
+use qexp_store::{
+    Comparability, Manifest, RunStatus, RunWriter, ServerDeltas, TargetInfo, SCHEMA_VERSION,
+};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use serde_json::{Map, Value};
@@ -69,11 +75,14 @@ struct Prepared {
     filler: Filler,
     calibrations: BTreeMap<u32, Calibration>,
     info: ServerInfo,
+    fingerprint: Fingerprint,
+    metrics: Option<MetricsSource>,
 }
 
 async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunError> {
     let f = &opts.plan.file;
-    let info = qexp_client::probe(&target.client).await?;
+    let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
+    let info = qexp_client::probe(&target.client, metrics_url).await?;
     let model = opts
         .model
         .clone()
@@ -89,6 +98,14 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         _ => Map::new(),
     };
     let points = opts.plan.points();
+    let fingerprint = Fingerprint::from_info(&info, Some(&model));
+    eprintln!("qexp: server: {}", fingerprint.summary());
+    // Before any request that costs the server work: calibration already does.
+    check_context(&points, &fingerprint, target.client.base_url())?;
+    // A metrics URL the plan names is scraped even if the probe found nothing there yet.
+    let metrics = metrics_url
+        .or(info.metrics_url.as_deref())
+        .map(|u| MetricsSource::new(&target.client, u));
     let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
     let filler = Filler::new(f.run.seed, max_input as usize + 16);
     let tolerance = *f.workload.input_tolerance.get_ref();
@@ -115,6 +132,8 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         filler,
         calibrations,
         info,
+        fingerprint,
+        metrics,
     })
 }
 
@@ -140,6 +159,7 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
         point_order: Vec::new(),
         target: target_info(opts, target, &prep),
         server: serde_json::to_value(&prep.info).unwrap_or(Value::Null),
+        fingerprint: Some(prep.fingerprint.clone()),
         calibration: prep
             .calibrations
             .values()
@@ -242,6 +262,10 @@ async fn run_trials<B: Backend>(
             let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
                 .map(make)
                 .collect();
+            let before = match &prep.metrics {
+                Some(m) => m.scrape().await,
+                None => None,
+            };
             let done = run_closed_loop(
                 backend.clone(),
                 measured_jobs,
@@ -255,13 +279,39 @@ async fn run_trials<B: Backend>(
                 .map(|w| request_row(&ctx, w, true))
                 .collect();
             let measured: Vec<_> = done.iter().map(|d| request_row(&ctx, d, false)).collect();
-            let prow = point_row(&ctx, &measured, units as u32, tolerance);
+            let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
+            if let (Some(m), Some(before)) = (&prep.metrics, before) {
+                // Counters are updated as the engine finishes each step; let
+                // the last completions land before reading them.
+                tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
+                if let Some(after) = m.scrape().await {
+                    prow.server = server_deltas(&ServerCounters::between(&before, &after));
+                }
+            }
             rows.extend(measured.iter().cloned());
             writer.write_point(&rows, &prow)?;
             bar.finish(point_line(&label, &prow, &measured));
         }
     }
     Ok(())
+}
+
+/// Wait between a point's last completion and its closing metrics scrape.
+const METRICS_SETTLE_MS: u64 = 200;
+
+fn server_deltas(c: &ServerCounters) -> ServerDeltas {
+    ServerDeltas {
+        prefix_cache_queries: c.prefix_cache_queries,
+        prefix_cache_hits: c.prefix_cache_hits,
+        cached_prompt_tokens: c.cached_prompt_tokens,
+        preemptions: c.preemptions,
+        ttft_count: c.ttft_count,
+        ttft_sum_s: c.ttft_sum_s,
+        spec_drafts: c.spec_drafts,
+        spec_accepted_tokens: c.spec_accepted_tokens,
+        spec_acceptance_length: c.acceptance_length(),
+        counters_json: Some(c.raw_json()),
+    }
 }
 
 fn point_line(label: &str, p: &qexp_store::PointRow, rows: &[qexp_store::RequestRow]) -> String {
@@ -356,6 +406,17 @@ fn comparability(
             .clone()
             .unwrap_or_else(|| f.target.base_url.get_ref().clone()),
     );
+    let fp = &prep.fingerprint;
+    d.insert("engine".into(), fp.engine.clone());
+    if let Some(v) = &fp.version {
+        d.insert("engine_version".into(), v.clone());
+    }
+    if let Some(c) = fp.max_context {
+        d.insert("max_context".into(), c.to_string());
+    }
+    for (k, v) in &fp.flags {
+        d.insert(format!("flag.{k}"), v.clone());
+    }
     for (path, doc) in &prep.info.documents {
         if let Some(v) = doc.get("version").and_then(Value::as_str) {
             d.insert(

@@ -52,7 +52,7 @@ pub struct ProfileError {
     pub reason: &'static str,
 }
 
-const NAMES: &[&str] = &["founding", "fast", "exact"];
+const NAMES: &[&str] = &["founding", "fast", "fast-nospec", "exact"];
 
 impl SimProfile {
     /// The built-in profile called `name`, if there is one (see [`SimProfile::names`]).
@@ -64,6 +64,7 @@ impl SimProfile {
                 time_scale: 0.05,
                 ..founding()
             }),
+            "fast-nospec" => Some(fast_nospec()),
             "exact" => Some(SimProfile {
                 name: "exact".to_owned(),
                 prefill_fixed_s: 0.05,
@@ -174,6 +175,23 @@ fn founding() -> SimProfile {
     }
 }
 
+/// `fast` with speculative decoding switched off: one token per step, each
+/// step 20% shorter (no draft and verify work), so decode runs at about
+/// 1/(0.8 × 54.7 ms) = 23 tok/s per request instead of 73.6, chunks carry one
+/// token and arrive more often. A second deployment for `qexp diff` demos and
+/// tests whose direction is known: throughput down, E2E up, inter-chunk gaps down.
+fn fast_nospec() -> SimProfile {
+    let f = founding();
+    SimProfile {
+        name: "fast-nospec".to_owned(),
+        tokens_per_step: 1,
+        step_base_s: f.step_base_s * 0.8,
+        step_per_seq_s: f.step_per_seq_s * 0.8,
+        time_scale: 0.05,
+        ..f
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +229,21 @@ mod tests {
                 ..fast
             },
             f
+        );
+    }
+
+    #[test]
+    fn fast_nospec_decodes_one_token_per_shorter_step() {
+        let fast = SimProfile::by_name("fast").unwrap();
+        let p = SimProfile::by_name("fast-nospec").unwrap();
+        assert_eq!((p.tokens_per_step, p.time_scale), (1, fast.time_scale));
+        assert!((p.step_s(1) - 0.8 * fast.step_s(1)).abs() < 1e-12);
+        assert_eq!(p.prefill_compute_s(10_000), fast.prefill_compute_s(10_000));
+        // Per-request decode: 1 token per 43.8 ms step.
+        assert!(
+            (1.0 / p.step_s(1) - 22.9).abs() < 0.1,
+            "{}",
+            1.0 / p.step_s(1)
         );
     }
 

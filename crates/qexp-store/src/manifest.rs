@@ -103,6 +103,10 @@ pub struct Manifest {
     pub target: TargetInfo,
     /// What the server said about itself (documents by path).
     pub server: serde_json::Value,
+    /// Engine, version, model, context limit and flags read from `server`
+    /// (absent in manifests written before qexp read fingerprints).
+    #[serde(default)]
+    pub fingerprint: Option<qexp_client::Fingerprint>,
     /// Prompt-length calibration per input length.
     pub calibration: Vec<serde_json::Value>,
     /// Git state of the plan's repository.

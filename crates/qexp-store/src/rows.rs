@@ -69,6 +69,9 @@ pub struct RequestRow {
     pub error_class: Option<String>,
     /// Error message.
     pub error_message: Option<String>,
+    /// Times the request was sent again after its connection closed under it
+    /// before any response byte (timing counts from the last send).
+    pub retries: u32,
 }
 
 /// One (trial, point): a row of `points.parquet`.
@@ -108,6 +111,34 @@ pub struct PointRow {
     pub prompt_units: u32,
     /// Why the point's numbers are not valid (e.g. prompt length off), if so.
     pub invalid_reason: Option<String>,
+    /// Server counters over the measured requests (after − before scrapes of
+    /// its Prometheus metrics); all `None` when no metrics were scraped.
+    pub server: ServerDeltas,
+}
+
+/// Deltas of the server's own counters over one (trial, point).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerDeltas {
+    /// Prompt tokens looked up in the prefix cache.
+    pub prefix_cache_queries: Option<f64>,
+    /// Prompt tokens found there.
+    pub prefix_cache_hits: Option<f64>,
+    /// Prompt tokens served from cache.
+    pub cached_prompt_tokens: Option<f64>,
+    /// Preemptions.
+    pub preemptions: Option<f64>,
+    /// Requests in the server's TTFT histogram.
+    pub ttft_count: Option<f64>,
+    /// Sum of the server's TTFT histogram, seconds.
+    pub ttft_sum_s: Option<f64>,
+    /// Speculative-decoding drafts (verification steps).
+    pub spec_drafts: Option<f64>,
+    /// Draft tokens accepted.
+    pub spec_accepted_tokens: Option<f64>,
+    /// 1 + accepted / drafts, where drafts were made.
+    pub spec_acceptance_length: Option<f64>,
+    /// Every counter's delta as a JSON object (`{"name{labels}": delta}`).
+    pub counters_json: Option<String>,
 }
 
 fn col<T, I>(name: &str, values: I) -> Column
@@ -182,6 +213,7 @@ pub fn requests_frame(rows: &[RequestRow]) -> PolarsResult<DataFrame> {
                 "error_message",
                 r.clone().map(|r| r.error_message.as_deref()),
             ),
+            col("retries", r.clone().map(|r| r.retries)),
         ],
     )
 }
@@ -220,6 +252,40 @@ pub fn points_frame(rows: &[PointRow]) -> PolarsResult<DataFrame> {
             col(
                 "invalid_reason",
                 r.clone().map(|r| r.invalid_reason.as_deref()),
+            ),
+            col(
+                "server_prefix_cache_queries",
+                r.clone().map(|r| r.server.prefix_cache_queries),
+            ),
+            col(
+                "server_prefix_cache_hits",
+                r.clone().map(|r| r.server.prefix_cache_hits),
+            ),
+            col(
+                "server_cached_prompt_tokens",
+                r.clone().map(|r| r.server.cached_prompt_tokens),
+            ),
+            col(
+                "server_preemptions",
+                r.clone().map(|r| r.server.preemptions),
+            ),
+            col("server_ttft_count", r.clone().map(|r| r.server.ttft_count)),
+            col("server_ttft_sum_s", r.clone().map(|r| r.server.ttft_sum_s)),
+            col(
+                "server_spec_drafts",
+                r.clone().map(|r| r.server.spec_drafts),
+            ),
+            col(
+                "server_spec_accepted_tokens",
+                r.clone().map(|r| r.server.spec_accepted_tokens),
+            ),
+            col(
+                "server_spec_acceptance_length",
+                r.clone().map(|r| r.server.spec_acceptance_length),
+            ),
+            col(
+                "server_counters_json",
+                r.clone().map(|r| r.server.counters_json.as_deref()),
             ),
         ],
     )

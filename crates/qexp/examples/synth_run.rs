@@ -76,6 +76,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
             api_key_env: None,
         },
         server: serde_json::Value::Null,
+        fingerprint: None,
         calibration: Vec::new(),
         git: None,
         host: qexp_provenance::host_info(),
@@ -138,6 +139,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                     http_status: Some(200),
                     error_class: None,
                     error_message: None,
+                    retries: 0,
                 });
             }
             let window = n as f64 * 0.01 + 1.0;

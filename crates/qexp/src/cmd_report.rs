@@ -1,7 +1,7 @@
 use crate::{CliError, ReportArgs};
 use anyhow::Context as _;
 use qexp_analysis::RunAnalysis;
-use qexp_report::Templates;
+use qexp_report::{Narrative, Templates};
 use std::path::{Path, PathBuf};
 
 /// `qexp report`.
@@ -28,20 +28,45 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
             }));
         }
     }
+    let narrative = match &args.narrative {
+        Some(path) if !path.is_file() => {
+            return Err(CliError::input(anyhow::anyhow!(
+                "narrative {} is not a readable file",
+                path.display()
+            )));
+        }
+        Some(path) => Narrative::File(path.clone()),
+        None => Narrative::BesidePlan,
+    };
     for run in &runs {
         let analysis = qexp_analysis::analyze(run)
             .with_context(|| format!("cannot analyse {}", run.display()))
             .map_err(CliError::failure)?;
-        render_one(&analysis, args.templates.as_deref(), &args.out_dir)
-            .map_err(CliError::failure)?;
+        render_with(
+            &analysis,
+            args.templates.as_deref(),
+            &narrative,
+            &args.out_dir,
+        )
+        .map_err(CliError::failure)?;
     }
     Ok(())
 }
 
-/// Renders one analysed run under `<root>/<experiment>/<run-id>/`.
+/// Renders one analysed run under `<root>/<experiment>/<run-id>/`, with the narrative beside its plan.
 pub(crate) fn render_one(
     a: &RunAnalysis,
     templates: Option<&Path>,
+    root: &Path,
+) -> anyhow::Result<()> {
+    render_with(a, templates, &Narrative::BesidePlan, root)
+}
+
+/// Renders one analysed run under `<root>/<experiment>/<run-id>/`.
+fn render_with(
+    a: &RunAnalysis,
+    templates: Option<&Path>,
+    narrative: &Narrative,
     root: &Path,
 ) -> anyhow::Result<()> {
     let t = match templates {
@@ -49,8 +74,14 @@ pub(crate) fn render_one(
         None => Templates::builtin()?,
     };
     let out = root.join(&a.manifest.experiment).join(&a.manifest.run_id);
-    for f in qexp_report::render_run(a, &t, &out)? {
+    let files = qexp_report::render_run_with(a, &t, narrative, &out)?;
+    let is_svg = |f: &&PathBuf| f.extension().is_some_and(|e| e == "svg");
+    for f in files.iter().filter(|f| !is_svg(f)) {
         println!("report: {}", f.display());
+    }
+    let charts = files.iter().filter(is_svg).count();
+    if charts > 0 {
+        println!("charts: {charts} SVG files beside the report");
     }
     Ok(())
 }

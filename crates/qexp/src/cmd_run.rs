@@ -41,7 +41,10 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         }
     });
     let result = qexp_runner::run(opts, rx).await.map_err(|e| match e {
-        RunError::Target(_) | RunError::MissingApiKey(_) => CliError::input(e),
+        // A plan that does not fit the server is bad input: nothing was sent.
+        RunError::Target(_) | RunError::MissingApiKey(_) | RunError::ContextTooSmall { .. } => {
+            CliError::input(e)
+        }
         other => CliError::failure(other),
     })?;
     let analysis = qexp_analysis::analyze(&result.dir)

@@ -2,12 +2,14 @@
 //! subcommand lives in its own module and calls into the library crates;
 //! no measurement or statistics logic lives here.
 
+mod cmd_diff;
 mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
 mod summary;
 
 use clap::{Parser, Subcommand};
+pub use cmd_diff::{DiffArgs, Format as DiffFormat, EXIT_REGRESSION};
 use std::path::PathBuf;
 
 /// Exit code for bad input (a malformed plan, a missing run).
@@ -22,6 +24,7 @@ Examples:
   qexp run experiments/quickstart.toml          # on the embedded simulator
   qexp run experiments/longctx.toml --trials 5 --target http://127.0.0.1:30000
   qexp report                                   # newest run of each experiment
+  qexp diff RUN_A RUN_B --fail-on-regression    # compare two runs, exit 1 on a regression
   qexp sim --profile founding --port 8000       # serve the simulator")]
 pub struct Cli {
     /// What to do.
@@ -39,13 +42,24 @@ Examples:
   qexp run experiments/longctx.toml --model qwen3 --out /data/results
 Ctrl-C stops sending, keeps every finished request and marks the run interrupted.")]
     Run(RunArgs),
-    /// Render reports/<experiment>/<run-id>/report.md from result folders.
+    /// Render reports/<experiment>/<run-id>/report.{md,html} and SVG charts from result folders.
     #[command(after_help = "\
 Examples:
   qexp report                                   # newest run of each experiment under results/
   qexp report results/longctx/20261130T101500Z-1a2b3c
-  qexp report --templates my-templates/ --out-dir site/")]
+  qexp report --templates my-templates/ --out-dir site/
+  qexp report results/longctx/20261130T101500Z-1a2b3c --narrative notes/longctx.md")]
     Report(ReportArgs),
+    /// Compare two runs point by point: ratios B/A, intervals, tests, verdicts.
+    #[command(after_help = "\
+Examples:
+  qexp diff results/quickstart/RUN_A results/quickstart/RUN_B
+  qexp diff RUN_A_ID RUN_B_ID --format term,md,html --out reports/diff/nightly
+  qexp diff RUN_A RUN_B --metric agg_tok_s --metric ttft_s --fail-on-regression
+  qexp diff RUN_A RUN_B --ignore output_tokens     # compare different workloads anyway
+Exit codes: 0 no significant regression (or no --fail-on-regression), 1 a significant
+regression with --fail-on-regression, 2 bad input (a missing run, workloads that differ).")]
+    Diff(DiffArgs),
     /// Serve the embedded simulated OpenAI-compatible server until Ctrl-C.
     #[command(after_help = "\
 Examples:
@@ -90,9 +104,12 @@ pub struct ReportArgs {
     /// Reports root; each run goes to <out-dir>/<experiment>/<run-id>/.
     #[arg(long, default_value = "reports")]
     pub out_dir: PathBuf,
-    /// A folder with your own report.md.tera (missing files fall back to the built-in ones).
+    /// A folder with your own report.md.tera and/or report.html.tera (missing files fall back to the built-in ones).
     #[arg(long)]
     pub templates: Option<PathBuf>,
+    /// A narrative notebook (Markdown with tera expressions) to render into the report; default: <plan dir>/<experiment>.md when it exists.
+    #[arg(long)]
+    pub narrative: Option<PathBuf>,
 }
 
 /// `qexp sim`.
@@ -131,6 +148,7 @@ pub fn main_with(cli: Cli) -> u8 {
     let result = match cli.command {
         Command::Run(args) => rt.block_on(cmd_run::run(args)),
         Command::Report(args) => cmd_report::report(args).map(|_| 0),
+        Command::Diff(args) => cmd_diff::diff(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
     };
     match result {

@@ -32,6 +32,10 @@ trials = 2
 seed = 3
 "#;
 
+/// The timing test measures milliseconds: the tests of this file run one at a
+/// time so that they do not load the 2-core machine under each other.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn opts(dir: &Path, plan_text: &str) -> RunOptions {
     let plan_path = dir.join("e2e.toml");
     std::fs::write(&plan_path, plan_text).unwrap();
@@ -58,6 +62,7 @@ fn f64_col(df: &DataFrame, name: &str) -> Vec<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_against_known_timing_writes_exact_rows_and_timing() {
+    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let result = run(opts(tmp.path(), PLAN), rx).await.expect("run succeeds");
@@ -138,6 +143,7 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_target_fails_before_writing_anything() {
+    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     // Bind then drop a listener so the port is (almost certainly) closed.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -159,4 +165,59 @@ async fn unreachable_target_fails_before_writing_anything() {
         !tmp.path().join("results").exists(),
         "no half-written result may exist"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_beyond_the_context_window_is_refused_before_any_load() {
+    let _serial = SERIAL.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // sim:exact serves 131072 tokens of context; 140000 + 21 does not fit.
+    let plan = PLAN.replace("input_tokens = 200", "input_tokens = 140000");
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let err = run(opts(tmp.path(), &plan), rx)
+        .await
+        .expect_err("must refuse");
+    assert!(
+        matches!(err, qexp_runner::RunError::ContextTooSmall { .. }),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("point c=4 in=140000 out=21 needs 140021 tokens of context, but qexp-sim at http://127.0.0.1:"),
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with(
+            "allows 131072 (/v1/models data[].max_model_len); restart the server with a larger \
+             max_context (another simulator profile), or shrink the point"
+        ),
+        "{msg}"
+    );
+    assert!(
+        !tmp.path().join("results").exists(),
+        "no results folder may be written"
+    );
+}
+
+#[test]
+fn the_cli_exits_2_on_a_plan_that_does_not_fit() {
+    use clap::Parser as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("big.toml");
+    std::fs::write(
+        &plan,
+        PLAN.replace("input_tokens = 200", "input_tokens = 140000"),
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let cli = qexp::Cli::parse_from([
+        "qexp",
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-report",
+    ]);
+    assert_eq!(qexp::main_with(cli), qexp::EXIT_BAD_INPUT);
+    assert!(!out.exists());
 }

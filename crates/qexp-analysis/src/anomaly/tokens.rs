@@ -6,12 +6,39 @@
 //! flagged. Input: a trial whose median server-reported prompt length is
 //! further than `input_tolerance` from the plan (the flag shows the median of
 //! such trials). Cache: qexp plans never share
-//! prefixes (each prompt starts with a unique nonce), so any cached prompt
-//! tokens in measured requests are unexpected.
+//! prefixes (each prompt starts with a unique nonce), so cached prompt
+//! tokens in measured requests are unexpected — beyond a small tolerance:
+//! the chat template ahead of the nonce is shared by every request, and an
+//! engine that caches at token granularity (llama.cpp reuses a slot's
+//! `<|im_start|>user\n`, 3–4 tokens) reports it. A trial's cached tokens are
+//! ignored while they average at most [`CACHE_TOLERANCE_TOKENS`] per request
+//! or stay within [`CACHE_TOLERANCE_SHARE`] of its prompt tokens; a real
+//! prefix hit (vLLM caches whole blocks of 16–128 tokens, llama.cpp the whole
+//! shared prefix) is far above both.
 
 use super::{Flag, Thresholds};
 use crate::metrics::PointSummary;
 use crate::stats::median;
+
+/// Cached tokens per request that a trial may average without a flag (template prefix).
+pub const CACHE_TOLERANCE_TOKENS: f64 = 16.0;
+/// Share of a trial's prompt tokens that may come from cache without a flag.
+pub const CACHE_TOLERANCE_SHARE: f64 = 0.01;
+
+/// True when a trial's cached tokens are more than template reuse explains.
+fn unexpected_cache(tr: &crate::metrics::TrialMetrics, planned_input: u32) -> bool {
+    if tr.cached_tokens == 0 {
+        return false;
+    }
+    let requests = f64::from(tr.requests.max(1));
+    let len = if tr.prompt_tokens.is_finite() && tr.prompt_tokens > 0.0 {
+        tr.prompt_tokens
+    } else {
+        f64::from(planned_input)
+    };
+    let cached = tr.cached_tokens as f64;
+    cached > CACHE_TOLERANCE_TOKENS * requests && cached > CACHE_TOLERANCE_SHARE * len * requests
+}
 
 /// Token-mismatch flags, then unexpected-cache-hit flags, per point.
 pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
@@ -48,7 +75,7 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
         let cached: Vec<u32> = p
             .trials
             .iter()
-            .filter(|tr| tr.cached_tokens > 0)
+            .filter(|tr| unexpected_cache(tr, p.point.input_tokens))
             .map(|tr| tr.trial)
             .collect();
         if !cached.is_empty() {
@@ -154,7 +181,36 @@ mod tests {
     }
 
     #[test]
-    fn any_cached_tokens_are_unexpected() {
+    fn template_reuse_is_tolerated_but_not_more() {
+        let mut p = c8();
+        // llama.cpp: 3–4 template tokens cached on most of a trial's 4 requests.
+        p.trials[0].cached_tokens = 14;
+        p.trials[1].cached_tokens = 64; // 16 per request: at the limit
+        assert!(detect(&[resummarise(&p)], &Thresholds::default()).is_empty());
+        p.trials[1].cached_tokens = 65; // above 16 per request and above 1% of 4 × 1000
+        let flags = detect(&[resummarise(&p)], &Thresholds::default());
+        assert!(
+            matches!(flags.as_slice(), [Flag::UnexpectedCacheHits { trials, .. }] if trials == &[2]),
+            "{flags:?}"
+        );
+    }
+
+    #[test]
+    fn on_long_prompts_one_percent_is_the_limit() {
+        let mut p = c8();
+        p.point.input_tokens = 32_000;
+        for tr in &mut p.trials {
+            tr.prompt_tokens = 32_000.0;
+        }
+        // 4 requests × 32,000 tokens: 1% = 1,280 cached tokens, above 16 per request.
+        p.trials[2].cached_tokens = 1_280;
+        assert!(detect(&[resummarise(&p)], &Thresholds::default()).is_empty());
+        p.trials[2].cached_tokens = 1_281;
+        assert_eq!(detect(&[resummarise(&p)], &Thresholds::default()).len(), 1);
+    }
+
+    #[test]
+    fn cached_tokens_beyond_the_tolerance_are_unexpected() {
         let mut p = c8();
         p.trials[0].cached_tokens = 2000; // half of trial 1's 4 × 1000 prompt tokens
         let flags = detect(&[resummarise(&p)], &Thresholds::default());

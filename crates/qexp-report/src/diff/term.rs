@@ -151,7 +151,11 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
                 r.ratio.clone(),
                 r.ci.clone(),
                 // Untested rows say why ("all equal", "no data in A") in the p column.
-                if r.p_holm == "–" { r.p.clone() } else { r.p_holm.clone() },
+                if r.p_holm == "–" {
+                    r.p.clone()
+                } else {
+                    r.p_holm.clone()
+                },
                 format!("{}{}", r.verdict, r.marks),
             ]
         })

@@ -1,0 +1,372 @@
+//! `qexp diff`: compares two analysed runs point by point. Points are paired
+//! by their plan parameters ([`pairing`]); the runs must have asked for the
+//! same workload ([`compat`]) unless the user ignores named keys; each
+//! (point, metric) gets the ratio of medians B/A with a seeded bootstrap
+//! interval and a Mann–Whitney U test, and Holm's correction runs over every
+//! test of the diff ([`compare`]). Rendering is qexp-report's job.
+
+pub mod compare;
+pub mod compat;
+mod metric;
+pub mod pairing;
+mod warning;
+
+pub use compare::{CannotReach, MetricDiff, MwTest, Untested, Verdict};
+pub use compat::{KeyRow, WorkloadCheck};
+pub use metric::{DiffMetric, Direction};
+pub use pairing::Side;
+pub use warning::DiffWarning;
+
+use crate::load::RunAnalysis;
+use crate::stats::{min_attainable_p, trials_needed};
+use qexp_plan::Point;
+use qexp_store::RunStatus;
+use serde::Serialize;
+
+/// Version of the serialised [`RunDiff`]; bumped on incompatible change.
+pub const DIFF_SCHEMA_VERSION: u32 = 1;
+
+/// How to compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffOptions {
+    /// Family-wise significance level, after Holm's correction.
+    pub alpha: f64,
+    /// Workload keys allowed to differ.
+    pub ignore: Vec<String>,
+    /// Metrics to compare, in display order; empty means all.
+    pub metrics: Vec<DiffMetric>,
+    /// Coverage of the bootstrap interval of each ratio.
+    pub level: f64,
+    /// Bootstrap resamples per ratio.
+    pub resamples: usize,
+    /// Bootstrap seed; each comparison derives its own stream from it.
+    pub seed: u64,
+}
+
+impl Default for DiffOptions {
+    fn default() -> DiffOptions {
+        DiffOptions {
+            alpha: 0.05,
+            ignore: Vec::new(),
+            metrics: Vec::new(),
+            level: 0.95,
+            resamples: 2000,
+            seed: 0,
+        }
+    }
+}
+
+/// Why two runs cannot be compared.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DiffError {
+    /// Workload keys differ and were not ignored.
+    #[error(
+        "the runs asked for different workloads, so their numbers are not comparable: {}. To compare anyway, name the key{} with --ignore {}",
+        .keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        if .keys.len() == 1 { "" } else { "s" },
+        .keys.iter().map(|k| k.key.as_str()).collect::<Vec<_>>().join(" --ignore ")
+    )]
+    Incomparable {
+        /// The differing keys.
+        keys: Vec<KeyRow>,
+    },
+    /// alpha outside (0, 1).
+    #[error("alpha must be between 0 and 1 (exclusive), got {0}")]
+    BadAlpha(f64),
+}
+
+/// One run as the diff names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSide {
+    /// Run id.
+    pub run_id: String,
+    /// Experiment name.
+    pub experiment: String,
+    /// Run folder as given.
+    pub dir: String,
+    /// Target URL or `sim:<profile>`.
+    pub target: String,
+    /// Model.
+    pub model: String,
+    /// True when the target was qexp's embedded simulator.
+    pub simulated: bool,
+    /// Trials run.
+    pub trials: u32,
+    /// Run status.
+    pub status: RunStatus,
+    /// Plan SHA-256.
+    pub plan_hash: String,
+    /// qexp version that made the run.
+    pub qexp_version: String,
+}
+
+impl RunSide {
+    fn of(r: &RunAnalysis) -> RunSide {
+        let m = &r.manifest;
+        RunSide {
+            run_id: m.run_id.clone(),
+            experiment: m.experiment.clone(),
+            dir: r.dir.display().to_string(),
+            target: m.target.base_url.clone(),
+            model: m.target.model.clone(),
+            simulated: m.target.simulated,
+            trials: m.trials,
+            status: m.status,
+            plan_hash: m.plan_hash.clone(),
+            qexp_version: m.qexp_version.clone(),
+        }
+    }
+}
+
+/// Two points with the same parameters and their comparisons.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairDiff {
+    /// The point as run A planned it.
+    pub point_a: Point,
+    /// The point as run B planned it (same parameters, maybe another id).
+    pub point_b: Point,
+    /// One comparison per metric, in the diff's metric order.
+    pub metrics: Vec<MetricDiff>,
+}
+
+/// A point without a partner.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnpairedPoint {
+    /// The run it belongs to.
+    pub side: Side,
+    /// The point.
+    pub point: Point,
+    /// Trials with data there.
+    pub n: usize,
+}
+
+/// Set when no test of the diff can be significant after Holm's correction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FamilyNote {
+    /// Tests in the family.
+    pub tests: usize,
+    /// Holm's first rejection needs a raw p at most alpha / tests.
+    pub threshold: f64,
+    /// The smallest p any test's sample sizes allow.
+    pub best_p: f64,
+    /// Trials per side that could reach the threshold.
+    pub needed: usize,
+}
+
+/// Counts of verdicts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Significant improvements.
+    pub better: usize,
+    /// Significant regressions.
+    pub worse: usize,
+    /// Not significant (including all-equal comparisons).
+    pub no_change: usize,
+    /// Not tested for lack of data.
+    pub not_tested: usize,
+}
+
+/// The whole comparison of run B against run A.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunDiff {
+    /// [`DIFF_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The baseline.
+    pub a: RunSide,
+    /// The candidate.
+    pub b: RunSide,
+    /// Family-wise alpha.
+    pub alpha: f64,
+    /// Bootstrap interval coverage.
+    pub level: f64,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// Metrics compared.
+    pub metrics: Vec<DiffMetric>,
+    /// Workload keys, checked.
+    pub workload: WorkloadCheck,
+    /// Deployment keys of both runs, side by side.
+    pub deployment: Vec<KeyRow>,
+    /// Paired points, in run A's plan order.
+    pub pairs: Vec<PairDiff>,
+    /// Points of either run without a partner.
+    pub unpaired: Vec<UnpairedPoint>,
+    /// Mann–Whitney tests made (the Holm family size).
+    pub tests: usize,
+    /// Comparisons not tested because every value on both sides was equal.
+    pub all_equal: usize,
+    /// Verdict counts.
+    pub tally: Tally,
+    /// Set when no test could be significant with these sample sizes and this many tests.
+    pub family_note: Option<FamilyNote>,
+    /// Caveats.
+    pub warnings: Vec<DiffWarning>,
+}
+
+impl RunDiff {
+    /// True when some comparison is a significant regression.
+    pub fn has_regression(&self) -> bool {
+        self.tally.worse > 0
+    }
+}
+
+/// A comparison's bootstrap seed: SplitMix64's increment spreads neighbouring indices apart.
+fn seed_for(base: u64, index: usize) -> u64 {
+    base.wrapping_add((index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Compares run B against run A; refuses runs that asked for different workloads.
+pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunDiff, DiffError> {
+    if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
+        return Err(DiffError::BadAlpha(opts.alpha));
+    }
+    let (ca, cb) = (&a.manifest.comparability, &b.manifest.comparability);
+    let workload = compat::check_workload(ca, cb, &opts.ignore);
+    if !workload.blocking.is_empty() {
+        return Err(DiffError::Incomparable {
+            keys: workload.blocking.clone(),
+        });
+    }
+    let mut warnings = Vec::new();
+    if !workload.ignored.is_empty() {
+        warnings.push(DiffWarning::IgnoredWorkload {
+            keys: workload.ignored.clone(),
+        });
+    }
+    for key in &workload.unused_ignores {
+        let known = workload.keys.iter().any(|r| r.key == *key);
+        warnings.push(DiffWarning::UnusedIgnore {
+            key: key.clone(),
+            known,
+        });
+    }
+    if ca.workload.is_empty() && cb.workload.is_empty() {
+        warnings.push(DiffWarning::NoFingerprint);
+    }
+    for (side, r) in [(Side::A, a), (Side::B, b)] {
+        if r.manifest.status != RunStatus::Complete {
+            warnings.push(DiffWarning::Incomplete {
+                side,
+                status: r.manifest.status,
+            });
+        }
+    }
+
+    let metrics: Vec<DiffMetric> = if opts.metrics.is_empty() {
+        DiffMetric::ALL.to_vec()
+    } else {
+        DiffMetric::ALL
+            .into_iter()
+            .filter(|m| opts.metrics.contains(m))
+            .collect()
+    };
+    let settings = compare::Settings {
+        alpha: opts.alpha,
+        level: opts.level,
+        resamples: opts.resamples,
+    };
+    let (pairs_idx, only_a, only_b) = pairing::pair(&a.points, &b.points);
+    let mut index = 0;
+    let mut pairs: Vec<PairDiff> = pairs_idx
+        .iter()
+        .map(|&(i, j)| {
+            let (pa, pb) = (&a.points[i], &b.points[j]);
+            let metrics = metrics
+                .iter()
+                .map(|&m| {
+                    index += 1;
+                    let seed = seed_for(opts.seed, index);
+                    compare::compare(m, &m.values(pa), &m.values(pb), settings, seed)
+                })
+                .collect();
+            PairDiff {
+                point_a: pa.point.clone(),
+                point_b: pb.point.clone(),
+                metrics,
+            }
+        })
+        .collect();
+    let mut all: Vec<&mut MetricDiff> = pairs
+        .iter_mut()
+        .flat_map(|p| p.metrics.iter_mut())
+        .collect();
+    let tests = compare::adjust(&mut all, opts.alpha);
+
+    let mut unpaired = Vec::new();
+    for (side, run, idx) in [(Side::A, a, &only_a), (Side::B, b, &only_b)] {
+        if !idx.is_empty() {
+            warnings.push(DiffWarning::Unpaired {
+                side,
+                count: idx.len(),
+            });
+        }
+        unpaired.extend(idx.iter().map(|&i| UnpairedPoint {
+            side,
+            point: run.points[i].point.clone(),
+            n: run.points[i].n,
+        }));
+    }
+
+    let comparisons = || pairs.iter().flat_map(|p| p.metrics.iter());
+    let mut tally = Tally::default();
+    for d in comparisons() {
+        match d.verdict {
+            Verdict::Better => tally.better += 1,
+            Verdict::Worse => tally.worse += 1,
+            Verdict::NoChange => tally.no_change += 1,
+            Verdict::NotTested => tally.not_tested += 1,
+        }
+    }
+    let all_equal = comparisons()
+        .filter(|d| d.untested == Some(Untested::AllEqual))
+        .count();
+    let family_note = family_note(comparisons(), tests, opts.alpha);
+
+    Ok(RunDiff {
+        schema_version: DIFF_SCHEMA_VERSION,
+        a: RunSide::of(a),
+        b: RunSide::of(b),
+        alpha: opts.alpha,
+        level: opts.level,
+        resamples: opts.resamples,
+        seed: opts.seed,
+        metrics,
+        deployment: compat::rows(&ca.deployment, &cb.deployment),
+        workload,
+        pairs,
+        unpaired,
+        tests,
+        all_equal,
+        tally,
+        family_note,
+        warnings,
+    })
+}
+
+/// Holm's first rejection needs some raw p <= alpha / m; when no test's
+/// sample sizes allow that, nothing in the diff can be significant.
+fn family_note<'a>(
+    comparisons: impl Iterator<Item = &'a MetricDiff>,
+    tests: usize,
+    alpha: f64,
+) -> Option<FamilyNote> {
+    if tests == 0 {
+        return None;
+    }
+    let threshold = alpha / tests as f64;
+    let best_p = comparisons
+        .filter(|d| d.test.is_some())
+        .filter_map(|d| {
+            let (a, b) = (d.a.as_ref()?, d.b.as_ref()?);
+            Some(min_attainable_p(a.n, b.n))
+        })
+        .fold(f64::INFINITY, f64::min);
+    (best_p > threshold).then(|| FamilyNote {
+        tests,
+        threshold,
+        best_p,
+        needed: trials_needed(threshold),
+    })
+}

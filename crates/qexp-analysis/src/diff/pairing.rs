@@ -1,0 +1,103 @@
+//! Pairs the points of two runs by their plan parameters. A point's id is
+//! its index in one plan's expansion, so it says nothing about the other
+//! run; the parameters (concurrency, input and output length) do.
+
+use crate::metrics::PointSummary;
+use qexp_plan::Point;
+use serde::Serialize;
+
+/// Which run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Side {
+    /// The baseline (first argument).
+    A,
+    /// The candidate (second argument); ratios are B/A.
+    B,
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::A => "A",
+            Side::B => "B",
+        })
+    }
+}
+
+/// The parameters two points must share to be compared.
+pub fn pair_key(p: &Point) -> (u32, u32, u32) {
+    (p.concurrency, p.input_tokens, p.output_tokens)
+}
+
+/// Paired indices into `a` and `b` (in A's order) and the indices left over on each side.
+pub fn pair(
+    a: &[PointSummary],
+    b: &[PointSummary],
+) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
+    let mut used = vec![false; b.len()];
+    let mut pairs = Vec::new();
+    let mut only_a = Vec::new();
+    for (i, pa) in a.iter().enumerate() {
+        let key = pair_key(&pa.point);
+        // The first unused match, so a plan listing a value twice pairs in order.
+        match (0..b.len()).find(|&j| !used[j] && pair_key(&b[j].point) == key) {
+            Some(j) => {
+                used[j] = true;
+                pairs.push((i, j));
+            }
+            None => only_a.push(i),
+        }
+    }
+    let only_b = (0..b.len()).filter(|&j| !used[j]).collect();
+    (pairs, only_a, only_b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(id: u32, c: u32, input: u32, output: u32) -> PointSummary {
+        let point = Point {
+            id,
+            concurrency: c,
+            input_tokens: input,
+            output_tokens: output,
+            requests: 4,
+            warmup: 1,
+        };
+        PointSummary::new(point, Vec::new())
+    }
+
+    #[test]
+    fn pairs_by_parameters_not_ids() {
+        let a = [
+            pt(0, 1, 1000, 500),
+            pt(1, 4, 1000, 500),
+            pt(2, 8, 1000, 500),
+        ];
+        // B ran the points in another order and has one more.
+        let b = [
+            pt(0, 8, 1000, 500),
+            pt(1, 1, 1000, 500),
+            pt(2, 16, 1000, 500),
+        ];
+        let (pairs, only_a, only_b) = pair(&a, &b);
+        assert_eq!(pairs, [(0, 1), (2, 0)]);
+        assert_eq!(only_a, [1]);
+        assert_eq!(only_b, [2]);
+    }
+
+    #[test]
+    fn output_length_is_part_of_the_key() {
+        let (pairs, only_a, only_b) = pair(&[pt(0, 1, 1000, 500)], &[pt(0, 1, 1000, 200)]);
+        assert!(pairs.is_empty());
+        assert_eq!((only_a, only_b), (vec![0], vec![0]));
+    }
+
+    #[test]
+    fn repeated_parameters_pair_in_order() {
+        let a = [pt(0, 1, 10, 10), pt(1, 1, 10, 10)];
+        let b = [pt(0, 1, 10, 10), pt(1, 1, 10, 10)];
+        assert_eq!(pair(&a, &b).0, [(0, 0), (1, 1)]);
+    }
+}

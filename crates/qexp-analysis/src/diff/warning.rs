@@ -1,0 +1,83 @@
+//! Things a diff goes on despite, as values whose `Display` says what to do.
+
+use super::compat::KeyRow;
+use super::pairing::Side;
+use qexp_store::RunStatus;
+use serde::Serialize;
+
+/// A caveat printed on stderr and at the top of every diff output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DiffWarning {
+    /// Workload keys differ and `--ignore` named them.
+    IgnoredWorkload {
+        /// The differing keys.
+        keys: Vec<KeyRow>,
+    },
+    /// An `--ignore` name that is not a differing workload key.
+    UnusedIgnore {
+        /// The name given.
+        key: String,
+        /// True when the key exists (with equal values), false when neither run has it.
+        known: bool,
+    },
+    /// A run did not finish.
+    Incomplete {
+        /// Which run.
+        side: Side,
+        /// Its status.
+        status: RunStatus,
+    },
+    /// Neither run records workload keys, so comparability cannot be checked.
+    NoFingerprint,
+    /// Points that have no partner in the other run.
+    Unpaired {
+        /// The run that has them.
+        side: Side,
+        /// How many.
+        count: usize,
+    },
+}
+
+impl std::fmt::Display for DiffWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiffWarning::IgnoredWorkload { keys } => {
+                let list: Vec<String> = keys.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "the runs asked for different workloads: {}; compared anyway because --ignore names {}. A difference may come from the workload, not the deployment",
+                    list.join(", "),
+                    if keys.len() == 1 { "it" } else { "them" }
+                )
+            }
+            DiffWarning::UnusedIgnore { key, known: true } => write!(
+                f,
+                "--ignore {key}: the runs agree on this workload key, so there was nothing to ignore"
+            ),
+            DiffWarning::UnusedIgnore { key, known: false } => write!(
+                f,
+                "--ignore {key}: neither run has a workload key of that name; check the spelling against the workload table"
+            ),
+            DiffWarning::Incomplete { side, status } => write!(
+                f,
+                "run {side} is {}: only what it finished is compared",
+                match status {
+                    RunStatus::Running => "still running, or its process died",
+                    RunStatus::Interrupted => "interrupted",
+                    RunStatus::Complete => "complete",
+                }
+            ),
+            DiffWarning::NoFingerprint => f.write_str(
+                "neither run records workload keys (made by an older qexp?), so qexp cannot check that they asked for the same workload",
+            ),
+            DiffWarning::Unpaired { side, count } => write!(
+                f,
+                "{count} point{} of run {side} {} no partner with the same parameters in the other run and {} not compared (listed below)",
+                if *count == 1 { "" } else { "s" },
+                if *count == 1 { "has" } else { "have" },
+                if *count == 1 { "is" } else { "are" },
+            ),
+        }
+    }
+}

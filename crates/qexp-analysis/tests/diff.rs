@@ -1,0 +1,283 @@
+//! `qexp diff` on synthetic runs whose truth is known: a 10% throughput gain
+//! is found with an interval around 1.10; identical distributions over a
+//! 20-point grid give no verdict (Holm's correction absorbing the raw
+//! p-values below alpha); two trials per side are footnoted as unable to
+//! reach significance; differing workloads are refused by key unless ignored.
+
+use qexp_analysis::diff::{DiffWarning, Side, Untested, Verdict};
+use qexp_analysis::stats::Rng;
+use qexp_analysis::{
+    diff, DiffError, DiffMetric, DiffOptions, PointSummary, RunAnalysis, TrialMetrics,
+};
+use qexp_plan::Point;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Baseline per-trial values of a point at concurrency `c`.
+fn base(c: u32) -> (f64, f64, f64, f64, f64) {
+    let c = f64::from(c);
+    // agg, decode, ttft, e2e, itl_p99
+    (
+        70.0 * c.min(9.0),
+        73.0 - c,
+        0.3 + 0.1 * c,
+        7.0 + 0.2 * c,
+        0.06,
+    )
+}
+
+/// A trial whose throughputs are scaled by `speed` and latencies divided by it, each times `1 + noise()`.
+fn trial(n: u32, c: u32, speed: f64, noise: &mut dyn FnMut() -> f64) -> TrialMetrics {
+    let (agg, dec, ttft, e2e, itl) = base(c);
+    TrialMetrics {
+        trial: n,
+        requests: 4 * c,
+        agg_tok_s: agg * speed * (1.0 + noise()),
+        decode_tok_s: dec * speed * (1.0 + noise()),
+        ttft_s: ttft / speed * (1.0 + noise()),
+        e2e_s: e2e / speed * (1.0 + noise()),
+        itl_p99_s: itl / speed * (1.0 + noise()),
+        ..TrialMetrics::default()
+    }
+}
+
+/// A uniform noise source on `±width`.
+fn uniform(seed: u64, width: f64) -> impl FnMut() -> f64 {
+    let mut rng = Rng::new(seed);
+    move || (rng.next_f64() * 2.0 - 1.0) * width
+}
+
+fn run(
+    id: &str,
+    concurrencies: &[u32],
+    trials: u32,
+    speed: f64,
+    noise: &mut dyn FnMut() -> f64,
+    workload: &[(&str, &str)],
+) -> RunAnalysis {
+    let points: Vec<PointSummary> = concurrencies
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let point = Point {
+                id: i as u32,
+                concurrency: c,
+                input_tokens: 1000,
+                output_tokens: 500,
+                requests: 4 * c,
+                warmup: 1,
+            };
+            let t = (1..=trials)
+                .map(|n| TrialMetrics {
+                    point_id: point.id,
+                    ..trial(n, c, speed, noise)
+                })
+                .collect();
+            PointSummary::new(point, t)
+        })
+        .collect();
+    let wl: BTreeMap<&str, &str> = workload.iter().copied().collect();
+    let manifest = serde_json::from_value(json!({
+        "schema_version": 1, "qexp_version": "0.1.0", "run_id": id, "experiment": "synthetic",
+        "plan_path": "synthetic.toml", "plan_hash": "00", "plan_text": "", "overrides": {},
+        "trials": trials, "points": points.iter().map(|p| &p.point).collect::<Vec<_>>(),
+        "point_order": [], "target": {"base_url": format!("sim:{id}"), "model": "m", "api": "chat",
+        "simulated": true, "sim_profile": id, "sim_time_scale": 0.05, "api_key_env": null},
+        "server": {}, "calibration": [], "git": null,
+        "host": {"hostname": "h", "os": "linux", "kernel": "6", "arch": "x86_64", "cpu_model": null,
+            "cpus": 2, "memory_bytes": 0, "gpus": []},
+        "comparability": {"workload": wl, "deployment": {"model": format!("sim-{id}")}, "workload_hash": "00"},
+        "started_at": "2026-01-01T00:00:00Z", "ended_at": null, "status": "complete", "stop_reason": null
+    }))
+    .expect("synthetic manifest matches the schema");
+    RunAnalysis {
+        dir: id.into(),
+        manifest,
+        points,
+    }
+}
+
+const WORKLOAD: [(&str, &str); 2] = [("output_tokens", "500"), ("prompt", "RandomWords")];
+
+#[test]
+fn ten_percent_faster_b_is_a_significant_improvement_with_an_interval_around_1_10() {
+    let a = run("a", &[4], 5, 1.0, &mut uniform(1, 0.02), &WORKLOAD);
+    let b = run("b", &[4], 5, 1.10, &mut uniform(2, 0.02), &WORKLOAD);
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    assert_eq!(d.pairs.len(), 1);
+    // Five metrics tested; failures are 0 everywhere, so not a test.
+    assert_eq!((d.tests, d.all_equal), (5, 1));
+    for m in &d.pairs[0].metrics {
+        if m.metric == DiffMetric::Failures {
+            assert_eq!(m.untested, Some(Untested::AllEqual));
+            assert_eq!(m.verdict, Verdict::NoChange);
+            continue;
+        }
+        // Throughput up and latency down are both improvements.
+        assert_eq!(m.verdict, Verdict::Better, "{m:?}");
+        let want = if m.metric == DiffMetric::AggTokS || m.metric == DiffMetric::DecodeTokS {
+            1.10
+        } else {
+            1.0 / 1.10
+        };
+        let (lo, hi) = m.ci.expect("interval");
+        assert!(
+            lo <= want && want <= hi,
+            "{:?}: {lo}..{hi} misses {want}",
+            m.metric
+        );
+        assert!(
+            hi - lo < 0.1,
+            "{:?}: interval {lo}..{hi} too wide",
+            m.metric
+        );
+        let t = m.test.expect("tested");
+        assert!(t.exact && t.p_holm <= 0.05 && t.p_holm > t.p, "{t:?}");
+    }
+    assert_eq!((d.tally.better, d.tally.worse), (4 + 1, 0));
+    assert!(!d.has_regression());
+    assert_eq!(d.family_note, None);
+
+    // The same runs the other way round: every improvement becomes a regression.
+    let back = diff(&b, &a, &DiffOptions::default()).expect("comparable");
+    assert_eq!((back.tally.better, back.tally.worse), (0, 5));
+    assert!(back.has_regression());
+}
+
+#[test]
+fn the_bootstrap_is_seeded() {
+    let a = run("a", &[1, 4], 5, 1.0, &mut uniform(1, 0.05), &WORKLOAD);
+    let b = run("b", &[1, 4], 5, 1.02, &mut uniform(2, 0.05), &WORKLOAD);
+    let opts = DiffOptions::default();
+    assert_eq!(diff(&a, &b, &opts), diff(&a, &b, &opts));
+    let other = DiffOptions {
+        seed: 1,
+        ..opts.clone()
+    };
+    let ci = |o: &DiffOptions| diff(&a, &b, o).map(|d| d.pairs[0].metrics[0].ci);
+    assert_ne!(ci(&opts), ci(&other));
+}
+
+#[test]
+fn identical_distributions_on_a_20_point_grid_give_no_significant_verdict() {
+    let grid: Vec<u32> = (1..=20).collect();
+    let a = run("a", &grid, 5, 1.0, &mut uniform(11, 0.05), &WORKLOAD);
+    let b = run("b", &grid, 5, 1.0, &mut uniform(12, 0.05), &WORKLOAD);
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    assert_eq!((d.pairs.len(), d.tests, d.all_equal), (20, 100, 20));
+    let raw: Vec<f64> = d
+        .pairs
+        .iter()
+        .flat_map(|p| &p.metrics)
+        .filter_map(|m| m.test.map(|t| t.p))
+        .collect();
+    // Uncorrected, some of 100 tests of equal distributions fall below alpha ...
+    let raw_hits = raw.iter().filter(|p| **p <= 0.05).count();
+    assert!(raw_hits >= 2, "{raw_hits} raw p <= 0.05");
+    // ... Holm's correction keeps every one of them from becoming a verdict.
+    assert_eq!((d.tally.better, d.tally.worse), (0, 0));
+    assert_eq!(d.tally.no_change, 100 + 20);
+    assert!(!d.has_regression());
+}
+
+#[test]
+fn two_trials_per_side_cannot_reach_significance_and_say_how_many_would() {
+    // B is twice as fast, yet 2 vs 2 trials give p >= 1/3 whatever the data.
+    let a = run("a", &[4], 2, 1.0, &mut uniform(1, 0.01), &WORKLOAD);
+    let b = run("b", &[4], 2, 2.0, &mut uniform(2, 0.01), &WORKLOAD);
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    let agg = &d.pairs[0].metrics[0];
+    assert_eq!(agg.metric, DiffMetric::AggTokS);
+    assert_eq!(agg.verdict, Verdict::NoChange);
+    let c = agg.cannot_reach.expect("footnoted");
+    assert_eq!((c.n_a, c.n_b, c.needed), (2, 2, 4));
+    let f = d.family_note.expect("no test can be significant");
+    assert_eq!(f.tests, 5);
+    // Holm's first rejection needs p <= 0.05/5 = 0.01: 5 trials per side (2/252 = 0.0079).
+    assert_eq!(f.needed, 5);
+
+    // Four trials per side reach 0.05 for one test, so no footnote there.
+    let a = run("a", &[4], 4, 1.0, &mut uniform(1, 0.01), &WORKLOAD);
+    let b = run("b", &[4], 4, 2.0, &mut uniform(2, 0.01), &WORKLOAD);
+    let one = DiffOptions {
+        metrics: vec![DiffMetric::AggTokS],
+        ..DiffOptions::default()
+    };
+    let d = diff(&a, &b, &one).expect("comparable");
+    assert_eq!(d.pairs[0].metrics.len(), 1);
+    assert_eq!(d.pairs[0].metrics[0].cannot_reach, None);
+    assert_eq!(d.pairs[0].metrics[0].verdict, Verdict::Better);
+    assert_eq!(d.family_note, None);
+}
+
+#[test]
+fn different_workloads_are_refused_by_key_unless_ignored() {
+    let a = run("a", &[4], 3, 1.0, &mut uniform(1, 0.01), &WORKLOAD);
+    let b = run(
+        "b",
+        &[4],
+        3,
+        1.0,
+        &mut uniform(2, 0.01),
+        &[("output_tokens", "200"), ("prompt", "RandomWords")],
+    );
+    let err = diff(&a, &b, &DiffOptions::default()).expect_err("refused");
+    let DiffError::Incomparable { keys } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].key, "output_tokens");
+    assert_eq!(
+        err.to_string(),
+        "the runs asked for different workloads, so their numbers are not comparable: \
+         output_tokens (A: \"500\", B: \"200\"). To compare anyway, name the key with --ignore output_tokens"
+    );
+
+    let opts = DiffOptions {
+        ignore: vec!["output_tokens".into(), "tokenizer".into()],
+        ..DiffOptions::default()
+    };
+    let d = diff(&a, &b, &opts).expect("ignored");
+    assert_eq!(d.workload.ignored.len(), 1);
+    assert!(
+        matches!(&d.warnings[0], DiffWarning::IgnoredWorkload { keys } if keys[0].key == "output_tokens")
+    );
+    assert!(d.warnings[0]
+        .to_string()
+        .contains("compared anyway because --ignore names it"));
+    assert_eq!(
+        d.warnings[1],
+        DiffWarning::UnusedIgnore {
+            key: "tokenizer".into(),
+            known: false
+        }
+    );
+}
+
+#[test]
+fn unpaired_points_are_listed() {
+    let a = run("a", &[1, 4, 8], 3, 1.0, &mut uniform(1, 0.01), &WORKLOAD);
+    let b = run("b", &[4, 8, 16], 3, 1.0, &mut uniform(2, 0.01), &WORKLOAD);
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    let paired: Vec<u32> = d.pairs.iter().map(|p| p.point_a.concurrency).collect();
+    assert_eq!(paired, [4, 8]);
+    let unpaired: Vec<(Side, u32)> = d
+        .unpaired
+        .iter()
+        .map(|u| (u.side, u.point.concurrency))
+        .collect();
+    assert_eq!(unpaired, [(Side::A, 1), (Side::B, 16)]);
+    assert_eq!(
+        d.warnings,
+        [
+            DiffWarning::Unpaired {
+                side: Side::A,
+                count: 1
+            },
+            DiffWarning::Unpaired {
+                side: Side::B,
+                count: 1
+            }
+        ]
+    );
+}

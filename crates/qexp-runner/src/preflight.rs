@@ -1,0 +1,131 @@
+//! Context preflight: before any load (and before calibration), check that
+//! every point fits the server's context window, so a long-context sweep
+//! fails in a second with the flag to change instead of after an hour with
+//! HTTP 400s at its longest point.
+
+use crate::error::RunError;
+use qexp_client::Fingerprint;
+use qexp_plan::Point;
+
+/// Refuses the plan when a point needs more context than the server allows.
+/// A server that reveals no limit passes (its own errors are still classified).
+pub(crate) fn check_context(
+    points: &[Point],
+    fp: &Fingerprint,
+    base_url: &str,
+) -> Result<(), RunError> {
+    let need = |p: &Point| u64::from(p.input_tokens) + u64::from(p.output_tokens);
+    if let Some(limit) = fp.max_context {
+        if let Some(p) = points
+            .iter()
+            .filter(|p| need(p) > u64::from(limit))
+            .max_by_key(|p| need(p))
+        {
+            return Err(too_small(p, need(p), limit, "context", fp, base_url));
+        }
+    }
+    if let Some(limit) = fp.max_input {
+        if let Some(p) = points
+            .iter()
+            .filter(|p| p.input_tokens > limit)
+            .max_by_key(|p| p.input_tokens)
+        {
+            let n = u64::from(p.input_tokens);
+            return Err(too_small(p, n, limit, "input", fp, base_url));
+        }
+    }
+    Ok(())
+}
+
+fn too_small(
+    p: &Point,
+    needed: u64,
+    limit: u32,
+    what: &'static str,
+    fp: &Fingerprint,
+    base_url: &str,
+) -> RunError {
+    RunError::ContextTooSmall {
+        point: p.label(),
+        needed,
+        what,
+        limit,
+        engine: fp.engine.clone(),
+        url: base_url.to_string(),
+        limit_source: fp
+            .max_context_source
+            .clone()
+            .filter(|_| what == "context")
+            .unwrap_or_else(|| "its input limit".into()),
+        flag: fp.context_flag(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(id: u32, input: u32, output: u32) -> Point {
+        Point {
+            id,
+            concurrency: 1,
+            input_tokens: input,
+            output_tokens: output,
+            requests: 1,
+            warmup: 0,
+        }
+    }
+
+    fn vllm(limit: u32) -> Fingerprint {
+        Fingerprint {
+            engine: "vllm".into(),
+            max_context: Some(limit),
+            max_context_source: Some("/v1/models data[].max_model_len".into()),
+            ..Fingerprint::default()
+        }
+    }
+
+    #[test]
+    fn names_the_largest_point_the_limit_and_the_flag() {
+        let pts = [
+            point(0, 1000, 200),
+            point(1, 140_000, 200),
+            point(2, 135_000, 200),
+        ];
+        let err = check_context(&pts, &vllm(131_072), "http://127.0.0.1:8000").unwrap_err();
+        let msg = err.to_string();
+        assert_eq!(
+            msg,
+            "point c=1 in=140000 out=200 needs 140200 tokens of context, but vllm at \
+             http://127.0.0.1:8000 allows 131072 (/v1/models data[].max_model_len); \
+             restart the server with a larger --max-model-len, or shrink the point"
+        );
+        assert_eq!(msg.matches(". ").count(), 0, "one sentence: {msg}");
+    }
+
+    #[test]
+    fn exactly_at_the_limit_passes_and_unknown_limits_pass() {
+        let pts = [point(0, 131_000, 72)];
+        assert!(check_context(&pts, &vllm(131_072), "u").is_ok());
+        assert!(check_context(&pts, &Fingerprint::default(), "u").is_ok());
+        assert!(check_context(&[point(0, 131_000, 73)], &vllm(131_072), "u").is_err());
+    }
+
+    #[test]
+    fn a_separate_input_cap_is_checked_too() {
+        let fp = Fingerprint {
+            engine: "tgi".into(),
+            max_context: Some(8192),
+            max_input: Some(4096),
+            ..Fingerprint::default()
+        };
+        let msg = check_context(&[point(0, 5000, 100)], &fp, "u")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("needs 5000 tokens of input"), "{msg}");
+        assert!(
+            msg.contains("--max-input-tokens/--max-total-tokens"),
+            "{msg}"
+        );
+    }
+}

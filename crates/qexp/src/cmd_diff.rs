@@ -1,0 +1,155 @@
+//! `qexp diff RUN_A RUN_B`: analyse both runs, compare them, print and write
+//! the result, and turn "a significant regression" into an exit code for CI.
+
+use crate::CliError;
+use anyhow::anyhow;
+use qexp_analysis::{DiffError, DiffMetric, DiffOptions};
+use qexp_report::diff::{self, DiffFormat, DiffTemplates};
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+
+/// Exit code of `--fail-on-regression` when a comparison is a significant regression.
+pub const EXIT_REGRESSION: u8 = 1;
+
+/// Where `qexp diff` sends its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table on stdout (colour on a terminal).
+    Term,
+    /// diff.md and ratios.svg under --out.
+    Md,
+    /// A self-contained diff.html under --out.
+    Html,
+}
+
+/// `qexp diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The baseline: a run folder (results/<experiment>/<run-id>) or a run id under --results.
+    pub run_a: PathBuf,
+    /// The candidate, compared against A (ratios are B/A).
+    pub run_b: PathBuf,
+    /// Outputs, comma-separated or repeated: term (stdout), md, html (written to --out).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "term")]
+    pub format: Vec<Format>,
+    /// Folder for md/html [default: reports/diff/<runA-id>_vs_<runB-id>/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Family-wise significance level, after Holm's correction over every test of the diff.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Exit 1 when any comparison is a significant regression (for CI gates).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Compare even though this workload key differs (repeatable); the output says so.
+    #[arg(long = "ignore", value_name = "KEY")]
+    pub ignore: Vec<String>,
+    /// Compare only this metric (repeatable) [default: all].
+    #[arg(long = "metric", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(DiffMetric::NAMES))]
+    pub metrics: Vec<String>,
+    /// Seed of the bootstrap intervals.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where run ids are looked up.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// A folder with your own diff.md.tera / diff.html.tera (missing files fall back to the built-in ones).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+/// A run folder, or the folder of the run with this id (or unique id prefix) under `results`.
+fn resolve(run: &Path, results: &Path) -> Result<PathBuf, CliError> {
+    if run.join(qexp_store::MANIFEST_FILE).is_file() {
+        return Ok(run.to_path_buf());
+    }
+    let name = run.to_string_lossy();
+    let found: Vec<PathBuf> = qexp_store::find_runs(results)
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(name.as_ref()))
+        .map(|r| r.dir)
+        .collect();
+    match found.as_slice() {
+        [one] if !name.is_empty() && !name.contains(std::path::MAIN_SEPARATOR) => Ok(one.clone()),
+        [_, _, ..] if !name.contains(std::path::MAIN_SEPARATOR) => Err(CliError::input(anyhow!(
+            "run id {name:?} matches {} runs under {}; give more of it or the folder",
+            found.len(),
+            results.display()
+        ))),
+        _ => Err(CliError::input(anyhow!(
+            "no run at {}: not a folder with {}, nor a run id under {}",
+            run.display(),
+            qexp_store::MANIFEST_FILE,
+            results.display()
+        ))),
+    }
+}
+
+/// `qexp diff`: returns 0, or 1 for a significant regression under `--fail-on-regression`.
+pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
+    let dir_a = resolve(&args.run_a, &args.results)?;
+    let dir_b = resolve(&args.run_b, &args.results)?;
+    let analyse = |dir: &Path| {
+        qexp_analysis::analyze(dir).map_err(|e| {
+            CliError::input(anyhow!(e).context(format!("cannot analyse {}", dir.display())))
+        })
+    };
+    let (a, b) = (analyse(&dir_a)?, analyse(&dir_b)?);
+    let opts = DiffOptions {
+        alpha: args.alpha,
+        ignore: args.ignore.clone(),
+        metrics: args
+            .metrics
+            .iter()
+            .filter_map(|m| DiffMetric::from_key(m))
+            .collect(),
+        seed: args.seed,
+        ..DiffOptions::default()
+    };
+    let d = qexp_analysis::diff(&a, &b, &opts).map_err(|e| match e {
+        DiffError::Incomparable { .. } | DiffError::BadAlpha(_) => CliError::input(e),
+    })?;
+    for w in &d.warnings {
+        eprintln!("warning: {w}");
+    }
+    if args.format.contains(&Format::Term) {
+        let ctx = diff::diff_context(&d);
+        print!(
+            "{}",
+            diff::term::render_term(&ctx, std::io::stdout().is_terminal())
+        );
+    }
+    let files: Vec<DiffFormat> = args
+        .format
+        .iter()
+        .filter_map(|f| match f {
+            Format::Term => None,
+            Format::Md => Some(DiffFormat::Markdown),
+            Format::Html => Some(DiffFormat::Html),
+        })
+        .collect();
+    if !files.is_empty() {
+        let templates = match &args.templates {
+            Some(dir) => DiffTemplates::from_dir(dir).map_err(CliError::input)?,
+            None => DiffTemplates::builtin().map_err(CliError::failure)?,
+        };
+        let out = args.out.clone().unwrap_or_else(|| {
+            PathBuf::from("reports")
+                .join("diff")
+                .join(format!("{}_vs_{}", d.a.run_id, d.b.run_id))
+        });
+        for f in diff::write_diff(&d, &templates, &files, &out).map_err(CliError::failure)? {
+            println!("diff: {}", f.display());
+        }
+    }
+    Ok(if args.fail_on_regression && d.has_regression() {
+        eprintln!(
+            "qexp diff: {} significant regression{} (--fail-on-regression)",
+            d.tally.worse,
+            if d.tally.worse == 1 { "" } else { "s" }
+        );
+        EXIT_REGRESSION
+    } else {
+        0
+    })
+}

@@ -1,0 +1,269 @@
+//! `qexp diff` end to end in-process, on run folders written with the real
+//! store (manifest + Parquet) from synthetic rows whose truth is known:
+//! exit codes (0, 1 with --fail-on-regression, 2 for bad input), the
+//! workload refusal and `--ignore`, run ids resolved under `--results`, the
+//! files written, and the help text.
+
+use clap::{CommandFactory, Parser};
+use qexp::Cli;
+use qexp_analysis::stats::Rng;
+use qexp_plan::Point;
+use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+const TRIALS: u32 = 7;
+const OUT: u32 = 20;
+
+fn manifest(run_id: &str, profile: &str, output_tokens: &str, points: &[Point]) -> Manifest {
+    serde_json::from_value(json!({
+        "schema_version": 1, "qexp_version": "0.1.0", "run_id": run_id, "experiment": "cli",
+        "plan_path": "cli.toml", "plan_hash": "00", "plan_text": "", "overrides": {},
+        "trials": TRIALS, "points": points, "point_order": [],
+        "target": {"base_url": format!("sim:{profile}"), "model": format!("sim-{profile}"), "api": "chat",
+            "simulated": true, "sim_profile": profile, "sim_time_scale": 1.0, "api_key_env": null},
+        "server": {}, "calibration": [], "git": null,
+        "host": {"hostname": "h", "os": "linux", "kernel": "6", "arch": "x86_64", "cpu_model": null,
+            "cpus": 2, "memory_bytes": 0, "gpus": []},
+        "comparability": {
+            "workload": {"concurrency": "1,4", "output_tokens": output_tokens},
+            "deployment": {"model": format!("sim-{profile}")},
+            "workload_hash": "00"},
+        "started_at": "2026-11-30T10:15:00Z", "ended_at": null, "status": "running", "stop_reason": null
+    }))
+    .expect("manifest matches the schema")
+}
+
+/// Writes a complete run whose decode step is `step_s` (± 1% noise per trial) under `root`.
+fn write_run(
+    root: &Path,
+    run_id: &str,
+    profile: &str,
+    step_s: f64,
+    output_tokens: &str,
+    seed: u64,
+) -> PathBuf {
+    let points: Vec<Point> = [1, 4]
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| Point {
+            id: i as u32,
+            concurrency: c,
+            input_tokens: 100,
+            output_tokens: OUT,
+            requests: 2 * c,
+            warmup: 0,
+        })
+        .collect();
+    let mut w = RunWriter::create(root, manifest(run_id, profile, output_tokens, &points))
+        .expect("create run");
+    let mut rng = Rng::new(seed);
+    for trial in 1..=TRIALS {
+        for p in &points {
+            let step = step_s * (1.0 + (rng.next_f64() - 0.5) * 0.02);
+            let ttft = 0.05 * (1.0 + (rng.next_f64() - 0.5) * 0.02);
+            let offsets: Vec<f64> = (0..OUT).map(|k| ttft + f64::from(k) * step).collect();
+            let e2e = offsets[offsets.len() - 1];
+            let rows: Vec<RequestRow> = (0..p.requests)
+                .map(|i| RequestRow {
+                    run_id: run_id.into(),
+                    trial,
+                    point_id: p.id,
+                    request_index: i,
+                    concurrency: p.concurrency,
+                    input_tokens_target: p.input_tokens,
+                    output_tokens_target: OUT,
+                    ttft_s: Some(ttft),
+                    e2e_s: Some(e2e),
+                    tpot_s: Some((e2e - ttft) / f64::from(OUT - 1)),
+                    end_s: e2e,
+                    chunks: OUT,
+                    chunk_offsets_s: offsets.clone(),
+                    prompt_tokens: Some(p.input_tokens),
+                    completion_tokens: Some(OUT),
+                    client_tokens: OUT,
+                    finish_reason: Some("length".into()),
+                    http_status: Some(200),
+                    ..RequestRow::default()
+                })
+                .collect();
+            let window = e2e * f64::from(p.requests / p.concurrency);
+            let point = PointRow {
+                run_id: run_id.into(),
+                trial,
+                point_id: p.id,
+                concurrency: p.concurrency,
+                input_tokens_target: p.input_tokens,
+                output_tokens_target: OUT,
+                requests_planned: p.requests,
+                requests_done: p.requests,
+                window_end_unix_s: window,
+                output_tokens: u64::from(OUT * p.requests),
+                agg_output_tok_s: Some(f64::from(OUT * p.requests) / window),
+                ..PointRow::default()
+            };
+            w.write_point(&rows, &point).expect("write point");
+        }
+    }
+    w.finish(RunStatus::Complete, None).expect("finish run")
+}
+
+fn qexp(args: &[&str]) -> u8 {
+    let cli = Cli::try_parse_from(std::iter::once("qexp").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    qexp::main_with(cli)
+}
+
+struct Runs {
+    _tmp: tempfile::TempDir,
+    results: PathBuf,
+    base: String,
+    same: String,
+    slower: String,
+    other_workload: String,
+}
+
+fn runs() -> Runs {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let results = tmp.path().join("results");
+    let s = |p: PathBuf| p.display().to_string();
+    Runs {
+        base: s(write_run(
+            &results,
+            "20261130T100000Z-aaaaaa",
+            "fast",
+            0.010,
+            "20",
+            1,
+        )),
+        same: s(write_run(
+            &results,
+            "20261130T110000Z-bbbbbb",
+            "fast",
+            0.010,
+            "20",
+            2,
+        )),
+        slower: s(write_run(
+            &results,
+            "20261130T120000Z-cccccc",
+            "slow",
+            0.013,
+            "20",
+            3,
+        )),
+        other_workload: s(write_run(
+            &results,
+            "20261130T130000Z-dddddd",
+            "fast",
+            0.010,
+            "200",
+            4,
+        )),
+        results,
+        _tmp: tmp,
+    }
+}
+
+#[test]
+fn exit_codes_gate_regressions_and_bad_input() {
+    let r = runs();
+    let out = r.results.parent().expect("tmp").join("reports");
+    let out = out.display().to_string();
+    // Same server: no significant verdict, so the gate passes.
+    assert_eq!(
+        qexp(&[
+            "diff",
+            &r.base,
+            &r.same,
+            "--fail-on-regression",
+            "--format",
+            "md,html",
+            "--out",
+            &out
+        ]),
+        0
+    );
+    let md = std::fs::read_to_string(Path::new(&out).join("diff.md")).expect("diff.md written");
+    assert!(md.contains("0 better, 0 worse"), "{md}");
+    assert!(Path::new(&out).join("diff.html").is_file());
+    assert!(Path::new(&out).join("ratios.svg").is_file());
+
+    // A 30% longer decode step is a regression: exit 1 only when asked.
+    assert_eq!(qexp(&["diff", &r.base, &r.slower, "--format", "term"]), 0);
+    assert_eq!(
+        qexp(&["diff", &r.base, &r.slower, "--fail-on-regression"]),
+        1
+    );
+    // The other way round it is an improvement.
+    assert_eq!(
+        qexp(&["diff", &r.slower, &r.base, "--fail-on-regression"]),
+        0
+    );
+
+    // Different workloads: refused (2) unless the key is ignored.
+    assert_eq!(qexp(&["diff", &r.base, &r.other_workload]), 2);
+    assert_eq!(
+        qexp(&[
+            "diff",
+            &r.base,
+            &r.other_workload,
+            "--ignore",
+            "output_tokens"
+        ]),
+        0
+    );
+
+    // Bad input: a missing run, a bad alpha.
+    assert_eq!(qexp(&["diff", &r.base, "results/nope/none"]), 2);
+    assert_eq!(qexp(&["diff", &r.base, &r.same, "--alpha", "1.5"]), 2);
+}
+
+#[test]
+fn run_ids_resolve_under_results() {
+    let r = runs();
+    let results = r.results.display().to_string();
+    let out = r
+        .results
+        .parent()
+        .expect("tmp")
+        .join("by-id")
+        .display()
+        .to_string();
+    let code = qexp(&[
+        "diff",
+        "20261130T100000Z-aaa",
+        "20261130T120000Z-cccccc",
+        "--results",
+        &results,
+        "--format",
+        "md",
+        "--out",
+        &out,
+        "--metric",
+        "decode_tok_s",
+        "--fail-on-regression",
+    ]);
+    assert_eq!(code, 1, "decode is 30% slower in the second run");
+    let md = std::fs::read_to_string(Path::new(&out).join("diff.md")).expect("diff.md written");
+    assert!(
+        md.contains(
+            "0 better, 2 worse, 0 ~ — 2 Mann–Whitney tests over 2 paired points × 1 metric"
+        ),
+        "{md}"
+    );
+    // An id prefix matching several runs is ambiguous.
+    assert_eq!(
+        qexp(&["diff", "20261130T1", &r.base, "--results", &results]),
+        2
+    );
+    drop(r);
+}
+
+#[test]
+fn diff_help_snapshot() {
+    let mut cmd = Cli::command().term_width(100);
+    cmd.build();
+    let diff = cmd.find_subcommand_mut("diff").expect("diff subcommand");
+    insta::assert_snapshot!("diff_help", diff.render_long_help().to_string());
+}

@@ -1,0 +1,371 @@
+//! qexp against real inference servers: vLLM (CPU build) and llama.cpp's own
+//! server, both serving the tiny random-weight model of scripts/real-servers.
+//! `.ci/run` starts them and exports QEXP_VLLM_URL and QEXP_LLAMACPP_URL.
+//!
+//! Without those variables a test prints why it skipped and passes — unless
+//! `QEXP_REQUIRE_REAL_SERVERS` is set (as .ci/run does once it has started
+//! the servers): then it fails, so such a run can never skip them quietly.
+//! Tests share one lock: the machine has two cores, and a throughput
+//! measurement next to another test's load would measure that load.
+
+use polars::prelude::*;
+use qexp_client::metrics::Exposition;
+use qexp_client::prompt::Filler;
+use qexp_client::{nonce_for, Api, Client, GenRequest, MetricsSource};
+use qexp_plan::Plan;
+use qexp_runner::{run, RunError, RunOptions, RunResult};
+use std::path::Path;
+use std::time::Duration;
+
+static SERVERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const MODEL: &str = "tiny-llama";
+
+/// The server URL from `var`; `None` (skip) unless QEXP_REQUIRE_REAL_SERVERS is set.
+fn server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
+        _ if std::env::var_os("QEXP_REQUIRE_REAL_SERVERS").is_some() => panic!(
+            "{var} is not set, but QEXP_REQUIRE_REAL_SERVERS is: start the real servers \
+             (scripts/real-servers/start.sh) and export {var}"
+        ),
+        _ => {
+            eprintln!(
+                "skipped: {var} is not set; start a server with \
+                 `scripts/real-servers/start.sh vllm|llamacpp` and export {var}=<its URL>"
+            );
+            None
+        }
+    }
+}
+
+fn plan(dir: &Path, url: &str, body: &str) -> RunOptions {
+    let text = format!(
+        "[experiment]\nname = \"real\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
+         extra_body = {{ ignore_eos = true }}\n\n{body}"
+    );
+    let path = dir.join("real.toml");
+    std::fs::write(&path, text).unwrap();
+    RunOptions {
+        plan: Plan::load(&path).unwrap(),
+        trials: None,
+        target: None,
+        model: None,
+        out: dir.join("results"),
+        overrides: Default::default(),
+    }
+}
+
+async fn run_plan(dir: &Path, url: &str, body: &str) -> RunResult {
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    run(plan(dir, url, body), rx).await.expect("run succeeds")
+}
+
+fn requests(r: &RunResult) -> DataFrame {
+    qexp_store::scan_requests(&r.dir)
+        .unwrap()
+        .collect()
+        .unwrap()
+}
+
+fn measured(r: &RunResult) -> DataFrame {
+    qexp_store::scan_requests(&r.dir)
+        .unwrap()
+        .filter(col("warmup").not())
+        .collect()
+        .unwrap()
+}
+
+fn points(r: &RunResult) -> DataFrame {
+    qexp_store::scan_points(&r.dir).unwrap().collect().unwrap()
+}
+
+fn f64s(df: &DataFrame, name: &str) -> Vec<f64> {
+    df.column(name)
+        .unwrap()
+        .cast(&DataType::Float64)
+        .unwrap()
+        .f64()
+        .unwrap()
+        .iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect()
+}
+
+/// Asserts no failures, prompts within 1% of `input`, exactly `output` completion tokens.
+fn assert_exact(df: &DataFrame, input: f64, output: f64) {
+    assert_eq!(
+        df.column("error_class").unwrap().null_count(),
+        df.height(),
+        "failures: {:?}",
+        df.column("error_message").unwrap()
+    );
+    for p in f64s(df, "prompt_tokens") {
+        assert!(
+            (p - input).abs() <= input * 0.01,
+            "prompt tokens {p} not within 1% of {input}"
+        );
+    }
+    for c in f64s(df, "completion_tokens") {
+        assert_eq!(c, output, "completion tokens");
+    }
+}
+
+/// A counter summed over label sets, from one scrape.
+async fn counter(url: &str, name: &str) -> f64 {
+    let client = Client::new(url, None, Duration::from_secs(30)).unwrap();
+    let text = client
+        .get_text("/metrics", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap();
+    Exposition::parse(&text)
+        .samples
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| s.value)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_throughput_mini_sweep() {
+    let Some(url) = server("QEXP_VLLM_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let r = run_plan(
+        tmp.path(),
+        &url,
+        "[workload]\ninput_tokens = 256\noutput_tokens = 64\n\n\
+         [sweep]\nconcurrency = [1, 4, 16]\n\n\
+         [run]\nrequests = \"2x\"\nwarmup_requests = 1\ntrials = 2\nseed = 7\n",
+    )
+    .await;
+    assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
+    let fp = r.manifest.fingerprint.clone().expect("fingerprint");
+    assert_eq!(
+        (fp.engine.as_str(), fp.max_context),
+        ("vllm", Some(131_072))
+    );
+    assert_eq!(
+        fp.flags.get("prefix_caching").map(String::as_str),
+        Some("on")
+    );
+    let d = &r.manifest.comparability.deployment;
+    assert_eq!(d.get("engine").map(String::as_str), Some("vllm"));
+    assert!(d.contains_key("engine_version") && d.contains_key("flag.prefix_caching"));
+
+    // 2 trials × (1+2 + 1+8 + 1+32) requests, 2 × 3 points.
+    assert_eq!(requests(&r).height(), 2 * (3 + 9 + 33));
+    let m = measured(&r);
+    assert_eq!(m.height(), 2 * (2 + 8 + 32));
+    assert_exact(&m, 256.0, 64.0);
+    assert!(f64s(&m, "cached_tokens").iter().all(|c| *c == 0.0));
+
+    let p = points(&r);
+    assert_eq!(p.height(), 6);
+    // The scrapes around each point see exactly its measured requests.
+    let planned = f64s(&p, "requests_planned");
+    assert_eq!(f64s(&p, "server_ttft_count"), planned, "server TTFT count");
+    assert!(f64s(&p, "server_prefix_cache_hits")
+        .iter()
+        .all(|h| *h == 0.0));
+    for (q, n) in f64s(&p, "server_prefix_cache_queries").iter().zip(&planned) {
+        assert!(*q >= 250.0 * n, "prefix-cache queries {q} for {n} requests");
+    }
+    assert!(p.column("server_counters_json").unwrap().null_count() == 0);
+
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let agg: Vec<f64> = a
+        .points
+        .iter()
+        .map(|p| p.agg_tok_s.as_ref().unwrap().median)
+        .collect();
+    eprintln!("vLLM aggregate tok/s at C=1, 4, 16: {agg:?}");
+    assert!(
+        agg[0] < agg[1] && agg[1] < agg[2],
+        "aggregate tok/s must grow with concurrency: {agg:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_long_context_mini_sweep() {
+    let Some(url) = server("QEXP_VLLM_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let r = run_plan(
+        tmp.path(),
+        &url,
+        "[workload]\ninput_tokens = 1024\noutput_tokens = 16\n\n\
+         [sweep]\ninput_tokens = [1024, 8192, 32768]\n\n\
+         [run]\nrequests = 1\nwarmup_requests = 0\ntrials = 2\nseed = 11\n",
+    )
+    .await;
+    let m = measured(&r);
+    assert_eq!(m.height(), 6);
+    for input in [1024.0, 8192.0, 32768.0] {
+        let rows = m
+            .clone()
+            .lazy()
+            .filter(
+                col("input_tokens_target")
+                    .cast(DataType::Float64)
+                    .eq(lit(input)),
+            )
+            .collect()
+            .unwrap();
+        assert_exact(&rows, input, 16.0);
+    }
+    assert!(
+        f64s(&m, "cached_tokens").iter().all(|c| *c == 0.0),
+        "no cached tokens: {:?}",
+        f64s(&m, "cached_tokens")
+    );
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let ttft: Vec<f64> = a
+        .points
+        .iter()
+        .map(|p| p.ttft_s.as_ref().unwrap().median)
+        .collect();
+    eprintln!("vLLM TTFT at 1K, 8K, 32K input: {ttft:?} s");
+    assert!(
+        ttft[0] < ttft[1] && ttft[1] < ttft[2],
+        "TTFT must grow with input: {ttft:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_shared_prefix_is_cached_the_second_time() {
+    let Some(url) = server("QEXP_VLLM_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let client = Client::new(&url, None, Duration::from_secs(300)).unwrap();
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let prompt = Filler::new(5, 8000).prompt(&nonce_for(5, salt, 0, 0, 0), 8000);
+    let req = GenRequest {
+        api: Api::Chat,
+        model: MODEL.into(),
+        prompt,
+        max_tokens: 4,
+        extra: Default::default(),
+    };
+    let metrics = MetricsSource::new(&client, "/metrics");
+    let before = metrics.scrape().await.expect("vLLM serves /metrics");
+    let first = client.stream(&req).await;
+    let second = client.stream(&req).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = metrics.scrape().await.unwrap();
+    assert!(first.ok() && second.ok(), "{first:?}\n{second:?}");
+    let prompt_tokens = first.usage.prompt_tokens.unwrap();
+    assert!(prompt_tokens > 8000, "{prompt_tokens}");
+    assert_eq!(first.usage.cached_tokens, Some(0));
+    let cached = second.usage.cached_tokens.unwrap();
+    // vLLM caches whole 128-token blocks: all but the last partial one.
+    assert!(
+        cached >= prompt_tokens - 128,
+        "second request cached {cached} of {prompt_tokens}"
+    );
+    let (t1, t2) = (first.ttft_s().unwrap(), second.ttft_s().unwrap());
+    eprintln!("shared 8K prefix: TTFT {t1:.3} s → {t2:.3} s, cached 0 → {cached}");
+    assert!(
+        t2 < t1,
+        "TTFT with the cached prefix ({t2}) must be lower than without ({t1})"
+    );
+    let s = qexp_client::ServerCounters::between(&before, &after);
+    assert_eq!(s.prefix_cache_hits, Some(f64::from(cached)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_preflight_refuses_before_any_load() {
+    let Some(url) = server("QEXP_VLLM_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let before = counter(&url, "vllm:prompt_tokens_total").await;
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let opts = plan(
+        tmp.path(),
+        &url,
+        "[workload]\ninput_tokens = 1000\noutput_tokens = 16\n\n\
+         [sweep]\ninput_tokens = [1000, 140000]\n",
+    );
+    let err = run(opts, rx).await.expect_err("must refuse");
+    assert!(matches!(err, RunError::ContextTooSmall { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("in=140000") && msg.contains("131072") && msg.contains("--max-model-len"),
+        "{msg}"
+    );
+    assert!(!tmp.path().join("results").exists(), "no results folder");
+    let after = counter(&url, "vllm:prompt_tokens_total").await;
+    assert_eq!(before, after, "no prompt reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_loses_no_request_at_c16() {
+    let Some(url) = server("QEXP_LLAMACPP_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let r = run_plan(
+        tmp.path(),
+        &url,
+        "[workload]\ninput_tokens = 128\noutput_tokens = 32\n\n\
+         [sweep]\nconcurrency = [16]\n\n\
+         [run]\nrequests = \"6x\"\nwarmup_requests = 0\ntrials = 2\nseed = 3\n",
+    )
+    .await;
+    let fp = r.manifest.fingerprint.clone().expect("fingerprint");
+    assert_eq!(fp.engine, "llama.cpp");
+    assert_eq!(fp.max_context, Some(33_024));
+    let m = measured(&r);
+    assert_eq!(m.height(), 2 * 96);
+    assert_exact(&m, 128.0, 32.0);
+    let retries: f64 = f64s(&m, "retries").iter().sum();
+    eprintln!("llama.cpp C=16: 192 requests, 0 lost, {retries} sent again on a closed connection");
+
+    let p = points(&r);
+    assert!(
+        f64s(&p, "server_prefix_cache_queries")
+            .iter()
+            .all(|q| *q >= 96.0 * 120.0),
+        "llama.cpp prompt-token counters scraped"
+    );
+    // The chat template's few shared tokens must not read as a cache hit.
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let flags = qexp_analysis::anomaly::detect(&a, &qexp_analysis::Thresholds::default());
+    assert!(
+        !flags
+            .iter()
+            .any(|f| matches!(f, qexp_analysis::Flag::UnexpectedCacheHits { .. })),
+        "{flags:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_preflight_names_the_per_slot_context() {
+    let Some(url) = server("QEXP_LLAMACPP_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let opts = plan(
+        tmp.path(),
+        &url,
+        "[workload]\ninput_tokens = 40000\noutput_tokens = 16\n",
+    );
+    let msg = run(opts, rx).await.expect_err("must refuse").to_string();
+    assert!(msg.contains("33024") && msg.contains("--ctx-size"), "{msg}");
+    assert!(!tmp.path().join("results").exists());
+}
