@@ -3,8 +3,8 @@
 //! `.ci/run` starts them and exports QEXP_VLLM_URL and QEXP_LLAMACPP_URL.
 //!
 //! Without those variables a test prints why it skipped and passes — unless
-//! `QEXP_REQUIRE_REAL_SERVERS` is set (as .ci/run does once it has started
-//! the servers): then it fails, so such a run can never skip them quietly.
+//! `CI` (or `QEXP_REQUIRE_REAL_SERVERS`) is set: then it fails, so CI can
+//! never skip the real servers quietly.
 //! Tests share one lock: the machine has two cores, and a throughput
 //! measurement next to another test's load would measure that load.
 
@@ -21,13 +21,16 @@ static SERVERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const MODEL: &str = "tiny-llama";
 
-/// The server URL from `var`; `None` (skip) unless QEXP_REQUIRE_REAL_SERVERS is set.
+/// The server URL from `var`; `None` (skip) unless `CI` or `QEXP_REQUIRE_REAL_SERVERS` is set.
 fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
-        _ if std::env::var_os("QEXP_REQUIRE_REAL_SERVERS").is_some() => panic!(
-            "{var} is not set, but QEXP_REQUIRE_REAL_SERVERS is: start the real servers \
-             (scripts/real-servers/start.sh) and export {var}"
+    let required = ["CI", "QEXP_REQUIRE_REAL_SERVERS"]
+        .into_iter()
+        .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    match (std::env::var(var), required) {
+        (Ok(u), _) if !u.trim().is_empty() => Some(u.trim().to_string()),
+        (_, Some(why)) => panic!(
+            "{var} is not set, but {why} is: .ci/run starts the real servers \
+             (scripts/real-servers/start.sh) and exports {var}"
         ),
         _ => {
             eprintln!(
