@@ -3,8 +3,8 @@
 //! `.ci/run` starts them and exports QEXP_VLLM_URL and QEXP_LLAMACPP_URL.
 //!
 //! Without those variables a test prints why it skipped and passes — unless
-//! `CI` (or `QEXP_REQUIRE_REAL_SERVERS`) is set: then it fails, so CI can
-//! never skip the real servers quietly.
+//! `QEXP_REQUIRE_REAL_SERVERS` is set (scripts/real-servers/ci-with-servers.sh
+//! sets it): then it fails, so that run can never skip the servers quietly.
 //! Tests share one lock: the machine has two cores, and a throughput
 //! measurement next to another test's load would measure that load.
 
@@ -21,15 +21,15 @@ static SERVERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const MODEL: &str = "tiny-llama";
 
-/// The server URL from `var`; `None` (skip) unless `CI` or `QEXP_REQUIRE_REAL_SERVERS` is set.
+/// The server URL from `var`; `None` (skip) unless `QEXP_REQUIRE_REAL_SERVERS` is set.
 fn server(var: &str) -> Option<String> {
-    let required = ["CI", "QEXP_REQUIRE_REAL_SERVERS"]
+    let required = ["QEXP_REQUIRE_REAL_SERVERS"]
         .into_iter()
         .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
     match (std::env::var(var), required) {
         (Ok(u), _) if !u.trim().is_empty() => Some(u.trim().to_string()),
         (_, Some(why)) => panic!(
-            "{var} is not set, but {why} is: .ci/run starts the real servers \
+            "{var} is not set, but {why} is: scripts/real-servers/ci-with-servers.sh starts the real servers \
              (scripts/real-servers/start.sh) and exports {var}"
         ),
         _ => {
