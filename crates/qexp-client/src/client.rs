@@ -75,6 +75,8 @@ pub enum ClientError {
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
+    /// Never pools: retries go out on a connection of their own.
+    fresh: reqwest::Client,
     base: String,
     api_key: Option<String>,
     timeout: Duration,
@@ -96,13 +98,18 @@ impl Client {
     ) -> Result<Client, ClientError> {
         let base = base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base).to_string();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true)
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .tcp_nodelay(true)
+        };
+        let http = builder()
             .pool_idle_timeout(Duration::from_secs(30))
             .build()?;
+        let fresh = builder().pool_max_idle_per_host(0).build()?;
         Ok(Client {
             http,
+            fresh,
             base,
             api_key,
             timeout,
@@ -117,12 +124,27 @@ impl Client {
     /// A request to `path` on this server, or to `path` itself when it is an
     /// absolute `http(s)://` URL (a metrics endpoint on another port).
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.request_on(&self.http, method, path)
+    }
+
+    /// The same request on a new connection (for a retry: another pooled
+    /// connection may be just as dead as the first).
+    fn request_fresh(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.request_on(&self.fresh, method, path)
+    }
+
+    fn request_on(
+        &self,
+        http: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
         let url = if path.starts_with("http://") || path.starts_with("https://") {
             path.to_string()
         } else {
             format!("{}{}", self.base, path)
         };
-        let rb = self.http.request(method, url);
+        let rb = http.request(method, url);
         match &self.api_key {
             Some(key) => rb.bearer_auth(key),
             None => rb,
@@ -134,11 +156,25 @@ impl Client {
     /// response and the retries made.
     async fn send_once_more(
         &self,
-        make: impl Fn() -> reqwest::RequestBuilder,
+        make: impl Fn(bool) -> reqwest::RequestBuilder,
     ) -> Result<(reqwest::Response, u32), reqwest::Error> {
-        match make().send().await {
-            Err(e) if stale_connection(&e) => make().send().await.map(|r| (r, 1)),
+        match make(false).send().await {
+            Err(e) if stale_connection(&e) => make(true).send().await.map(|r| (r, 1)),
             other => other.map(|r| (r, 0)),
+        }
+    }
+
+    /// `request` or, for a retry, `request_fresh`.
+    fn request_maybe_fresh(
+        &self,
+        fresh: bool,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        if fresh {
+            self.request_fresh(method, path)
+        } else {
+            self.request(method, path)
         }
     }
 
@@ -149,7 +185,10 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<Value>, RequestError> {
         let (resp, _) = self
-            .send_once_more(|| self.request(reqwest::Method::GET, path).timeout(timeout))
+            .send_once_more(|f| {
+                self.request_maybe_fresh(f, reqwest::Method::GET, path)
+                    .timeout(timeout)
+            })
             .await
             .map_err(classify)?;
         if !resp.status().is_success() {
@@ -165,7 +204,10 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<String>, RequestError> {
         let (resp, _) = self
-            .send_once_more(|| self.request(reqwest::Method::GET, path).timeout(timeout))
+            .send_once_more(|f| {
+                self.request_maybe_fresh(f, reqwest::Method::GET, path)
+                    .timeout(timeout)
+            })
             .await
             .map_err(classify)?;
         if !resp.status().is_success() {
@@ -177,8 +219,8 @@ impl Client {
     /// POST JSON and return the status and JSON answer (Null if not JSON).
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<(u16, Value), RequestError> {
         let (resp, _) = self
-            .send_once_more(|| {
-                self.request(reqwest::Method::POST, path)
+            .send_once_more(|f| {
+                self.request_maybe_fresh(f, reqwest::Method::POST, path)
                     .timeout(self.timeout)
                     .json(body)
             })
@@ -201,7 +243,7 @@ impl Client {
         };
         let resp = loop {
             let send = self
-                .request(reqwest::Method::POST, req.path())
+                .request_maybe_fresh(out.retries > 0, reqwest::Method::POST, req.path())
                 .json(&body)
                 .send();
             let since_t0 = |t: Instant| t.duration_since(t0).as_secs_f64();
@@ -414,7 +456,9 @@ fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome 
 /// keep-alive connection is reused just as the server closes it. llama.cpp
 /// closes the TCP connection after every streamed response although it
 /// advertises keep-alive; uvicorn (vLLM, SGLang) closes idle ones after 5 s.
-/// The server never read such a request, so sending it again is safe.
+/// The server never read such a request, so sending it again is safe; the
+/// retry goes out on a new connection, since with many streams in flight the
+/// next pooled connection is often just as dead.
 pub(crate) fn stale_connection(e: &reqwest::Error) -> bool {
     if e.is_timeout() || e.is_status() || e.is_body() || e.is_decode() {
         return false;

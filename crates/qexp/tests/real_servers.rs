@@ -98,12 +98,19 @@ fn f64s(df: &DataFrame, name: &str) -> Vec<f64> {
 
 /// Asserts no failures, prompts within 1% of `input`, exactly `output` completion tokens.
 fn assert_exact(df: &DataFrame, input: f64, output: f64) {
-    assert_eq!(
-        df.column("error_class").unwrap().null_count(),
-        df.height(),
-        "failures: {:?}",
-        df.column("error_message").unwrap()
-    );
+    let failed = df
+        .clone()
+        .lazy()
+        .filter(col("error_class").is_not_null())
+        .select([
+            col("request_index"),
+            col("error_class"),
+            col("error_message"),
+            col("retries"),
+        ])
+        .collect()
+        .unwrap();
+    assert_eq!(failed.height(), 0, "failed requests: {failed}");
     for p in f64s(df, "prompt_tokens") {
         assert!(
             (p - input).abs() <= input * 0.01,

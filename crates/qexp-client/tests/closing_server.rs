@@ -1,0 +1,99 @@
+//! A server that behaves like llama.cpp's: it streams one response with
+//! `Keep-Alive` advertised, ends the chunked body, and closes the TCP
+//! connection 20 ms later without reading anything more. A client that
+//! reuses the pooled connection in that window loses the request unless it
+//! sends it again; qexp must lose none, and say how many it sent again.
+
+use qexp_client::{Api, Client, GenRequest};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const BODY: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"length\"}]}\n\n\
+data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n\
+data: [DONE]\n\n";
+
+/// Reads one HTTP request (headers and a Content-Length body).
+async fn read_request(sock: &mut TcpStream) -> Option<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = sock.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let n = sock.read(&mut chunk).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return Some(());
+        }
+    }
+}
+
+async fn serve_one_then_close(mut sock: TcpStream) {
+    if read_request(&mut sock).await.is_none() {
+        return;
+    }
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                Transfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n";
+    let body = format!("{:x}\r\n{BODY}\r\n0\r\n\r\n", BODY.len());
+    let _ = sock.write_all(head.as_bytes()).await;
+    let _ = sock.write_all(body.as_bytes()).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Dropped without reading what the client may have sent meanwhile.
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_is_lost_when_the_server_closes_after_each_stream() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            tokio::spawn(serve_one_then_close(sock));
+        }
+    });
+    let client =
+        Arc::new(Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap());
+    let req = GenRequest {
+        api: Api::Chat,
+        model: "m".into(),
+        prompt: "p".into(),
+        max_tokens: 1,
+        extra: Default::default(),
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (client, req) = (client.clone(), req.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            for _ in 0..25 {
+                outcomes.push(client.stream(&req).await);
+            }
+            outcomes
+        }));
+    }
+    let mut retries = 0;
+    for t in tasks {
+        for o in t.await.unwrap() {
+            assert!(o.ok(), "lost a request: {:?}", o.error);
+            assert_eq!(o.usage.completion_tokens, Some(1));
+            assert!(o.retries <= 1);
+            retries += o.retries;
+        }
+    }
+    // Back-to-back requests reuse the pooled connection inside the 20 ms window.
+    assert!(retries > 0, "the test never hit a closed connection");
+}
