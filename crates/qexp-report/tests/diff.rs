@@ -40,6 +40,7 @@ fn points(concurrency: &[u32], trials: u32, effect: Effect, seed: u64) -> Vec<Po
                     ttft_s: (0.3 + 0.2 * cf) * slow * noise(),
                     e2e_s: (3.0 + 0.1 * cf) / speed * noise(),
                     itl_p99_s: 0.06 * noise(),
+                    prompt_tokens: f64::NAN,
                     ..TrialMetrics::default()
                 })
                 .collect();

@@ -65,7 +65,7 @@ pub fn check_workload(a: &Comparability, b: &Comparability, ignore: &[String]) -
     let keys = rows(&a.workload, &b.workload);
     let (mut ignored, mut blocking) = (Vec::new(), Vec::new());
     for r in keys.iter().filter(|r| r.differs()) {
-        if ignore.iter().any(|i| *i == r.key) {
+        if ignore.contains(&r.key) {
             ignored.push(r.clone());
         } else {
             blocking.push(r.clone());

@@ -17,11 +17,13 @@ pub use metric::{DiffMetric, Direction};
 pub use pairing::Side;
 pub use warning::DiffWarning;
 
+use crate::anomaly::{self, Flag, Severity, Thresholds};
 use crate::load::RunAnalysis;
 use crate::stats::{min_attainable_p, trials_needed};
 use qexp_plan::Point;
 use qexp_store::RunStatus;
 use serde::Serialize;
+use std::path::Path;
 
 /// Version of the serialised [`RunDiff`]; bumped on incompatible change.
 pub const DIFF_SCHEMA_VERSION: u32 = 1;
@@ -254,6 +256,10 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         }
     }
 
+    for (side, r) in [(Side::A, a), (Side::B, b)] {
+        warnings.extend(quality_flags(side, r));
+    }
+
     let metrics: Vec<DiffMetric> = if opts.metrics.is_empty() {
         DiffMetric::ALL.to_vec()
     } else {
@@ -342,6 +348,43 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         tally,
         family_note,
         warnings,
+    })
+}
+
+/// The run's anomaly flags that question its numbers (not the curve shape,
+/// not failures, which the diff compares itself), under its plan's thresholds.
+fn quality_flags(side: Side, r: &RunAnalysis) -> Option<DiffWarning> {
+    let thresholds =
+        qexp_plan::Plan::parse(Path::new(&r.manifest.plan_path), &r.manifest.plan_text)
+            .map(|p| Thresholds::from_plan_file(&p.file))
+            .unwrap_or_default();
+    let flags: Vec<Flag> = anomaly::detect(r, &thresholds)
+        .into_iter()
+        .filter(|f| f.severity() == Severity::Warning)
+        .filter(|f| !matches!(f, Flag::WrongDirection { .. } | Flag::Failures { .. }))
+        .collect();
+    if flags.is_empty() {
+        return None;
+    }
+    let mut kinds: Vec<String> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for f in &flags {
+        if !kinds.iter().any(|k| k == f.title()) {
+            kinds.push(f.title().to_string());
+        }
+        let label = f
+            .point_id()
+            .and_then(|id| r.points.iter().find(|p| p.point.id == id))
+            .map(|p| p.point.label());
+        if let Some(l) = label.filter(|l| !points.contains(l)) {
+            points.push(l);
+        }
+    }
+    Some(DiffWarning::RunFlags {
+        side,
+        count: flags.len(),
+        kinds,
+        points,
     })
 }
 

@@ -30,6 +30,17 @@ pub enum DiffWarning {
     },
     /// Neither run records workload keys, so comparability cannot be checked.
     NoFingerprint,
+    /// Anomaly flags about measurement quality in one run (noise, outliers, a late load generator, …).
+    RunFlags {
+        /// Which run.
+        side: Side,
+        /// How many flags.
+        count: usize,
+        /// Their titles, distinct, in the detectors' order.
+        kinds: Vec<String>,
+        /// Labels of the flagged points.
+        points: Vec<String>,
+    },
     /// Points that have no partner in the other run.
     Unpaired {
         /// The run that has them.
@@ -70,6 +81,18 @@ impl std::fmt::Display for DiffWarning {
             ),
             DiffWarning::NoFingerprint => f.write_str(
                 "neither run records workload keys (made by an older qexp?), so qexp cannot check that they asked for the same workload",
+            ),
+            DiffWarning::RunFlags {
+                side,
+                count,
+                kinds,
+                points,
+            } => write!(
+                f,
+                "run {side} has {count} measurement flag{} ({}) at {}: a verdict there may reflect noise or the client host rather than the deployment; `qexp report` on run {side} explains each",
+                if *count == 1 { "" } else { "s" },
+                kinds.join(", ").to_lowercase(),
+                points.join("; ")
             ),
             DiffWarning::Unpaired { side, count } => write!(
                 f,

@@ -25,29 +25,105 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(0, 0, 0),
 ];
 
-/// Rows on a linear axis with a key point at each row's center.
-struct Rows {
-    n: usize,
+/// A linear coordinate with key points (ticks, row centers) where we put them.
+struct Fixed {
+    lo: f64,
+    hi: f64,
+    keys: Vec<f64>,
 }
 
-impl Ranged for Rows {
+impl Ranged for Fixed {
     type FormatOption = DefaultFormatting;
     type ValueType = f64;
 
     fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
-        let (lo, hi) = (-0.5, self.n as f64 - 0.5);
-        if !v.is_finite() {
+        let span = self.hi - self.lo;
+        if span <= 0.0 || !v.is_finite() {
             return (limit.0 + limit.1) / 2;
         }
-        limit.0 + (f64::from(limit.1 - limit.0) * (v - lo) / (hi - lo)).round() as i32
+        limit.0 + (f64::from(limit.1 - limit.0) * (v - self.lo) / span).round() as i32
     }
 
     fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
-        (0..self.n).map(|i| i as f64).collect()
+        self.keys.clone()
     }
 
     fn range(&self) -> Range<f64> {
-        -0.5..self.n as f64 - 0.5
+        self.lo..self.hi
+    }
+}
+
+/// The ratio axis: log10 when the ratios span more than a factor of 2 (so
+/// that 1/3 and 3 lie equally far from 1), linear otherwise.
+struct RatioAxis {
+    log: bool,
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl RatioAxis {
+    fn new(lo: f64, hi: f64) -> RatioAxis {
+        if lo > 0.0 && hi / lo > 2.0 {
+            let (a, b) = (lo.log10(), hi.log10());
+            let pad = (b - a) * 0.06;
+            let (lo, hi) = (10f64.powf(a - pad), 10f64.powf(b + pad));
+            let mut ticks = Vec::new();
+            for d in (lo.log10().floor() as i32)..=(hi.log10().ceil() as i32) {
+                for m in [1.0, 1.5, 2.0, 3.0, 5.0, 7.0] {
+                    let v = m * 10f64.powi(d);
+                    if v >= lo && v <= hi {
+                        ticks.push(v);
+                    }
+                }
+            }
+            RatioAxis {
+                log: true,
+                lo,
+                hi,
+                ticks,
+            }
+        } else {
+            let pad = ((hi - lo) * 0.08).max(0.01);
+            let (lo, hi) = (lo - pad, hi + pad);
+            let step = [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0]
+                .into_iter()
+                .find(|s| (hi - lo) / s <= 10.0)
+                .unwrap_or(5.0);
+            let first = (lo / step).ceil() as i64;
+            let last = (hi / step).floor() as i64;
+            let ticks = (first..=last).map(|i| i as f64 * step).collect();
+            RatioAxis {
+                log: false,
+                lo,
+                hi,
+                ticks,
+            }
+        }
+    }
+
+    /// Plot coordinate of a ratio.
+    fn t(&self, v: f64) -> f64 {
+        if self.log {
+            v.log10()
+        } else {
+            v
+        }
+    }
+
+    fn coord(&self) -> Fixed {
+        Fixed {
+            lo: self.t(self.lo),
+            hi: self.t(self.hi),
+            keys: self.ticks.iter().map(|v| self.t(*v)).collect(),
+        }
+    }
+
+    /// Tick label of a plot coordinate: the ratio, without trailing zeros.
+    fn label(&self, c: f64) -> String {
+        let v = if self.log { 10f64.powf(c) } else { c };
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -106,8 +182,8 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
         lo = lo.min(a).min(m.ratio);
         hi = hi.max(b).max(m.ratio);
     }
-    let pad = ((hi - lo) * 0.08).max(0.01);
-    let (lo, hi) = (lo - pad, hi + pad);
+    let x = RatioAxis::new(lo, hi);
+    let (xlo, xhi) = (x.t(x.lo), x.t(x.hi));
     let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(4);
     let label_area = (12 + 8 * longest as u32).clamp(50, 280);
     // Row i is drawn at y = n - 1 - i, so the first point is at the top.
@@ -130,39 +206,51 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
             .margin(16)
             .x_label_area_size(50)
             .y_label_area_size(label_area)
-            .build_cartesian_2d(lo..hi, Rows { n })
+            .build_cartesian_2d(
+                x.coord(),
+                Fixed {
+                    lo: -0.5,
+                    hi: n as f64 - 0.5,
+                    keys: (0..n).map(|i| i as f64).collect(),
+                },
+            )
             .map_err(|x| e(&x))?;
-        let xl = |v: &f64| format!("{v:.2}");
+        let xl = |v: &f64| x.label(*v);
         chart
             .configure_mesh()
-            .x_desc("Ratio B/A of medians (1 = no change)")
-            .x_labels(8)
+            .x_desc(if x.log {
+                "Ratio B/A of medians (log scale; 1 = no change)"
+            } else {
+                "Ratio B/A of medians (1 = no change)"
+            })
             .x_label_formatter(&xl)
             .y_label_formatter(&row_label)
             .disable_y_mesh()
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .bold_line_style(RGBColor(215, 215, 215))
-            .light_line_style(RGBColor(240, 240, 240))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(|x| e(&x))?;
         let sep = RGBColor(225, 225, 225);
         chart
             .draw_series((1..n).map(|i| {
                 let y = i as f64 - 0.5;
-                PathElement::new(vec![(lo, y), (hi, y)], sep.stroke_width(1))
+                PathElement::new(vec![(xlo, y), (xhi, y)], sep.stroke_width(1))
             }))
             .map_err(|x| e(&x))?;
         chart
             .draw_series(std::iter::once(PathElement::new(
-                vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+                vec![(x.t(1.0), -0.5), (x.t(1.0), n as f64 - 0.5)],
                 RGBColor(90, 90, 90).stroke_width(1),
             )))
             .map_err(|x| e(&x))?;
         for m in marks {
             let color = PALETTE[m.metric % PALETTE.len()];
             let y = y_of(m.row, m.metric);
+            let r = x.t(m.ratio);
             if let Some((a, b)) = m.ci {
+                let (a, b) = (x.t(a), x.t(b));
                 let style = color.stroke_width(2);
                 chart
                     .draw_series([PathElement::new(vec![(a, y), (b, y)], style)])
@@ -174,13 +262,13 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
                     .map_err(|x| e(&x))?;
             }
             let dot = if m.significant {
-                Circle::new((m.ratio, y), 5, color.filled())
+                Circle::new((r, y), 5, color.filled())
             } else {
-                Circle::new((m.ratio, y), 5, ShapeStyle::from(&WHITE).filled())
+                Circle::new((r, y), 5, ShapeStyle::from(&WHITE).filled())
             };
             chart.draw_series([dot]).map_err(|x| e(&x))?;
             chart
-                .draw_series([Circle::new((m.ratio, y), 5, color.stroke_width(2))])
+                .draw_series([Circle::new((r, y), 5, color.stroke_width(2))])
                 .map_err(|x| e(&x))?;
         }
 
@@ -233,4 +321,30 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
         root.present().map_err(|x| e(&x))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RatioAxis;
+
+    #[test]
+    fn wide_ratios_get_a_log_axis_symmetric_around_one() {
+        let x = RatioAxis::new(1.0 / 3.0, 3.0);
+        assert!(x.log);
+        assert!((x.t(3.0) + x.t(1.0 / 3.0)).abs() < 1e-12);
+        assert!(x.ticks.contains(&1.0) && x.ticks.contains(&3.0));
+        assert!(x.ticks.iter().all(|t| (x.lo..=x.hi).contains(t)));
+        assert_eq!(x.label(x.t(1.5)), "1.5");
+    }
+
+    #[test]
+    fn narrow_ratios_get_round_linear_ticks() {
+        let x = RatioAxis::new(0.95, 1.12);
+        assert!(!x.log);
+        assert!(x.ticks.len() >= 3 && x.ticks.len() <= 11, "{:?}", x.ticks);
+        assert!(x.ticks.iter().any(|t| (t - 1.0).abs() < 1e-9));
+        assert_eq!(x.label(1.0), "1");
+        // A zero ratio (B produced nothing) cannot go on a log axis.
+        assert!(!RatioAxis::new(0.0, 3.0).log);
+    }
 }
