@@ -3,7 +3,7 @@
 //! `.ci/run` starts them and exports QEXP_VLLM_URL and QEXP_LLAMACPP_URL.
 //!
 //! Without those variables a test prints why it skipped and passes — unless
-//! `QEXP_REQUIRE_REAL_SERVERS` is set (scripts/real-servers/ci-with-servers.sh
+//! `QEXP_REQUIRE_REAL_SERVERS` is set (`.ci/run`
 //! sets it): then it fails, so that run can never skip the servers quietly.
 //! Tests share one lock: the machine has two cores, and a throughput
 //! measurement next to another test's load would measure that load.
@@ -29,7 +29,7 @@ fn server(var: &str) -> Option<String> {
     match (std::env::var(var), required) {
         (Ok(u), _) if !u.trim().is_empty() => Some(u.trim().to_string()),
         (_, Some(why)) => panic!(
-            "{var} is not set, but {why} is: scripts/real-servers/ci-with-servers.sh starts the real servers \
+            "{var} is not set, but {why} is: `.ci/run` starts the real servers \
              (scripts/real-servers/start.sh) and exports {var}"
         ),
         _ => {
