@@ -97,7 +97,6 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
         ])
         .collect()
         .map_err(q)?;
-    let mut gaps = pooled_gaps(measured.filter(ok)).map_err(q)?;
 
     let mut by_key: BTreeMap<(u32, u32), TrialMetrics> = BTreeMap::new();
     let trial = u32s(&per_trial, "trial").map_err(q)?;
@@ -115,10 +114,16 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
         get("cached_tokens").map_err(q)?,
         get("token_mismatches").map_err(q)?,
     );
+    let ok_rows = (0..per_trial.height())
+        .map(|i| ((trial[i], pid[i]), (req[i] - fail[i]) as usize))
+        .collect();
+    let itl = itl_percentiles(dir, ok_rows)?;
     for i in 0..per_trial.height() {
         let key = (pid[i], trial[i]);
-        let mut g = gaps.remove(&(trial[i], pid[i])).unwrap_or_default();
-        let mut itl = |q: f64| quantile_in_place(&mut g, q).unwrap_or(f64::NAN);
+        let (itl_p50_s, itl_p99_s) = itl
+            .get(&(trial[i], pid[i]))
+            .copied()
+            .unwrap_or((f64::NAN, f64::NAN));
         by_key.insert(
             key,
             TrialMetrics {
@@ -130,8 +135,8 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
                 ttft_s: ttft[i],
                 ttft_p90_s: p90[i],
                 e2e_s: e2e[i],
-                itl_p50_s: itl(0.5),
-                itl_p99_s: itl(0.99),
+                itl_p50_s,
+                itl_p99_s,
                 tokens_per_chunk: tpc[i],
                 prompt_tokens: pt[i],
                 cached_tokens: if cached[i].is_finite() {
@@ -184,36 +189,72 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     })
 }
 
-/// Inter-chunk gaps of successful requests, pooled per (trial, point), sorted.
-fn pooled_gaps(ok_rows: LazyFrame) -> PolarsResult<BTreeMap<(u32, u32), Vec<f64>>> {
-    let df = ok_rows
-        .select([col("trial"), col("point_id"), col("chunk_offsets_s")])
-        .collect()?;
-    let trial = u32s(&df, "trial")?;
-    let pid = u32s(&df, "point_id")?;
-    // Walk the list column's flat offsets and values directly: one pass, no
-    // per-row allocation (a run can hold millions of requests).
-    let lists = df.column("chunk_offsets_s")?.list()?;
-    let mut out: BTreeMap<(u32, u32), Vec<f64>> = BTreeMap::new();
-    let mut row = 0usize;
-    for arr in lists.downcast_iter() {
-        // Offsets index this array's own (unsliced) values buffer.
-        let inner = Series::try_from((PlSmallStr::EMPTY, arr.values().clone()))?;
-        let inner = inner.f64()?;
-        let values = inner.cont_slice()?;
-        let offsets = arr.offsets().as_slice();
-        for w in offsets.windows(2) {
-            let offs = &values[w[0] as usize..w[1] as usize];
-            out.entry((trial[row], pid[row]))
-                .or_default()
-                .extend(offs.windows(2).map(|g| g[1] - g[0]));
-            row += 1;
+/// p50 and p99 of the inter-chunk gaps of successful requests, pooled per
+/// (trial, point).
+///
+/// A run holds one gap per chunk, so its gaps outnumber its requests many
+/// times over (10 million requests of 16 chunks: 150 million gaps, 1.2 GB).
+/// The rows are read one row group at a time, and a (trial, point) is
+/// summarised and its gaps dropped as soon as all of its `expected`
+/// successful rows have been seen; since the runner writes each (trial,
+/// point) as one block, about one (trial, point) is held at a time.
+fn itl_percentiles(
+    dir: &Path,
+    expected: BTreeMap<(u32, u32), usize>,
+) -> Result<BTreeMap<(u32, u32), (f64, f64)>, AnalysisError> {
+    let mut open: BTreeMap<(u32, u32), (usize, Vec<f64>)> = BTreeMap::new();
+    let mut done: BTreeMap<(u32, u32), (f64, f64)> = BTreeMap::new();
+    let finish = |g: &mut Vec<f64>| {
+        g.retain(|x| x.is_finite());
+        (
+            quantile_in_place(g, 0.5).unwrap_or(f64::NAN),
+            quantile_in_place(g, 0.99).unwrap_or(f64::NAN),
+        )
+    };
+    let columns = [
+        "trial",
+        "point_id",
+        "warmup",
+        "error_class",
+        "chunk_offsets_s",
+    ];
+    qexp_store::for_each_request_batch(dir, &columns, |df| {
+        let df = df
+            .lazy()
+            .filter(col("warmup").not().and(col("error_class").is_null()))
+            .select([col("trial"), col("point_id"), col("chunk_offsets_s")])
+            .collect()?;
+        let trial = u32s(&df, "trial")?;
+        let pid = u32s(&df, "point_id")?;
+        // Walk the list column's flat offsets and values directly: one pass,
+        // no per-row allocation.
+        let lists = df.column("chunk_offsets_s")?.list()?;
+        let mut row = 0usize;
+        for arr in lists.downcast_iter() {
+            // Offsets index this array's own (unsliced) values buffer.
+            let inner = Series::try_from((PlSmallStr::EMPTY, arr.values().clone()))?;
+            let inner = inner.f64()?;
+            let values = inner.cont_slice()?;
+            for w in arr.offsets().as_slice().windows(2) {
+                let key = (trial[row], pid[row]);
+                row += 1;
+                let offs = &values[w[0] as usize..w[1] as usize];
+                let (seen, gaps) = open.entry(key).or_default();
+                gaps.extend(offs.windows(2).map(|g| g[1] - g[0]));
+                *seen += 1;
+                if *seen >= expected.get(&key).copied().unwrap_or(usize::MAX) {
+                    let (_, mut gaps) = open.remove(&key).unwrap_or_default();
+                    done.insert(key, finish(&mut gaps));
+                }
+            }
         }
+        Ok(())
+    })?;
+    // Groups whose count never matched (not expected to happen) still count.
+    for (key, (_, mut gaps)) in open {
+        done.insert(key, finish(&mut gaps));
     }
-    for v in out.values_mut() {
-        v.retain(|g| g.is_finite());
-    }
-    Ok(out)
+    Ok(done)
 }
 
 fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {

@@ -11,6 +11,9 @@ mod writer;
 
 pub use error::StoreError;
 pub use manifest::{Comparability, Manifest, RunStatus, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION};
-pub use reader::{find_runs, latest_runs, read_manifest, scan_points, scan_requests, RunRef};
+pub use reader::{
+    find_runs, for_each_request_batch, latest_runs, read_manifest, scan_points, scan_requests,
+    RunRef,
+};
 pub use rows::{points_frame, requests_frame, PointRow, RequestRow, ServerDeltas};
 pub use writer::{new_run_id, RunWriter};

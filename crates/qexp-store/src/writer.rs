@@ -97,6 +97,10 @@ impl RunWriter {
 
 /// Concatenates `parts/*-NNNNN.parquet` into the two run files and removes
 /// the parts. Safe to run again on a folder whose merge was interrupted.
+///
+/// Parts are streamed: read one at a time and written out in row groups of
+/// about [`MERGE_ROW_GROUP`] rows, so a run of millions of requests merges
+/// in the memory of one row group, not of the whole run.
 pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
     let parts = dir.join(PARTS);
     for (prefix, empty) in [
@@ -105,30 +109,48 @@ pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
     ] {
         let target = dir.join(format!("{prefix}.parquet"));
         let files = part_files(&parts, prefix)?;
-        let mut df = if files.is_empty() {
-            empty.map_err(StoreError::pq("cannot encode", &target))?
-        } else {
-            let lf: Vec<LazyFrame> = files
-                .iter()
-                .map(|f| {
-                    LazyFrame::scan_parquet(
-                        PlRefPath::new(f.to_string_lossy().as_ref()),
-                        ScanArgsParquet::default(),
-                    )
-                })
-                .collect::<PolarsResult<_>>()
-                .map_err(StoreError::pq("cannot read", &parts))?;
-            concat(lf, UnionArgs::default())
-                .and_then(LazyFrame::collect)
-                .map_err(StoreError::pq("cannot merge", &parts))?
+        if files.is_empty() {
+            let mut df = empty.map_err(StoreError::pq("cannot encode", &target))?;
+            write_parquet(&target, &mut df)?;
+            continue;
+        }
+        let read = |f: &Path| -> Result<DataFrame, StoreError> {
+            let file = std::fs::File::open(f).map_err(StoreError::io("cannot open", f))?;
+            ParquetReader::new(file)
+                .finish()
+                .map_err(StoreError::pq("cannot read", f))
         };
-        write_parquet(&target, &mut df)?;
+        let first = read(&files[0])?;
+        let schema = first.schema().clone();
+        write_atomic(&target, |out| {
+            let io = std::io::Error::other;
+            let mut w = ParquetWriter::new(out)
+                .with_compression(ParquetCompression::Zstd(None))
+                .batched(&schema)
+                .map_err(io)?;
+            let mut pending = first;
+            for f in &files[1..] {
+                if pending.height() >= MERGE_ROW_GROUP {
+                    w.write_batch(pending.rechunk_mut()).map_err(io)?;
+                    pending = DataFrame::empty_with_schema(&schema);
+                }
+                let next = read(f).map_err(std::io::Error::other)?;
+                pending.vstack_mut(&next).map_err(io)?;
+            }
+            if pending.height() > 0 {
+                w.write_batch(pending.rechunk_mut()).map_err(io)?;
+            }
+            w.finish().map(|_| ()).map_err(io)
+        })?;
     }
     if parts.exists() {
         std::fs::remove_dir_all(&parts).map_err(StoreError::io("cannot remove", &parts))?;
     }
     Ok(())
 }
+
+/// Rows per row group of a merged run file (polars' own default).
+const MERGE_ROW_GROUP: usize = 512 * 512;
 
 /// Part files for `prefix`, in write order.
 pub(crate) fn part_files(parts: &Path, prefix: &str) -> Result<Vec<PathBuf>, StoreError> {

@@ -103,9 +103,20 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
             let mut reqs = Vec::with_capacity(n);
             for i in 0..n {
                 let ttft = 0.3 + 0.02 * f64::from(p.concurrency) * (0.9 + 0.2 * noise());
-                let gap = 0.0136 * (0.9 + 0.2 * noise());
-                let offsets: Vec<f64> = (0..chunks).map(|k| ttft + gap * k as f64).collect();
+                // Every gap drawn on its own, so the Parquet encoder and the
+                // quantile selection see realistic, incompressible offsets.
+                let (mut t, mut max_gap) = (ttft, 0.0f64);
+                let mut offsets = Vec::with_capacity(chunks);
+                for k in 0..chunks {
+                    if k > 0 {
+                        let g = 0.0136 * (0.5 + noise());
+                        max_gap = max_gap.max(g);
+                        t += g;
+                    }
+                    offsets.push(t);
+                }
                 let e2e = offsets.last().copied().unwrap_or(ttft);
+                let gap = (e2e - ttft) / (chunks.max(2) - 1) as f64;
                 let sent = 1.8e9 + i as f64 * 0.01;
                 reqs.push(RequestRow {
                     run_id: w.manifest().run_id.clone(),
@@ -128,7 +139,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                     end_s: e2e,
                     chunks: chunks as u32,
                     itl_mean_s: Some(gap),
-                    itl_max_s: Some(gap),
+                    itl_max_s: Some(max_gap),
                     chunk_offsets_s: offsets,
                     prompt_tokens: Some(p.input_tokens),
                     completion_tokens: Some(chunks as u32),

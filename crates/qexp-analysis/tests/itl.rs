@@ -1,0 +1,178 @@
+//! Pooled inter-token latency read back from Parquet: gaps of successful,
+//! measured requests only, pooled per (trial, point), in a finished run and
+//! in a crashed one whose rows are still in parts/.
+
+use qexp_analysis::analyze;
+use qexp_plan::Plan;
+use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+const PLAN: &str = r#"[experiment]
+name = "itl"
+version = 1
+
+[target]
+base_url = "http://127.0.0.1:1"
+
+[workload]
+input_tokens = 100
+output_tokens = 4
+
+[sweep]
+concurrency = [1, 2]
+
+[run]
+trials = 2
+"#;
+
+fn manifest(plan: &Plan) -> Manifest {
+    let points = plan.points();
+    let ids: Vec<u32> = points.iter().map(|p| p.id).collect();
+    serde_json::from_value(json!({
+        "schema_version": 1,
+        "qexp_version": "0.1.0",
+        "run_id": "20261130T101500Z-000000",
+        "experiment": "itl",
+        "plan_path": "itl.toml",
+        "plan_hash": "00",
+        "plan_text": PLAN,
+        "overrides": {},
+        "trials": 2,
+        "points": points,
+        "point_order": vec![ids; 2],
+        "target": {"base_url": "http://127.0.0.1:1", "model": "m", "api": "chat",
+                   "simulated": false, "sim_profile": null, "sim_time_scale": null,
+                   "api_key_env": null},
+        "server": null,
+        "calibration": [],
+        "git": null,
+        "host": {"hostname": "h", "os": "o", "kernel": "k", "arch": "x86_64",
+                 "cpu_model": "c", "cpus": 2, "memory_bytes": 1u64, "gpus": []},
+        "comparability": {"workload": {}, "deployment": {}, "workload_hash": "00"},
+        "started_at": "2026-11-30T10:15:00Z",
+        "ended_at": null,
+        "status": "running",
+        "stop_reason": null
+    }))
+    .expect("manifest matches the schema")
+}
+
+/// A successful request whose chunks arrive `gaps` apart after 0.1 s.
+fn request(trial: u32, point_id: u32, index: u32, gaps: &[f64]) -> RequestRow {
+    let mut offsets = vec![0.1];
+    for g in gaps {
+        offsets.push(offsets.last().unwrap() + g);
+    }
+    RequestRow {
+        trial,
+        point_id,
+        request_index: index,
+        output_tokens_target: 4,
+        ttft_s: Some(0.1),
+        e2e_s: offsets.last().copied(),
+        chunks: offsets.len() as u32,
+        client_tokens: offsets.len() as u32,
+        completion_tokens: Some(offsets.len() as u32),
+        finish_reason: Some("length".into()),
+        chunk_offsets_s: offsets,
+        ..RequestRow::default()
+    }
+}
+
+/// Writes two trials of two points. Trial t, point p has two measured
+/// requests with gaps scaled by (10 t + p), plus a warmup and a failed
+/// request whose huge gaps must not count. `split` writes each (trial,
+/// point) as two parts, so its rows arrive in two read batches.
+fn write_run(root: &Path, finish: bool, split: bool) -> PathBuf {
+    let plan = Plan::parse(Path::new("itl.toml"), PLAN).expect("valid plan");
+    let mut w = RunWriter::create(root, manifest(&plan)).expect("create run");
+    for trial in 1..=2 {
+        for p in plan.points() {
+            let s = f64::from(10 * trial + p.id) * 1e-3;
+            let mut warmup = request(trial, p.id, 0, &[50.0, 50.0]);
+            warmup.warmup = true;
+            let mut failed = request(trial, p.id, 3, &[70.0]);
+            failed.error_class = Some("stream_broken".into());
+            let rows = vec![
+                warmup,
+                request(trial, p.id, 1, &[s, 2.0 * s, 3.0 * s]),
+                failed,
+                request(trial, p.id, 2, &[4.0 * s, 5.0 * s, 6.0 * s]),
+            ];
+            let point = PointRow {
+                trial,
+                point_id: p.id,
+                requests_planned: 3,
+                requests_done: 3,
+                failures: 1,
+                ..PointRow::default()
+            };
+            if split {
+                w.write_point(&rows[..2], &point).expect("write part");
+                w.write_point(&rows[2..], &point).expect("write part");
+            } else {
+                w.write_point(&rows, &point).expect("write part");
+            }
+        }
+    }
+    if finish {
+        w.finish(RunStatus::Complete, None).expect("merge parts")
+    } else {
+        w.dir().to_path_buf()
+    }
+}
+
+fn check(dir: &Path) {
+    let run = analyze(dir).expect("analysable");
+    let mut seen = 0;
+    for p in &run.points {
+        for t in &p.trials {
+            let s = f64::from(10 * t.trial + t.point_id) * 1e-3;
+            // Gaps s..6s: numpy-linear p50 = 3.5 s, p99 = 5.95 s.
+            let (p50, p99) = (3.5 * s, 5.95 * s);
+            assert!(
+                (t.itl_p50_s - p50).abs() < 1e-12,
+                "trial {} point {}: p50 {} != {p50}",
+                t.trial,
+                t.point_id,
+                t.itl_p50_s
+            );
+            assert!(
+                (t.itl_p99_s - p99).abs() < 1e-12,
+                "trial {} point {}: p99 {} != {p99}",
+                t.trial,
+                t.point_id,
+                t.itl_p99_s
+            );
+            assert_eq!(t.requests, 3, "the warmup is not measured");
+            assert_eq!(t.failures, 1);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 4, "two trials of two points");
+}
+
+#[test]
+fn pooled_itl_of_a_finished_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_run(tmp.path(), true, false);
+    assert!(dir.join("requests.parquet").exists());
+    check(&dir);
+}
+
+#[test]
+fn pooled_itl_of_a_run_that_crashed_before_merging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_run(tmp.path(), false, false);
+    assert!(!dir.join("requests.parquet").exists());
+    check(&dir);
+}
+
+#[test]
+fn pooled_itl_of_a_point_whose_rows_span_read_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Unmerged parts are read one file per batch.
+    let dir = write_run(tmp.path(), false, true);
+    check(&dir);
+}
