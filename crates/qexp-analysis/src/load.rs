@@ -120,10 +120,10 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     let itl = itl_percentiles(dir, ok_rows)?;
     for i in 0..per_trial.height() {
         let key = (pid[i], trial[i]);
-        let (itl_p50_s, itl_p99_s) = itl
+        let [itl_p50_s, itl_p90_s, itl_p99_s] = itl
             .get(&(trial[i], pid[i]))
             .copied()
-            .unwrap_or((f64::NAN, f64::NAN));
+            .unwrap_or([f64::NAN; 3]);
         by_key.insert(
             key,
             TrialMetrics {
@@ -136,6 +136,7 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
                 ttft_p90_s: p90[i],
                 e2e_s: e2e[i],
                 itl_p50_s,
+                itl_p90_s,
                 itl_p99_s,
                 tokens_per_chunk: tpc[i],
                 prompt_tokens: pt[i],
@@ -189,7 +190,7 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     })
 }
 
-/// p50 and p99 of the inter-chunk gaps of successful requests, pooled per
+/// p50, p90 and p99 of the inter-chunk gaps of successful requests, pooled per
 /// (trial, point).
 ///
 /// A run holds one gap per chunk, so its gaps outnumber its requests many
@@ -201,15 +202,12 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
 fn itl_percentiles(
     dir: &Path,
     expected: BTreeMap<(u32, u32), usize>,
-) -> Result<BTreeMap<(u32, u32), (f64, f64)>, AnalysisError> {
+) -> Result<BTreeMap<(u32, u32), [f64; 3]>, AnalysisError> {
     let mut open: BTreeMap<(u32, u32), (usize, Vec<f64>)> = BTreeMap::new();
-    let mut done: BTreeMap<(u32, u32), (f64, f64)> = BTreeMap::new();
+    let mut done: BTreeMap<(u32, u32), [f64; 3]> = BTreeMap::new();
     let finish = |g: &mut Vec<f64>| {
         g.retain(|x| x.is_finite());
-        (
-            quantile_in_place(g, 0.5).unwrap_or(f64::NAN),
-            quantile_in_place(g, 0.99).unwrap_or(f64::NAN),
-        )
+        [0.5, 0.9, 0.99].map(|q| quantile_in_place(g, q).unwrap_or(f64::NAN))
     };
     let columns = [
         "trial",

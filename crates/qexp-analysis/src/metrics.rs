@@ -25,6 +25,8 @@ pub struct TrialMetrics {
     pub e2e_s: f64,
     /// Pooled inter-chunk gap, median.
     pub itl_p50_s: f64,
+    /// Pooled inter-chunk gap, 90th percentile.
+    pub itl_p90_s: f64,
     /// Pooled inter-chunk gap, 99th percentile.
     pub itl_p99_s: f64,
     /// Mean tokens per content chunk (>1 under speculative decoding).
@@ -54,8 +56,14 @@ pub struct PointSummary {
     pub decode_tok_s: Option<Summary>,
     /// Median TTFT across trials.
     pub ttft_s: Option<Summary>,
+    /// TTFT p90 across trials.
+    pub ttft_p90_s: Option<Summary>,
     /// Median E2E across trials.
     pub e2e_s: Option<Summary>,
+    /// ITL p50 across trials.
+    pub itl_p50_s: Option<Summary>,
+    /// ITL p90 across trials.
+    pub itl_p90_s: Option<Summary>,
     /// ITL p99 across trials.
     pub itl_p99_s: Option<Summary>,
     /// Measured requests, all trials.
@@ -76,7 +84,10 @@ impl PointSummary {
             agg_tok_s: of(|t| t.agg_tok_s),
             decode_tok_s: of(|t| t.decode_tok_s),
             ttft_s: of(|t| t.ttft_s),
+            ttft_p90_s: of(|t| t.ttft_p90_s),
             e2e_s: of(|t| t.e2e_s),
+            itl_p50_s: of(|t| t.itl_p50_s),
+            itl_p90_s: of(|t| t.itl_p90_s),
             itl_p99_s: of(|t| t.itl_p99_s),
             requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
             failures: trials.iter().map(|t| u64::from(t.failures)).sum(),

@@ -129,8 +129,13 @@ fn check(dir: &Path) {
     for p in &run.points {
         for t in &p.trials {
             let s = f64::from(10 * t.trial + t.point_id) * 1e-3;
-            // Gaps s..6s: numpy-linear p50 = 3.5 s, p99 = 5.95 s.
-            let (p50, p99) = (3.5 * s, 5.95 * s);
+            // Gaps s..6s: numpy-linear p50 = 3.5 s, p90 = 5.5 s, p99 = 5.95 s.
+            let (p50, p90, p99) = (3.5 * s, 5.5 * s, 5.95 * s);
+            assert!(
+                (t.itl_p90_s - p90).abs() < 1e-12,
+                "p90 {} != {p90}",
+                t.itl_p90_s
+            );
             assert!(
                 (t.itl_p50_s - p50).abs() < 1e-12,
                 "trial {} point {}: p50 {} != {p50}",

@@ -125,6 +125,8 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// The table as GitHub-flavoured Markdown, run text escaped.
     pub markdown: String,
+    /// The latency table (TTFT p90, E2E, pooled ITL) as Markdown.
+    pub latency_markdown: String,
 }
 
 /// One point in a table: medians across trials with min–max spread.
@@ -148,6 +150,20 @@ pub struct Row {
     pub ttft: String,
     /// Its min–max.
     pub ttft_spread: String,
+    /// TTFT p90 in seconds, median across trials.
+    pub ttft_p90: String,
+    /// E2E in seconds, median.
+    pub e2e: String,
+    /// Its min–max.
+    pub e2e_spread: String,
+    /// Pooled ITL p50 in milliseconds, median across trials.
+    pub itl_p50: String,
+    /// Pooled ITL p90 in milliseconds, median across trials.
+    pub itl_p90: String,
+    /// Pooled ITL p99 in milliseconds, median across trials.
+    pub itl_p99: String,
+    /// Its min–max.
+    pub itl_p99_spread: String,
     /// Failed / measured requests over all trials.
     pub failures: String,
     /// Markers of the point's flags, e.g. `⚑1 ⚑3`.

@@ -34,6 +34,20 @@ pub fn spread(s: &Option<Summary>) -> String {
     }
 }
 
+/// [`center`] of a summary in seconds, shown in milliseconds.
+pub fn center_ms(s: &Option<Summary>) -> String {
+    s.as_ref().map_or("–".into(), |s| num(s.median * 1e3))
+}
+
+/// [`spread`] of a summary in seconds, shown in milliseconds.
+pub fn spread_ms(s: &Option<Summary>) -> String {
+    match s {
+        Some(s) if s.n > 1 => format!("{}–{}", num(s.min * 1e3), num(s.max * 1e3)),
+        Some(_) => "n=1".into(),
+        None => "–".into(),
+    }
+}
+
 /// Escapes text for a Markdown table cell.
 pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")

@@ -3,7 +3,7 @@
 //! units in headers, flag markers beside their points.
 
 use crate::context::{FlagView, Row, Table};
-use crate::format::{center, md_text, spread};
+use crate::format::{center, center_ms, md_text, spread, spread_ms};
 use crate::labels;
 use qexp_analysis::{Axis, PointSummary};
 
@@ -45,6 +45,7 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
                 ),
                 axis_header: axis.header().to_string(),
                 markdown: table_markdown(axis, &rows),
+                latency_markdown: latency_markdown(axis, &rows),
                 fixed,
                 rows,
             });
@@ -78,6 +79,13 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         decode_spread: spread(&p.decode_tok_s),
         ttft: center(&p.ttft_s),
         ttft_spread: spread(&p.ttft_s),
+        ttft_p90: center(&p.ttft_p90_s),
+        e2e: center(&p.e2e_s),
+        e2e_spread: spread(&p.e2e_s),
+        itl_p50: center_ms(&p.itl_p50_s),
+        itl_p90: center_ms(&p.itl_p90_s),
+        itl_p99: center_ms(&p.itl_p99_s),
+        itl_p99_spread: spread_ms(&p.itl_p99_s),
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
@@ -109,6 +117,31 @@ fn table_markdown(axis: Axis, rows: &[Row]) -> String {
             r.ttft_spread,
             r.failures,
             notes
+        ));
+    }
+    s
+}
+
+/// Latency beyond the median TTFT: its tail, E2E, and the pooled gaps
+/// between chunks (ITL), each a median across trials.
+fn latency_markdown(axis: Axis, rows: &[Row]) -> String {
+    let mut s = format!(
+        "| {} | n | TTFT p90 (s) | E2E (s) | spread | ITL p50 (ms) | ITL p90 (ms) | ITL p99 (ms) | spread |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        axis.header()
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.value,
+            r.n,
+            r.ttft_p90,
+            r.e2e,
+            r.e2e_spread,
+            r.itl_p50,
+            r.itl_p90,
+            r.itl_p99,
+            r.itl_p99_spread
         ));
     }
     s
