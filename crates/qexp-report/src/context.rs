@@ -127,6 +127,8 @@ pub struct Table {
     pub markdown: String,
     /// The latency table (TTFT p90, E2E, pooled ITL) as Markdown.
     pub latency_markdown: String,
+    /// The spread table (IQR, 95% CI of the median, CV) as Markdown.
+    pub spread_markdown: String,
 }
 
 /// One point in a table: medians across trials with min–max spread.
@@ -164,6 +166,18 @@ pub struct Row {
     pub itl_p99: String,
     /// Its min–max.
     pub itl_p99_spread: String,
+    /// Aggregate tok/s across trials: interquartile range.
+    pub agg_iqr: String,
+    /// Its 95% CI of the median, or why there is none.
+    pub agg_ci: String,
+    /// Its coefficient of variation.
+    pub agg_cv: String,
+    /// TTFT across trials: interquartile range.
+    pub ttft_iqr: String,
+    /// Its 95% CI of the median, or why there is none.
+    pub ttft_ci: String,
+    /// Its coefficient of variation.
+    pub ttft_cv: String,
     /// Failed / measured requests over all trials.
     pub failures: String,
     /// Markers of the point's flags, e.g. `⚑1 ⚑3`.

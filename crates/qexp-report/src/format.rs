@@ -34,6 +34,33 @@ pub fn spread(s: &Option<Summary>) -> String {
     }
 }
 
+/// The interquartile range across trials, or a dash.
+pub fn iqr(s: &Option<Summary>) -> String {
+    match s {
+        Some(s) if s.n > 1 => num(s.iqr),
+        _ => "–".into(),
+    }
+}
+
+/// The 95% confidence interval of the median, or why there is none: an
+/// order-statistic interval needs at least 6 values to reach 95%.
+pub fn ci95(s: &Option<Summary>) -> String {
+    match s {
+        Some(s) => match s.ci95 {
+            Some((lo, hi)) => format!("{}–{}", num(lo), num(hi)),
+            None => format!("none at n={} (needs 6)", s.n),
+        },
+        None => "–".into(),
+    }
+}
+
+/// The coefficient of variation in percent, or a dash.
+pub fn cv(s: &Option<Summary>) -> String {
+    s.as_ref()
+        .and_then(|s| s.cv)
+        .map_or("–".into(), |cv| format!("{:.1}%", cv * 100.0))
+}
+
 /// [`center`] of a summary in seconds, shown in milliseconds.
 pub fn center_ms(s: &Option<Summary>) -> String {
     s.as_ref().map_or("–".into(), |s| num(s.median * 1e3))

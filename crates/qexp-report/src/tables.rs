@@ -3,7 +3,7 @@
 //! units in headers, flag markers beside their points.
 
 use crate::context::{FlagView, Row, Table};
-use crate::format::{center, center_ms, md_text, spread, spread_ms};
+use crate::format::{center, center_ms, ci95, cv, iqr, md_text, spread, spread_ms};
 use crate::labels;
 use qexp_analysis::{Axis, PointSummary};
 
@@ -46,6 +46,7 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
                 axis_header: axis.header().to_string(),
                 markdown: table_markdown(axis, &rows),
                 latency_markdown: latency_markdown(axis, &rows),
+                spread_markdown: spread_markdown(axis, &rows),
                 fixed,
                 rows,
             });
@@ -86,6 +87,12 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         itl_p90: center_ms(&p.itl_p90_s),
         itl_p99: center_ms(&p.itl_p99_s),
         itl_p99_spread: spread_ms(&p.itl_p99_s),
+        agg_iqr: iqr(&p.agg_tok_s),
+        agg_ci: ci95(&p.agg_tok_s),
+        agg_cv: cv(&p.agg_tok_s),
+        ttft_iqr: iqr(&p.ttft_s),
+        ttft_ci: ci95(&p.ttft_s),
+        ttft_cv: cv(&p.ttft_s),
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
@@ -142,6 +149,23 @@ fn latency_markdown(axis: Axis, rows: &[Row]) -> String {
             r.itl_p90,
             r.itl_p99,
             r.itl_p99_spread
+        ));
+    }
+    s
+}
+
+/// How much the trials disagree, for the headline metrics: IQR, the 95%
+/// confidence interval of the median (order statistics) and the CV.
+fn spread_markdown(axis: Axis, rows: &[Row]) -> String {
+    let mut s = format!(
+        "| {} | n | Aggregate IQR (tok/s) | 95% CI of median | CV | TTFT IQR (s) | 95% CI of median | CV |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        axis.header()
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.value, r.n, r.agg_iqr, r.agg_ci, r.agg_cv, r.ttft_iqr, r.ttft_ci, r.ttft_cv
         ));
     }
     s
