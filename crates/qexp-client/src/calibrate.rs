@@ -184,7 +184,7 @@ pub async fn calibrate(
             break;
         }
         let rate = (f64::from(t) - f64::from(lo.1)) / (u as f64 - lo.0 as f64);
-        if !(rate > 0.0) {
+        if rate.is_nan() || rate <= 0.0 {
             break;
         }
         let next = (u as f64 + (f64::from(target) - f64::from(t)) / rate)

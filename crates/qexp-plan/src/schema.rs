@@ -323,7 +323,7 @@ impl PlanFile {
                 );
             }
         }
-        if !(self.target.timeout_s > 0.0) {
+        if self.target.timeout_s.is_nan() || self.target.timeout_s <= 0.0 {
             return invalid(
                 0..0,
                 "target.timeout_s",
@@ -370,7 +370,7 @@ impl PlanFile {
         if self.run.trials == 0 {
             return invalid(0..0, "run.trials", "must be at least 1");
         }
-        if !(self.analysis.cv_threshold > 0.0) {
+        if self.analysis.cv_threshold.is_nan() || self.analysis.cv_threshold <= 0.0 {
             return invalid(
                 0..0,
                 "analysis.cv_threshold",

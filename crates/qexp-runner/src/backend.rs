@@ -9,7 +9,7 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 impl Backend for Client {
-    fn send(&self, req: GenRequest) -> impl Future<Output = Outcome> + Send {
-        async move { self.stream(&req).await }
+    async fn send(&self, req: GenRequest) -> Outcome {
+        self.stream(&req).await
     }
 }

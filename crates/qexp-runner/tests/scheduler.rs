@@ -15,20 +15,18 @@ struct Fake {
 }
 
 impl Backend for Fake {
-    fn send(&self, _req: GenRequest) -> impl std::future::Future<Output = Outcome> + Send {
-        async move {
-            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-            self.sent.fetch_add(1, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            Outcome {
-                first_token_s: Some(0.05),
-                last_token_s: Some(0.1),
-                content_chunks: 5,
-                client_tokens: 5,
-                ..Outcome::default()
-            }
+    async fn send(&self, _req: GenRequest) -> Outcome {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Outcome {
+            first_token_s: Some(0.05),
+            last_token_s: Some(0.1),
+            content_chunks: 5,
+            client_tokens: 5,
+            ..Outcome::default()
         }
     }
 }
