@@ -284,7 +284,9 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         "second request cached {cached} of {prompt_tokens}"
     );
     let (t1, t2) = (first.ttft_s().unwrap(), second.ttft_s().unwrap());
-    eprintln!("shared 8K prefix: TTFT {t1:.3} s → {t2:.3} s, cached 0 → {cached}");
+    eprintln!(
+        "shared prefix of {prompt_tokens} tokens: TTFT {t1:.3} s → {t2:.3} s, cached 0 → {cached}"
+    );
     assert!(
         t2 < t1,
         "TTFT with the cached prefix ({t2}) must be lower than without ({t1})"
