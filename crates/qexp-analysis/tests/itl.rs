@@ -181,3 +181,46 @@ fn pooled_itl_of_a_point_whose_rows_span_read_batches() {
     let dir = write_run(tmp.path(), false, true);
     check(&dir);
 }
+
+/// A merged file of several row groups (the merge streams parts into groups
+/// of 262 144 rows): every row is kept, in order, and a (trial, point) cut
+/// by a row-group boundary is pooled whole.
+#[test]
+fn pooled_itl_across_row_groups_of_a_merged_run() {
+    use polars::prelude::{ParquetReader, SerReader};
+    const ROWS: u32 = 100_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = Plan::parse(Path::new("itl.toml"), PLAN).expect("valid plan");
+    let mut w = RunWriter::create(tmp.path(), manifest(&plan)).expect("create run");
+    for trial in 1..=2 {
+        for p in plan.points() {
+            let g = f64::from(10 * trial + p.id) * 1e-3;
+            let rows: Vec<RequestRow> = (0..ROWS)
+                .map(|i| request(trial, p.id, i, &[g, g]))
+                .collect();
+            let point = PointRow {
+                trial,
+                point_id: p.id,
+                ..PointRow::default()
+            };
+            w.write_point(&rows, &point).expect("write part");
+        }
+    }
+    let dir = w.finish(RunStatus::Complete, None).expect("merge parts");
+    let file = std::fs::File::open(dir.join("requests.parquet")).unwrap();
+    let groups: Vec<usize> = ParquetReader::new(file)
+        .get_metadata()
+        .unwrap()
+        .row_groups
+        .iter()
+        .map(|rg| rg.num_rows())
+        .collect();
+    assert_eq!(groups, vec![262_144, 37_856, 100_000]);
+    let run = analyze(&dir).expect("analysable");
+    for t in run.points.iter().flat_map(|p| &p.trials) {
+        let g = f64::from(10 * t.trial + t.point_id) * 1e-3;
+        assert_eq!(t.requests, ROWS);
+        assert!((t.itl_p50_s - g).abs() < 1e-12 && (t.itl_p99_s - g).abs() < 1e-12);
+    }
+    assert_eq!(run.points.iter().map(|p| p.trials.len()).sum::<usize>(), 4);
+}

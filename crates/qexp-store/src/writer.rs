@@ -128,18 +128,26 @@ pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
                 .with_compression(ParquetCompression::Zstd(None))
                 .batched(&schema)
                 .map_err(io)?;
+            // Writes `df` as row groups of at most MERGE_ROW_GROUP rows.
+            let mut flush = |df: &mut DataFrame| -> std::io::Result<()> {
+                df.rechunk_mut();
+                for start in (0..df.height()).step_by(MERGE_ROW_GROUP) {
+                    w.write_batch(&df.slice(start as i64, MERGE_ROW_GROUP))
+                        .map_err(io)?;
+                }
+                Ok(())
+            };
             let mut pending = first;
             for f in &files[1..] {
                 if pending.height() >= MERGE_ROW_GROUP {
-                    w.write_batch(pending.rechunk_mut()).map_err(io)?;
+                    flush(&mut pending)?;
                     pending = DataFrame::empty_with_schema(&schema);
                 }
                 let next = read(f).map_err(std::io::Error::other)?;
                 pending.vstack_mut(&next).map_err(io)?;
             }
-            if pending.height() > 0 {
-                w.write_batch(pending.rechunk_mut()).map_err(io)?;
-            }
+            flush(&mut pending)?;
+            drop(flush);
             w.finish().map(|_| ()).map_err(io)
         })?;
     }
