@@ -147,7 +147,6 @@ pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
                 pending.vstack_mut(&next).map_err(io)?;
             }
             flush(&mut pending)?;
-            drop(flush);
             w.finish().map(|_| ()).map_err(io)
         })?;
     }
