@@ -94,6 +94,12 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
             col("agg_output_tok_s").cast(F),
             col("send_lag_max_s").cast(F),
             col("invalid_reason"),
+            col("server_prefix_cache_queries").cast(F),
+            col("server_prefix_cache_hits").cast(F),
+            col("server_preemptions").cast(F),
+            col("server_ttft_count").cast(F),
+            col("server_ttft_sum_s").cast(F),
+            col("server_spec_acceptance_length").cast(F),
         ])
         .collect()
         .map_err(q)?;
@@ -148,7 +154,7 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
                 token_mismatches: mism[i] as u32,
                 agg_tok_s: f64::NAN,
                 send_lag_max_s: 0.0,
-                invalid_reason: None,
+                ..TrialMetrics::default()
             },
         );
     }
@@ -156,6 +162,22 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     let ppid = u32s(&points, "point_id").map_err(q)?;
     let agg = f64s(&points, "agg_output_tok_s").map_err(q)?;
     let lag = f64s(&points, "send_lag_max_s").map_err(q)?;
+    let server = |name: &str| -> Result<Vec<Option<f64>>, AnalysisError> {
+        let v = f64s(&points, name).map_err(q)?;
+        Ok(v.into_iter().map(|x| x.is_finite().then_some(x)).collect())
+    };
+    let (queries, hits, preempt, ttft_n, ttft_sum, accept) = (
+        server("server_prefix_cache_queries")?,
+        server("server_prefix_cache_hits")?,
+        server("server_preemptions")?,
+        server("server_ttft_count")?,
+        server("server_ttft_sum_s")?,
+        server("server_spec_acceptance_length")?,
+    );
+    let ratio = |num: Option<f64>, den: Option<f64>| match (num, den) {
+        (Some(n), Some(d)) if d > 0.0 => Some(n / d),
+        _ => None,
+    };
     let invalid = points
         .column("invalid_reason")
         .and_then(|c| c.str().cloned())
@@ -171,6 +193,10 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
         m.agg_tok_s = agg[i];
         m.send_lag_max_s = lag[i];
         m.invalid_reason = invalid.get(i).map(str::to_string);
+        m.server_prefix_hit_rate = ratio(hits[i], queries[i]);
+        m.server_preemptions = preempt[i];
+        m.server_ttft_s = ratio(ttft_sum[i], ttft_n[i]);
+        m.spec_acceptance_length = accept[i];
     }
     let summaries = manifest
         .points

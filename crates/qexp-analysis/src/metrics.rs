@@ -41,6 +41,14 @@ pub struct TrialMetrics {
     pub send_lag_max_s: f64,
     /// Why the point's numbers are invalid, if so.
     pub invalid_reason: Option<String>,
+    /// Server counters (scraped /metrics): prefix-cache hits / queries.
+    pub server_prefix_hit_rate: Option<f64>,
+    /// Server counters: preemptions during the (trial, point).
+    pub server_preemptions: Option<f64>,
+    /// Server counters: mean TTFT of the server's own histogram, seconds.
+    pub server_ttft_s: Option<f64>,
+    /// Server counters: speculative-decoding acceptance length (1 + accepted / drafts).
+    pub spec_acceptance_length: Option<f64>,
 }
 
 /// One point across trials.
@@ -66,6 +74,14 @@ pub struct PointSummary {
     pub itl_p90_s: Option<Summary>,
     /// ITL p99 across trials.
     pub itl_p99_s: Option<Summary>,
+    /// Server prefix-cache hit rate across trials (None without scraped metrics).
+    pub server_prefix_hit_rate: Option<Summary>,
+    /// Server preemptions per trial, across trials.
+    pub server_preemptions: Option<Summary>,
+    /// Server-side mean TTFT across trials.
+    pub server_ttft_s: Option<Summary>,
+    /// Speculative-decoding acceptance length across trials.
+    pub spec_acceptance_length: Option<Summary>,
     /// Measured requests, all trials.
     pub requests: u64,
     /// Failed requests, all trials.
@@ -89,6 +105,10 @@ impl PointSummary {
             itl_p50_s: of(|t| t.itl_p50_s),
             itl_p90_s: of(|t| t.itl_p90_s),
             itl_p99_s: of(|t| t.itl_p99_s),
+            server_prefix_hit_rate: of(|t| t.server_prefix_hit_rate.unwrap_or(f64::NAN)),
+            server_preemptions: of(|t| t.server_preemptions.unwrap_or(f64::NAN)),
+            server_ttft_s: of(|t| t.server_ttft_s.unwrap_or(f64::NAN)),
+            spec_acceptance_length: of(|t| t.spec_acceptance_length.unwrap_or(f64::NAN)),
             requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
             failures: trials.iter().map(|t| u64::from(t.failures)).sum(),
             point,

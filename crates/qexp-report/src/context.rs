@@ -65,6 +65,8 @@ pub struct ReportContext {
     pub thresholds: Vec<ThresholdRow>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
+    /// Whether any table has server counters (scraped metrics).
+    pub server_counters: bool,
     /// Charts, filled in by the renderer (empty from [`report_context`]).
     pub charts: Vec<ChartView>,
     /// The rendered narrative notebook, filled in by the renderer when there is one.
@@ -129,6 +131,9 @@ pub struct Table {
     pub latency_markdown: String,
     /// The spread table (IQR, 95% CI of the median, CV) as Markdown.
     pub spread_markdown: String,
+    /// The server's own counters per point as Markdown; empty when the run
+    /// scraped no metrics for these points.
+    pub server_markdown: String,
 }
 
 /// One point in a table: medians across trials with min–max spread.
@@ -178,6 +183,14 @@ pub struct Row {
     pub ttft_ci: String,
     /// Its coefficient of variation.
     pub ttft_cv: String,
+    /// Server prefix-cache hit rate, median across trials.
+    pub server_hit_rate: String,
+    /// Server preemptions per trial, median.
+    pub server_preemptions: String,
+    /// Server-side mean TTFT in seconds, median.
+    pub server_ttft: String,
+    /// Speculative-decoding acceptance length, median.
+    pub spec_acceptance: String,
     /// Failed / measured requests over all trials.
     pub failures: String,
     /// Markers of the point's flags, e.g. `⚑1 ⚑3`.
@@ -319,6 +332,7 @@ pub fn report_context_with(
         .chain(server)
         .collect();
     let flags = flag_views(flags, &a.points);
+    let tables = tables(&a.points, &flags);
     ReportContext {
         experiment: m.experiment.clone(),
         description: description(&m.plan_text),
@@ -345,7 +359,8 @@ pub fn report_context_with(
         }),
         headline: headline(a, &flags),
         thresholds: thresholds.rows(),
-        tables: tables(&a.points, &flags),
+        server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
+        tables,
         flags,
         charts: Vec::new(),
         narrative: None,

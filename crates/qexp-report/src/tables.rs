@@ -47,6 +47,11 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
                 markdown: table_markdown(axis, &rows),
                 latency_markdown: latency_markdown(axis, &rows),
                 spread_markdown: spread_markdown(axis, &rows),
+                server_markdown: if group.iter().any(|p| has_server_counters(p)) {
+                    server_markdown(axis, &rows)
+                } else {
+                    String::new()
+                },
                 fixed,
                 rows,
             });
@@ -93,6 +98,13 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         ttft_iqr: iqr(&p.ttft_s),
         ttft_ci: ci95(&p.ttft_s),
         ttft_cv: cv(&p.ttft_s),
+        server_hit_rate: p
+            .server_prefix_hit_rate
+            .as_ref()
+            .map_or("–".into(), |s| format!("{:.1}%", s.median * 100.0)),
+        server_preemptions: center(&p.server_preemptions),
+        server_ttft: center(&p.server_ttft_s),
+        spec_acceptance: center(&p.spec_acceptance_length),
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
@@ -169,4 +181,78 @@ fn spread_markdown(axis: Axis, rows: &[Row]) -> String {
         ));
     }
     s
+}
+
+fn has_server_counters(p: &PointSummary) -> bool {
+    p.server_prefix_hit_rate.is_some()
+        || p.server_preemptions.is_some()
+        || p.server_ttft_s.is_some()
+        || p.spec_acceptance_length.is_some()
+}
+
+/// What the server's own counters said over each point (deltas of its
+/// Prometheus metrics, scraped before and after each trial of the point).
+fn server_markdown(axis: Axis, rows: &[Row]) -> String {
+    let mut s = format!(
+        "| {} | n | Prefix-cache hit rate | Preemptions | Server TTFT, mean (s) | Client TTFT (s) | Acceptance length |\n\
+         |---:|---:|---:|---:|---:|---:|---:|\n",
+        axis.header()
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            r.value,
+            r.n,
+            r.server_hit_rate,
+            r.server_preemptions,
+            r.server_ttft,
+            r.ttft,
+            r.spec_acceptance
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_analysis::TrialMetrics;
+    use qexp_plan::Point;
+
+    fn point(id: u32, concurrency: u32, counters: bool) -> PointSummary {
+        let p = Point {
+            id,
+            concurrency,
+            input_tokens: 1000,
+            output_tokens: 100,
+            requests: 4,
+            warmup: 0,
+        };
+        let trials = (1..=3)
+            .map(|trial| TrialMetrics {
+                trial,
+                point_id: id,
+                ttft_s: 0.2,
+                server_prefix_hit_rate: counters.then_some(0.25 * f64::from(trial)),
+                server_preemptions: counters.then_some(0.0),
+                server_ttft_s: counters.then_some(0.18),
+                ..TrialMetrics::default()
+            })
+            .collect();
+        PointSummary::new(p, trials)
+    }
+
+    #[test]
+    fn server_counters_table_only_when_scraped() {
+        let scraped = tables(&[point(0, 1, true), point(1, 4, false)], &[]);
+        let md = &scraped[0].server_markdown;
+        // Median of 25%, 50%, 75%; a point without counters shows dashes.
+        assert!(
+            md.contains("| 1 | 3 | 50.0% | 0.000 | 0.180 | 0.200 | – |"),
+            "{md}"
+        );
+        assert!(md.contains("| 4 | 3 | – | – | – | 0.200 | – |"), "{md}");
+        let plain = tables(&[point(0, 1, false), point(1, 4, false)], &[]);
+        assert_eq!(plain[0].server_markdown, "");
+    }
 }
