@@ -64,7 +64,7 @@ pub(crate) fn chain(e: &tera::Error) -> String {
     message
 }
 
-fn tera_err(name: &str, e: tera::Error) -> RenderError {
+pub(crate) fn tera_err(name: &str, e: tera::Error) -> RenderError {
     RenderError::Template {
         name: name.to_string(),
         message: chain(&e),
@@ -87,40 +87,49 @@ fn escape_html(s: &str) -> String {
     out
 }
 
+/// A tera instance with `builtin` templates, each replaced by the file of
+/// the same name in `dir` when there is one: HTML templates autoescape, and
+/// Markdown ones get the `md_cell` filter.
+pub(crate) fn load_templates(
+    builtin: &[(&str, &str)],
+    dir: Option<&Path>,
+) -> Result<tera::Tera, RenderError> {
+    let mut tera = tera::Tera::default();
+    for &(name, text) in builtin {
+        let path = dir.map(|d| d.join(name)).filter(|p| p.exists());
+        let text = match path {
+            Some(path) => std::fs::read_to_string(&path).map_err(|source| RenderError::Io {
+                action: "cannot read",
+                path: path.clone(),
+                source,
+            })?,
+            None => text.to_string(),
+        };
+        tera.add_raw_template(name, &text)
+            .map_err(|e| tera_err(name, e))?;
+    }
+    // Only HTML templates escape; Markdown uses the `md_cell` filter where a cell needs it.
+    tera.autoescape_on(vec![".html.tera", ".html"]);
+    tera.set_escape_fn(escape_html);
+    tera.register_filter("md_cell", |v: &Value, _: &HashMap<String, Value>| {
+        Ok(Value::from(md_cell(v.as_str().unwrap_or_default())))
+    });
+    Ok(tera)
+}
+
 impl Templates {
     /// The templates compiled into qexp (a copy of the repository's `templates/`).
     pub fn builtin() -> Result<Templates, RenderError> {
-        let mut tera = tera::Tera::default();
-        for (name, text) in BUILTIN {
-            tera.add_raw_template(name, text)
-                .map_err(|e| tera_err(name, e))?;
-        }
-        // Only HTML templates escape; Markdown uses the `md_cell` filter where a cell needs it.
-        tera.autoescape_on(vec![".html.tera", ".html"]);
-        tera.set_escape_fn(escape_html);
-        tera.register_filter("md_cell", |v: &Value, _: &HashMap<String, Value>| {
-            Ok(Value::from(md_cell(v.as_str().unwrap_or_default())))
-        });
-        Ok(Templates { tera })
+        Ok(Templates {
+            tera: load_templates(&BUILTIN, None)?,
+        })
     }
 
     /// Templates from `dir`; any file missing there falls back to the built-in one.
     pub fn from_dir(dir: &Path) -> Result<Templates, RenderError> {
-        let mut t = Templates::builtin()?;
-        for (name, _) in BUILTIN {
-            let path = dir.join(name);
-            if path.exists() {
-                let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Io {
-                    action: "cannot read",
-                    path: path.clone(),
-                    source,
-                })?;
-                t.tera
-                    .add_raw_template(name, &text)
-                    .map_err(|e| tera_err(name, e))?;
-            }
-        }
-        Ok(t)
+        Ok(Templates {
+            tera: load_templates(&BUILTIN, Some(dir))?,
+        })
     }
 }
 

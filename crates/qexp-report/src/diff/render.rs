@@ -4,11 +4,8 @@
 
 use super::chart::ratio_chart;
 use super::{diff_context, pair_labels, DiffChartView, DiffContext};
-use crate::format::md_cell;
-use crate::render::{chain, RenderError};
+use crate::render::{load_templates, tera_err, RenderError};
 use qexp_analysis::RunDiff;
-use serde_json::Value;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 const DIFF_MD: &str = "diff.md.tera";
@@ -37,62 +34,19 @@ pub struct DiffTemplates {
     tera: tera::Tera,
 }
 
-fn tera_err(name: &str, e: tera::Error) -> RenderError {
-    RenderError::Template {
-        name: name.to_string(),
-        message: chain(&e),
-    }
-}
-
-/// HTML escaping: the five characters that matter.
-fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 impl DiffTemplates {
     /// The templates compiled into qexp (copies of `templates/diff.*.tera`).
     pub fn builtin() -> Result<DiffTemplates, RenderError> {
-        let mut tera = tera::Tera::default();
-        for (name, text) in BUILTIN {
-            tera.add_raw_template(name, text)
-                .map_err(|e| tera_err(name, e))?;
-        }
-        tera.autoescape_on(vec![".html.tera", ".html"]);
-        tera.set_escape_fn(escape_html);
-        tera.register_filter("md_cell", |v: &Value, _: &HashMap<String, Value>| {
-            Ok(Value::from(md_cell(v.as_str().unwrap_or_default())))
-        });
-        Ok(DiffTemplates { tera })
+        Ok(DiffTemplates {
+            tera: load_templates(&BUILTIN, None)?,
+        })
     }
 
     /// Templates from `dir`; a file missing there falls back to the built-in one.
     pub fn from_dir(dir: &Path) -> Result<DiffTemplates, RenderError> {
-        let mut t = DiffTemplates::builtin()?;
-        for (name, _) in BUILTIN {
-            let path = dir.join(name);
-            if path.exists() {
-                let text = std::fs::read_to_string(&path).map_err(|source| RenderError::Io {
-                    action: "cannot read",
-                    path: path.clone(),
-                    source,
-                })?;
-                t.tera
-                    .add_raw_template(name, &text)
-                    .map_err(|e| tera_err(name, e))?;
-            }
-        }
-        Ok(t)
+        Ok(DiffTemplates {
+            tera: load_templates(&BUILTIN, Some(dir))?,
+        })
     }
 
     fn render(&self, name: &str, ctx: &DiffContext) -> Result<String, RenderError> {
