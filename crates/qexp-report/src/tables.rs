@@ -102,7 +102,14 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
             .server_prefix_hit_rate
             .as_ref()
             .map_or("–".into(), |s| format!("{:.1}%", s.median * 100.0)),
-        server_preemptions: center(&p.server_preemptions),
+        // A count: whole numbers without decimals (a median of two may be x.5).
+        server_preemptions: p.server_preemptions.as_ref().map_or("–".into(), |s| {
+            if s.median.fract() == 0.0 {
+                format!("{:.0}", s.median)
+            } else {
+                format!("{:.1}", s.median)
+            }
+        }),
         server_ttft: center(&p.server_ttft_s),
         spec_acceptance: center(&p.spec_acceptance_length),
         failures: format!("{}/{}", p.failures, p.requests),
@@ -248,7 +255,7 @@ mod tests {
         let md = &scraped[0].server_markdown;
         // Median of 25%, 50%, 75%; a point without counters shows dashes.
         assert!(
-            md.contains("| 1 | 3 | 50.0% | 0.000 | 0.180 | 0.200 | – |"),
+            md.contains("| 1 | 3 | 50.0% | 0 | 0.180 | 0.200 | – |"),
             "{md}"
         );
         assert!(md.contains("| 4 | 3 | – | – | – | 0.200 | – |"), "{md}");
