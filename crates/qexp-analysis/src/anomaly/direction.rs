@@ -53,9 +53,11 @@ pub fn expectation(axis: Axis, metric: Metric) -> Option<Expectation> {
 /// contains TTFT, so it is the same anomaly.
 pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let plan: Vec<qexp_plan::Point> = points.iter().map(|p| p.point.clone()).collect();
-    let has_cache = points
-        .iter()
-        .any(|p| p.trials.iter().any(|t| t.cached_tokens > 0));
+    // Cache data: cached tokens in the responses, or the server's own
+    // prefix-cache counters (present even when they count no hit).
+    let has_cache = points.iter().any(|p| {
+        p.server_prefix_hit_rate.is_some() || p.trials.iter().any(|t| t.cached_tokens > 0)
+    });
     let mut flags = Vec::new();
     for axis in Axis::swept(&plan) {
         for group in groups(points, axis) {
@@ -189,8 +191,10 @@ fn beyond_noise(
 
 /// Whether the better-looking point had materially less prompt left to prefill after cache hits.
 ///
-/// None when the run reports no cached tokens at all (the server may not
-/// report them) or for decode rate, which prefix caching does not change.
+/// The share of the prompt served from cache comes from the responses'
+/// cached tokens, else from the server's prefix-cache counters (hits /
+/// queries). None when the run has neither (the server may not report
+/// them) or for decode rate, which prefix caching does not change.
 fn cache_explains(
     a: &PointSummary,
     b: &PointSummary,
@@ -201,8 +205,15 @@ fn cache_explains(
     if !has_cache || metric == Metric::DecodeTokS {
         return None;
     }
-    let uncached =
-        |p: &PointSummary| f64::from(p.point.input_tokens) * (1.0 - cache_share(p).unwrap_or(0.0));
+    let share = |p: &PointSummary| {
+        let from_responses = p.trials.iter().any(|t| t.cached_tokens > 0);
+        let from_counters = p.server_prefix_hit_rate.as_ref().map(|s| s.median);
+        match (from_responses, from_counters) {
+            (false, Some(rate)) => rate.clamp(0.0, 1.0),
+            _ => cache_share(p).unwrap_or(0.0),
+        }
+    };
+    let uncached = |p: &PointSummary| f64::from(p.point.input_tokens) * (1.0 - share(p));
     // Latency falling: the later point looks better; throughput falling: the earlier one.
     let (good, other) = match metric {
         Metric::AggTokS | Metric::DecodeTokS => (a, b),
@@ -452,7 +463,7 @@ mod tests {
         assert_eq!(*cache_explains, Some(true));
         assert!(flags[0]
             .to_string()
-            .contains("Cached prompt tokens explain it"));
+            .contains("Prefix-cache hits explain it"));
 
         // The server reports cache hits elsewhere in the run, none at 100K/120K.
         let mut pts = founding_longctx(1);
@@ -465,6 +476,27 @@ mod tests {
         assert_eq!(*cache_explains, Some(false));
         assert!(flags[0]
             .to_string()
-            .ends_with("Cached prompt tokens do not explain it."));
+            .ends_with("Prefix-cache hits do not explain it."));
+    }
+
+    #[test]
+    fn server_prefix_cache_counters_explain_the_dip_or_do_not() {
+        let t = Thresholds::default();
+        // No cached tokens in the responses; the server's counters say half
+        // of the 120K prompt was found in its cache.
+        let counted = |rate_at_120k: f64| {
+            let mut pts = founding_longctx(1);
+            for (i, p) in pts.iter_mut().enumerate() {
+                p.trials[0].server_prefix_hit_rate = Some(if i == 5 { rate_at_120k } else { 0.0 });
+                *p = resummarise(p);
+            }
+            let flags = detect(&pts, &t);
+            let Flag::WrongDirection { cache_explains, .. } = one(&flags) else {
+                panic!("{flags:?}");
+            };
+            *cache_explains
+        };
+        assert_eq!(counted(0.5), Some(true));
+        assert_eq!(counted(0.0), Some(false));
     }
 }

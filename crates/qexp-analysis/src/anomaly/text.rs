@@ -277,10 +277,10 @@ fn wrong_direction(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     match (cache_explains, metric) {
         (Some(true), _) => write!(
             f,
-            " Cached prompt tokens explain it: the faster point had less left to prefill; see \
-             the unexpected-cache-hits flag."
+            " Prefix-cache hits explain it: the faster point had less left to prefill (cached \
+             tokens in the responses, or the server's prefix-cache counters)."
         ),
-        (Some(false), _) => write!(f, " Cached prompt tokens do not explain it."),
+        (Some(false), _) => write!(f, " Prefix-cache hits do not explain it."),
         (None, Metric::DecodeTokS) => Ok(()),
         (None, _) => write!(
             f,
