@@ -25,8 +25,17 @@ install_uv() {
     if marker_ok "$QEXP_UV_VENV" "$want"; then return; fi
     qexp_real_log "bootstrapping $want into $QEXP_UV_VENV"
     rm -rf "$QEXP_UV_VENV"
-    "$PYTHON" -m venv "$QEXP_UV_VENV"
-    "$QEXP_UV_VENV/bin/pip" install --quiet --no-input "uv==$QEXP_UV_VERSION"
+    if "$PYTHON" -m venv "$QEXP_UV_VENV" 2>/dev/null; then
+        "$QEXP_UV_VENV/bin/pip" install --quiet --no-input "uv==$QEXP_UV_VERSION"
+    else
+        # Debian's python3 without python3-venv: pip installs uv into a
+        # plain folder (uv makes the other venvs itself, without that module).
+        rm -rf "$QEXP_UV_VENV"
+        PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install --quiet --no-input \
+            --target "$QEXP_UV_VENV/site" "uv==$QEXP_UV_VERSION"
+        mkdir -p "$QEXP_UV_VENV/bin"
+        ln -sf "$QEXP_UV_VENV/site/bin/uv" "$QEXP_UV"
+    fi
     marker_set "$QEXP_UV_VENV" "$want"
 }
 
