@@ -11,5 +11,5 @@ pub mod stats;
 
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
-pub use load::{analyze, AnalysisError, RunAnalysis};
+pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATCH_ROWS};
 pub use metrics::{Axis, PointSummary, TrialMetrics};

@@ -37,8 +37,19 @@ pub struct RunAnalysis {
 
 const F: DataType = DataType::Float64;
 
+/// Request rows read at a time for the pooled ITL: four row groups of a
+/// merged file (about a million rows; 16 chunk offsets each are 128 MB).
+pub const ITL_BATCH_ROWS: usize = 4 * 512 * 512;
+
 /// Reads a run folder and summarises every point across trials.
 pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
+    analyze_in_batches(dir, ITL_BATCH_ROWS)
+}
+
+/// [`analyze`], reading request rows for the pooled ITL `batch_rows` at a
+/// time (tests use small batches to cross batch boundaries).
+#[doc(hidden)]
+pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, AnalysisError> {
     let manifest = qexp_store::read_manifest(dir)?;
     let q = |source| AnalysisError::Query {
         path: dir.to_path_buf(),
@@ -123,7 +134,7 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     let ok_rows = (0..per_trial.height())
         .map(|i| ((trial[i], pid[i]), (req[i] - fail[i]) as usize))
         .collect();
-    let itl = itl_percentiles(dir, ok_rows)?;
+    let itl = itl_percentiles(dir, ok_rows, batch_rows)?;
     for i in 0..per_trial.height() {
         let key = (pid[i], trial[i]);
         let [itl_p50_s, itl_p90_s, itl_p99_s] = itl
@@ -185,11 +196,7 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     for i in 0..points.height() {
         let m = by_key
             .entry((ppid[i], ptrial[i]))
-            .or_insert_with(|| TrialMetrics {
-                trial: ptrial[i],
-                point_id: ppid[i],
-                ..TrialMetrics::default()
-            });
+            .or_insert_with(|| TrialMetrics::without_requests(ptrial[i], ppid[i]));
         m.agg_tok_s = agg[i];
         m.send_lag_max_s = lag[i];
         m.invalid_reason = invalid.get(i).map(str::to_string);
@@ -221,13 +228,14 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
 ///
 /// A run holds one gap per chunk, so its gaps outnumber its requests many
 /// times over (10 million requests of 16 chunks: 150 million gaps, 1.2 GB).
-/// The rows are read one row group at a time, and a (trial, point) is
+/// The rows are read `batch_rows` at a time, and a (trial, point) is
 /// summarised and its gaps dropped as soon as all of its `expected`
 /// successful rows have been seen; since the runner writes each (trial,
 /// point) as one block, about one (trial, point) is held at a time.
 fn itl_percentiles(
     dir: &Path,
     expected: BTreeMap<(u32, u32), usize>,
+    batch_rows: usize,
 ) -> Result<BTreeMap<(u32, u32), [f64; 3]>, AnalysisError> {
     let mut open: BTreeMap<(u32, u32), (usize, Vec<f64>)> = BTreeMap::new();
     let mut done: BTreeMap<(u32, u32), [f64; 3]> = BTreeMap::new();
@@ -242,7 +250,7 @@ fn itl_percentiles(
         "error_class",
         "chunk_offsets_s",
     ];
-    qexp_store::for_each_request_batch(dir, &columns, |df| {
+    qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
         let df = df
             .lazy()
             .filter(col("warmup").not().and(col("error_class").is_null()))
@@ -268,7 +276,9 @@ fn itl_percentiles(
                 *seen += 1;
                 if *seen >= expected.get(&key).copied().unwrap_or(usize::MAX) {
                     let (_, mut gaps) = open.remove(&key).unwrap_or_default();
-                    done.insert(key, finish(&mut gaps));
+                    // First result wins: rows of a finished key arriving
+                    // later (a count that disagreed) never replace it.
+                    done.entry(key).or_insert_with(|| finish(&mut gaps));
                 }
             }
         }
@@ -276,7 +286,7 @@ fn itl_percentiles(
     })?;
     // Groups whose count never matched (not expected to happen) still count.
     for (key, (_, mut gaps)) in open {
-        done.insert(key, finish(&mut gaps));
+        done.entry(key).or_insert_with(|| finish(&mut gaps));
     }
     Ok(done)
 }

@@ -51,6 +51,28 @@ pub struct TrialMetrics {
     pub spec_acceptance_length: Option<f64>,
 }
 
+impl TrialMetrics {
+    /// A (trial, point) that recorded a point row but no measured request:
+    /// every request metric is NaN (shown as a dash), not a fake zero.
+    pub fn without_requests(trial: u32, point_id: u32) -> TrialMetrics {
+        TrialMetrics {
+            trial,
+            point_id,
+            agg_tok_s: f64::NAN,
+            decode_tok_s: f64::NAN,
+            ttft_s: f64::NAN,
+            ttft_p90_s: f64::NAN,
+            e2e_s: f64::NAN,
+            itl_p50_s: f64::NAN,
+            itl_p90_s: f64::NAN,
+            itl_p99_s: f64::NAN,
+            tokens_per_chunk: f64::NAN,
+            prompt_tokens: f64::NAN,
+            ..TrialMetrics::default()
+        }
+    }
+}
+
 /// One point across trials.
 #[derive(Debug, Clone, Serialize)]
 pub struct PointSummary {

@@ -2,7 +2,7 @@
 //! measured requests only, pooled per (trial, point), in a finished run and
 //! in a crashed one whose rows are still in parts/.
 
-use qexp_analysis::analyze;
+use qexp_analysis::{analyze, analyze_in_batches};
 use qexp_plan::Plan;
 use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
 use serde_json::json;
@@ -123,8 +123,16 @@ fn write_run(root: &Path, finish: bool, split: bool) -> PathBuf {
     }
 }
 
+/// Checks the whole-run analysis, and the same with the rows read in small
+/// batches, so that (trial, point) blocks are cut by batch boundaries.
 fn check(dir: &Path) {
-    let run = analyze(dir).expect("analysable");
+    check_with(analyze(dir).expect("analysable"));
+    for batch in [1, 2, 3, 5] {
+        check_with(analyze_in_batches(dir, batch).expect("analysable"));
+    }
+}
+
+fn check_with(run: qexp_analysis::RunAnalysis) {
     let mut seen = 0;
     for p in &run.points {
         for t in &p.trials {
@@ -182,9 +190,17 @@ fn pooled_itl_of_a_point_whose_rows_span_read_batches() {
     check(&dir);
 }
 
+/// numpy's default (linear) quantile of ascending `v`, written out here so
+/// the test does not lean on the crate's own implementation.
+fn numpy_linear(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
 /// A merged file of several row groups (the merge streams parts into groups
-/// of 262 144 rows): every row is kept, in order, and a (trial, point) cut
-/// by a row-group boundary is pooled whole.
+/// of at most 262 144 rows): every row is kept, in order, and a (trial,
+/// point) cut by a row-group or a batch boundary is pooled whole.
 #[test]
 fn pooled_itl_across_row_groups_of_a_merged_run() {
     use polars::prelude::{ParquetReader, SerReader};
@@ -192,12 +208,27 @@ fn pooled_itl_across_row_groups_of_a_merged_run() {
     let tmp = tempfile::tempdir().unwrap();
     let plan = Plan::parse(Path::new("itl.toml"), PLAN).expect("valid plan");
     let mut w = RunWriter::create(tmp.path(), manifest(&plan)).expect("create run");
+    let mut want = std::collections::BTreeMap::new();
     for trial in 1..=2 {
         for p in plan.points() {
             let g = f64::from(10 * trial + p.id) * 1e-3;
+            // Two gaps per request, both different in every request.
+            let gaps = |i: u32| {
+                [
+                    g * (1.0 + f64::from(i) / 1e5),
+                    g * (3.0 - f64::from(i) / 1e5),
+                ]
+            };
             let rows: Vec<RequestRow> = (0..ROWS)
-                .map(|i| request(trial, p.id, i, &[g, g]))
+                .map(|i| request(trial, p.id, i, &gaps(i)))
                 .collect();
+            let mut all: Vec<f64> = rows
+                .iter()
+                .flat_map(|r| r.chunk_offsets_s.windows(2).map(|w| w[1] - w[0]))
+                .collect();
+            all.sort_by(f64::total_cmp);
+            let q = |x| numpy_linear(&all, x);
+            want.insert((trial, p.id), [q(0.5), q(0.9), q(0.99)]);
             let point = PointRow {
                 trial,
                 point_id: p.id,
@@ -216,11 +247,24 @@ fn pooled_itl_across_row_groups_of_a_merged_run() {
         .map(|rg| rg.num_rows())
         .collect();
     assert_eq!(groups, vec![262_144, 37_856, 100_000]);
-    let run = analyze(&dir).expect("analysable");
-    for t in run.points.iter().flat_map(|p| &p.trials) {
-        let g = f64::from(10 * t.trial + t.point_id) * 1e-3;
-        assert_eq!(t.requests, ROWS);
-        assert!((t.itl_p50_s - g).abs() < 1e-12 && (t.itl_p99_s - g).abs() < 1e-12);
+    // Whole-file batches, and batches of 70 000 rows that cut every
+    // (trial, point) and every row group somewhere else.
+    for run in [analyze(&dir), analyze_in_batches(&dir, 70_000)] {
+        let run = run.expect("analysable");
+        let mut seen = 0;
+        for t in run.points.iter().flat_map(|p| &p.trials) {
+            let [p50, p90, p99] = want[&(t.trial, t.point_id)];
+            assert_eq!(t.requests, ROWS);
+            for (got, want) in [(t.itl_p50_s, p50), (t.itl_p90_s, p90), (t.itl_p99_s, p99)] {
+                assert!(
+                    (got - want).abs() < 1e-15,
+                    "trial {} point {}: {got} != {want}",
+                    t.trial,
+                    t.point_id
+                );
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 4);
     }
-    assert_eq!(run.points.iter().map(|p| p.trials.len()).sum::<usize>(), 4);
 }

@@ -456,9 +456,11 @@ fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome 
 /// keep-alive connection is reused just as the server closes it. llama.cpp
 /// closes the TCP connection after every streamed response although it
 /// advertises keep-alive; uvicorn (vLLM, SGLang) closes idle ones after 5 s.
-/// The server never read such a request, so sending it again is safe; the
-/// retry goes out on a new connection, since with many streams in flight the
-/// next pooled connection is often just as dead.
+/// Such a request almost always never reached the server, so it is sent
+/// once more (a server that did read it and then died before answering would
+/// get it twice; the row's `retries` says it happened). The retry goes out on
+/// a new connection, since with many streams in flight the next pooled
+/// connection is often just as dead.
 pub(crate) fn stale_connection(e: &reqwest::Error) -> bool {
     if e.is_timeout() || e.is_status() || e.is_body() || e.is_decode() {
         return false;

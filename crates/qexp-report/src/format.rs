@@ -7,16 +7,21 @@ pub fn num(x: f64) -> String {
     if !x.is_finite() {
         return "–".into();
     }
-    let a = x.abs();
-    let decimals = if a >= 100.0 {
-        0
-    } else if a >= 10.0 {
-        1
-    } else if a >= 1.0 {
-        2
-    } else {
-        3
+    let decimals_for = |a: f64| {
+        if a >= 100.0 {
+            0
+        } else if a >= 10.0 {
+            1
+        } else if a >= 1.0 {
+            2
+        } else {
+            3
+        }
     };
+    // Decide on the rounded value: 9.996 is "10.0", not "10.00".
+    let first = decimals_for(x.abs());
+    let rounded: f64 = format!("{x:.first$}").parse().unwrap_or(x);
+    let decimals = decimals_for(rounded.abs()).min(first);
     format!("{x:.decimals$}")
 }
 
@@ -130,6 +135,15 @@ mod tests {
         assert_eq!(num(1520.4), "1520");
         assert_eq!(num(2.604), "2.60");
         assert_eq!(num(f64::NAN), "–");
+    }
+
+    #[test]
+    fn digits_follow_the_rounded_value() {
+        assert_eq!(num(9.9996), "10.0");
+        assert_eq!(num(99.97), "100");
+        assert_eq!(num(0.99996), "1.00");
+        assert_eq!(num(-9.9996), "-10.0");
+        assert_eq!(num(9.994), "9.99");
     }
 
     #[test]

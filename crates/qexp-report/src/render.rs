@@ -87,6 +87,14 @@ fn escape_html(s: &str) -> String {
     out
 }
 
+fn names(builtin: &[(&str, &str)]) -> String {
+    builtin
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A tera instance with `builtin` templates, each replaced by the file of
 /// the same name in `dir` when there is one: HTML templates autoescape, and
 /// Markdown ones get the `md_cell` filter.
@@ -94,7 +102,7 @@ pub(crate) fn load_templates(
     builtin: &[(&str, &str)],
     dir: Option<&Path>,
 ) -> Result<tera::Tera, RenderError> {
-    let mut tera = tera::Tera::default();
+    let mut texts = Vec::with_capacity(builtin.len());
     for &(name, text) in builtin {
         let path = dir.map(|d| d.join(name)).filter(|p| p.exists());
         let text = match path {
@@ -105,9 +113,12 @@ pub(crate) fn load_templates(
             })?,
             None => text.to_string(),
         };
-        tera.add_raw_template(name, &text)
-            .map_err(|e| tera_err(name, e))?;
+        texts.push((name, text));
     }
+    // All at once: a user's template may extend or import another of the set.
+    let mut tera = tera::Tera::default();
+    tera.add_raw_templates(texts.iter().map(|(n, t)| (*n, t.as_str())))
+        .map_err(|e| tera_err(&names(builtin), e))?;
     // Only HTML templates escape; Markdown uses the `md_cell` filter where a cell needs it.
     tera.autoescape_on(vec![".html.tera", ".html"]);
     tera.set_escape_fn(escape_html);

@@ -67,44 +67,42 @@ pub fn scan_requests(run: &Path) -> Result<LazyFrame, StoreError> {
     scan(run, "requests")
 }
 
-/// Reads a run's request rows in file order, a few Parquet row groups at a
-/// time (decoded in parallel), only `columns`, and hands each batch to `f`.
+/// Reads a run's request rows in file order, `batch_rows` rows at a time
+/// (the last batch of each file may be shorter), only `columns`, and hands
+/// each batch to `f`.
 ///
 /// For the per-request data that outgrows memory when read whole (chunk
-/// arrival offsets: one list per request). A merged file's row groups hold
-/// about 262 000 rows each; a batch is [`BATCH_ROW_GROUPS`] of them.
+/// arrival offsets: one list per request). Only the row groups a batch
+/// overlaps are decoded, in parallel; a merged file's row groups hold at most
+/// 262 144 rows, so a multiple of that keeps batches aligned with them.
 pub fn for_each_request_batch(
     run: &Path,
     columns: &[&str],
+    batch_rows: usize,
     mut f: impl FnMut(DataFrame) -> PolarsResult<()>,
 ) -> Result<(), StoreError> {
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+    let batch_rows = batch_rows.max(1);
     for path in files(run, "requests")? {
         let err = |e| StoreError::pq("cannot read", &path)(e);
         let open = || std::fs::File::open(&path).map_err(StoreError::io("cannot open", &path));
         let mut reader = ParquetReader::new(open()?);
         let metadata = reader.get_metadata().map_err(err)?.clone();
-        let mut offset = 0usize;
-        for groups in metadata.row_groups.chunks(BATCH_ROW_GROUPS) {
-            let rows: usize = groups.iter().map(|rg| rg.num_rows()).sum();
+        let total = metadata.num_rows;
+        for offset in (0..total).step_by(batch_rows) {
             let mut reader = ParquetReader::new(open()?);
             reader.set_metadata(metadata.clone());
             let df = reader
                 .with_columns(Some(columns.clone()))
-                .with_slice(Some((offset, rows)))
+                .with_slice(Some((offset, batch_rows.min(total - offset))))
                 .read_parallel(ParallelStrategy::RowGroups)
                 .finish()
                 .map_err(err)?;
-            offset += rows;
             f(df).map_err(err)?;
         }
     }
     Ok(())
 }
-
-/// Row groups per batch of [`for_each_request_batch`]: enough to keep two
-/// cores decoding, few enough to bound memory (about a million rows).
-pub const BATCH_ROW_GROUPS: usize = 4;
 
 /// Lazily scans a run's point rows.
 pub fn scan_points(run: &Path) -> Result<LazyFrame, StoreError> {

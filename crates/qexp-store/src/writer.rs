@@ -98,9 +98,10 @@ impl RunWriter {
 /// Concatenates `parts/*-NNNNN.parquet` into the two run files and removes
 /// the parts. Safe to run again on a folder whose merge was interrupted.
 ///
-/// Parts are streamed: read one at a time and written out in row groups of
-/// about [`MERGE_ROW_GROUP`] rows, so a run of millions of requests merges
-/// in the memory of one row group, not of the whole run.
+/// Parts are streamed: read one at a time, gathered until they reach
+/// [`MERGE_ROW_GROUP`] rows, and written as row groups of at most that many
+/// (the gathered rest may make a smaller one), so a run of millions of
+/// requests merges in the memory of about one row group, not of the run.
 pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
     let parts = dir.join(PARTS);
     for (prefix, empty) in [

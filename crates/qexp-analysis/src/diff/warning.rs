@@ -36,7 +36,7 @@ pub enum DiffWarning {
         side: Side,
         /// How many flags.
         count: usize,
-        /// Their titles, distinct, in the detectors' order.
+        /// Their titles, distinct, in the order the flags come (by point, then kind).
         kinds: Vec<String>,
         /// Labels of the flagged points.
         points: Vec<String>,
