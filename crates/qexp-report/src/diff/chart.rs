@@ -68,9 +68,15 @@ impl RatioAxis {
             let (a, b) = (lo.log10(), hi.log10());
             let pad = (b - a) * 0.06;
             let (lo, hi) = (10f64.powf(a - pad), 10f64.powf(b + pad));
+            // Fewer marks per decade the more decades the axis spans.
+            let mantissas: &[f64] = match b - a {
+                d if d > 2.0 => &[1.0],
+                d if d > 1.0 => &[1.0, 2.0, 5.0],
+                _ => &[1.0, 1.5, 2.0, 3.0, 5.0, 7.0],
+            };
             let mut ticks = Vec::new();
             for d in (lo.log10().floor() as i32)..=(hi.log10().ceil() as i32) {
-                for m in [1.0, 1.5, 2.0, 3.0, 5.0, 7.0] {
+                for &m in mantissas {
                     let v = m * 10f64.powi(d);
                     if v >= lo && v <= hi {
                         ticks.push(v);
@@ -86,10 +92,14 @@ impl RatioAxis {
         } else {
             let pad = ((hi - lo) * 0.08).max(0.01);
             let (lo, hi) = (lo - pad, hi + pad);
-            let step = [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0]
+            // A round step (1, 2, 2.5 or 5 times a power of ten) giving at
+            // most 10 intervals, whatever the range.
+            let unit = 10f64.powf(((hi - lo) / 10.0).log10().floor());
+            let step = [1.0, 2.0, 2.5, 5.0, 10.0]
                 .into_iter()
+                .map(|m| m * unit)
                 .find(|s| (hi - lo) / s <= 10.0)
-                .unwrap_or(5.0);
+                .unwrap_or(10.0 * unit);
             let first = (lo / step).ceil() as i64;
             let last = (hi / step).floor() as i64;
             let ticks = (first..=last).map(|i| i as f64 * step).collect();
@@ -119,11 +129,20 @@ impl RatioAxis {
         }
     }
 
-    /// Tick label of a plot coordinate: the ratio, without trailing zeros.
+    /// Tick label of a plot coordinate: the ratio to three significant
+    /// digits, without trailing zeros.
     fn label(&self, c: f64) -> String {
         let v = if self.log { 10f64.powf(c) } else { c };
-        let s = format!("{v:.2}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
+        if v == 0.0 || !v.is_finite() {
+            return "0".into();
+        }
+        let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+        let s = format!("{v:.decimals$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
     }
 }
 
@@ -326,6 +345,23 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::RatioAxis;
+
+    #[test]
+    fn extreme_ratio_ranges_keep_few_ticks_and_readable_labels() {
+        // A ratio of 0 forces the linear axis; the range is 0..200.
+        let x = RatioAxis::new(0.0, 200.0);
+        assert!(!x.log);
+        assert!((3..=11).contains(&x.ticks.len()), "{:?}", x.ticks);
+        // Six decades on the log axis: one mark per decade.
+        let x = RatioAxis::new(0.001, 1000.0);
+        assert!(x.log);
+        assert!((5..=9).contains(&x.ticks.len()), "{:?}", x.ticks);
+        assert_eq!(x.label(0.001f64.log10()), "0.001");
+        assert_eq!(x.label(1000f64.log10()), "1000");
+        assert_eq!(x.label(0.0), "1");
+        let x = RatioAxis::new(0.95, 1.12);
+        assert_eq!(x.label(1.05), "1.05");
+    }
 
     #[test]
     fn wide_ratios_get_a_log_axis_symmetric_around_one() {
