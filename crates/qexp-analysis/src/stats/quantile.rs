@@ -3,19 +3,25 @@
 //! default of numpy's `quantile` (`method="linear"`) and R's `quantile`.
 //! The position of quantile `q` among `n` sorted values is `h = (n - 1) q`.
 
-/// Quantile `q` in `[0, 1]` of ascending, finite `sorted`; None when empty or `q` is outside `[0, 1]`.
-///
-/// The input must already be sorted and free of NaN (see [`sorted_finite`]).
-pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
+/// Where quantile `q` lies among `n` sorted values: the lower order
+/// statistic's index `floor(h)` and the fraction `h - floor(h)` towards the
+/// next, with `h = (n - 1) q`; None when `n` is 0 or `q` is outside `[0, 1]`.
+fn position(n: usize, q: f64) -> Option<(usize, f64)> {
     if n == 0 || !(0.0..=1.0).contains(&q) {
         return None;
     }
     let h = (n - 1) as f64 * q;
     let lo = h.floor();
-    let gamma = h - lo;
-    // `lo` is in 0..=n-1 because q is in [0, 1]; `get` keeps this panic-free anyway.
-    let i = lo as usize;
+    Some((lo as usize, h - lo))
+}
+
+/// Quantile `q` in `[0, 1]` of ascending, finite `sorted`; None when empty or `q` is outside `[0, 1]`.
+///
+/// The input must already be sorted and free of NaN (see [`sorted_finite`]).
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    let (i, gamma) = position(n, q)?;
+    // `i` is in 0..=n-1 because q is in [0, 1]; `get` keeps this panic-free anyway.
     let a = *sorted.get(i)?;
     let b = *sorted.get((i + 1).min(n - 1))?;
     Some(lerp(a, b, gamma))
@@ -27,14 +33,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 /// instead of O(n log n) by sorting and without a copy: for pooled samples
 /// of millions of values.
 pub fn quantile_in_place(values: &mut [f64], q: f64) -> Option<f64> {
-    let n = values.len();
-    if n == 0 || !(0.0..=1.0).contains(&q) {
-        return None;
-    }
-    let h = (n - 1) as f64 * q;
-    let lo = h.floor();
-    let gamma = h - lo;
-    let i = lo as usize;
+    let (i, gamma) = position(values.len(), q)?;
     let (_, a, right) = values.select_nth_unstable_by(i, f64::total_cmp);
     let a = *a;
     // The next order statistic is the smallest value right of position i.
