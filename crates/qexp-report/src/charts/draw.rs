@@ -76,11 +76,23 @@ impl AxisSpec {
 
 /// A linear coordinate with fixed tick positions. (plotters' `WithKeyPoints`
 /// over `f64` does not take a label formatter, hence this small one.)
-struct Keyed {
+pub(crate) struct Keyed {
     lo: f64,
     hi: f64,
     bold: Vec<f64>,
     light: Vec<f64>,
+}
+
+impl Keyed {
+    /// `lo..hi` with the same key points for bold and light mesh lines.
+    pub(crate) fn new(lo: f64, hi: f64, keys: Vec<f64>) -> Keyed {
+        Keyed {
+            lo,
+            hi,
+            bold: keys.clone(),
+            light: keys,
+        }
+    }
 }
 
 impl Ranged for Keyed {

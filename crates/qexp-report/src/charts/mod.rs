@@ -9,6 +9,7 @@ mod ticks;
 
 use crate::format;
 use crate::labels;
+pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series};
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::stats::Summary;

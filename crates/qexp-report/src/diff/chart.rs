@@ -5,12 +5,10 @@
 //! charts it is SVG text drawn by plotters without font files, so a diff
 //! renders to the same bytes everywhere.
 
-use crate::charts::ChartError;
-use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use crate::charts::{ChartError, Keyed};
 use plotters::prelude::*;
 use qexp_analysis::diff::{Direction, Verdict};
 use qexp_analysis::RunDiff;
-use std::ops::Range;
 
 const FONT: &str = "sans-serif";
 const WIDTH: u32 = 900;
@@ -24,34 +22,6 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(86, 180, 233),
     RGBColor(0, 0, 0),
 ];
-
-/// A linear coordinate with key points (ticks, row centers) where we put them.
-struct Fixed {
-    lo: f64,
-    hi: f64,
-    keys: Vec<f64>,
-}
-
-impl Ranged for Fixed {
-    type FormatOption = DefaultFormatting;
-    type ValueType = f64;
-
-    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
-        let span = self.hi - self.lo;
-        if span <= 0.0 || !v.is_finite() {
-            return (limit.0 + limit.1) / 2;
-        }
-        limit.0 + (f64::from(limit.1 - limit.0) * (v - self.lo) / span).round() as i32
-    }
-
-    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
-        self.keys.clone()
-    }
-
-    fn range(&self) -> Range<f64> {
-        self.lo..self.hi
-    }
-}
 
 /// The ratio axis: log10 when the ratios span more than a factor of 2 (so
 /// that 1/3 and 3 lie equally far from 1), linear otherwise.
@@ -121,12 +91,12 @@ impl RatioAxis {
         }
     }
 
-    fn coord(&self) -> Fixed {
-        Fixed {
-            lo: self.t(self.lo),
-            hi: self.t(self.hi),
-            keys: self.ticks.iter().map(|v| self.t(*v)).collect(),
-        }
+    fn coord(&self) -> Keyed {
+        Keyed::new(
+            self.t(self.lo),
+            self.t(self.hi),
+            self.ticks.iter().map(|v| self.t(*v)).collect(),
+        )
     }
 
     /// Tick label of a plot coordinate: the ratio to three significant
@@ -227,11 +197,7 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
             .y_label_area_size(label_area)
             .build_cartesian_2d(
                 x.coord(),
-                Fixed {
-                    lo: -0.5,
-                    hi: n as f64 - 0.5,
-                    keys: (0..n).map(|i| i as f64).collect(),
-                },
+                Keyed::new(-0.5, n as f64 - 0.5, (0..n).map(|i| i as f64).collect()),
             )
             .map_err(|x| e(&x))?;
         let xl = |v: &f64| x.label(*v);
