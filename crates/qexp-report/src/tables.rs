@@ -118,76 +118,110 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
     }
 }
 
+/// A Markdown table with one row per point: the axis value and n, then
+/// `columns` (header, right-aligned?) filled by `cells`.
+fn markdown_table(
+    axis: Axis,
+    columns: &[(&str, bool)],
+    rows: &[Row],
+    cells: impl Fn(&Row) -> Vec<String>,
+) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut header = vec![axis.header().to_string(), "n".into()];
+    header.extend(columns.iter().map(|(h, _)| h.to_string()));
+    let mut align = vec!["---:".to_string(); 2];
+    align.extend(
+        columns
+            .iter()
+            .map(|&(_, right)| if right { "---:" } else { "---" }.to_string()),
+    );
+    let mut s = line(header);
+    s.push_str(&format!("|{}|\n", align.join("|")));
+    for r in rows {
+        let mut row = vec![r.value.clone(), r.n.to_string()];
+        row.extend(cells(r));
+        s.push_str(&line(row));
+    }
+    s
+}
+
 /// The founding table layout: medians with spread and n, units in headers.
 fn table_markdown(axis: Axis, rows: &[Row]) -> String {
-    let mut s = format!(
-        "| {} | n | Aggregate (tok/s) | spread | Per-request decode (tok/s) | spread | TTFT (s) | spread | Failed / requests | Flags and notes |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-        axis.header()
-    );
-    for r in rows {
+    let columns = [
+        ("Aggregate (tok/s)", true),
+        ("spread", true),
+        ("Per-request decode (tok/s)", true),
+        ("spread", true),
+        ("TTFT (s)", true),
+        ("spread", true),
+        ("Failed / requests", true),
+        ("Flags and notes", false),
+    ];
+    markdown_table(axis, &columns, rows, |r| {
         let notes = [r.flags.clone(), md_text(&r.note)]
             .into_iter()
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.value,
-            r.n,
-            r.agg,
-            r.agg_spread,
-            r.decode,
-            r.decode_spread,
-            r.ttft,
-            r.ttft_spread,
-            r.failures,
-            notes
-        ));
-    }
-    s
+        vec![
+            r.agg.clone(),
+            r.agg_spread.clone(),
+            r.decode.clone(),
+            r.decode_spread.clone(),
+            r.ttft.clone(),
+            r.ttft_spread.clone(),
+            r.failures.clone(),
+            notes,
+        ]
+    })
 }
 
 /// Latency beyond the median TTFT: its tail, E2E, and the pooled gaps
 /// between chunks (ITL), each a median across trials.
 fn latency_markdown(axis: Axis, rows: &[Row]) -> String {
-    let mut s = format!(
-        "| {} | n | TTFT p90 (s) | E2E (s) | spread | ITL p50 (ms) | ITL p90 (ms) | ITL p99 (ms) | spread |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        axis.header()
-    );
-    for r in rows {
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.value,
-            r.n,
-            r.ttft_p90,
-            r.e2e,
-            r.e2e_spread,
-            r.itl_p50,
-            r.itl_p90,
-            r.itl_p99,
-            r.itl_p99_spread
-        ));
-    }
-    s
+    let columns = [
+        ("TTFT p90 (s)", true),
+        ("E2E (s)", true),
+        ("spread", true),
+        ("ITL p50 (ms)", true),
+        ("ITL p90 (ms)", true),
+        ("ITL p99 (ms)", true),
+        ("spread", true),
+    ];
+    markdown_table(axis, &columns, rows, |r| {
+        vec![
+            r.ttft_p90.clone(),
+            r.e2e.clone(),
+            r.e2e_spread.clone(),
+            r.itl_p50.clone(),
+            r.itl_p90.clone(),
+            r.itl_p99.clone(),
+            r.itl_p99_spread.clone(),
+        ]
+    })
 }
 
 /// How much the trials disagree, for the headline metrics: IQR, the 95%
 /// confidence interval of the median (order statistics) and the CV.
 fn spread_markdown(axis: Axis, rows: &[Row]) -> String {
-    let mut s = format!(
-        "| {} | n | Aggregate IQR (tok/s) | 95% CI of median | CV | TTFT IQR (s) | 95% CI of median | CV |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        axis.header()
-    );
-    for r in rows {
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.value, r.n, r.agg_iqr, r.agg_ci, r.agg_cv, r.ttft_iqr, r.ttft_ci, r.ttft_cv
-        ));
-    }
-    s
+    let columns = [
+        ("Aggregate IQR (tok/s)", true),
+        ("95% CI of median", true),
+        ("CV", true),
+        ("TTFT IQR (s)", true),
+        ("95% CI of median", true),
+        ("CV", true),
+    ];
+    markdown_table(axis, &columns, rows, |r| {
+        vec![
+            r.agg_iqr.clone(),
+            r.agg_ci.clone(),
+            r.agg_cv.clone(),
+            r.ttft_iqr.clone(),
+            r.ttft_ci.clone(),
+            r.ttft_cv.clone(),
+        ]
+    })
 }
 
 fn has_server_counters(p: &PointSummary) -> bool {
@@ -200,24 +234,22 @@ fn has_server_counters(p: &PointSummary) -> bool {
 /// What the server's own counters said over each point (deltas of its
 /// Prometheus metrics, scraped before and after each trial of the point).
 fn server_markdown(axis: Axis, rows: &[Row]) -> String {
-    let mut s = format!(
-        "| {} | n | Prefix-cache hit rate | Preemptions | Server TTFT, mean (s) | Client TTFT (s) | Acceptance length |\n\
-         |---:|---:|---:|---:|---:|---:|---:|\n",
-        axis.header()
-    );
-    for r in rows {
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
-            r.value,
-            r.n,
-            r.server_hit_rate,
-            r.server_preemptions,
-            r.server_ttft,
-            r.ttft,
-            r.spec_acceptance
-        ));
-    }
-    s
+    let columns = [
+        ("Prefix-cache hit rate", true),
+        ("Preemptions", true),
+        ("Server TTFT, mean (s)", true),
+        ("Client TTFT (s)", true),
+        ("Acceptance length", true),
+    ];
+    markdown_table(axis, &columns, rows, |r| {
+        vec![
+            r.server_hit_rate.clone(),
+            r.server_preemptions.clone(),
+            r.server_ttft.clone(),
+            r.ttft.clone(),
+            r.spec_acceptance.clone(),
+        ]
+    })
 }
 
 #[cfg(test)]
