@@ -10,6 +10,11 @@ use common::{ms, stream, words, Event};
 use qexp_sim::{SimProfile, SimServer, CHAT_PRIMER_TOKENS};
 use serde_json::{json, Value};
 
+/// One timing test at a time: each measures milliseconds over loopback, and
+/// a neighbour streaming hundreds of sequences on the same two cores would
+/// be measured with it.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Content events: every event but `[DONE]` and the usage chunk.
 fn content(events: &[Event]) -> Vec<&Event> {
     events
@@ -31,6 +36,7 @@ fn chat_body(prompt_words: usize, max_tokens: u32) -> Value {
 
 #[tokio::test]
 async fn exact_profile_streams_with_known_timing() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let server = SimServer::start(SimProfile::by_name("exact").unwrap())
         .await
         .unwrap();
@@ -88,6 +94,7 @@ async fn exact_profile_streams_with_known_timing() {
 
 #[tokio::test]
 async fn multi_token_steps_and_prefill_cost() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     // 4 tokens per step, 100 µs per prompt token: TTFT = 50 + 20 ms for 200 words.
     let profile = SimProfile {
         name: "mtp".to_owned(),
@@ -126,6 +133,7 @@ async fn multi_token_steps_and_prefill_cost() {
 
 #[tokio::test]
 async fn requests_beyond_max_batch_queue() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let profile = SimProfile {
         name: "batch2".to_owned(),
         max_batch: 2,
@@ -166,6 +174,7 @@ async fn requests_beyond_max_batch_queue() {
 
 #[tokio::test]
 async fn disconnect_frees_the_slot() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let profile = SimProfile {
         name: "batch1".to_owned(),
         max_batch: 1,
@@ -204,6 +213,7 @@ async fn disconnect_frees_the_slot() {
 
 #[tokio::test]
 async fn shutdown_cuts_streams_short() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let server = SimServer::start(SimProfile::by_name("exact").unwrap())
         .await
         .unwrap();
@@ -232,6 +242,7 @@ async fn shutdown_cuts_streams_short() {
 
 #[tokio::test]
 async fn many_concurrent_sequences_are_cheap() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let server = SimServer::start(SimProfile::by_name("exact").unwrap())
         .await
         .unwrap();
@@ -267,6 +278,7 @@ async fn many_concurrent_sequences_are_cheap() {
 
 #[tokio::test]
 async fn fast_profile_is_scaled_founding() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let server = SimServer::start(SimProfile::by_name("fast").unwrap())
         .await
         .unwrap();
