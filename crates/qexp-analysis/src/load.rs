@@ -55,7 +55,8 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         path: dir.to_path_buf(),
         source,
     };
-    let measured = scan_requests(dir)?.filter(col("warmup").not());
+    let is_measured = col("warmup").not();
+    let measured = scan_requests(dir)?.filter(is_measured.clone());
     let ok = col("error_class").is_null();
     let mismatch = ok.clone().and(
         col("completion_tokens")
@@ -134,7 +135,8 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     let ok_rows = (0..per_trial.height())
         .map(|i| ((trial[i], pid[i]), (req[i] - fail[i]) as usize))
         .collect();
-    let itl = itl_percentiles(dir, ok_rows, batch_rows)?;
+    // The same predicate that counted `ok_rows`, so the counts agree.
+    let itl = itl_percentiles(dir, is_measured.and(ok), ok_rows, batch_rows)?;
     for i in 0..per_trial.height() {
         let key = (pid[i], trial[i]);
         let [itl_p50_s, itl_p90_s, itl_p99_s] = itl
@@ -223,8 +225,8 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     })
 }
 
-/// p50, p90 and p99 of the inter-chunk gaps of successful requests, pooled per
-/// (trial, point).
+/// p50, p90 and p99 of the inter-chunk gaps of the rows `measured_ok` keeps
+/// (measured, successful requests), pooled per (trial, point).
 ///
 /// A run holds one gap per chunk, so its gaps outnumber its requests many
 /// times over (10 million requests of 16 chunks: 150 million gaps, 1.2 GB).
@@ -234,6 +236,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
 /// point) as one block, about one (trial, point) is held at a time.
 fn itl_percentiles(
     dir: &Path,
+    measured_ok: Expr,
     expected: BTreeMap<(u32, u32), usize>,
     batch_rows: usize,
 ) -> Result<BTreeMap<(u32, u32), [f64; 3]>, AnalysisError> {
@@ -253,7 +256,7 @@ fn itl_percentiles(
     qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
         let df = df
             .lazy()
-            .filter(col("warmup").not().and(col("error_class").is_null()))
+            .filter(measured_ok.clone())
             .select([col("trial"), col("point_id"), col("chunk_offsets_s")])
             .collect()?;
         let trial = u32s(&df, "trial")?;
