@@ -2,14 +2,23 @@
 //! metrics computed with polars from the Parquet files, statistics across
 //! trials, anomaly flags and diffs. It never looks at a live run's memory,
 //! so a new statistic needs no re-run. Rendering is qexp-report's job.
+//!
+//! The vocabulary is declared once here: [`Metric`] (the per-trial metrics
+//! with their names, units and directions), [`ServerMetric`] (numbers
+//! derived from the server's counters) and [`format`] (numbers for people).
 
 pub mod anomaly;
 pub mod diff;
+pub mod format;
 mod load;
+mod metric;
 mod metrics;
+mod server;
 pub mod stats;
 
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
 pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATCH_ROWS};
+pub use metric::{Direction, Metric, MetricSpec, Unit};
 pub use metrics::{Axis, PointSummary, TrialMetrics};
+pub use server::{CounterValues, ServerMetric, ServerMetricSpec, ServerUnit};

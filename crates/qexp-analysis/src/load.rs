@@ -1,10 +1,13 @@
 //! Loads a run's Parquet files and computes per-(trial, point) metrics with
 //! polars; cross-trial statistics are then plain Rust over a few numbers.
 
+use crate::anomaly::{self, Flag, ThresholdRow, ThresholdSource, Thresholds};
 use crate::metrics::{PointSummary, TrialMetrics};
 use crate::stats::quantile_in_place;
 use polars::prelude::*;
-use qexp_store::{scan_points, scan_requests, Manifest, StoreError};
+use qexp_store::{
+    points as pt, requests as rq, scan_points, scan_requests, Manifest, ServerCounter, StoreError,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +27,9 @@ pub enum AnalysisError {
     },
 }
 
-/// A run with its per-point statistics.
+/// Everything qexp derives from one run: per-point statistics, the anomaly
+/// flags and the thresholds they used, with where those came from. Reports
+/// and diffs read this value; none of them parses a plan or runs a detector.
 #[derive(Debug, Clone)]
 pub struct RunAnalysis {
     /// The run folder.
@@ -33,6 +38,41 @@ pub struct RunAnalysis {
     pub manifest: Manifest,
     /// One summary per planned point, in plan order (points without data have n = 0).
     pub points: Vec<PointSummary>,
+    /// The plan's one-line description (`[experiment] description`), read
+    /// even from a recorded plan that no longer parses; empty when none.
+    pub description: String,
+    /// The limits the detectors used.
+    pub thresholds: Thresholds,
+    /// Where they came from: the recorded plan, or defaults and why.
+    pub threshold_source: ThresholdSource,
+    /// Each limit with its value, meaning and origin, for reports.
+    pub threshold_rows: Vec<ThresholdRow>,
+    /// The anomaly flags and findings, sorted by point (plan order), then kind.
+    pub flags: Vec<Flag>,
+}
+
+impl RunAnalysis {
+    /// A run's analysis from its per-point summaries: thresholds from its
+    /// recorded plan (defaults, with the reason, when it no longer parses),
+    /// then every anomaly detector.
+    pub fn new(dir: PathBuf, manifest: Manifest, points: Vec<PointSummary>) -> RunAnalysis {
+        let (thresholds, threshold_source, plan) =
+            Thresholds::of_recorded_plan(&manifest.plan_path, &manifest.plan_text);
+        let threshold_rows = thresholds.rows_for(plan.as_ref());
+        let description =
+            qexp_plan::raw_str(&manifest.plan_text, "experiment.description").unwrap_or_default();
+        let flags = anomaly::detect_points(&points, &thresholds);
+        RunAnalysis {
+            dir,
+            manifest,
+            points,
+            description,
+            thresholds,
+            threshold_source,
+            threshold_rows,
+            flags,
+        }
+    }
 }
 
 const F: DataType = DataType::Float64;
@@ -55,158 +95,25 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         path: dir.to_path_buf(),
         source,
     };
-    let is_measured = col("warmup").not();
-    let measured = scan_requests(dir)?.filter(is_measured.clone());
-    let ok = col("error_class").is_null();
-    let mismatch = ok.clone().and(
-        col("completion_tokens")
-            .is_null()
-            .or(col("completion_tokens").lt(col("client_tokens")))
-            .or(col("finish_reason")
-                .eq(lit("length"))
-                .and(col("completion_tokens").neq(col("output_tokens_target")))),
-    );
-    let per_trial = measured
-        .clone()
-        .group_by([col("trial"), col("point_id")])
-        .agg([
-            len().cast(F).alias("requests"),
-            col("error_class")
-                .is_not_null()
-                .sum()
-                .cast(F)
-                .alias("failures"),
-            (lit(1.0) / col("tpot_s"))
-                .filter(ok.clone())
-                .median()
-                .alias("decode_tok_s"),
-            col("ttft_s").filter(ok.clone()).median().alias("ttft_s"),
-            col("ttft_s")
-                .filter(ok.clone())
-                .quantile(lit(0.9), QuantileMethod::Linear)
-                .alias("ttft_p90_s"),
-            col("e2e_s").filter(ok.clone()).median().alias("e2e_s"),
-            (col("completion_tokens").filter(ok.clone()).cast(F).sum()
-                / col("chunks").filter(ok.clone()).cast(F).sum())
-            .alias("tokens_per_chunk"),
-            col("prompt_tokens")
-                .filter(ok.clone())
-                .cast(F)
-                .median()
-                .alias("prompt_tokens"),
-            col("cached_tokens").cast(F).sum().alias("cached_tokens"),
-            mismatch.sum().cast(F).alias("token_mismatches"),
-        ])
+    let is_measured = col(rq::WARMUP).not();
+    let ok = col(rq::ERROR_CLASS).is_null();
+    let per_trial = per_trial_frame(dir, is_measured.clone(), ok.clone())?
         .collect()
         .map_err(q)?;
-    let points = scan_points(dir)?
-        .select([
-            col("trial"),
-            col("point_id"),
-            col("agg_output_tok_s").cast(F),
-            col("send_lag_max_s").cast(F),
-            col("invalid_reason"),
-            col("server_prefix_cache_queries").cast(F),
-            col("server_prefix_cache_hits").cast(F),
-            col("server_preemptions").cast(F),
-            col("server_ttft_count").cast(F),
-            col("server_ttft_sum_s").cast(F),
-            col("server_spec_acceptance_length").cast(F),
-        ])
-        .collect()
-        .map_err(q)?;
-
-    let mut by_key: BTreeMap<(u32, u32), TrialMetrics> = BTreeMap::new();
-    let trial = u32s(&per_trial, "trial").map_err(q)?;
-    let pid = u32s(&per_trial, "point_id").map_err(q)?;
-    let get = |name: &str| f64s(&per_trial, name);
-    let (req, fail, dec, ttft, p90, e2e, tpc, pt, cached, mism) = (
-        get("requests").map_err(q)?,
-        get("failures").map_err(q)?,
-        get("decode_tok_s").map_err(q)?,
-        get("ttft_s").map_err(q)?,
-        get("ttft_p90_s").map_err(q)?,
-        get("e2e_s").map_err(q)?,
-        get("tokens_per_chunk").map_err(q)?,
-        get("prompt_tokens").map_err(q)?,
-        get("cached_tokens").map_err(q)?,
-        get("token_mismatches").map_err(q)?,
-    );
-    let ok_rows = (0..per_trial.height())
-        .map(|i| ((trial[i], pid[i]), (req[i] - fail[i]) as usize))
+    let mut by_key = request_metrics(&per_trial).map_err(q)?;
+    let ok_rows = by_key
+        .values()
+        .map(|m| ((m.trial, m.point_id), (m.requests - m.failures) as usize))
         .collect();
     // The same predicate that counted `ok_rows`, so the counts agree.
     let itl = itl_percentiles(dir, is_measured.and(ok), ok_rows, batch_rows)?;
-    for i in 0..per_trial.height() {
-        let key = (pid[i], trial[i]);
-        let [itl_p50_s, itl_p90_s, itl_p99_s] = itl
-            .get(&(trial[i], pid[i]))
+    for m in by_key.values_mut() {
+        [m.itl_p50_s, m.itl_p90_s, m.itl_p99_s] = itl
+            .get(&(m.trial, m.point_id))
             .copied()
             .unwrap_or([f64::NAN; 3]);
-        by_key.insert(
-            key,
-            TrialMetrics {
-                trial: trial[i],
-                point_id: pid[i],
-                requests: req[i] as u32,
-                failures: fail[i] as u32,
-                decode_tok_s: dec[i],
-                ttft_s: ttft[i],
-                ttft_p90_s: p90[i],
-                e2e_s: e2e[i],
-                itl_p50_s,
-                itl_p90_s,
-                itl_p99_s,
-                tokens_per_chunk: tpc[i],
-                prompt_tokens: pt[i],
-                cached_tokens: if cached[i].is_finite() {
-                    cached[i] as u64
-                } else {
-                    0
-                },
-                token_mismatches: mism[i] as u32,
-                agg_tok_s: f64::NAN,
-                send_lag_max_s: 0.0,
-                ..TrialMetrics::default()
-            },
-        );
     }
-    let ptrial = u32s(&points, "trial").map_err(q)?;
-    let ppid = u32s(&points, "point_id").map_err(q)?;
-    let agg = f64s(&points, "agg_output_tok_s").map_err(q)?;
-    let lag = f64s(&points, "send_lag_max_s").map_err(q)?;
-    let server = |name: &str| -> Result<Vec<Option<f64>>, AnalysisError> {
-        let v = f64s(&points, name).map_err(q)?;
-        Ok(v.into_iter().map(|x| x.is_finite().then_some(x)).collect())
-    };
-    let (queries, hits, preempt, ttft_n, ttft_sum, accept) = (
-        server("server_prefix_cache_queries")?,
-        server("server_prefix_cache_hits")?,
-        server("server_preemptions")?,
-        server("server_ttft_count")?,
-        server("server_ttft_sum_s")?,
-        server("server_spec_acceptance_length")?,
-    );
-    let ratio = |num: Option<f64>, den: Option<f64>| match (num, den) {
-        (Some(n), Some(d)) if d > 0.0 => Some(n / d),
-        _ => None,
-    };
-    let invalid = points
-        .column("invalid_reason")
-        .and_then(|c| c.str().cloned())
-        .map_err(q)?;
-    for i in 0..points.height() {
-        let m = by_key
-            .entry((ppid[i], ptrial[i]))
-            .or_insert_with(|| TrialMetrics::without_requests(ptrial[i], ppid[i]));
-        m.agg_tok_s = agg[i];
-        m.send_lag_max_s = lag[i];
-        m.invalid_reason = invalid.get(i).map(str::to_string);
-        m.server_prefix_hit_rate = ratio(hits[i], queries[i]);
-        m.server_preemptions = preempt[i];
-        m.server_ttft_s = ratio(ttft_sum[i], ttft_n[i]);
-        m.spec_acceptance_length = accept[i];
-    }
+    add_point_rows(dir, &mut by_key)?;
     let summaries = manifest
         .points
         .iter()
@@ -218,11 +125,152 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             PointSummary::new(p.clone(), trials)
         })
         .collect();
-    Ok(RunAnalysis {
-        dir: dir.to_path_buf(),
-        manifest,
-        points: summaries,
-    })
+    Ok(RunAnalysis::new(dir.to_path_buf(), manifest, summaries))
+}
+
+/// One row per (trial, point) with the request metrics, from measured rows.
+fn per_trial_frame(dir: &Path, is_measured: Expr, ok: Expr) -> Result<LazyFrame, AnalysisError> {
+    let mismatch = ok.clone().and(
+        col(rq::COMPLETION_TOKENS)
+            .is_null()
+            .or(col(rq::COMPLETION_TOKENS).lt(col(rq::CLIENT_TOKENS)))
+            .or(col(rq::FINISH_REASON)
+                .eq(lit("length"))
+                .and(col(rq::COMPLETION_TOKENS).neq(col(rq::OUTPUT_TOKENS_TARGET)))),
+    );
+    let good = |c: &str| col(c).filter(ok.clone());
+    Ok(scan_requests(dir)?
+        .filter(is_measured)
+        .group_by([col(rq::TRIAL), col(rq::POINT_ID)])
+        .agg([
+            len().cast(F).alias("requests"),
+            col(rq::ERROR_CLASS)
+                .is_not_null()
+                .sum()
+                .cast(F)
+                .alias("failures"),
+            (lit(1.0) / good(rq::TPOT_S)).median().alias("decode_tok_s"),
+            good(rq::TTFT_S).median().alias("ttft_s"),
+            good(rq::TTFT_S)
+                .quantile(lit(0.9), QuantileMethod::Linear)
+                .alias("ttft_p90_s"),
+            good(rq::E2E_S).median().alias("e2e_s"),
+            (good(rq::COMPLETION_TOKENS).cast(F).sum() / good(rq::CHUNKS).cast(F).sum())
+                .alias("tokens_per_chunk"),
+            good(rq::PROMPT_TOKENS)
+                .cast(F)
+                .median()
+                .alias("prompt_tokens"),
+            col(rq::CACHED_TOKENS).cast(F).sum().alias("cached_tokens"),
+            mismatch.sum().cast(F).alias("token_mismatches"),
+        ]))
+}
+
+/// The request metrics of each (trial, point), keyed by (point, trial); ITL
+/// and the point-row values are filled in later.
+fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMetrics>> {
+    let trial = u32s(df, rq::TRIAL)?;
+    let pid = u32s(df, rq::POINT_ID)?;
+    let get = |name: &str| f64s(df, name);
+    let (req, fail, dec, ttft, p90, e2e, tpc, pt, cached, mism) = (
+        get("requests")?,
+        get("failures")?,
+        get("decode_tok_s")?,
+        get("ttft_s")?,
+        get("ttft_p90_s")?,
+        get("e2e_s")?,
+        get("tokens_per_chunk")?,
+        get("prompt_tokens")?,
+        get("cached_tokens")?,
+        get("token_mismatches")?,
+    );
+    Ok((0..df.height())
+        .map(|i| {
+            let m = TrialMetrics {
+                trial: trial[i],
+                point_id: pid[i],
+                requests: req[i] as u32,
+                failures: fail[i] as u32,
+                decode_tok_s: dec[i],
+                ttft_s: ttft[i],
+                ttft_p90_s: p90[i],
+                e2e_s: e2e[i],
+                tokens_per_chunk: tpc[i],
+                prompt_tokens: pt[i],
+                cached_tokens: if cached[i].is_finite() {
+                    cached[i] as u64
+                } else {
+                    0
+                },
+                token_mismatches: mism[i] as u32,
+                agg_tok_s: f64::NAN,
+                send_lag_max_s: 0.0,
+                ..TrialMetrics::default()
+            };
+            ((pid[i], trial[i]), m)
+        })
+        .collect())
+}
+
+/// Fills in what the point rows hold: aggregate tok/s, send lag, the
+/// runner's invalid reason and every declared server counter. A counter
+/// column that a run made before the counter existed lacks reads as absent.
+fn add_point_rows(
+    dir: &Path,
+    by_key: &mut BTreeMap<(u32, u32), TrialMetrics>,
+) -> Result<(), AnalysisError> {
+    let q = |source| AnalysisError::Query {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut scan = scan_points(dir)?;
+    let schema = scan.collect_schema().map_err(q)?;
+    let counters: Vec<(ServerCounter, String)> = ServerCounter::ALL
+        .into_iter()
+        .map(|c| (c, qexp_store::server_column(c)))
+        .collect();
+    let mut select = vec![
+        col(pt::TRIAL),
+        col(pt::POINT_ID),
+        col(pt::AGG_OUTPUT_TOK_S).cast(F),
+        col(pt::SEND_LAG_MAX_S).cast(F),
+        col(pt::INVALID_REASON),
+    ];
+    select.extend(counters.iter().map(|(_, name)| {
+        if schema.contains(name) {
+            col(name.as_str()).cast(F)
+        } else {
+            lit(f64::NAN).alias(name.as_str())
+        }
+    }));
+    let points = scan.select(select).collect().map_err(q)?;
+    let ptrial = u32s(&points, pt::TRIAL).map_err(q)?;
+    let ppid = u32s(&points, pt::POINT_ID).map_err(q)?;
+    let agg = f64s(&points, pt::AGG_OUTPUT_TOK_S).map_err(q)?;
+    let lag = f64s(&points, pt::SEND_LAG_MAX_S).map_err(q)?;
+    let server = counters
+        .iter()
+        .map(|(c, name)| Ok((*c, f64s(&points, name)?)))
+        .collect::<PolarsResult<Vec<_>>>()
+        .map_err(q)?;
+    let invalid = points
+        .column(pt::INVALID_REASON)
+        .and_then(|c| c.str().cloned())
+        .map_err(q)?;
+    for i in 0..points.height() {
+        let m = by_key
+            .entry((ppid[i], ptrial[i]))
+            .or_insert_with(|| TrialMetrics::without_requests(ptrial[i], ppid[i]));
+        m.agg_tok_s = agg[i];
+        m.send_lag_max_s = lag[i];
+        m.invalid_reason = invalid.get(i).map(str::to_string);
+        m.server = server
+            .iter()
+            .filter(|(_, v)| v[i].is_finite())
+            .map(|(c, v)| (*c, v[i]))
+            .collect();
+    }
+    Ok(())
 }
 
 /// p50, p90 and p99 of the inter-chunk gaps of the rows `measured_ok` keeps
@@ -247,23 +295,23 @@ fn itl_percentiles(
         [0.5, 0.9, 0.99].map(|q| quantile_in_place(g, q).unwrap_or(f64::NAN))
     };
     let columns = [
-        "trial",
-        "point_id",
-        "warmup",
-        "error_class",
-        "chunk_offsets_s",
+        rq::TRIAL,
+        rq::POINT_ID,
+        rq::WARMUP,
+        rq::ERROR_CLASS,
+        rq::CHUNK_OFFSETS_S,
     ];
     qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
         let df = df
             .lazy()
             .filter(measured_ok.clone())
-            .select([col("trial"), col("point_id"), col("chunk_offsets_s")])
+            .select([col(rq::TRIAL), col(rq::POINT_ID), col(rq::CHUNK_OFFSETS_S)])
             .collect()?;
-        let trial = u32s(&df, "trial")?;
-        let pid = u32s(&df, "point_id")?;
+        let trial = u32s(&df, rq::TRIAL)?;
+        let pid = u32s(&df, rq::POINT_ID)?;
         // Walk the list column's flat offsets and values directly: one pass,
         // no per-row allocation.
-        let lists = df.column("chunk_offsets_s")?.list()?;
+        let lists = df.column(rq::CHUNK_OFFSETS_S)?.list()?;
         let mut row = 0usize;
         for arr in lists.downcast_iter() {
             // Offsets index this array's own (unsliced) values buffer.

@@ -1,6 +1,8 @@
+use crate::server::{CounterValues, ServerMetric};
 use crate::stats::Summary;
 use qexp_plan::Point;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Metrics of one (trial, point), from its measured requests.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -41,14 +43,9 @@ pub struct TrialMetrics {
     pub send_lag_max_s: f64,
     /// Why the point's numbers are invalid, if so.
     pub invalid_reason: Option<String>,
-    /// Server counters (scraped /metrics): prefix-cache hits / queries.
-    pub server_prefix_hit_rate: Option<f64>,
-    /// Server counters: preemptions during the (trial, point).
-    pub server_preemptions: Option<f64>,
-    /// Server counters: mean TTFT of the server's own histogram, seconds.
-    pub server_ttft_s: Option<f64>,
-    /// Server counters: speculative-decoding acceptance length (1 + accepted / drafts).
-    pub spec_acceptance_length: Option<f64>,
+    /// The server's own counters over the (trial, point) (scraped
+    /// /metrics); empty when none were scraped.
+    pub server: CounterValues,
 }
 
 impl TrialMetrics {
@@ -70,6 +67,11 @@ impl TrialMetrics {
             prompt_tokens: f64::NAN,
             ..TrialMetrics::default()
         }
+    }
+
+    /// A number derived from the server's counters, when they allow one.
+    pub fn server_metric(&self, m: ServerMetric) -> Option<f64> {
+        m.of(&self.server)
     }
 }
 
@@ -96,14 +98,9 @@ pub struct PointSummary {
     pub itl_p90_s: Option<Summary>,
     /// ITL p99 across trials.
     pub itl_p99_s: Option<Summary>,
-    /// Server prefix-cache hit rate across trials (None without scraped metrics).
-    pub server_prefix_hit_rate: Option<Summary>,
-    /// Server preemptions per trial, across trials.
-    pub server_preemptions: Option<Summary>,
-    /// Server-side mean TTFT across trials.
-    pub server_ttft_s: Option<Summary>,
-    /// Speculative-decoding acceptance length across trials.
-    pub spec_acceptance_length: Option<Summary>,
+    /// Numbers derived from the server's counters across trials; a metric
+    /// is absent where no trial has it (no scraped metrics).
+    pub server: BTreeMap<ServerMetric, Summary>,
     /// Measured requests, all trials.
     pub requests: u64,
     /// Failed requests, all trials.
@@ -127,15 +124,26 @@ impl PointSummary {
             itl_p50_s: of(|t| t.itl_p50_s),
             itl_p90_s: of(|t| t.itl_p90_s),
             itl_p99_s: of(|t| t.itl_p99_s),
-            server_prefix_hit_rate: of(|t| t.server_prefix_hit_rate.unwrap_or(f64::NAN)),
-            server_preemptions: of(|t| t.server_preemptions.unwrap_or(f64::NAN)),
-            server_ttft_s: of(|t| t.server_ttft_s.unwrap_or(f64::NAN)),
-            spec_acceptance_length: of(|t| t.spec_acceptance_length.unwrap_or(f64::NAN)),
+            server: ServerMetric::ALL
+                .into_iter()
+                .filter_map(|m| {
+                    let v: Vec<f64> = trials
+                        .iter()
+                        .map(|t| t.server_metric(m).unwrap_or(f64::NAN))
+                        .collect();
+                    Summary::of(&v).map(|s| (m, s))
+                })
+                .collect(),
             requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
             failures: trials.iter().map(|t| u64::from(t.failures)).sum(),
             point,
             trials,
         }
+    }
+
+    /// The summary of a number derived from the server's counters.
+    pub fn server(&self, m: ServerMetric) -> Option<&Summary> {
+        self.server.get(&m)
     }
 }
 

@@ -92,11 +92,7 @@ fn run(
         "started_at": "2026-01-01T00:00:00Z", "ended_at": null, "status": "complete", "stop_reason": null
     }))
     .expect("synthetic manifest matches the schema");
-    RunAnalysis {
-        dir: id.into(),
-        manifest,
-        points,
-    }
+    RunAnalysis::new(id.into(), manifest, points)
 }
 
 const WORKLOAD: [(&str, &str); 2] = [("output_tokens", "500"), ("prompt", "RandomWords")];

@@ -4,14 +4,9 @@ use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Which OpenAI-compatible endpoint a request goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// `/v1/chat/completions`.
-    Chat,
-    /// `/v1/completions`.
-    Completions,
-}
+/// Which OpenAI-compatible endpoint a request goes to: the plan's
+/// `target.api`, one enum from the plan to the manifest.
+pub use qexp_plan::ApiKind as Api;
 
 /// One generation request.
 #[derive(Debug, Clone)]

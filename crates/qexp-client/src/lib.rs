@@ -7,6 +7,7 @@
 
 mod calibrate;
 mod client;
+pub mod counters;
 mod fingerprint;
 pub mod metrics;
 mod outcome;
@@ -16,8 +17,9 @@ pub mod sse;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use counters::{CounterSpec, ServerCounter, ServerCounters};
 pub use fingerprint::Fingerprint;
-pub use metrics::{Counters, MetricsSource, ServerCounters};
+pub use metrics::{Counters, MetricsSource};
 pub use outcome::{ErrorClass, Outcome, RequestError, Usage};
 pub use probe::{probe, ProbeError, ServerInfo};
 pub use prompt::nonce_for;

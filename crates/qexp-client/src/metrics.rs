@@ -1,6 +1,7 @@
 //! Server-side counters from a Prometheus `/metrics` endpoint: a parser for
-//! the text exposition format, snapshots of every counter, and the deltas
-//! between two snapshots mapped onto engine-neutral fields.
+//! the text exposition format and snapshots of every counter; the deltas
+//! between two snapshots are mapped onto engine-neutral counters in
+//! [`crate::counters`].
 //!
 //! Why a parser of our own: the common crate (`prometheus-parse` 0.2.5)
 //! matches metric names with `\w+`, so it silently drops every name with a
@@ -9,7 +10,6 @@
 //! quotes, `# TYPE` lines.
 
 use crate::client::Client;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -190,139 +190,6 @@ impl Counters {
     }
 }
 
-/// The engine-neutral server counters of one (trial, point): deltas over the
-/// measured requests, `None` where the engine does not report the quantity.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerCounters {
-    /// Prompt tokens looked up in the prefix cache.
-    pub prefix_cache_queries: Option<f64>,
-    /// Prompt tokens found in the prefix cache.
-    pub prefix_cache_hits: Option<f64>,
-    /// Prompt tokens served from cache, as the engine counts them.
-    pub cached_prompt_tokens: Option<f64>,
-    /// Requests preempted (vLLM) or retracted.
-    pub preemptions: Option<f64>,
-    /// Requests in the server's own TTFT histogram.
-    pub ttft_count: Option<f64>,
-    /// Sum of the server's own TTFT histogram, seconds.
-    pub ttft_sum_s: Option<f64>,
-    /// Speculative-decoding verification steps (drafts).
-    pub spec_drafts: Option<f64>,
-    /// Draft tokens accepted.
-    pub spec_accepted_tokens: Option<f64>,
-    /// Every counter's delta, by series key.
-    pub raw: BTreeMap<String, f64>,
-}
-
-/// (field, the metric names that feed it, summed over label sets). Names are
-/// namespaced per engine, so one table serves all of them.
-const MAP: &[(&str, &[&str])] = &[
-    (
-        "prefix_cache_queries",
-        &[
-            "vllm:prefix_cache_queries_total",
-            // llama.cpp counts processed (uncached) and cached prompt tokens apart.
-            "llamacpp:prompt_tokens_total",
-            "llamacpp:prompt_tokens_cached_total",
-            // SGLang: all prefill tokens (its docs: "Number of prefill tokens processed").
-            "sglang:prompt_tokens_total",
-        ],
-    ),
-    (
-        "prefix_cache_hits",
-        &[
-            "vllm:prefix_cache_hits_total",
-            "llamacpp:prompt_tokens_cached_total",
-            "sglang:cached_tokens_total",
-        ],
-    ),
-    (
-        "cached_prompt_tokens",
-        &[
-            "vllm:prompt_tokens_cached_total",
-            "llamacpp:prompt_tokens_cached_total",
-            "sglang:cached_tokens_total",
-        ],
-    ),
-    ("preemptions", &["vllm:num_preemptions_total"]),
-    (
-        "ttft_count",
-        &[
-            "vllm:time_to_first_token_seconds_count",
-            "sglang:time_to_first_token_seconds_count",
-        ],
-    ),
-    (
-        "ttft_sum_s",
-        &[
-            "vllm:time_to_first_token_seconds_sum",
-            "sglang:time_to_first_token_seconds_sum",
-        ],
-    ),
-    (
-        "spec_drafts",
-        &[
-            "vllm:spec_decode_num_drafts_total",
-            "llamacpp:spec_decode_num_drafts_total",
-        ],
-    ),
-    (
-        "spec_accepted_tokens",
-        &[
-            "vllm:spec_decode_num_accepted_tokens_total",
-            "llamacpp:spec_decode_num_accepted_tokens_total",
-        ],
-    ),
-];
-
-impl ServerCounters {
-    /// Maps the deltas between two snapshots.
-    pub fn between(before: &Counters, after: &Counters) -> ServerCounters {
-        let raw = Counters::delta(before, after);
-        let sum = |names: &[&str]| -> Option<f64> {
-            let mut found = false;
-            let mut total = 0.0;
-            for (key, v) in &raw {
-                let name = key.split('{').next().unwrap_or(key);
-                if names.contains(&name) {
-                    found = true;
-                    total += v;
-                }
-            }
-            found.then_some(total)
-        };
-        let field = |f: &str| {
-            MAP.iter()
-                .find(|(name, _)| *name == f)
-                .and_then(|(_, names)| sum(names))
-        };
-        ServerCounters {
-            prefix_cache_queries: field("prefix_cache_queries"),
-            prefix_cache_hits: field("prefix_cache_hits"),
-            cached_prompt_tokens: field("cached_prompt_tokens"),
-            preemptions: field("preemptions"),
-            ttft_count: field("ttft_count"),
-            ttft_sum_s: field("ttft_sum_s"),
-            spec_drafts: field("spec_drafts"),
-            spec_accepted_tokens: field("spec_accepted_tokens"),
-            raw,
-        }
-    }
-
-    /// Mean tokens per speculative step: 1 + accepted / drafts, where drafts were made.
-    pub fn acceptance_length(&self) -> Option<f64> {
-        match (self.spec_drafts, self.spec_accepted_tokens) {
-            (Some(d), Some(a)) if d > 0.0 => Some(1.0 + a / d),
-            _ => None,
-        }
-    }
-
-    /// The raw deltas as a JSON object string.
-    pub fn raw_json(&self) -> String {
-        serde_json::to_string(&self.raw).unwrap_or_else(|_| "{}".into())
-    }
-}
-
 /// Where a server's metrics are, and how to read them.
 #[derive(Debug, Clone)]
 pub struct MetricsSource {
@@ -391,52 +258,5 @@ mod tests {
         let c = Exposition::parse(text).counters();
         let keys: Vec<&str> = c.0.keys().map(String::as_str).collect();
         assert_eq!(keys, vec!["a_total", "h_count", "h_sum", "untyped_total"]);
-    }
-
-    #[test]
-    fn deltas_map_onto_fields_and_acceptance_length() {
-        let before = Counters(BTreeMap::from([
-            (
-                "vllm:spec_decode_num_drafts_total{engine=\"0\"}".into(),
-                10.0,
-            ),
-            (
-                "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\"}".into(),
-                20.0,
-            ),
-            ("reset_total".into(), 100.0),
-        ]));
-        let after = Counters(BTreeMap::from([
-            (
-                "vllm:spec_decode_num_drafts_total{engine=\"0\"}".into(),
-                30.0,
-            ),
-            (
-                "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\"}".into(),
-                80.0,
-            ),
-            ("reset_total".into(), 1.0),
-            ("new_total".into(), 2.0),
-        ]));
-        let s = ServerCounters::between(&before, &after);
-        assert_eq!(s.spec_drafts, Some(20.0));
-        assert_eq!(s.spec_accepted_tokens, Some(60.0));
-        assert_eq!(s.acceptance_length(), Some(4.0));
-        assert_eq!(s.prefix_cache_hits, None);
-        assert!(
-            !s.raw.contains_key("reset_total"),
-            "a reset counter is dropped"
-        );
-        assert_eq!(s.raw.get("new_total"), Some(&2.0));
-    }
-
-    #[test]
-    fn no_drafts_means_no_acceptance_length() {
-        let s = ServerCounters {
-            spec_drafts: Some(0.0),
-            spec_accepted_tokens: Some(0.0),
-            ..ServerCounters::default()
-        };
-        assert_eq!(s.acceptance_length(), None);
     }
 }

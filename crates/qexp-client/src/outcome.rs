@@ -23,7 +23,25 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    /// The snake_case name stored in Parquet.
+    /// Every class, in declaration order.
+    pub const ALL: [ErrorClass; 8] = [
+        ErrorClass::Connect,
+        ErrorClass::Timeout,
+        ErrorClass::HttpStatus,
+        ErrorClass::StreamBroken,
+        ErrorClass::Protocol,
+        ErrorClass::ServerError,
+        ErrorClass::NoOutput,
+        ErrorClass::Cancelled,
+    ];
+
+    /// The class stored as `name` in Parquet, if any.
+    pub fn from_name(name: &str) -> Option<ErrorClass> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The stable snake_case name stored in Parquet (`error_class`) and
+    /// serialised; recorded runs hold these spellings, so never change one.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Connect => "connect",
@@ -131,5 +149,40 @@ impl Outcome {
             .windows(2)
             .map(|w| w[1] - w[0])
             .collect()
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorClass;
+
+    #[test]
+    fn stored_names_are_pinned_and_match_serde() {
+        let names: Vec<&str> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "connect",
+                "timeout",
+                "http_status",
+                "stream_broken",
+                "protocol",
+                "server_error",
+                "no_output",
+                "cancelled"
+            ]
+        );
+        for c in ErrorClass::ALL {
+            let json = serde_json::to_value(c).unwrap_or_default();
+            assert_eq!(json, serde_json::Value::from(c.as_str()));
+            assert_eq!(ErrorClass::from_name(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorClass::from_name("Timeout"), None);
     }
 }

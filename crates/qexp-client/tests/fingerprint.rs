@@ -3,7 +3,7 @@
 //! SGLang and TGI written from their documentation (see the fixture READMEs).
 
 use qexp_client::metrics::{Counters, Exposition};
-use qexp_client::{Fingerprint, ServerCounters, ServerInfo};
+use qexp_client::{Fingerprint, ServerCounter, ServerCounters, ServerInfo};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -200,14 +200,17 @@ fn vllm_metrics_map_onto_every_field() {
         .keys()
         .any(|k| k.contains("_bucket") || k.contains("_created")));
     let s = ServerCounters::between(&before, &after);
-    assert_eq!(s.prefix_cache_queries, Some(2.0));
-    assert_eq!(s.prefix_cache_hits, Some(2.0));
-    assert_eq!(s.cached_prompt_tokens, Some(2.0));
-    assert_eq!(s.preemptions, Some(2.0));
-    assert_eq!(s.ttft_count, Some(2.0));
-    assert_eq!(s.ttft_sum_s, Some(2.0));
+    assert_eq!(s.get(ServerCounter::PrefixCacheQueries), Some(2.0));
+    assert_eq!(s.get(ServerCounter::PrefixCacheHits), Some(2.0));
+    assert_eq!(s.get(ServerCounter::CachedPromptTokens), Some(2.0));
+    assert_eq!(s.get(ServerCounter::Preemptions), Some(2.0));
+    assert_eq!(s.get(ServerCounter::TtftCount), Some(2.0));
+    assert_eq!(s.get(ServerCounter::TtftSumS), Some(2.0));
     // This vLLM ran without speculative decoding: it exports no spec_decode counters.
-    assert_eq!((s.spec_drafts, s.acceptance_length()), (None, None));
+    assert_eq!(
+        (s.get(ServerCounter::SpecDrafts), s.acceptance_length()),
+        (None, None)
+    );
     let raw: serde_json::Map<String, Value> = serde_json::from_str(&s.raw_json()).unwrap();
     assert_eq!(raw.len(), before.0.len());
 }
@@ -217,22 +220,28 @@ fn llamacpp_metrics_map_queries_hits_and_drafts() {
     let (before, after) = grown("llamacpp", 3.0);
     let s = ServerCounters::between(&before, &after);
     // queries = processed + cached prompt tokens; hits = cached.
-    assert_eq!(s.prefix_cache_queries, Some(6.0));
-    assert_eq!(s.prefix_cache_hits, Some(3.0));
-    assert_eq!(s.cached_prompt_tokens, Some(3.0));
-    assert_eq!(s.spec_drafts, Some(3.0));
+    assert_eq!(s.get(ServerCounter::PrefixCacheQueries), Some(6.0));
+    assert_eq!(s.get(ServerCounter::PrefixCacheHits), Some(3.0));
+    assert_eq!(s.get(ServerCounter::CachedPromptTokens), Some(3.0));
+    assert_eq!(s.get(ServerCounter::SpecDrafts), Some(3.0));
     assert_eq!(s.acceptance_length(), Some(2.0));
-    assert_eq!((s.preemptions, s.ttft_count), (None, None));
+    assert_eq!(
+        (
+            s.get(ServerCounter::Preemptions),
+            s.get(ServerCounter::TtftCount)
+        ),
+        (None, None)
+    );
 }
 
 #[test]
 fn sglang_metrics_map_from_docs() {
     let (before, after) = grown("sglang", 5.0);
     let s = ServerCounters::between(&before, &after);
-    assert_eq!(s.prefix_cache_queries, Some(5.0));
-    assert_eq!(s.prefix_cache_hits, Some(5.0));
-    assert_eq!(s.ttft_count, Some(5.0));
-    assert_eq!(s.ttft_sum_s, Some(5.0));
+    assert_eq!(s.get(ServerCounter::PrefixCacheQueries), Some(5.0));
+    assert_eq!(s.get(ServerCounter::PrefixCacheHits), Some(5.0));
+    assert_eq!(s.get(ServerCounter::TtftCount), Some(5.0));
+    assert_eq!(s.get(ServerCounter::TtftSumS), Some(5.0));
     assert!(!s
         .raw
         .contains_key("sglang:token_usage{model_name=\"qwen3.6-27b\"}"));

@@ -65,8 +65,49 @@ impl Plan {
         expand::points(&self.file)
     }
 
+    /// Whether the plan's text sets `dotted` (`analysis.cv_threshold`)
+    /// itself rather than leaving it to its default.
+    pub fn sets(&self, dotted: &str) -> bool {
+        raw_value(&self.text, dotted).is_some()
+    }
+
     /// Number of trials (each trial runs every point once).
     pub fn trials(&self) -> u32 {
         self.file.run.trials
+    }
+}
+
+/// A value of plan text read as plain TOML, without validating the plan:
+/// for a recorded plan that this qexp no longer accepts (`experiment.description`).
+fn raw_value(text: &str, dotted: &str) -> Option<toml::Value> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let mut keys = dotted.split('.');
+    let mut value = table.get(keys.next()?)?;
+    for k in keys {
+        value = value.get(k)?;
+    }
+    Some(value.clone())
+}
+
+/// A string of plan text read as plain TOML, without validating the plan;
+/// None when the text is not TOML or has no such string.
+pub fn raw_str(text: &str, dotted: &str) -> Option<String> {
+    raw_value(text, dotted).and_then(|v| v.as_str().map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_values_need_only_toml() {
+        let text = "[experiment]\nname = \"g\"\ndescription = \"Concurrency × input\"\n";
+        assert!(Plan::parse(Path::new("g.toml"), text).is_err());
+        assert_eq!(
+            raw_str(text, "experiment.description").as_deref(),
+            Some("Concurrency × input")
+        );
+        assert_eq!(raw_str(text, "experiment.version"), None);
+        assert_eq!(raw_str("not toml [", "experiment.name"), None);
     }
 }

@@ -48,6 +48,24 @@ pub enum ApiKind {
     Completions,
 }
 
+impl ApiKind {
+    /// The stable snake_case name: what plans, manifests and the workload
+    /// hash hold (`chat`, `completions`). Never change a spelling: old runs
+    /// would stop being comparable.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiKind::Chat => "chat",
+            ApiKind::Completions => "completions",
+        }
+    }
+}
+
+impl std::fmt::Display for ApiKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `[target]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +107,17 @@ pub enum PromptRecipe {
     /// A unique nonce, then seeded random common English words.
     #[default]
     RandomWords,
+}
+
+impl PromptRecipe {
+    /// The recipe as the workload fingerprint records it (`RandomWords`, the
+    /// spelling recorded runs hold). Never change it: old runs would stop
+    /// being comparable.
+    pub fn fingerprint(self) -> &'static str {
+        match self {
+            PromptRecipe::RandomWords => "RandomWords",
+        }
+    }
 }
 
 /// `[workload]`.
@@ -141,6 +170,16 @@ impl Requests {
         match self {
             Requests::Count(n) => n,
             Requests::PerConcurrency(k) => k.saturating_mul(concurrency),
+        }
+    }
+
+    /// The count as the workload fingerprint records it (`Count(8)`,
+    /// `PerConcurrency(4)`, the spellings recorded runs hold). Never change
+    /// them: old runs would stop being comparable.
+    pub fn fingerprint(self) -> String {
+        match self {
+            Requests::Count(n) => format!("Count({n})"),
+            Requests::PerConcurrency(k) => format!("PerConcurrency({k})"),
         }
     }
 }
@@ -407,5 +446,29 @@ impl PlanFile {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// These spellings feed the workload hash of every recorded run (they
+    /// are what `{:?}` printed when the hash was first defined): a change
+    /// here makes old runs incomparable with new ones.
+    #[test]
+    fn fingerprint_spellings_are_pinned() {
+        assert_eq!(ApiKind::Chat.as_str(), "chat");
+        assert_eq!(ApiKind::Completions.as_str(), "completions");
+        assert_eq!(PromptRecipe::RandomWords.fingerprint(), "RandomWords");
+        assert_eq!(Requests::Count(8).fingerprint(), "Count(8)");
+        assert_eq!(
+            Requests::PerConcurrency(4).fingerprint(),
+            "PerConcurrency(4)"
+        );
+        for api in [ApiKind::Chat, ApiKind::Completions] {
+            let json = serde_json::to_value(api).unwrap_or_default();
+            assert_eq!(json, serde_json::Value::from(api.as_str()));
+        }
     }
 }

@@ -7,8 +7,8 @@
 use crate::format::num;
 use crate::headline::{flag_views, headline};
 use crate::tables::tables;
-use qexp_analysis::anomaly::ThresholdRow;
-use qexp_analysis::{Flag, RunAnalysis, Thresholds};
+use qexp_analysis::anomaly::{ThresholdRow, ThresholdSource};
+use qexp_analysis::RunAnalysis;
 use serde::Serialize;
 
 /// Everything the report templates see. Plain data; no logic in templates
@@ -63,6 +63,8 @@ pub struct ReportContext {
     pub flags: Vec<FlagView>,
     /// The detectors' limits, for "how to read this report".
     pub thresholds: Vec<ThresholdRow>,
+    /// Why the limits are qexp's defaults rather than the plan's, when they are.
+    pub thresholds_note: Option<String>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
     /// Whether any table has server counters (scraped metrics).
@@ -131,6 +133,8 @@ pub struct Table {
     pub latency_markdown: String,
     /// The spread table (IQR, 95% CI of the median, CV) as Markdown.
     pub spread_markdown: String,
+    /// Headers of the server-counter table, in column order (`Row::server`).
+    pub server_headers: Vec<String>,
     /// The server's own counters per point as Markdown; empty when the run
     /// scraped no metrics for these points.
     pub server_markdown: String,
@@ -183,14 +187,9 @@ pub struct Row {
     pub ttft_ci: String,
     /// Its coefficient of variation.
     pub ttft_cv: String,
-    /// Server prefix-cache hit rate, median across trials.
-    pub server_hit_rate: String,
-    /// Server preemptions per trial, median.
-    pub server_preemptions: String,
-    /// Server-side mean TTFT in seconds, median.
-    pub server_ttft: String,
-    /// Speculative-decoding acceptance length, median.
-    pub spec_acceptance: String,
+    /// The server-counter table's cells (medians across trials), in the
+    /// order of [`Table::server_headers`].
+    pub server: Vec<String>,
     /// Failed / measured requests over all trials.
     pub failures: String,
     /// Markers of the point's flags, e.g. `⚑1 ⚑3`.
@@ -225,26 +224,9 @@ pub struct NarrativeView {
     pub error: Option<String>,
 }
 
-/// Builds the template context for one run, with flags from the anomaly
-/// detectors under the plan's `[analysis]` thresholds (defaults when the
-/// recorded plan no longer parses).
+/// Builds the template context for one run from its analysis: its flags,
+/// the thresholds they used and where those came from.
 pub fn report_context(a: &RunAnalysis) -> ReportContext {
-    let thresholds = qexp_plan::Plan::parse(
-        std::path::Path::new(&a.manifest.plan_path),
-        &a.manifest.plan_text,
-    )
-    .map(|p| Thresholds::from_plan_file(&p.file))
-    .unwrap_or_default();
-    let flags = qexp_analysis::anomaly::detect(a, &thresholds);
-    report_context_with(a, &flags, &thresholds)
-}
-
-/// Builds the template context for one run with the given flags.
-pub fn report_context_with(
-    a: &RunAnalysis,
-    flags: &[Flag],
-    thresholds: &Thresholds,
-) -> ReportContext {
     let m = &a.manifest;
     let simulated_note = m.target.simulated.then(|| {
         let scale = m.target.sim_time_scale.unwrap_or(1.0);
@@ -331,19 +313,19 @@ pub fn report_context_with(
         })
         .chain(server)
         .collect();
-    let flags = flag_views(flags, &a.points);
+    let flags = flag_views(&a.flags, &a.points);
     let tables = tables(&a.points, &flags);
     ReportContext {
         experiment: m.experiment.clone(),
-        description: description(&m.plan_text),
+        description: a.description.clone(),
         run_id: m.run_id.clone(),
-        status: format!("{:?}", m.status).to_lowercase(),
+        status: m.status.as_str().to_string(),
         stop_reason: m.stop_reason.clone(),
         simulated: m.target.simulated,
         simulated_note,
         target: m.target.base_url.clone(),
         model: m.target.model.clone(),
-        api: m.target.api.clone(),
+        api: m.target.api.as_str().to_string(),
         trials: m.trials,
         plan_path: m.plan_path.clone(),
         plan_hash: m.plan_hash.clone(),
@@ -358,23 +340,17 @@ pub fn report_context_with(
             t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
         }),
         headline: headline(a, &flags),
-        thresholds: thresholds.rows(),
+        thresholds: a.threshold_rows.clone(),
+        thresholds_note: match &a.threshold_source {
+            ThresholdSource::Plan => None,
+            ThresholdSource::Defaults { reason } => Some(format!(
+                "These are qexp's defaults, not the plan's: {reason}."
+            )),
+        },
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
         flags,
         charts: Vec::new(),
         narrative: None,
     }
-}
-
-fn description(plan_text: &str) -> String {
-    plan_text
-        .lines()
-        .find_map(|l| {
-            let l = l.trim();
-            l.strip_prefix("description")
-                .and_then(|r| r.trim_start().strip_prefix('='))
-                .map(|v| v.trim().trim_matches('"').to_string())
-        })
-        .unwrap_or_default()
 }

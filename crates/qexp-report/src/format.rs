@@ -1,29 +1,9 @@
-//! Number formatting for people: fixed significant digits, units in headers.
+//! Cells for people: a summary's median, spread, IQR, interval and CV as
+//! the tables print them, and Markdown escaping. The numbers themselves are
+//! formatted by qexp-analysis' one formatting module, re-exported here.
 
+pub use qexp_analysis::format::{num, percent1, percent_prose, sig3, tokens};
 use qexp_analysis::stats::Summary;
-
-/// Formats with about three significant digits (`73.5`, `0.312`, `1520`).
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let decimals_for = |a: f64| {
-        if a >= 100.0 {
-            0
-        } else if a >= 10.0 {
-            1
-        } else if a >= 1.0 {
-            2
-        } else {
-            3
-        }
-    };
-    // Decide on the rounded value: 9.996 is "10.0", not "10.00".
-    let first = decimals_for(x.abs());
-    let rounded: f64 = format!("{x:.first$}").parse().unwrap_or(x);
-    let decimals = decimals_for(rounded.abs()).min(first);
-    format!("{x:.decimals$}")
-}
 
 /// `median` and `[min–max]` of a summary, or dashes when absent.
 pub fn center(s: &Option<Summary>) -> String {
@@ -61,9 +41,7 @@ pub fn ci95(s: &Option<Summary>) -> String {
 
 /// The coefficient of variation in percent, or a dash.
 pub fn cv(s: &Option<Summary>) -> String {
-    s.as_ref()
-        .and_then(|s| s.cv)
-        .map_or("–".into(), |cv| format!("{:.1}%", cv * 100.0))
+    s.as_ref().and_then(|s| s.cv).map_or("–".into(), percent1)
 }
 
 /// [`center`] of a summary in seconds, shown in milliseconds.
@@ -105,46 +83,9 @@ pub fn md_text(s: &str) -> String {
     out
 }
 
-/// A token count as people write it: `1K`, `120K`, `2.5K`, `500`.
-pub fn tokens(v: f64) -> String {
-    if v.abs() >= 1000.0 {
-        let k = v / 1000.0;
-        if (k - k.round()).abs() < 1e-9 {
-            format!("{}K", k.round())
-        } else {
-            format!(
-                "{}K",
-                format!("{k:.1}")
-                    .trim_end_matches('0')
-                    .trim_end_matches('.')
-            )
-        }
-    } else {
-        format!("{v}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn three_significant_digits() {
-        assert_eq!(num(73.456), "73.5");
-        assert_eq!(num(0.31234), "0.312");
-        assert_eq!(num(1520.4), "1520");
-        assert_eq!(num(2.604), "2.60");
-        assert_eq!(num(f64::NAN), "–");
-    }
-
-    #[test]
-    fn digits_follow_the_rounded_value() {
-        assert_eq!(num(9.9996), "10.0");
-        assert_eq!(num(99.97), "100");
-        assert_eq!(num(0.99996), "1.00");
-        assert_eq!(num(-9.9996), "-10.0");
-        assert_eq!(num(9.994), "9.99");
-    }
 
     #[test]
     fn md_text_neutralises_markup() {
@@ -157,13 +98,5 @@ mod tests {
             "\\[x\\](javascript:1) next"
         );
         assert_eq!(md_text("Qwen/Qwen3.6-27B"), "Qwen/Qwen3.6-27B");
-    }
-
-    #[test]
-    fn token_counts() {
-        assert_eq!(tokens(120000.0), "120K");
-        assert_eq!(tokens(2500.0), "2.5K");
-        assert_eq!(tokens(500.0), "500");
-        assert_eq!(tokens(0.0), "0");
     }
 }

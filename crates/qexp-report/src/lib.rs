@@ -24,8 +24,8 @@ mod render;
 mod tables;
 
 pub use context::{
-    report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,
-    ReportContext, Row, ServerDoc, Table,
+    report_context, ChartView, FlagView, Headline, NarrativeView, ReportContext, Row, ServerDoc,
+    Table,
 };
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,

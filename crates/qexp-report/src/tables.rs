@@ -3,9 +3,9 @@
 //! units in headers, flag markers beside their points.
 
 use crate::context::{FlagView, Row, Table};
-use crate::format::{center, center_ms, ci95, cv, iqr, md_text, spread, spread_ms};
+use crate::format::{center, center_ms, ci95, cv, iqr, md_text, num, percent1, spread, spread_ms};
 use crate::labels;
-use qexp_analysis::{Axis, PointSummary};
+use qexp_analysis::{Axis, PointSummary, ServerMetric, ServerUnit};
 
 /// One table per swept axis; the other parameters split it into groups.
 pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> {
@@ -47,6 +47,7 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
                 markdown: table_markdown(axis, &rows),
                 latency_markdown: latency_markdown(axis, &rows),
                 spread_markdown: spread_markdown(axis, &rows),
+                server_headers: server_headers(),
                 server_markdown: if group.iter().any(|p| has_server_counters(p)) {
                     server_markdown(axis, &rows)
                 } else {
@@ -98,20 +99,7 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         ttft_iqr: iqr(&p.ttft_s),
         ttft_ci: ci95(&p.ttft_s),
         ttft_cv: cv(&p.ttft_s),
-        server_hit_rate: p
-            .server_prefix_hit_rate
-            .as_ref()
-            .map_or("–".into(), |s| format!("{:.1}%", s.median * 100.0)),
-        // A count: whole numbers without decimals (a median of two may be x.5).
-        server_preemptions: p.server_preemptions.as_ref().map_or("–".into(), |s| {
-            if s.median.fract() == 0.0 {
-                format!("{:.0}", s.median)
-            } else {
-                format!("{:.1}", s.median)
-            }
-        }),
-        server_ttft: center(&p.server_ttft_s),
-        spec_acceptance: center(&p.spec_acceptance_length),
+        server: server_columns().iter().map(|c| c.cell(p)).collect(),
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
@@ -225,31 +213,72 @@ fn spread_markdown(axis: Axis, rows: &[Row]) -> String {
 }
 
 fn has_server_counters(p: &PointSummary) -> bool {
-    p.server_prefix_hit_rate.is_some()
-        || p.server_preemptions.is_some()
-        || p.server_ttft_s.is_some()
-        || p.spec_acceptance_length.is_some()
+    !p.server.is_empty()
+}
+
+/// A column of the server-counter table.
+#[derive(Debug, Clone, Copy)]
+enum ServerColumn {
+    /// A number derived from the server's counters.
+    Metric(ServerMetric),
+    /// The client's median TTFT, beside the server's own for comparison.
+    ClientTtft,
+}
+
+/// The server-counter table's columns: every [`ServerMetric`] in its
+/// declared order, with the client's TTFT after the server's.
+fn server_columns() -> Vec<ServerColumn> {
+    let mut out = Vec::new();
+    for m in ServerMetric::ALL {
+        out.push(ServerColumn::Metric(m));
+        if m == ServerMetric::ServerTtftS {
+            out.push(ServerColumn::ClientTtft);
+        }
+    }
+    out
+}
+
+impl ServerColumn {
+    fn header(self) -> &'static str {
+        match self {
+            ServerColumn::Metric(m) => m.spec().header,
+            ServerColumn::ClientTtft => "Client TTFT (s)",
+        }
+    }
+
+    /// The point's median across trials, formatted for its unit.
+    fn cell(self, p: &PointSummary) -> String {
+        let m = match self {
+            ServerColumn::Metric(m) => m,
+            ServerColumn::ClientTtft => return center(&p.ttft_s),
+        };
+        let Some(s) = p.server(m) else {
+            return "–".into();
+        };
+        match m.spec().unit {
+            ServerUnit::Fraction => percent1(s.median),
+            // A count: whole numbers without decimals (a median of two may be x.5).
+            ServerUnit::Count if s.median.fract() == 0.0 => format!("{:.0}", s.median),
+            ServerUnit::Count => format!("{:.1}", s.median),
+            ServerUnit::Seconds | ServerUnit::Ratio => num(s.median),
+        }
+    }
+}
+
+/// The server-counter table's headers, in column order.
+pub(crate) fn server_headers() -> Vec<String> {
+    server_columns()
+        .iter()
+        .map(|c| c.header().to_string())
+        .collect()
 }
 
 /// What the server's own counters said over each point (deltas of its
 /// Prometheus metrics, scraped before and after each trial of the point).
 fn server_markdown(axis: Axis, rows: &[Row]) -> String {
-    let columns = [
-        ("Prefix-cache hit rate", true),
-        ("Preemptions", true),
-        ("Server TTFT, mean (s)", true),
-        ("Client TTFT (s)", true),
-        ("Acceptance length", true),
-    ];
-    markdown_table(axis, &columns, rows, |r| {
-        vec![
-            r.server_hit_rate.clone(),
-            r.server_preemptions.clone(),
-            r.server_ttft.clone(),
-            r.ttft.clone(),
-            r.spec_acceptance.clone(),
-        ]
-    })
+    let headers = server_headers();
+    let columns: Vec<(&str, bool)> = headers.iter().map(|h| (h.as_str(), true)).collect();
+    markdown_table(axis, &columns, rows, |r| r.server.clone())
 }
 
 #[cfg(test)]
@@ -257,6 +286,7 @@ mod tests {
     use super::*;
     use qexp_analysis::TrialMetrics;
     use qexp_plan::Point;
+    use qexp_store::ServerCounter;
 
     fn point(id: u32, concurrency: u32, counters: bool) -> PointSummary {
         let p = Point {
@@ -272,9 +302,18 @@ mod tests {
                 trial,
                 point_id: id,
                 ttft_s: 0.2,
-                server_prefix_hit_rate: counters.then_some(0.25 * f64::from(trial)),
-                server_preemptions: counters.then_some(0.0),
-                server_ttft_s: counters.then_some(0.18),
+                server: if counters {
+                    [
+                        (ServerCounter::PrefixCacheQueries, 4.0),
+                        (ServerCounter::PrefixCacheHits, f64::from(trial)),
+                        (ServerCounter::Preemptions, 0.0),
+                        (ServerCounter::TtftCount, 1.0),
+                        (ServerCounter::TtftSumS, 0.18),
+                    ]
+                    .into()
+                } else {
+                    Default::default()
+                },
                 ..TrialMetrics::default()
             })
             .collect();

@@ -71,11 +71,7 @@ fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAn
         "started_at": "2026-11-30T10:15:00Z", "ended_at": null, "status": "complete", "stop_reason": null
     }))
     .expect("fixture manifest matches the schema");
-    RunAnalysis {
-        dir: format!("results/quickstart/{id}").into(),
-        manifest,
-        points,
-    }
+    RunAnalysis::new(format!("results/quickstart/{id}").into(), manifest, points)
 }
 
 /// A: sim:fast. B: 10% more throughput everywhere, but TTFT 1.5x at c=16; B lacks c=32.

@@ -166,6 +166,8 @@ fn run_text_is_escaped_in_html() {
     run.points[2].trials[1].invalid_reason = Some("<img src=x onerror=alert(2)>".into());
     let p = &run.points[2];
     run.points[2] = qexp_analysis::PointSummary::new(p.point.clone(), p.trials.clone());
+    // Analyse again: the invalid trial is a flag whose sentence quotes the reason.
+    let run = qexp_analysis::RunAnalysis::new(run.dir, run.manifest, run.points);
     let tmp = tempfile::tempdir().unwrap();
     let notebook = tmp.path().join("n.md");
     std::fs::write(
@@ -191,6 +193,28 @@ fn run_text_is_escaped_in_html() {
         "narrative: {narrative}"
     );
     assert_well_formed("report.html", html);
+}
+
+/// The grid fixture's plan has no `[target]`: the analysis falls back to
+/// default thresholds and the report says so, with the parser's reason; its
+/// description is still read from the plan text.
+#[test]
+fn report_says_when_thresholds_fell_back_to_defaults() {
+    let r = render(&fixture::grid(), &builtin(), &Narrative::None).unwrap();
+    let md = file(&r, "report.md");
+    assert!(
+        md.contains("These are qexp's defaults, not the plan's: the recorded plan no longer parses: experiments/grid.toml"),
+        "{md}"
+    );
+    assert!(md.contains("Concurrency × input"), "{md}");
+    let html = file(&r, "report.html");
+    assert!(
+        html.contains("<p class=\"callout\">These are qexp&#39;s defaults"),
+        "{html}"
+    );
+    let long = render(&fixture::longctx(), &builtin(), &Narrative::None).unwrap();
+    let md = file(&long, "report.md");
+    assert!(!md.contains("qexp's defaults, not the plan's"), "{md}");
 }
 
 #[test]
@@ -350,6 +374,7 @@ fn a_run_without_data_still_renders() {
     for p in &mut run.points {
         *p = qexp_analysis::PointSummary::new(p.point.clone(), Vec::new());
     }
+    let run = qexp_analysis::RunAnalysis::new(run.dir, run.manifest, run.points);
     let r = render(
         &run,
         &builtin(),

@@ -17,9 +17,10 @@ pub enum RunError {
     NoModel(String),
     /// A point needs more context than the server allows (checked before any load).
     #[error("point {point} needs {needed} tokens of {what}, but {engine} at {url} allows {limit} ({limit_source}); restart the server with a larger {flag}, or shrink the point")]
+    // Boxed strings keep `Result<_, RunError>` small (clippy::result_large_err).
     ContextTooSmall {
         /// The point's label.
-        point: String,
+        point: Box<str>,
         /// Tokens it needs (input + output, or input).
         needed: u64,
         /// `context` or `input`.
@@ -27,11 +28,11 @@ pub enum RunError {
         /// The server's limit.
         limit: u32,
         /// The engine.
-        engine: String,
+        engine: Box<str>,
         /// The server's URL.
-        url: String,
+        url: Box<str>,
         /// Where the limit was read.
-        limit_source: String,
+        limit_source: Box<str>,
         /// The flag that raises it.
         flag: &'static str,
     },

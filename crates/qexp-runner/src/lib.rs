@@ -6,6 +6,7 @@
 //! around each point. It computes no statistics beyond a point's window.
 
 mod backend;
+mod comparability;
 mod error;
 mod preflight;
 mod progress;
@@ -19,6 +20,11 @@ pub use error::RunError;
 pub use run::{run, RunOptions, RunResult};
 pub use scheduler::{run_closed_loop, Finished, Job};
 pub use target::{resolve_target, Target};
+
+/// The `tracing` target of the runner's progress lines for people (the
+/// server found, where the run goes, one line per finished point): a CLI
+/// shows them plainly whatever `RUST_LOG` says.
+pub const PROGRESS_TARGET: &str = "qexp::progress";
 
 /// A flag the CLI raises on Ctrl-C; the runner stops sending and saves what finished.
 pub type Cancel = tokio::sync::watch::Receiver<bool>;

@@ -46,17 +46,18 @@ fn too_small(
     base_url: &str,
 ) -> RunError {
     RunError::ContextTooSmall {
-        point: p.label(),
+        point: p.label().into(),
         needed,
         what,
         limit,
-        engine: fp.engine.clone(),
-        url: base_url.to_string(),
+        engine: fp.engine.as_str().into(),
+        url: base_url.into(),
         limit_source: fp
             .max_context_source
-            .clone()
+            .as_deref()
             .filter(|_| what == "context")
-            .unwrap_or_else(|| "its input limit".into()),
+            .unwrap_or("its input limit")
+            .into(),
         flag: fp.context_flag(),
     }
 }

@@ -1,4 +1,5 @@
-//! Progress on a terminal (a bar per point), one log line per point always.
+//! Progress on a terminal (a bar per point), one progress line per point
+//! always (logged under [`crate::PROGRESS_TARGET`]).
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -31,6 +32,6 @@ impl PointProgress {
     /// Ends the bar and prints the point's one-line result.
     pub fn finish(self, line: String) {
         self.bar.finish_and_clear();
-        eprintln!("{line}");
+        tracing::info!(target: crate::PROGRESS_TARGET, "{line}");
     }
 }

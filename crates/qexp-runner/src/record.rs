@@ -57,7 +57,7 @@ pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> Requ
         output_chars: o.output_chars,
         finish_reason: o.finish_reason.clone(),
         http_status: o.http_status,
-        error_class: o.error.as_ref().map(|e| e.class.as_str().to_string()),
+        error_class: o.error.as_ref().map(|e| e.class),
         error_message: o.error.as_ref().map(|e| e.message.clone()),
         retries: o.retries,
     }
@@ -108,7 +108,7 @@ pub(crate) fn point_row(
         prompt_units,
         invalid_reason: interrupted(measured, ctx.point.requests)
             .or_else(|| prompt_mismatch(ctx.point.input_tokens, &ok, tolerance)),
-        server: Default::default(),
+        server: None,
     }
 }
 
@@ -116,7 +116,7 @@ pub(crate) fn point_row(
 fn interrupted(measured: &[RequestRow], planned: u32) -> Option<String> {
     let cancelled = measured
         .iter()
-        .filter(|r| r.error_class.as_deref() == Some(ErrorClass::Cancelled.as_str()))
+        .filter(|r| r.error_class == Some(ErrorClass::Cancelled))
         .count();
     let finished = measured.len() - cancelled;
     (cancelled > 0 || measured.len() < planned as usize).then(|| {

@@ -1,4 +1,5 @@
 use crate::backend::Backend;
+use crate::comparability::comparability;
 use crate::error::RunError;
 use crate::preflight::check_context;
 use crate::progress::PointProgress;
@@ -12,10 +13,8 @@ use qexp_client::{
     calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, GenRequest, MetricsSource,
     ServerCounters, ServerInfo,
 };
-use qexp_plan::{ApiKind, Plan, Point};
-use qexp_store::{
-    Comparability, Manifest, RunStatus, RunWriter, ServerDeltas, TargetInfo, SCHEMA_VERSION,
-};
+use qexp_plan::{Plan, Point};
+use qexp_store::{Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use serde_json::{Map, Value};
@@ -89,17 +88,14 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         .or_else(|| f.target.model.clone())
         .or_else(|| info.models.first().cloned())
         .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
-    let api = match f.target.api {
-        ApiKind::Chat => Api::Chat,
-        ApiKind::Completions => Api::Completions,
-    };
+    let api = f.target.api;
     let extra = match serde_json::to_value(&f.target.extra_body) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     };
     let points = opts.plan.points();
     let fingerprint = Fingerprint::from_info(&info, Some(&model));
-    eprintln!("qexp: server: {}", fingerprint.summary());
+    tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
     // Before any request that costs the server work: calibration already does.
     check_context(&points, &fingerprint, target.client.base_url())?;
     // A metrics URL the plan names is scraped even if the probe found nothing there yet.
@@ -166,7 +162,15 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect(),
         git: qexp_provenance::git_info(&plan.path),
-        comparability: comparability(opts, &prep, &host),
+        comparability: comparability(
+            &opts.plan,
+            opts.target.as_deref(),
+            &prep.model,
+            &prep.extra,
+            &prep.fingerprint,
+            &prep.info,
+            &host,
+        ),
         host,
         started_at,
         ended_at: None,
@@ -174,7 +178,12 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
         stop_reason: None,
     };
     let mut writer = RunWriter::create(&opts.out, manifest)?;
-    eprintln!("qexp: run {} → {}", run_id, writer.dir().display());
+    tracing::info!(
+        target: crate::PROGRESS_TARGET,
+        "qexp: run {} → {}",
+        run_id,
+        writer.dir().display()
+    );
     let backend = Arc::new(target.client.clone());
     let outcome = run_trials(
         opts,
@@ -285,7 +294,7 @@ async fn run_trials<B: Backend>(
                 // the last completions land before reading them.
                 tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
                 if let Some(after) = m.scrape().await {
-                    prow.server = server_deltas(&ServerCounters::between(&before, &after));
+                    prow.server = Some(ServerCounters::between(&before, &after));
                 }
             }
             rows.extend(measured.iter().cloned());
@@ -298,21 +307,6 @@ async fn run_trials<B: Backend>(
 
 /// Wait between a point's last completion and its closing metrics scrape.
 const METRICS_SETTLE_MS: u64 = 200;
-
-fn server_deltas(c: &ServerCounters) -> ServerDeltas {
-    ServerDeltas {
-        prefix_cache_queries: c.prefix_cache_queries,
-        prefix_cache_hits: c.prefix_cache_hits,
-        cached_prompt_tokens: c.cached_prompt_tokens,
-        preemptions: c.preemptions,
-        ttft_count: c.ttft_count,
-        ttft_sum_s: c.ttft_sum_s,
-        spec_drafts: c.spec_drafts,
-        spec_accepted_tokens: c.spec_accepted_tokens,
-        spec_acceptance_length: c.acceptance_length(),
-        counters_json: Some(c.raw_json()),
-    }
-}
 
 fn point_line(label: &str, p: &qexp_store::PointRow, rows: &[qexp_store::RequestRow]) -> String {
     let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_s).collect();
@@ -337,105 +331,10 @@ fn target_info(opts: &RunOptions, target: &Target, prep: &Prepared) -> TargetInf
     TargetInfo {
         base_url: target.given.clone(),
         model: prep.model.clone(),
-        api: match f.target.api {
-            ApiKind::Chat => "chat".into(),
-            ApiKind::Completions => "completions".into(),
-        },
+        api: f.target.api,
         simulated: target.sim.is_some(),
         sim_profile: target.sim.as_ref().map(|s| s.profile().name.clone()),
         sim_time_scale: target.sim.as_ref().map(|s| s.profile().time_scale),
         api_key_env: f.target.api_key_env.clone(),
     }
-}
-
-fn comparability(
-    opts: &RunOptions,
-    prep: &Prepared,
-    host: &qexp_provenance::HostInfo,
-) -> Comparability {
-    let f = &opts.plan.file;
-    let points = opts.plan.points();
-    let join = |v: Vec<String>| v.join(",");
-    let mut w = BTreeMap::new();
-    w.insert("api".into(), format!("{:?}", f.target.api).to_lowercase());
-    w.insert(
-        "concurrency".into(),
-        join(
-            points
-                .iter()
-                .map(|p| p.concurrency.to_string())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect(),
-        ),
-    );
-    w.insert(
-        "input_tokens".into(),
-        join(
-            points
-                .iter()
-                .map(|p| p.input_tokens.to_string())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect(),
-        ),
-    );
-    w.insert(
-        "output_tokens".into(),
-        join(
-            points
-                .iter()
-                .map(|p| p.output_tokens.to_string())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect(),
-        ),
-    );
-    w.insert("requests".into(), format!("{:?}", f.run.requests()));
-    w.insert("warmup_requests".into(), f.run.warmup_requests.to_string());
-    w.insert("prompt".into(), format!("{:?}", f.workload.prompt));
-    w.insert(
-        "extra_body".into(),
-        serde_json::to_string(&prep.extra).unwrap_or_default(),
-    );
-    let mut d = BTreeMap::new();
-    d.insert("model".into(), prep.model.clone());
-    d.insert(
-        "base_url".into(),
-        opts.target
-            .clone()
-            .unwrap_or_else(|| f.target.base_url.get_ref().clone()),
-    );
-    let fp = &prep.fingerprint;
-    d.insert("engine".into(), fp.engine.clone());
-    if let Some(v) = &fp.version {
-        d.insert("engine_version".into(), v.clone());
-    }
-    if let Some(c) = fp.max_context {
-        d.insert("max_context".into(), c.to_string());
-    }
-    for (k, v) in &fp.flags {
-        d.insert(format!("flag.{k}"), v.clone());
-    }
-    for (path, doc) in &prep.info.documents {
-        if let Some(v) = doc.get("version").and_then(Value::as_str) {
-            d.insert(
-                format!("server_version{}", path.replace('/', ".")),
-                v.to_string(),
-            );
-        }
-    }
-    d.insert(
-        "client_cpu".into(),
-        host.cpu_model.clone().unwrap_or_default(),
-    );
-    d.insert(
-        "client_gpus".into(),
-        host.gpus
-            .iter()
-            .map(|g| g.name.clone())
-            .collect::<Vec<_>>()
-            .join(","),
-    );
-    Comparability::new(w, d)
 }

@@ -1,5 +1,5 @@
 use chrono::{DateTime, Utc};
-use qexp_plan::Point;
+use qexp_plan::{ApiKind, Point};
 use qexp_provenance::{GitInfo, HostInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -23,6 +23,24 @@ pub enum RunStatus {
     Interrupted,
 }
 
+impl RunStatus {
+    /// The stable snake_case name the manifest holds (`running`, `complete`,
+    /// `interrupted`); recorded runs hold these spellings, so never change one.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the run was pointed at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
@@ -30,8 +48,8 @@ pub struct TargetInfo {
     pub base_url: String,
     /// Model requested.
     pub model: String,
-    /// `chat` or `completions`.
-    pub api: String,
+    /// The endpoint kind (stored as `chat` or `completions`).
+    pub api: ApiKind,
     /// True when the target is qexp's embedded simulator.
     pub simulated: bool,
     /// The simulator's profile, when simulated.
@@ -123,4 +141,47 @@ pub struct Manifest {
     pub status: RunStatus,
     /// Why the run stopped early, when it did.
     pub stop_reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The workload hash of a run recorded before this test existed (its
+    /// keys as the runner wrote them): the hash function must keep giving it,
+    /// or old runs stop being comparable with new ones.
+    #[test]
+    fn workload_hash_is_pinned() {
+        let w: BTreeMap<String, String> = [
+            ("api", "chat"),
+            ("concurrency", "1,2,4"),
+            ("input_tokens", "1000"),
+            ("output_tokens", "500"),
+            ("requests", "PerConcurrency(4)"),
+            ("warmup_requests", "1"),
+            ("prompt", "RandomWords"),
+            ("extra_body", "{\"ignore_eos\":true}"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let c = Comparability::new(w, BTreeMap::new());
+        assert_eq!(
+            c.workload_hash,
+            "020e2f6578434b70957376b19a50bc15bbcbc52a59ede0063d47dc04b0a4dcc4"
+        );
+    }
+
+    #[test]
+    fn status_names_are_pinned_and_match_serde() {
+        for (s, name) in [
+            (RunStatus::Running, "running"),
+            (RunStatus::Complete, "complete"),
+            (RunStatus::Interrupted, "interrupted"),
+        ] {
+            assert_eq!(s.as_str(), name);
+            let json = serde_json::to_value(s).unwrap_or_default();
+            assert_eq!(json, serde_json::Value::from(name));
+        }
+    }
 }

@@ -1,292 +1,378 @@
-//! The Parquet row layouts. Field order here is column order on disk;
-//! README's "Data model" section documents every column.
+//! The Parquet row layouts, each column declared once: a field of
+//! [`RequestRow`] or [`PointRow`] below is a column of `requests.parquet` or
+//! `points.parquet` (declaration order is column order on disk), and its
+//! name is a constant in [`requests`] or [`points`] that readers use instead
+//! of a string. README's "Results layout" section documents every column.
+//!
+//! To add a column: add one line to a row below (its constant comes with
+//! it), fill it where the runner makes rows (qexp-runner `record.rs`), and
+//! read it through its constant. Server counters are declared in
+//! qexp-client's [`ServerCounter`] list and need no line here.
 
 use polars::prelude::*;
+use qexp_client::{ErrorClass, ServerCounter, ServerCounters};
 use serde::{Deserialize, Serialize};
 
-/// One request: a row of `requests.parquet`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RequestRow {
-    /// Run id.
-    pub run_id: String,
-    /// Client host name (runs from several machines can be merged).
-    pub client_host: String,
-    /// Trial number, from 1.
-    pub trial: u32,
-    /// Point id (plan order).
-    pub point_id: u32,
-    /// Position of the point within its trial, from 0.
-    pub point_order: u32,
-    /// Index of the request within the point (warmups first).
-    pub request_index: u32,
-    /// True for warmup requests, which statistics ignore.
-    pub warmup: bool,
-    /// Point parameter: requests in flight.
-    pub concurrency: u32,
-    /// Point parameter: planned prompt tokens.
-    pub input_tokens_target: u32,
-    /// Point parameter: planned output tokens.
-    pub output_tokens_target: u32,
-    /// When the scheduler released the request, Unix seconds.
-    pub scheduled_unix_s: f64,
-    /// When it was sent, Unix seconds.
-    pub sent_unix_s: f64,
-    /// Sent − scheduled: time spent in qexp before sending.
-    pub queue_s: f64,
-    /// Sent → response headers.
-    pub headers_s: Option<f64>,
-    /// Sent → first content chunk (TTFT).
-    pub ttft_s: Option<f64>,
-    /// Sent → last content chunk (E2E).
-    pub e2e_s: Option<f64>,
-    /// (E2E − TTFT)/(output tokens − 1).
-    pub tpot_s: Option<f64>,
-    /// Sent → end of stream (or failure).
-    pub end_s: f64,
-    /// Content chunks received.
-    pub chunks: u32,
-    /// Mean gap between content chunks.
-    pub itl_mean_s: Option<f64>,
-    /// Largest gap between content chunks.
-    pub itl_max_s: Option<f64>,
-    /// Arrival offsets of every content chunk (raw, for pooled ITL).
-    pub chunk_offsets_s: Vec<f64>,
-    /// `usage.prompt_tokens`.
-    pub prompt_tokens: Option<u32>,
-    /// `usage.completion_tokens`.
-    pub completion_tokens: Option<u32>,
-    /// `usage.prompt_tokens_details.cached_tokens`.
-    pub cached_tokens: Option<u32>,
-    /// The client's count (content deltas).
-    pub client_tokens: u32,
-    /// Characters of generated text.
-    pub output_chars: u64,
-    /// Finish reason.
-    pub finish_reason: Option<String>,
-    /// HTTP status.
-    pub http_status: Option<u16>,
-    /// Error class (snake_case), null when the request succeeded.
-    pub error_class: Option<String>,
-    /// Error message.
-    pub error_message: Option<String>,
-    /// Times the request was sent again after its connection closed under it
-    /// before any response byte (timing counts from the last send).
-    pub retries: u32,
+/// A field type that becomes one or more columns of a frame.
+pub(crate) trait Columns: Sized {
+    /// The columns holding `values`, the field stored under `name`.
+    fn columns<'a>(
+        name: &'static str,
+        values: impl Iterator<Item = &'a Self> + Clone,
+    ) -> Vec<Column>
+    where
+        Self: 'a;
 }
 
-/// One (trial, point): a row of `points.parquet`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PointRow {
-    /// Run id.
-    pub run_id: String,
-    /// Trial number, from 1.
-    pub trial: u32,
-    /// Point id.
-    pub point_id: u32,
-    /// Position within the trial.
-    pub point_order: u32,
-    /// Requests in flight.
-    pub concurrency: u32,
-    /// Planned prompt tokens.
-    pub input_tokens_target: u32,
-    /// Planned output tokens.
-    pub output_tokens_target: u32,
-    /// Measured requests planned.
-    pub requests_planned: u32,
-    /// Measured requests that finished (ok or failed).
-    pub requests_done: u32,
-    /// Measured requests that failed.
-    pub failures: u32,
-    /// First measured send, Unix seconds.
-    pub window_start_unix_s: f64,
-    /// Last measured completion, Unix seconds.
-    pub window_end_unix_s: f64,
-    /// Output tokens of all measured successful requests.
-    pub output_tokens: u64,
-    /// output_tokens / (window_end − window_start).
-    pub agg_output_tok_s: Option<f64>,
-    /// Largest scheduled → sent lag (load-generator health).
-    pub send_lag_max_s: f64,
-    /// Filler words per prompt after calibration.
-    pub prompt_units: u32,
-    /// Why the point's numbers are not valid (e.g. prompt length off), if so.
-    pub invalid_reason: Option<String>,
-    /// Server counters over the measured requests (after − before scrapes of
-    /// its Prometheus metrics); all `None` when no metrics were scraped.
-    pub server: ServerDeltas,
+/// `Columns` for types stored as one plain column, converted by `$f`.
+macro_rules! plain_columns {
+    ($($t:ty => $f:expr;)*) => {$(
+        impl Columns for $t {
+            fn columns<'a>(
+                name: &'static str,
+                values: impl Iterator<Item = &'a Self> + Clone,
+            ) -> Vec<Column>
+            where
+                Self: 'a,
+            {
+                vec![Column::new(name.into(), values.map($f).collect::<Vec<_>>())]
+            }
+        }
+    )*};
 }
 
-/// Deltas of the server's own counters over one (trial, point).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerDeltas {
-    /// Prompt tokens looked up in the prefix cache.
-    pub prefix_cache_queries: Option<f64>,
-    /// Prompt tokens found there.
-    pub prefix_cache_hits: Option<f64>,
-    /// Prompt tokens served from cache.
-    pub cached_prompt_tokens: Option<f64>,
-    /// Preemptions.
-    pub preemptions: Option<f64>,
-    /// Requests in the server's TTFT histogram.
-    pub ttft_count: Option<f64>,
-    /// Sum of the server's TTFT histogram, seconds.
-    pub ttft_sum_s: Option<f64>,
-    /// Speculative-decoding drafts (verification steps).
-    pub spec_drafts: Option<f64>,
-    /// Draft tokens accepted.
-    pub spec_accepted_tokens: Option<f64>,
-    /// 1 + accepted / drafts, where drafts were made.
-    pub spec_acceptance_length: Option<f64>,
-    /// Every counter's delta as a JSON object (`{"name{labels}": delta}`).
-    pub counters_json: Option<String>,
+plain_columns! {
+    String => |v: &String| v.as_str();
+    bool => |v: &bool| *v;
+    u32 => |v: &u32| *v;
+    u64 => |v: &u64| *v;
+    f64 => |v: &f64| *v;
+    Option<f64> => |v: &Option<f64>| *v;
+    Option<u32> => |v: &Option<u32>| *v;
+    Option<u16> => |v: &Option<u16>| v.map(u32::from);
+    Option<String> => |v: &Option<String>| v.as_deref();
+    Option<ErrorClass> => |v: &Option<ErrorClass>| v.map(ErrorClass::as_str);
 }
 
-fn col<T, I>(name: &str, values: I) -> Column
-where
-    I: Iterator<Item = T>,
-    Series: NamedFrom<Vec<T>, [T]>,
-{
-    Column::new(name.into(), values.collect::<Vec<T>>())
+impl Columns for Vec<f64> {
+    fn columns<'a>(
+        name: &'static str,
+        values: impl Iterator<Item = &'a Self> + Clone,
+    ) -> Vec<Column> {
+        let lists: Vec<Series> = values
+            .map(|v| Series::new(PlSmallStr::EMPTY, v.as_slice()))
+            .collect();
+        let series = if lists.is_empty() {
+            Series::new_empty(name.into(), &DataType::List(Box::new(DataType::Float64)))
+        } else {
+            Series::new(name.into(), lists)
+        };
+        vec![series.into()]
+    }
+}
+
+impl Columns for Option<ServerCounters> {
+    fn columns<'a>(
+        name: &'static str,
+        values: impl Iterator<Item = &'a Self> + Clone,
+    ) -> Vec<Column> {
+        let mut out: Vec<Column> = ServerCounter::ALL
+            .into_iter()
+            .map(|c| {
+                let v = values.clone().map(|s| s.as_ref().and_then(|s| s.get(c)));
+                Column::new(server_column_in(name, c).into(), v.collect::<Vec<_>>())
+            })
+            .collect();
+        let acceptance = values
+            .clone()
+            .map(|s| s.as_ref().and_then(ServerCounters::acceptance_length));
+        out.push(Column::new(
+            points::SERVER_SPEC_ACCEPTANCE_LENGTH.into(),
+            acceptance.collect::<Vec<_>>(),
+        ));
+        let json = values.map(|s| s.as_ref().map(ServerCounters::raw_json));
+        out.push(Column::new(
+            points::SERVER_COUNTERS_JSON.into(),
+            json.collect::<Vec<_>>(),
+        ));
+        out
+    }
+}
+
+fn server_column_in(prefix: &str, c: ServerCounter) -> String {
+    format!("{prefix}_{}", c.name())
+}
+
+/// The `points.parquet` column of a server counter: `server_<name>`.
+pub fn server_column(c: ServerCounter) -> String {
+    server_column_in(points::SERVER, c)
+}
+
+/// Declares a row struct, the constants naming its columns, and its frame.
+macro_rules! stored_row {
+    (
+        $(#[$meta:meta])*
+        pub struct $row:ident, columns in $module:ident {
+            $( $(#[$doc:meta])* $konst:ident $field:ident : $ty:ty, )*
+        }
+        $(#[$mdoc:meta])*
+        extra { $( $(#[$xdoc:meta])* $xkonst:ident = $xname:literal; )* }
+    ) => {
+        $(#[$meta])*
+        pub struct $row {
+            $( $(#[$doc])* pub $field: $ty, )*
+        }
+
+        $(#[$mdoc])*
+        pub mod $module {
+            $( $(#[$doc])* pub const $konst: &str = stringify!($field); )*
+            $( $(#[$xdoc])* pub const $xkonst: &str = $xname; )*
+        }
+
+        impl $row {
+            /// These rows as a frame: the columns of each field, in declaration order.
+            pub fn frame(rows: &[$row]) -> PolarsResult<DataFrame> {
+                let mut columns: Vec<Column> = Vec::new();
+                $( columns.extend(<$ty as Columns>::columns(
+                    $module::$konst,
+                    rows.iter().map(|r| &r.$field),
+                )); )*
+                DataFrame::new(rows.len(), columns)
+            }
+        }
+    };
+}
+
+stored_row! {
+    /// One request: a row of `requests.parquet`.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct RequestRow, columns in requests {
+        /// Run id.
+        RUN_ID run_id: String,
+        /// Client host name (runs from several machines can be merged).
+        CLIENT_HOST client_host: String,
+        /// Trial number, from 1.
+        TRIAL trial: u32,
+        /// Point id (plan order).
+        POINT_ID point_id: u32,
+        /// Position of the point within its trial, from 0.
+        POINT_ORDER point_order: u32,
+        /// Index of the request within the point (warmups first).
+        REQUEST_INDEX request_index: u32,
+        /// True for warmup requests, which statistics ignore.
+        WARMUP warmup: bool,
+        /// Point parameter: requests in flight.
+        CONCURRENCY concurrency: u32,
+        /// Point parameter: planned prompt tokens.
+        INPUT_TOKENS_TARGET input_tokens_target: u32,
+        /// Point parameter: planned output tokens.
+        OUTPUT_TOKENS_TARGET output_tokens_target: u32,
+        /// When the scheduler released the request, Unix seconds.
+        SCHEDULED_UNIX_S scheduled_unix_s: f64,
+        /// When it was sent, Unix seconds.
+        SENT_UNIX_S sent_unix_s: f64,
+        /// Sent − scheduled: time spent in qexp before sending.
+        QUEUE_S queue_s: f64,
+        /// Sent → response headers.
+        HEADERS_S headers_s: Option<f64>,
+        /// Sent → first content chunk (TTFT).
+        TTFT_S ttft_s: Option<f64>,
+        /// Sent → last content chunk (E2E).
+        E2E_S e2e_s: Option<f64>,
+        /// (E2E − TTFT)/(output tokens − 1).
+        TPOT_S tpot_s: Option<f64>,
+        /// Sent → end of stream (or failure).
+        END_S end_s: f64,
+        /// Content chunks received.
+        CHUNKS chunks: u32,
+        /// Mean gap between content chunks.
+        ITL_MEAN_S itl_mean_s: Option<f64>,
+        /// Largest gap between content chunks.
+        ITL_MAX_S itl_max_s: Option<f64>,
+        /// Arrival offsets of every content chunk (raw, for pooled ITL).
+        CHUNK_OFFSETS_S chunk_offsets_s: Vec<f64>,
+        /// `usage.prompt_tokens`.
+        PROMPT_TOKENS prompt_tokens: Option<u32>,
+        /// `usage.completion_tokens`.
+        COMPLETION_TOKENS completion_tokens: Option<u32>,
+        /// `usage.prompt_tokens_details.cached_tokens`.
+        CACHED_TOKENS cached_tokens: Option<u32>,
+        /// The client's count (content deltas).
+        CLIENT_TOKENS client_tokens: u32,
+        /// Characters of generated text.
+        OUTPUT_CHARS output_chars: u64,
+        /// Finish reason.
+        FINISH_REASON finish_reason: Option<String>,
+        /// HTTP status.
+        HTTP_STATUS http_status: Option<u16>,
+        /// Error class, stored as its stable snake_case name
+        /// (`ErrorClass::as_str`); null when the request succeeded.
+        ERROR_CLASS error_class: Option<ErrorClass>,
+        /// Error message.
+        ERROR_MESSAGE error_message: Option<String>,
+        /// Times the request was sent again after its connection closed under it
+        /// before any response byte (timing counts from the last send).
+        RETRIES retries: u32,
+    }
+
+    /// Column names of `requests.parquet`.
+    extra {}
+}
+
+stored_row! {
+    /// One (trial, point): a row of `points.parquet`.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct PointRow, columns in points {
+        /// Run id.
+        RUN_ID run_id: String,
+        /// Trial number, from 1.
+        TRIAL trial: u32,
+        /// Point id.
+        POINT_ID point_id: u32,
+        /// Position within the trial.
+        POINT_ORDER point_order: u32,
+        /// Requests in flight.
+        CONCURRENCY concurrency: u32,
+        /// Planned prompt tokens.
+        INPUT_TOKENS_TARGET input_tokens_target: u32,
+        /// Planned output tokens.
+        OUTPUT_TOKENS_TARGET output_tokens_target: u32,
+        /// Measured requests planned.
+        REQUESTS_PLANNED requests_planned: u32,
+        /// Measured requests that finished (ok or failed).
+        REQUESTS_DONE requests_done: u32,
+        /// Measured requests that failed.
+        FAILURES failures: u32,
+        /// First measured send, Unix seconds.
+        WINDOW_START_UNIX_S window_start_unix_s: f64,
+        /// Last measured completion, Unix seconds.
+        WINDOW_END_UNIX_S window_end_unix_s: f64,
+        /// Output tokens of all measured successful requests.
+        OUTPUT_TOKENS output_tokens: u64,
+        /// output_tokens / (window_end − window_start).
+        AGG_OUTPUT_TOK_S agg_output_tok_s: Option<f64>,
+        /// Largest scheduled → sent lag (load-generator health).
+        SEND_LAG_MAX_S send_lag_max_s: f64,
+        /// Filler words per prompt after calibration.
+        PROMPT_UNITS prompt_units: u32,
+        /// Why the point's numbers are not valid (e.g. prompt length off), if so.
+        INVALID_REASON invalid_reason: Option<String>,
+        /// Server counters over the measured requests (after − before scrapes of
+        /// its Prometheus metrics), `None` when no metrics were scraped. Stored
+        /// as one column per `ServerCounter` (`server_<name>`, see
+        /// `server_column`), then `server_spec_acceptance_length` and
+        /// `server_counters_json`.
+        SERVER server: Option<ServerCounters>,
+    }
+
+    /// Column names of `points.parquet`.
+    extra {
+        /// Server counters: 1 + accepted / drafts of speculative decoding, where drafts were made.
+        SERVER_SPEC_ACCEPTANCE_LENGTH = "server_spec_acceptance_length";
+        /// Server counters: every counter's delta as a JSON object (`{"name{labels}": delta}`).
+        SERVER_COUNTERS_JSON = "server_counters_json";
+    }
 }
 
 /// `requests.parquet` layout for these rows.
 pub fn requests_frame(rows: &[RequestRow]) -> PolarsResult<DataFrame> {
-    let offsets: Vec<Series> = rows
-        .iter()
-        .map(|r| Series::new("".into(), r.chunk_offsets_s.as_slice()))
-        .collect();
-    let offsets = if rows.is_empty() {
-        Series::new_empty(
-            "chunk_offsets_s".into(),
-            &DataType::List(Box::new(DataType::Float64)),
-        )
-    } else {
-        Series::new("chunk_offsets_s".into(), offsets)
-    };
-    let r = rows.iter();
-    DataFrame::new(
-        rows.len(),
-        vec![
-            col("run_id", r.clone().map(|r| r.run_id.as_str())),
-            col("client_host", r.clone().map(|r| r.client_host.as_str())),
-            col("trial", r.clone().map(|r| r.trial)),
-            col("point_id", r.clone().map(|r| r.point_id)),
-            col("point_order", r.clone().map(|r| r.point_order)),
-            col("request_index", r.clone().map(|r| r.request_index)),
-            col("warmup", r.clone().map(|r| r.warmup)),
-            col("concurrency", r.clone().map(|r| r.concurrency)),
-            col(
-                "input_tokens_target",
-                r.clone().map(|r| r.input_tokens_target),
-            ),
-            col(
-                "output_tokens_target",
-                r.clone().map(|r| r.output_tokens_target),
-            ),
-            col("scheduled_unix_s", r.clone().map(|r| r.scheduled_unix_s)),
-            col("sent_unix_s", r.clone().map(|r| r.sent_unix_s)),
-            col("queue_s", r.clone().map(|r| r.queue_s)),
-            col("headers_s", r.clone().map(|r| r.headers_s)),
-            col("ttft_s", r.clone().map(|r| r.ttft_s)),
-            col("e2e_s", r.clone().map(|r| r.e2e_s)),
-            col("tpot_s", r.clone().map(|r| r.tpot_s)),
-            col("end_s", r.clone().map(|r| r.end_s)),
-            col("chunks", r.clone().map(|r| r.chunks)),
-            col("itl_mean_s", r.clone().map(|r| r.itl_mean_s)),
-            col("itl_max_s", r.clone().map(|r| r.itl_max_s)),
-            offsets.into(),
-            col("prompt_tokens", r.clone().map(|r| r.prompt_tokens)),
-            col("completion_tokens", r.clone().map(|r| r.completion_tokens)),
-            col("cached_tokens", r.clone().map(|r| r.cached_tokens)),
-            col("client_tokens", r.clone().map(|r| r.client_tokens)),
-            col("output_chars", r.clone().map(|r| r.output_chars)),
-            col(
-                "finish_reason",
-                r.clone().map(|r| r.finish_reason.as_deref()),
-            ),
-            col(
-                "http_status",
-                r.clone().map(|r| r.http_status.map(u32::from)),
-            ),
-            col("error_class", r.clone().map(|r| r.error_class.as_deref())),
-            col(
-                "error_message",
-                r.clone().map(|r| r.error_message.as_deref()),
-            ),
-            col("retries", r.clone().map(|r| r.retries)),
-        ],
-    )
+    RequestRow::frame(rows)
 }
 
 /// `points.parquet` layout for these rows.
 pub fn points_frame(rows: &[PointRow]) -> PolarsResult<DataFrame> {
-    let r = rows.iter();
-    DataFrame::new(
-        rows.len(),
-        vec![
-            col("run_id", r.clone().map(|r| r.run_id.as_str())),
-            col("trial", r.clone().map(|r| r.trial)),
-            col("point_id", r.clone().map(|r| r.point_id)),
-            col("point_order", r.clone().map(|r| r.point_order)),
-            col("concurrency", r.clone().map(|r| r.concurrency)),
-            col(
-                "input_tokens_target",
-                r.clone().map(|r| r.input_tokens_target),
-            ),
-            col(
-                "output_tokens_target",
-                r.clone().map(|r| r.output_tokens_target),
-            ),
-            col("requests_planned", r.clone().map(|r| r.requests_planned)),
-            col("requests_done", r.clone().map(|r| r.requests_done)),
-            col("failures", r.clone().map(|r| r.failures)),
-            col(
-                "window_start_unix_s",
-                r.clone().map(|r| r.window_start_unix_s),
-            ),
-            col("window_end_unix_s", r.clone().map(|r| r.window_end_unix_s)),
-            col("output_tokens", r.clone().map(|r| r.output_tokens)),
-            col("agg_output_tok_s", r.clone().map(|r| r.agg_output_tok_s)),
-            col("send_lag_max_s", r.clone().map(|r| r.send_lag_max_s)),
-            col("prompt_units", r.clone().map(|r| r.prompt_units)),
-            col(
-                "invalid_reason",
-                r.clone().map(|r| r.invalid_reason.as_deref()),
-            ),
-            col(
-                "server_prefix_cache_queries",
-                r.clone().map(|r| r.server.prefix_cache_queries),
-            ),
-            col(
-                "server_prefix_cache_hits",
-                r.clone().map(|r| r.server.prefix_cache_hits),
-            ),
-            col(
-                "server_cached_prompt_tokens",
-                r.clone().map(|r| r.server.cached_prompt_tokens),
-            ),
-            col(
-                "server_preemptions",
-                r.clone().map(|r| r.server.preemptions),
-            ),
-            col("server_ttft_count", r.clone().map(|r| r.server.ttft_count)),
-            col("server_ttft_sum_s", r.clone().map(|r| r.server.ttft_sum_s)),
-            col(
-                "server_spec_drafts",
-                r.clone().map(|r| r.server.spec_drafts),
-            ),
-            col(
-                "server_spec_accepted_tokens",
-                r.clone().map(|r| r.server.spec_accepted_tokens),
-            ),
-            col(
-                "server_spec_acceptance_length",
-                r.clone().map(|r| r.server.spec_acceptance_length),
-            ),
-            col(
-                "server_counters_json",
-                r.clone().map(|r| r.server.counters_json.as_deref()),
-            ),
-        ],
-    )
+    PointRow::frame(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(df: PolarsResult<DataFrame>) -> Vec<String> {
+        df.map(|df| {
+            df.get_column_names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    /// The on-disk layout: recorded runs have these columns in this order.
+    /// Adding a column appends to a list here; renaming one breaks old runs.
+    #[test]
+    fn column_layout_is_pinned() {
+        let req = names(requests_frame(&[RequestRow::default()]));
+        assert_eq!(
+            req.join(","),
+            "run_id,client_host,trial,point_id,point_order,request_index,warmup,concurrency,\
+             input_tokens_target,output_tokens_target,scheduled_unix_s,sent_unix_s,queue_s,\
+             headers_s,ttft_s,e2e_s,tpot_s,end_s,chunks,itl_mean_s,itl_max_s,chunk_offsets_s,\
+             prompt_tokens,completion_tokens,cached_tokens,client_tokens,output_chars,\
+             finish_reason,http_status,error_class,error_message,retries"
+        );
+        assert_eq!(
+            names(requests_frame(&[])),
+            req,
+            "empty frames keep the layout"
+        );
+        let pts = names(points_frame(&[PointRow::default()]));
+        assert_eq!(
+            pts.join(","),
+            "run_id,trial,point_id,point_order,concurrency,input_tokens_target,\
+             output_tokens_target,requests_planned,requests_done,failures,window_start_unix_s,\
+             window_end_unix_s,output_tokens,agg_output_tok_s,send_lag_max_s,prompt_units,\
+             invalid_reason,server_prefix_cache_queries,server_prefix_cache_hits,\
+             server_cached_prompt_tokens,server_preemptions,server_ttft_count,server_ttft_sum_s,\
+             server_spec_drafts,server_spec_accepted_tokens,server_spec_acceptance_length,\
+             server_counters_json"
+        );
+        assert_eq!(names(points_frame(&[])), pts);
+        assert_eq!(requests::ERROR_CLASS, "error_class");
+        assert_eq!(server_column(ServerCounter::TtftSumS), "server_ttft_sum_s");
+    }
+
+    #[test]
+    fn error_class_and_counters_are_stored_as_their_names() {
+        let row = RequestRow {
+            error_class: Some(ErrorClass::StreamBroken),
+            ..RequestRow::default()
+        };
+        let df = requests_frame(&[row]).map_err(|e| e.to_string());
+        let class = df.and_then(|df| {
+            df.column(requests::ERROR_CLASS)
+                .and_then(|c| c.str().map(|s| s.get(0).map(str::to_string)))
+                .map_err(|e| e.to_string())
+        });
+        assert_eq!(class, Ok(Some("stream_broken".to_string())));
+
+        let mut server = ServerCounters::default();
+        server.values.insert(ServerCounter::SpecDrafts, 2.0);
+        server.values.insert(ServerCounter::SpecAcceptedTokens, 4.0);
+        let rows = [
+            PointRow {
+                server: Some(server),
+                ..PointRow::default()
+            },
+            PointRow::default(),
+        ];
+        let df = points_frame(&rows).map_err(|e| e.to_string());
+        let get = |name: &str| -> Result<Vec<Option<f64>>, String> {
+            let df = df.as_ref().map_err(Clone::clone)?;
+            let c = df.column(name).map_err(|e| e.to_string())?;
+            Ok(c.f64().map_err(|e| e.to_string())?.iter().collect())
+        };
+        assert_eq!(
+            get(&server_column(ServerCounter::SpecDrafts)),
+            Ok(vec![Some(2.0), None])
+        );
+        assert_eq!(
+            get(&server_column(ServerCounter::Preemptions)),
+            Ok(vec![None, None])
+        );
+        assert_eq!(
+            get(points::SERVER_SPEC_ACCEPTANCE_LENGTH),
+            Ok(vec![Some(3.0), None])
+        );
+    }
 }

@@ -69,7 +69,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
         target: TargetInfo {
             base_url: "synthetic".into(),
             model: "synthetic".into(),
-            api: "chat".into(),
+            api: qexp_plan::ApiKind::Chat,
             simulated: true,
             sim_profile: Some("synthetic".into()),
             sim_time_scale: Some(1.0),

@@ -57,6 +57,9 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         .map_err(CliError::failure)?;
     eprintln!();
     println!("{}", summary::table(&analysis));
+    for line in summary::flag_lines(&analysis) {
+        println!("{line}");
+    }
     if !args.no_report {
         cmd_report::render_one(&analysis, None, &args.reports).map_err(CliError::failure)?;
     }

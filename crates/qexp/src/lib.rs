@@ -123,13 +123,30 @@ pub struct SimArgs {
     pub port: u16,
 }
 
-/// Logging to stderr; level from `RUST_LOG` (default: warnings).
+/// Logging to stderr; level from `RUST_LOG` (default: warnings). The
+/// runner's progress lines are shown plainly, whatever the level.
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::prelude::*;
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // Progress goes through its own layer below, never twice.
+    if let Ok(off) = format!("{}=off", qexp_runner::PROGRESS_TARGET).parse() {
+        filter = filter.add_directive(off);
+    }
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    let progress = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_level(false)
+        .with_target(false)
+        .with_ansi(false)
+        .with_filter(Targets::new().with_target(qexp_runner::PROGRESS_TARGET, LevelFilter::INFO));
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(progress)
         .try_init();
 }
 

@@ -1,4 +1,5 @@
-//! The table printed at the end of `qexp run`, from the analysed Parquet.
+//! What `qexp run` prints at the end, from the analysed Parquet: the table
+//! of medians, then the flags.
 
 use qexp_analysis::RunAnalysis;
 use qexp_report::format_summary_cell as cell;
@@ -21,4 +22,16 @@ pub(crate) fn table(a: &RunAnalysis) -> String {
         ));
     }
     out
+}
+
+/// One line per flag, with the sentence the report shows; a line saying so
+/// when the thresholds are qexp's defaults rather than the plan's.
+pub(crate) fn flag_lines(a: &RunAnalysis) -> Vec<String> {
+    let mut lines = qexp_analysis::anomaly::summary_lines(&a.points, &a.flags);
+    if let qexp_analysis::anomaly::ThresholdSource::Defaults { reason } = &a.threshold_source {
+        lines.push(format!(
+            "[note] flags use qexp's default thresholds: {reason}"
+        ));
+    }
+    lines
 }

@@ -292,7 +292,10 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         "TTFT with the cached prefix ({t2}) must be lower than without ({t1})"
     );
     let s = qexp_client::ServerCounters::between(&before, &after);
-    assert_eq!(s.prefix_cache_hits, Some(f64::from(cached)));
+    assert_eq!(
+        s.get(qexp_client::ServerCounter::PrefixCacheHits),
+        Some(f64::from(cached))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

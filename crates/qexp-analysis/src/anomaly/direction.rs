@@ -14,7 +14,9 @@
 
 use super::tokens::cache_share;
 use super::{Flag, Metric, Thresholds};
+use crate::metric::Direction;
 use crate::metrics::{Axis, PointSummary};
+use crate::server::ServerMetric;
 use crate::stats::{mann_whitney_u, min_attainable_p, trials_needed, Summary};
 
 /// Which way a metric may not move as an axis grows.
@@ -56,7 +58,8 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     // Cache data: cached tokens in the responses, or the server's own
     // prefix-cache counters (present even when they count no hit).
     let has_cache = points.iter().any(|p| {
-        p.server_prefix_hit_rate.is_some() || p.trials.iter().any(|t| t.cached_tokens > 0)
+        p.server(ServerMetric::PrefixHitRate).is_some()
+            || p.trials.iter().any(|t| t.cached_tokens > 0)
     });
     let mut flags = Vec::new();
     for axis in Axis::swept(&plan) {
@@ -207,7 +210,7 @@ fn cache_explains(
     }
     let share = |p: &PointSummary| {
         let from_responses = p.trials.iter().any(|t| t.cached_tokens > 0);
-        let from_counters = p.server_prefix_hit_rate.as_ref().map(|s| s.median);
+        let from_counters = p.server(ServerMetric::PrefixHitRate).map(|s| s.median);
         match (from_responses, from_counters) {
             (false, Some(rate)) => rate.clamp(0.0, 1.0),
             _ => cache_share(p).unwrap_or(0.0),
@@ -215,9 +218,9 @@ fn cache_explains(
     };
     let uncached = |p: &PointSummary| f64::from(p.point.input_tokens) * (1.0 - share(p));
     // Latency falling: the later point looks better; throughput falling: the earlier one.
-    let (good, other) = match metric {
-        Metric::AggTokS | Metric::DecodeTokS => (a, b),
-        Metric::TtftS | Metric::E2eS => (b, a),
+    let (good, other) = match metric.direction() {
+        Direction::HigherIsBetter => (a, b),
+        Direction::LowerIsBetter => (b, a),
     };
     Some(uncached(good) < uncached(other) * (1.0 - t.min_change))
 }
@@ -229,6 +232,7 @@ mod tests {
         curve, founding_longctx, founding_longctx_noisy, founding_throughput, resummarise,
     };
     use super::*;
+    use qexp_store::ServerCounter;
 
     /// Two points along input length (C=1, 200 out) with per-trial TTFTs; E2E = TTFT + 3 s.
     fn pair(a: &[f64], b: &[f64]) -> Vec<PointSummary> {
@@ -487,7 +491,12 @@ mod tests {
         let counted = |rate_at_120k: f64| {
             let mut pts = founding_longctx(1);
             for (i, p) in pts.iter_mut().enumerate() {
-                p.trials[0].server_prefix_hit_rate = Some(if i == 5 { rate_at_120k } else { 0.0 });
+                let rate = if i == 5 { rate_at_120k } else { 0.0 };
+                p.trials[0].server = [
+                    (ServerCounter::PrefixCacheQueries, 1000.0),
+                    (ServerCounter::PrefixCacheHits, 1000.0 * rate),
+                ]
+                .into();
                 *p = resummarise(p);
             }
             let flags = detect(&pts, &t);

@@ -25,73 +25,10 @@ pub mod tokens;
 pub(crate) mod fixtures;
 
 pub use flag::{Flag, MetricCv, OutlierValue, Severity};
-pub use thresholds::{ThresholdRow, Thresholds};
+pub use thresholds::{ThresholdOrigin, ThresholdRow, ThresholdSource, Thresholds};
 
-use crate::metrics::{PointSummary, TrialMetrics};
-use crate::stats::Summary;
-use serde::Serialize;
-
-/// A per-point metric the detectors look at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// Aggregate output tok/s of a (trial, point).
-    AggTokS,
-    /// Per-request decode tok/s (1/TPOT).
-    DecodeTokS,
-    /// Time to first token, seconds.
-    TtftS,
-    /// End-to-end latency, seconds.
-    E2eS,
-}
-
-impl Metric {
-    /// The metrics checked for noise and outliers, in display order.
-    pub const ALL: [Metric; 4] = [
-        Metric::AggTokS,
-        Metric::DecodeTokS,
-        Metric::TtftS,
-        Metric::E2eS,
-    ];
-
-    /// Name in sentences.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::AggTokS => "aggregate throughput",
-            Metric::DecodeTokS => "per-request decode rate",
-            Metric::TtftS => "TTFT",
-            Metric::E2eS => "E2E latency",
-        }
-    }
-
-    /// The point's summary of this metric across trials.
-    pub fn summary(self, p: &PointSummary) -> Option<&Summary> {
-        match self {
-            Metric::AggTokS => p.agg_tok_s.as_ref(),
-            Metric::DecodeTokS => p.decode_tok_s.as_ref(),
-            Metric::TtftS => p.ttft_s.as_ref(),
-            Metric::E2eS => p.e2e_s.as_ref(),
-        }
-    }
-
-    /// One trial's value of this metric (NaN when it has none).
-    pub fn of_trial(self, t: &TrialMetrics) -> f64 {
-        match self {
-            Metric::AggTokS => t.agg_tok_s,
-            Metric::DecodeTokS => t.decode_tok_s,
-            Metric::TtftS => t.ttft_s,
-            Metric::E2eS => t.e2e_s,
-        }
-    }
-
-    /// A value with its unit, e.g. `9.8 s`, `505 tok/s`.
-    pub fn format(self, v: f64) -> String {
-        match self {
-            Metric::AggTokS | Metric::DecodeTokS => text::tok_s(v),
-            Metric::TtftS | Metric::E2eS => text::seconds(v),
-        }
-    }
-}
+pub use crate::metric::Metric;
+use crate::metrics::PointSummary;
 
 /// Runs every detector on a run's points; see [`detect_points`].
 pub fn detect(run: &crate::RunAnalysis, t: &Thresholds) -> Vec<Flag> {

@@ -38,7 +38,7 @@ pub fn detect_noisy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
 pub fn detect_outliers(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let mut flags = Vec::new();
     for p in points {
-        let fences: Vec<_> = Metric::ALL
+        let fences: Vec<_> = Metric::CHECKED
             .iter()
             .map(|&m| {
                 let values: Vec<f64> = p.trials.iter().map(|tr| m.of_trial(tr)).collect();

@@ -2,64 +2,10 @@
 
 use super::direction::expectation;
 use super::{Flag, Metric};
+use crate::format::{percent, seconds, sig3, thousands, tok_s};
 use crate::metrics::Axis;
 use crate::stats::trials_needed;
 use std::fmt;
-
-/// Three significant digits, trailing zeros trimmed: 9.8, 15.1, 505, 0.25.
-fn sig3(v: f64) -> String {
-    if !v.is_finite() {
-        return "n/a".into();
-    }
-    if v == 0.0 {
-        return "0".into();
-    }
-    let decimals = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// Seconds with a unit: `9.8 s`, `310 ms`.
-pub(crate) fn seconds(v: f64) -> String {
-    if !v.is_finite() {
-        "n/a".into()
-    } else if v.abs() < 1.0 && v != 0.0 {
-        format!("{} ms", sig3(v * 1000.0))
-    } else {
-        format!("{} s", sig3(v))
-    }
-}
-
-/// Token rate with a unit: `505 tok/s`, `73.6 tok/s`.
-pub(crate) fn tok_s(v: f64) -> String {
-    format!("{} tok/s", sig3(v))
-}
-
-/// A fraction as a percentage: `10%`, `0.2%`, `-35.1%`.
-pub(crate) fn percent(f: f64) -> String {
-    if f.is_finite() {
-        format!("{}%", sig3(f * 100.0))
-    } else {
-        "n/a".into()
-    }
-}
-
-/// An integer with thousands separators: `98,304`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// Where on an axis a point sits: `concurrency 32`, `120K input tokens`.
 fn at(axis: Axis, v: u32) -> String {
@@ -95,135 +41,183 @@ impl fmt::Display for Flag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Flag::WrongDirection { .. } => wrong_direction(self, f),
-            Flag::NoisyPoint {
-                n,
-                threshold,
-                metrics,
-                ..
-            } => {
-                let list: Vec<String> = metrics
-                    .iter()
-                    .map(|m| format!("{} by {}", m.metric.name(), percent(m.cv)))
-                    .collect();
-                write!(
-                    f,
-                    "Trials disagree beyond the {} CV limit: {} across {n} trials. The medians \
-                     are uncertain; rerun with --trials {} or find the interference (other load \
-                     on the server or client, throttling, a restart mid-point).",
-                    percent(*threshold),
-                    list.join(", "),
-                    (*n + 2).max(5)
-                )
-            }
-            Flag::OutlierTrial {
-                trial, n, metrics, ..
-            } => {
-                let list: Vec<String> = metrics
-                    .iter()
-                    .map(|m| {
-                        let fence = if m.severe { "3×IQR" } else { "1.5×IQR" };
-                        let (v, med) = (m.metric.format(m.value), m.metric.format(m.median));
-                        format!(
-                            "{} {v} against a median of {med} (beyond {fence})",
-                            m.metric.name()
-                        )
-                    })
-                    .collect();
-                write!(
-                    f,
-                    "Trial {trial} stands apart from the point's {n} trials: {}. Look at that \
-                     trial's rows in requests.parquet and the server's state at the time (errors, \
-                     a restart, other load); the median resists one outlier, but rerun the point \
-                     if the cause was external.",
-                    list.join("; ")
-                )
-            }
-            Flag::Failures {
-                failures,
-                requests,
-                trials: ts,
-                ..
-            } => write!(
-                f,
-                "{} of {} requests failed ({}) in {}; the medians use only the successful ones. \
-                 Check error_class and error in requests.parquet and the server log; timeouts at \
-                 high concurrency mean target.timeout_s is shorter than the queue.",
-                thousands(*failures),
-                thousands(*requests),
-                percent(*failures as f64 / (*requests).max(1) as f64),
-                trials(ts)
-            ),
+            Flag::NoisyPoint { .. } => noisy_point(self, f),
+            Flag::OutlierTrial { .. } => outlier_trial(self, f),
+            Flag::Failures { .. } => failures(self, f),
             Flag::TokenMismatch { .. } => token_mismatch(self, f),
-            Flag::UnexpectedCacheHits {
-                cached_tokens,
-                share,
-                trials: ts,
-                ..
-            } => {
-                let share = share.map_or(String::new(), |s| {
-                    format!(" ({} of prompt tokens)", percent(s))
-                });
-                write!(
-                    f,
-                    "The server reported {} cached prompt tokens{share} in {}, although qexp \
-                     prompts share no prefix; TTFT here partly measures cache hits, not prefill. \
-                     Check the server's prefix-cache counters on /metrics and that each prompt's \
-                     nonce comes first (a system prompt ahead of it is shared).",
-                    thousands(*cached_tokens),
-                    trials(ts)
-                )
-            }
-            Flag::SaturationKnee {
-                concurrency: c,
-                agg_tok_s,
-                gain_per_doubling,
-                last_concurrency,
-                ttft_s,
-                last_ttft_s,
-                ..
-            } => write!(
-                f,
-                "Aggregate throughput stops scaling at concurrency {c} ({}): beyond it, it gains \
-                 at most {} per doubling up to concurrency {last_concurrency} while median TTFT \
-                 grows from {} to {}. Higher concurrency only queues requests; serve near {c} \
-                 concurrent requests, or add capacity to go higher.",
-                tok_s(*agg_tok_s),
-                percent(gain_per_doubling.max(0.0)),
-                seconds(*ttft_s),
-                seconds(*last_ttft_s)
-            ),
-            Flag::LoadGeneratorBehind {
-                trials: ts,
-                send_lag_s,
-                limit_s,
-                ..
-            } => write!(
-                f,
-                "Requests left the client up to {} after they were due in {} (limit {}): the load \
-                 generator fell behind, so these numbers describe the client, not the server. \
-                 Give qexp more CPU, lower the concurrency, or split the load across client \
-                 machines and merge the results.",
-                seconds(*send_lag_s),
-                trials(ts),
-                seconds(*limit_s)
-            ),
-            Flag::PointInvalid {
-                trials: ts, reason, ..
-            } => {
-                let (was, its) = if ts.len() == 1 {
-                    ("was", "Its")
-                } else {
-                    ("were", "Their")
-                };
-                write!(
-                    f,
-                    "{} {was} marked invalid: {reason}. {its} numbers are still in this point's \
-                     statistics; fix the cause and rerun the point.",
-                    capitalised(&trials(ts))
-                )
-            }
+            Flag::UnexpectedCacheHits { .. } => unexpected_cache_hits(self, f),
+            Flag::SaturationKnee { .. } => saturation_knee(self, f),
+            Flag::LoadGeneratorBehind { .. } => load_generator_behind(self, f),
+            Flag::PointInvalid { .. } => point_invalid(self, f),
         }
     }
+}
+
+fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::NoisyPoint {
+        n,
+        threshold,
+        metrics,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let list: Vec<String> = metrics
+        .iter()
+        .map(|m| format!("{} by {}", m.metric.name(), percent(m.cv)))
+        .collect();
+    write!(
+        f,
+        "Trials disagree beyond the {} CV limit: {} across {n} trials. The medians \
+         are uncertain; rerun with --trials {} or find the interference (other load \
+         on the server or client, throttling, a restart mid-point).",
+        percent(*threshold),
+        list.join(", "),
+        (*n + 2).max(5)
+    )
+}
+
+fn outlier_trial(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::OutlierTrial {
+        trial, n, metrics, ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let list: Vec<String> = metrics
+        .iter()
+        .map(|m| {
+            let fence = if m.severe { "3×IQR" } else { "1.5×IQR" };
+            let (v, med) = (m.metric.format(m.value), m.metric.format(m.median));
+            format!(
+                "{} {v} against a median of {med} (beyond {fence})",
+                m.metric.name()
+            )
+        })
+        .collect();
+    write!(
+        f,
+        "Trial {trial} stands apart from the point's {n} trials: {}. Look at that \
+         trial's rows in requests.parquet and the server's state at the time (errors, \
+         a restart, other load); the median resists one outlier, but rerun the point \
+         if the cause was external.",
+        list.join("; ")
+    )
+}
+
+fn failures(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::Failures {
+        failures,
+        requests,
+        trials: ts,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    write!(
+        f,
+        "{} of {} requests failed ({}) in {}; the medians use only the successful ones. \
+         Check error_class and error in requests.parquet and the server log; timeouts at \
+         high concurrency mean target.timeout_s is shorter than the queue.",
+        thousands(*failures),
+        thousands(*requests),
+        percent(*failures as f64 / (*requests).max(1) as f64),
+        trials(ts)
+    )
+}
+
+fn unexpected_cache_hits(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::UnexpectedCacheHits {
+        cached_tokens,
+        share,
+        trials: ts,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let share = share.map_or(String::new(), |s| {
+        format!(" ({} of prompt tokens)", percent(s))
+    });
+    write!(
+        f,
+        "The server reported {} cached prompt tokens{share} in {}, although qexp \
+         prompts share no prefix; TTFT here partly measures cache hits, not prefill. \
+         Check the server's prefix-cache counters on /metrics and that each prompt's \
+         nonce comes first (a system prompt ahead of it is shared).",
+        thousands(*cached_tokens),
+        trials(ts)
+    )
+}
+
+fn saturation_knee(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::SaturationKnee {
+        concurrency: c,
+        agg_tok_s,
+        gain_per_doubling,
+        last_concurrency,
+        ttft_s,
+        last_ttft_s,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    write!(
+        f,
+        "Aggregate throughput stops scaling at concurrency {c} ({}): beyond it, it gains \
+         at most {} per doubling up to concurrency {last_concurrency} while median TTFT \
+         grows from {} to {}. Higher concurrency only queues requests; serve near {c} \
+         concurrent requests, or add capacity to go higher.",
+        tok_s(*agg_tok_s),
+        percent(gain_per_doubling.max(0.0)),
+        seconds(*ttft_s),
+        seconds(*last_ttft_s)
+    )
+}
+
+fn load_generator_behind(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::LoadGeneratorBehind {
+        trials: ts,
+        send_lag_s,
+        limit_s,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    write!(
+        f,
+        "Requests left the client up to {} after they were due in {} (limit {}): the load \
+         generator fell behind, so these numbers describe the client, not the server. \
+         Give qexp more CPU, lower the concurrency, or split the load across client \
+         machines and merge the results.",
+        seconds(*send_lag_s),
+        trials(ts),
+        seconds(*limit_s)
+    )
+}
+
+fn point_invalid(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::PointInvalid {
+        trials: ts, reason, ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let (was, its) = if ts.len() == 1 {
+        ("was", "Its")
+    } else {
+        ("were", "Their")
+    };
+    write!(
+        f,
+        "{} {was} marked invalid: {reason}. {its} numbers are still in this point's \
+         statistics; fix the cause and rerun the point.",
+        capitalised(&trials(ts))
+    )
 }
 
 fn wrong_direction(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -337,20 +331,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbers_have_three_significant_digits_and_units() {
-        assert_eq!(seconds(9.8), "9.8 s");
-        assert_eq!(seconds(15.1), "15.1 s");
-        assert_eq!(seconds(61.0), "61 s");
-        assert_eq!(seconds(0.31), "310 ms");
-        assert_eq!(seconds(0.0123), "12.3 ms");
-        assert_eq!(seconds(f64::NAN), "n/a");
-        assert_eq!(tok_s(505.4), "505 tok/s");
-        assert_eq!(tok_s(73.6), "73.6 tok/s");
-        assert_eq!(percent(0.10), "10%");
-        assert_eq!(percent(0.052), "5.2%");
-        assert_eq!(percent(-0.351), "-35.1%");
-        assert_eq!(thousands(98_304), "98,304");
-        assert_eq!(thousands(400), "400");
+    fn axis_places_and_trial_lists() {
         assert_eq!(at(Axis::InputTokens, 120_000), "120K input tokens");
         assert_eq!(at(Axis::Concurrency, 32), "concurrency 32");
         assert_eq!(trials(&[1, 3]), "trials 1, 3");

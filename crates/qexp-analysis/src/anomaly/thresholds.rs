@@ -1,6 +1,6 @@
 //! The limits every detector uses, from the plan's `[analysis]` section.
 
-use super::text::{percent, seconds};
+use crate::format::{percent, seconds};
 use serde::Serialize;
 
 /// Limits for the detectors; each is printed in the report.
@@ -31,7 +31,37 @@ pub struct ThresholdRow {
     pub value: String,
     /// What it decides.
     pub meaning: &'static str,
+    /// Where the value came from.
+    pub origin: ThresholdOrigin,
 }
+
+/// Where one threshold's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdOrigin {
+    /// The run's plan sets it.
+    Plan,
+    /// qexp's default: the plan leaves it out, or could not be used.
+    Default,
+    /// Fixed by qexp; no plan key sets it.
+    Fixed,
+}
+
+/// Where a run's thresholds came from as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum ThresholdSource {
+    /// The run's recorded plan (keys it leaves out keep their defaults).
+    Plan,
+    /// qexp's defaults, because the recorded plan could not be used.
+    Defaults {
+        /// Why, as a sentence fragment ("the plan no longer parses: …").
+        reason: String,
+    },
+}
+
+/// The key of the threshold no plan sets.
+const FIXED_ALPHA: &str = "(fixed) alpha";
 
 impl Default for Thresholds {
     fn default() -> Self {
@@ -71,44 +101,91 @@ impl Thresholds {
         }
     }
 
-    /// Rows for the report's thresholds table.
+    /// The thresholds of a run's recorded plan (`path` only names it in
+    /// messages), and where they came from: qexp's defaults when the plan
+    /// no longer parses, with the reason.
+    pub fn of_recorded_plan(
+        path: &str,
+        text: &str,
+    ) -> (Thresholds, ThresholdSource, Option<qexp_plan::Plan>) {
+        match qexp_plan::Plan::parse(std::path::Path::new(path), text) {
+            Ok(plan) => (
+                Thresholds::from_plan_file(&plan.file),
+                ThresholdSource::Plan,
+                Some(plan),
+            ),
+            Err(e) => (
+                Thresholds::default(),
+                ThresholdSource::Defaults {
+                    reason: format!("the recorded plan no longer parses: {e}"),
+                },
+                None,
+            ),
+        }
+    }
+
+    /// Rows for the report's thresholds table, each with its origin: a key
+    /// `plan` sets comes from the plan, any other from qexp's defaults.
+    pub fn rows_for(&self, plan: Option<&qexp_plan::Plan>) -> Vec<ThresholdRow> {
+        let mut rows = self.rows();
+        for r in &mut rows {
+            r.origin = if r.key == FIXED_ALPHA {
+                ThresholdOrigin::Fixed
+            } else if plan.is_some_and(|p| p.sets(r.key)) {
+                ThresholdOrigin::Plan
+            } else {
+                ThresholdOrigin::Default
+            };
+        }
+        rows
+    }
+
+    /// Rows for the report's thresholds table (origin: default; see [`Thresholds::rows_for`]).
     pub fn rows(&self) -> Vec<ThresholdRow> {
+        let origin = ThresholdOrigin::Default;
         vec![
             ThresholdRow {
                 key: "analysis.cv_threshold",
                 value: percent(self.cv),
                 meaning: "a point whose trials vary more than this (CV) is noisy",
+                origin,
             },
             ThresholdRow {
                 key: "analysis.knee_gain",
                 value: format!("{} per doubling", percent(self.knee_gain)),
                 meaning:
                     "throughput gaining less than this per doubling of concurrency has saturated",
+                origin,
             },
             ThresholdRow {
                 key: "analysis.min_change",
                 value: percent(self.min_change),
                 meaning: "smaller changes are never flagged as a wrong direction or an outlier",
+                origin,
             },
             ThresholdRow {
                 key: "analysis.send_lag_s",
                 value: seconds(self.send_lag_s),
                 meaning: "send lag above this and above send_lag_fraction of TTFT: client behind",
+                origin,
             },
             ThresholdRow {
                 key: "analysis.send_lag_fraction",
                 value: format!("{} of median TTFT", percent(self.send_lag_fraction)),
                 meaning: "send lag above this and above send_lag_s: client behind",
+                origin,
             },
             ThresholdRow {
-                key: "(fixed) alpha",
+                key: FIXED_ALPHA,
                 value: format!("{}", self.alpha),
                 meaning: "Mann–Whitney level that verifies a wrong direction",
+                origin,
             },
             ThresholdRow {
                 key: "workload.input_tolerance",
                 value: percent(self.input_tolerance),
                 meaning: "server prompt tokens further than this from the plan: mismatch",
+                origin,
             },
         ]
     }
@@ -207,5 +284,42 @@ mod tests {
             Some("5% per doubling")
         );
         assert_eq!(get("analysis.send_lag_s").as_deref(), Some("10 ms"));
+    }
+
+    #[test]
+    fn origins_say_plan_default_or_fixed() {
+        let text = format!("{PLAN}knee_gain = 0.1\n");
+        let (t, source, plan) = Thresholds::of_recorded_plan("t.toml", &text);
+        assert_eq!((t.knee_gain, source), (0.1, ThresholdSource::Plan));
+        let rows = t.rows_for(plan.as_ref());
+        let origin = |k: &str| rows.iter().find(|r| r.key == k).map(|r| r.origin);
+        assert_eq!(origin("analysis.knee_gain"), Some(ThresholdOrigin::Plan));
+        assert_eq!(
+            origin("analysis.cv_threshold"),
+            Some(ThresholdOrigin::Default)
+        );
+        assert_eq!(
+            origin("workload.input_tolerance"),
+            Some(ThresholdOrigin::Plan)
+        );
+        assert_eq!(origin("(fixed) alpha"), Some(ThresholdOrigin::Fixed));
+    }
+
+    #[test]
+    fn a_plan_that_no_longer_parses_falls_back_with_the_reason() {
+        let (t, source, plan) =
+            Thresholds::of_recorded_plan("old.toml", "[experiment]\nname = 1\n");
+        assert_eq!(t, Thresholds::default());
+        assert!(plan.is_none());
+        let ThresholdSource::Defaults { reason } = &source else {
+            panic!("{source:?}");
+        };
+        assert!(
+            reason.starts_with("the recorded plan no longer parses: ")
+                && reason.contains("old.toml"),
+            "{reason}"
+        );
+        let rows = t.rows_for(None);
+        assert!(rows.iter().all(|r| r.origin != ThresholdOrigin::Plan));
     }
 }

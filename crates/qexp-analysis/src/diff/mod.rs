@@ -17,13 +17,12 @@ pub use metric::{DiffMetric, Direction};
 pub use pairing::Side;
 pub use warning::DiffWarning;
 
-use crate::anomaly::{self, Flag, Severity, Thresholds};
+use crate::anomaly::{Flag, Severity};
 use crate::load::RunAnalysis;
 use crate::stats::{min_attainable_p, trials_needed};
 use qexp_plan::Point;
 use qexp_store::RunStatus;
 use serde::Serialize;
-use std::path::Path;
 
 /// Version of the serialised [`RunDiff`]; bumped on incompatible change.
 pub const DIFF_SCHEMA_VERSION: u32 = 1;
@@ -207,6 +206,22 @@ pub struct RunDiff {
     pub warnings: Vec<DiffWarning>,
 }
 
+impl Tally {
+    /// Counts the verdicts of these comparisons.
+    fn of<'a>(comparisons: impl Iterator<Item = &'a MetricDiff>) -> Tally {
+        let mut tally = Tally::default();
+        for d in comparisons {
+            match d.verdict {
+                Verdict::Better => tally.better += 1,
+                Verdict::Worse => tally.worse += 1,
+                Verdict::NoChange => tally.no_change += 1,
+                Verdict::NotTested => tally.not_tested += 1,
+            }
+        }
+        tally
+    }
+}
+
 impl RunDiff {
     /// True when some comparison is a significant regression.
     pub fn has_regression(&self) -> bool {
@@ -231,34 +246,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
             keys: workload.blocking.clone(),
         });
     }
-    let mut warnings = Vec::new();
-    if !workload.ignored.is_empty() {
-        warnings.push(DiffWarning::IgnoredWorkload {
-            keys: workload.ignored.clone(),
-        });
-    }
-    for key in &workload.unused_ignores {
-        let known = workload.keys.iter().any(|r| r.key == *key);
-        warnings.push(DiffWarning::UnusedIgnore {
-            key: key.clone(),
-            known,
-        });
-    }
-    if ca.workload.is_empty() && cb.workload.is_empty() {
-        warnings.push(DiffWarning::NoFingerprint);
-    }
-    for (side, r) in [(Side::A, a), (Side::B, b)] {
-        if r.manifest.status != RunStatus::Complete {
-            warnings.push(DiffWarning::Incomplete {
-                side,
-                status: r.manifest.status,
-            });
-        }
-    }
-
-    for (side, r) in [(Side::A, a), (Side::B, b)] {
-        warnings.extend(quality_flags(side, r));
-    }
+    let mut warnings = run_warnings(a, b, &workload);
 
     let metrics: Vec<DiffMetric> = if opts.metrics.is_empty() {
         DiffMetric::ALL.to_vec()
@@ -316,15 +304,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
     }
 
     let comparisons = || pairs.iter().flat_map(|p| p.metrics.iter());
-    let mut tally = Tally::default();
-    for d in comparisons() {
-        match d.verdict {
-            Verdict::Better => tally.better += 1,
-            Verdict::Worse => tally.worse += 1,
-            Verdict::NoChange => tally.no_change += 1,
-            Verdict::NotTested => tally.not_tested += 1,
-        }
-    }
+    let tally = Tally::of(comparisons());
     let all_equal = comparisons()
         .filter(|d| d.untested == Some(Untested::AllEqual))
         .count();
@@ -351,15 +331,47 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
     })
 }
 
+/// What the reader of a diff must know about the runs themselves: ignored
+/// or unused workload keys, a missing fingerprint, an incomplete run, and
+/// each run's flags that question its numbers.
+fn run_warnings(a: &RunAnalysis, b: &RunAnalysis, workload: &WorkloadCheck) -> Vec<DiffWarning> {
+    let (ca, cb) = (&a.manifest.comparability, &b.manifest.comparability);
+    let mut warnings = Vec::new();
+    if !workload.ignored.is_empty() {
+        warnings.push(DiffWarning::IgnoredWorkload {
+            keys: workload.ignored.clone(),
+        });
+    }
+    for key in &workload.unused_ignores {
+        let known = workload.keys.iter().any(|r| r.key == *key);
+        warnings.push(DiffWarning::UnusedIgnore {
+            key: key.clone(),
+            known,
+        });
+    }
+    if ca.workload.is_empty() && cb.workload.is_empty() {
+        warnings.push(DiffWarning::NoFingerprint);
+    }
+    for (side, r) in [(Side::A, a), (Side::B, b)] {
+        if r.manifest.status != RunStatus::Complete {
+            warnings.push(DiffWarning::Incomplete {
+                side,
+                status: r.manifest.status,
+            });
+        }
+    }
+    for (side, r) in [(Side::A, a), (Side::B, b)] {
+        warnings.extend(quality_flags(side, r));
+    }
+    warnings
+}
+
 /// The run's anomaly flags that question its numbers (not the curve shape,
-/// not failures, which the diff compares itself), under its plan's thresholds.
+/// not failures, which the diff compares itself), as its analysis found them.
 fn quality_flags(side: Side, r: &RunAnalysis) -> Option<DiffWarning> {
-    let thresholds =
-        qexp_plan::Plan::parse(Path::new(&r.manifest.plan_path), &r.manifest.plan_text)
-            .map(|p| Thresholds::from_plan_file(&p.file))
-            .unwrap_or_default();
-    let flags: Vec<Flag> = anomaly::detect(r, &thresholds)
-        .into_iter()
+    let flags: Vec<&Flag> = r
+        .flags
+        .iter()
         .filter(|f| f.severity() == Severity::Warning)
         .filter(|f| !matches!(f, Flag::WrongDirection { .. } | Flag::Failures { .. }))
         .collect();

@@ -120,15 +120,10 @@ pub(crate) fn at_values(values: &[f64]) -> Ticks {
 
 /// A tick label with at most three significant digits and no trailing zeros.
 pub(crate) fn label(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return "0".into();
-    }
-    let prec = (2 - v.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{v:.prec$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    if v.is_finite() {
+        crate::format::sig3(v)
     } else {
-        s
+        "0".into()
     }
 }
 

@@ -2,7 +2,8 @@
 //! `metric(point=…, name=…, stat=…)`.
 
 use super::PointView;
-use crate::format::num;
+use crate::format::{num, percent_prose as pct};
+use qexp_analysis::Metric;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -14,27 +15,20 @@ pub(super) fn number(v: &Value) -> tera::Result<Option<f64>> {
     }
 }
 
-/// A fraction as a percentage, with a real minus sign: `−12%`, `4.2%`.
-pub(super) fn pct(f: f64) -> String {
-    let v = f * 100.0;
-    let s = if v.abs() >= 10.0 {
-        format!("{:.0}%", v.abs())
-    } else {
-        format!("{:.1}%", v.abs())
-    };
-    if v < 0.0 && !s.trim_end_matches(['0', '.', '%']).is_empty() {
-        format!("−{s}")
-    } else {
-        s
-    }
-}
-
 /// `metric(point=…, name=…, stat=…)`.
 pub(super) fn metric(points: &[PointView], args: &HashMap<String, Value>) -> tera::Result<Value> {
     let arg = |k: &str| args.get(k).and_then(Value::as_str);
     let want = arg("point").ok_or("metric() needs point=\"c=… in=… out=…\"")?;
-    let name = arg("name")
-        .ok_or("metric() needs name=\"ttft_s\" (or agg_tok_s, decode_tok_s, e2e_s, itl_p99_s)")?;
+    let names = || {
+        let names: Vec<&str> = Metric::ALL
+            .into_iter()
+            .filter(|m| PointView::has_metric(*m))
+            .map(Metric::key)
+            .collect();
+        names.join(", ")
+    };
+    let name =
+        arg("name").ok_or_else(|| format!("metric() needs name=\"…\", one of {}", names()))?;
     let stat = arg("stat").unwrap_or("median");
     let mut filters = Vec::new();
     for part in want.split_whitespace() {
@@ -66,13 +60,8 @@ pub(super) fn metric(points: &[PointView], args: &HashMap<String, Value>) -> ter
         )
         .into());
     };
-    let m = match name {
-        "agg_tok_s" => &p.agg,
-        "decode_tok_s" => &p.decode,
-        "ttft_s" => &p.ttft,
-        "e2e_s" => &p.e2e,
-        "itl_p99_s" => &p.itl_p99,
-        other => return Err(format!("metric(): unknown name `{other}`").into()),
+    let Some(m) = Metric::from_key(name).and_then(|m| p.metric(m)) else {
+        return Err(format!("metric(): unknown name `{name}`; known: {}", names()).into());
     };
     let fmt = |v: Option<f64>| v.map_or("–".to_string(), num);
     Ok(Value::from(match stat {

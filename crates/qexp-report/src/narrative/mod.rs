@@ -41,12 +41,12 @@ mod html;
 
 use crate::charts::Chart;
 use crate::context::{FlagView, NarrativeView, ReportContext};
+use crate::format::percent_prose as pct;
 use crate::format::{md_text, num, spread, tokens};
 use crate::labels;
-use functions::{metric, number, pct};
+use functions::{metric, number};
 use html::to_html;
-use qexp_analysis::stats::Summary;
-use qexp_analysis::{PointSummary, RunAnalysis};
+use qexp_analysis::{Metric, PointSummary, RunAnalysis};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -91,7 +91,8 @@ struct MetricView {
 }
 
 impl MetricView {
-    fn of(s: &Option<Summary>) -> MetricView {
+    fn of(m: Metric, p: &PointSummary) -> MetricView {
+        let s = &m.summary(p).cloned();
         match s {
             Some(v) => MetricView {
                 median: Some(v.median),
@@ -133,6 +134,25 @@ struct PointView {
     itl_p99: MetricView,
 }
 
+impl PointView {
+    /// The view of a metric, for the ones a narrative can name.
+    fn metric(&self, m: Metric) -> Option<&MetricView> {
+        match m {
+            Metric::AggTokS => Some(&self.agg),
+            Metric::DecodeTokS => Some(&self.decode),
+            Metric::TtftS => Some(&self.ttft),
+            Metric::E2eS => Some(&self.e2e),
+            Metric::ItlP99S => Some(&self.itl_p99),
+            Metric::Failures => None,
+        }
+    }
+
+    /// Whether a narrative can name `m`.
+    fn has_metric(m: Metric) -> bool {
+        m != Metric::Failures
+    }
+}
+
 #[derive(Serialize)]
 struct ChartRef {
     file: String,
@@ -171,11 +191,11 @@ fn point_views(points: &[PointSummary], flags: &[FlagView]) -> Vec<PointView> {
                 .filter(|f| f.point_id == Some(p.point.id))
                 .map(|f| f.marker.clone())
                 .collect(),
-            agg: MetricView::of(&p.agg_tok_s),
-            decode: MetricView::of(&p.decode_tok_s),
-            ttft: MetricView::of(&p.ttft_s),
-            e2e: MetricView::of(&p.e2e_s),
-            itl_p99: MetricView::of(&p.itl_p99_s),
+            agg: MetricView::of(Metric::AggTokS, p),
+            decode: MetricView::of(Metric::DecodeTokS, p),
+            ttft: MetricView::of(Metric::TtftS, p),
+            e2e: MetricView::of(Metric::E2eS, p),
+            itl_p99: MetricView::of(Metric::ItlP99S, p),
         })
         .collect()
 }

@@ -1,0 +1,249 @@
+//! The per-(trial, point) metrics qexp compares and checks, declared once:
+//! each [`Metric`] has its key (`agg_tok_s`, also its serialised and
+//! command-line name), its name in sentences, its label and unit, the
+//! direction that counts as better, and where its values are. Anomaly
+//! detection, `qexp diff` and the narrative's `metric()` all read this list.
+//!
+//! To add a metric: add a variant, put it in [`Metric::ALL`], and give it a
+//! row in [`Metric::spec`] and in [`Metric::of_trial`] / [`Metric::summary`].
+
+use crate::format;
+use crate::metrics::{PointSummary, TrialMetrics};
+use crate::stats::Summary;
+use serde::Serialize;
+
+/// Which way a metric improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Throughput: more is better.
+    HigherIsBetter,
+    /// Latency, failures: less is better.
+    LowerIsBetter,
+}
+
+/// The unit a metric's values are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Tokens per second.
+    TokS,
+    /// Seconds.
+    Seconds,
+    /// A count of requests.
+    Requests,
+}
+
+impl Unit {
+    /// The unit as headers print it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::TokS => "tok/s",
+            Unit::Seconds => "s",
+            Unit::Requests => "req",
+        }
+    }
+}
+
+/// A per-(trial, point) metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Aggregate output tok/s of a (trial, point).
+    AggTokS,
+    /// Per-request decode tok/s (1/TPOT), median over the trial's requests.
+    DecodeTokS,
+    /// Median TTFT of the trial, seconds.
+    TtftS,
+    /// Median E2E latency of the trial, seconds.
+    E2eS,
+    /// 99th percentile of the trial's pooled inter-chunk gaps, seconds.
+    ItlP99S,
+    /// Failed measured requests of the trial.
+    Failures,
+}
+
+/// What qexp knows about one [`Metric`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricSpec {
+    /// snake_case key: serialised and command-line name.
+    pub key: &'static str,
+    /// Name in sentences ("aggregate throughput").
+    pub name: &'static str,
+    /// Column label with unit ("aggregate (tok/s)").
+    pub label: &'static str,
+    /// Unit of its values.
+    pub unit: Unit,
+    /// Which way is better.
+    pub direction: Direction,
+}
+
+impl Metric {
+    /// Every metric, in display order (what `qexp diff` compares by default).
+    pub const ALL: [Metric; 6] = [
+        Metric::AggTokS,
+        Metric::DecodeTokS,
+        Metric::TtftS,
+        Metric::E2eS,
+        Metric::ItlP99S,
+        Metric::Failures,
+    ];
+
+    /// Every metric's key, in display order.
+    pub const NAMES: [&'static str; 6] = {
+        let mut names = [""; 6];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Metric::ALL[i].spec().key;
+            i += 1;
+        }
+        names
+    };
+
+    /// The metrics whose trials are checked for noise and outliers.
+    pub const CHECKED: [Metric; 4] = [
+        Metric::AggTokS,
+        Metric::DecodeTokS,
+        Metric::TtftS,
+        Metric::E2eS,
+    ];
+
+    /// The metric's declaration.
+    pub const fn spec(self) -> MetricSpec {
+        use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
+        let (key, name, label, unit, direction) = match self {
+            Metric::AggTokS => (
+                "agg_tok_s",
+                "aggregate throughput",
+                "aggregate (tok/s)",
+                Unit::TokS,
+                Up,
+            ),
+            Metric::DecodeTokS => (
+                "decode_tok_s",
+                "per-request decode rate",
+                "decode/req (tok/s)",
+                Unit::TokS,
+                Up,
+            ),
+            Metric::TtftS => ("ttft_s", "TTFT", "TTFT (s)", Unit::Seconds, Down),
+            Metric::E2eS => ("e2e_s", "E2E latency", "E2E (s)", Unit::Seconds, Down),
+            Metric::ItlP99S => ("itl_p99_s", "ITL p99", "ITL p99 (s)", Unit::Seconds, Down),
+            Metric::Failures => (
+                "failures",
+                "failed requests",
+                "failures (req)",
+                Unit::Requests,
+                Down,
+            ),
+        };
+        MetricSpec {
+            key,
+            name,
+            label,
+            unit,
+            direction,
+        }
+    }
+
+    /// The key (`agg_tok_s`, …): serialised and command-line name.
+    pub fn key(self) -> &'static str {
+        self.spec().key
+    }
+
+    /// The metric called `key`.
+    pub fn from_key(key: &str) -> Option<Metric> {
+        Self::ALL.into_iter().find(|m| m.key() == key)
+    }
+
+    /// Name in sentences.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Column label with unit.
+    pub fn label(self) -> &'static str {
+        self.spec().label
+    }
+
+    /// Which way is better.
+    pub fn direction(self) -> Direction {
+        self.spec().direction
+    }
+
+    /// One trial's value (NaN when the trial has none).
+    pub fn of_trial(self, t: &TrialMetrics) -> f64 {
+        match self {
+            Metric::AggTokS => t.agg_tok_s,
+            Metric::DecodeTokS => t.decode_tok_s,
+            Metric::TtftS => t.ttft_s,
+            Metric::E2eS => t.e2e_s,
+            Metric::ItlP99S => t.itl_p99_s,
+            Metric::Failures => f64::from(t.failures),
+        }
+    }
+
+    /// The point's summary of this metric across trials, where it keeps one.
+    pub fn summary(self, p: &PointSummary) -> Option<&Summary> {
+        match self {
+            Metric::AggTokS => p.agg_tok_s.as_ref(),
+            Metric::DecodeTokS => p.decode_tok_s.as_ref(),
+            Metric::TtftS => p.ttft_s.as_ref(),
+            Metric::E2eS => p.e2e_s.as_ref(),
+            Metric::ItlP99S => p.itl_p99_s.as_ref(),
+            Metric::Failures => None,
+        }
+    }
+
+    /// The point's per-trial values, in trial order.
+    pub fn values(self, p: &PointSummary) -> Vec<f64> {
+        p.trials.iter().map(|t| self.of_trial(t)).collect()
+    }
+
+    /// A value with its unit, e.g. `9.8 s`, `505 tok/s`.
+    pub fn format(self, v: f64) -> String {
+        match self.spec().unit {
+            Unit::TokS => format::tok_s(v),
+            Unit::Seconds => format::seconds(v),
+            Unit::Requests => format!("{} requests", format::sig3(v)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_match_serde() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_key(m.key()), Some(m));
+            let json = serde_json::to_value(m).unwrap_or_default();
+            assert_eq!(json, serde_json::Value::from(m.key()));
+        }
+        assert_eq!(Metric::NAMES.map(Metric::from_key), Metric::ALL.map(Some));
+        assert_eq!(Metric::from_key("tok_s"), None);
+    }
+
+    #[test]
+    fn throughput_up_latency_down() {
+        assert_eq!(Metric::AggTokS.direction(), Direction::HigherIsBetter);
+        assert_eq!(Metric::DecodeTokS.direction(), Direction::HigherIsBetter);
+        for m in [
+            Metric::TtftS,
+            Metric::E2eS,
+            Metric::ItlP99S,
+            Metric::Failures,
+        ] {
+            assert_eq!(m.direction(), Direction::LowerIsBetter, "{m:?}");
+        }
+    }
+
+    #[test]
+    fn labels_carry_the_unit() {
+        for m in Metric::ALL {
+            let unit = m.spec().unit.symbol();
+            assert!(m.label().contains(&format!("({unit}")), "{}", m.label());
+        }
+    }
+}
