@@ -5,12 +5,16 @@
 mod error;
 mod expand;
 mod schema;
+mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,
     Sweep, TargetSection, Workload,
+};
+pub use workload::{
+    DatasetFormat, DatasetSource, LengthShape, Lengths, SharedPrefix, MIN_QUESTION_TOKENS,
 };
 
 use sha2::{Digest, Sha256};
