@@ -227,6 +227,23 @@ mod tests {
     }
 
     #[test]
+    fn planned_shared_prefixes_are_expected_but_hits_beyond_them_are_not() {
+        let mut p = c8();
+        for tr in &mut p.trials {
+            // Half of every trial's 4 × 1000 prompt tokens planned from a shared prefix.
+            tr.cached_share_expected = 0.5;
+            tr.cached_tokens = 2000;
+        }
+        assert!(detect(&[resummarise(&p)], &Thresholds::default()).is_empty());
+        p.trials[1].cached_tokens = 2100; // 100 beyond the plan: above 16 per request and 1%
+        let flags = detect(&[resummarise(&p)], &Thresholds::default());
+        assert!(
+            matches!(flags.as_slice(), [Flag::UnexpectedCacheHits { trials, .. }] if trials == &[2]),
+            "{flags:?}"
+        );
+    }
+
+    #[test]
     fn cached_tokens_beyond_the_tolerance_are_unexpected() {
         let mut p = c8();
         p.trials[0].cached_tokens = 2000; // half of trial 1's 4 × 1000 prompt tokens
