@@ -12,7 +12,7 @@ pub struct Point {
     pub input_tokens: u32,
     /// Planned output length in tokens.
     pub output_tokens: u32,
-    /// Measured requests.
+    /// Measured requests (multi-turn: sessions × turns).
     pub requests: u32,
     /// Warmup requests sent first and marked as such.
     pub warmup: u32,
@@ -45,6 +45,8 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
     );
     let requests = plan.run.requests();
     let shared = plan.workload.shared_prefix.as_ref();
+    // Multi-turn: `run.requests` counts sessions, each of `turns` requests.
+    let turns = plan.workload.multi_turn.as_ref().map_or(1, |m| m.turns());
     let mut out = Vec::new();
     for &input_tokens in &inputs {
         for &output_tokens in &outputs {
@@ -55,7 +57,12 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
                     input_tokens,
                     output_tokens,
                     requests: shared.map_or_else(
-                        || requests.at(concurrency).max(concurrency),
+                        || {
+                            requests
+                                .at(concurrency)
+                                .max(concurrency)
+                                .saturating_mul(turns)
+                        },
                         |s| s.requests(),
                     ),
                     warmup: plan.run.warmup_requests,

@@ -4,11 +4,13 @@
 
 mod error;
 mod expand;
+mod multi_turn;
 mod schema;
 mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
+pub use multi_turn::MultiTurn;
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,
     Sweep, TargetSection, Workload,

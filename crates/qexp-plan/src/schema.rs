@@ -117,6 +117,9 @@ pub struct Workload {
     /// Prompts sampled from a local dataset file instead of filler words.
     #[serde(default)]
     pub dataset: Option<crate::workload::DatasetSource>,
+    /// Conversations of several turns, each carrying the turns before it.
+    #[serde(default)]
+    pub multi_turn: Option<crate::multi_turn::MultiTurn>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -384,6 +387,9 @@ impl PlanFile {
         }
         if let Some(l) = &self.workload.output_lengths {
             l.validate("workload.output_lengths")?;
+        }
+        if let Some(m) = &self.workload.multi_turn {
+            m.validate(&self.workload, self.target.api == ApiKind::Chat)?;
         }
         if let Some(shared) = &self.workload.shared_prefix {
             shared.validate()?;

@@ -13,6 +13,7 @@ mod progress;
 mod record;
 mod run;
 mod scheduler;
+mod session;
 mod target;
 mod workload;
 

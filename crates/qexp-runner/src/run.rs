@@ -4,6 +4,7 @@ use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
 use crate::scheduler::{run_closed_loop, Job};
+use crate::session::{plan_turns, run_sessions};
 use crate::target::{resolve_target, Target};
 use crate::workload::Prompts;
 use crate::Cancel;
@@ -246,6 +247,7 @@ async fn run_trials<B: Backend>(
         input_lengths: f.workload.input_lengths.as_ref(),
         output_lengths: f.workload.output_lengths.as_ref(),
         dataset: prep.dataset.as_ref(),
+        multi_turn: f.workload.multi_turn.as_ref(),
         calibrations: &prep.calibrations,
     };
     for trial in 1..=trials {
@@ -276,6 +278,7 @@ async fn run_trials<B: Backend>(
                         prompt,
                         max_tokens: plan.output_tokens,
                         extra: prep.extra.clone(),
+                        history: None,
                     },
                 }
             };
@@ -300,14 +303,37 @@ async fn run_trials<B: Backend>(
                 Some(m) => m.scrape().await,
                 None => None,
             };
-            let done = run_closed_loop(
-                backend.clone(),
-                measured_jobs,
-                point.concurrency,
-                cancel.clone(),
-                on_done,
-            )
-            .await;
+            let done = match &f.workload.multi_turn {
+                None => {
+                    run_closed_loop(
+                        backend.clone(),
+                        measured_jobs,
+                        point.concurrency,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await
+                }
+                Some(m) => {
+                    // Jobs are session-major: a session's turns are consecutive.
+                    let sessions = measured_jobs
+                        .chunks(m.turns() as usize)
+                        .map(<[Job]>::to_vec)
+                        .collect();
+                    let think = Duration::from_secs_f64(m.think_time_s());
+                    let done = run_sessions(
+                        backend.clone(),
+                        sessions,
+                        point.concurrency,
+                        think,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await;
+                    plan_turns(&mut planned, &done);
+                    done
+                }
+            };
             let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
             let mut rows: Vec<_> = warm_done
                 .iter()
