@@ -33,6 +33,8 @@ pub struct RunAnalysis {
     pub manifest: Manifest,
     /// One summary per planned point, in plan order (points without data have n = 0).
     pub points: Vec<PointSummary>,
+    /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
+    pub turns: Vec<crate::TurnSummary>,
 }
 
 const F: DataType = DataType::Float64;
@@ -79,7 +81,14 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     } else {
         lit(0.0)
     };
+    // Runs written before multi-turn sessions existed have no turns.
+    let has_turns = has("turn");
     let measured = requests.filter(is_measured.clone());
+    let turns = if has_turns {
+        crate::turns::turn_summaries(measured.clone()).map_err(q)?
+    } else {
+        Vec::new()
+    };
     let ok = col("error_class").is_null();
     let mismatch = ok.clone().and(
         col("completion_tokens")
@@ -281,6 +290,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         dir: dir.to_path_buf(),
         manifest,
         points: summaries,
+        turns,
     })
 }
 

@@ -96,6 +96,7 @@ fn run(
         dir: id.into(),
         manifest,
         points,
+        turns: Vec::new(),
     }
 }
 

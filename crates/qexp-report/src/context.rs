@@ -65,6 +65,8 @@ pub struct ReportContext {
     pub thresholds: Vec<ThresholdRow>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
+    /// Multi-turn runs: one row per (point, turn); empty otherwise.
+    pub turns: Vec<crate::TurnRow>,
     /// Whether any table has server counters (scraped metrics).
     pub server_counters: bool,
     /// Charts, filled in by the renderer (empty from [`report_context`]).
@@ -377,6 +379,7 @@ pub fn report_context_with(
         thresholds: thresholds.rows(),
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
+        turns: crate::turns::turn_rows(&a.points, &a.turns),
         flags,
         charts: Vec::new(),
         narrative: None,

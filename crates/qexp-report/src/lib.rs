@@ -22,6 +22,7 @@ mod labels;
 pub mod narrative;
 mod render;
 mod tables;
+mod turns;
 
 pub use context::{
     report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,
@@ -30,6 +31,7 @@ pub use context::{
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
 };
+pub use turns::TurnRow;
 
 /// A median with its min–max, for terminal tables.
 pub fn format_summary_cell(s: &Option<qexp_analysis::stats::Summary>) -> String {

@@ -465,5 +465,24 @@ async fn multi_turn_sessions_resend_the_conversation_in_order() {
             assert!(cached[b] + 16 > prompt[a] && cached[b] <= before, "row {b}");
         }
     }
+    // The analysis gives every turn its own row; the prompt grows turn by turn.
+    let turns: Vec<u32> = run.turns.iter().map(|t| t.turn).collect();
+    assert_eq!(turns, [1, 2, 3]);
+    let prompts: Vec<f64> = run
+        .turns
+        .iter()
+        .map(|t| t.prompt_tokens.as_ref().unwrap().median)
+        .collect();
+    assert!(
+        prompts[0] < prompts[1] && prompts[1] < prompts[2],
+        "{prompts:?}"
+    );
+    assert_eq!(run.turns[0].cached_share.as_ref().unwrap().median, 0.0);
+    assert!(run.turns[2].cached_share.as_ref().unwrap().median > 0.5);
+    let templates = qexp_report::Templates::builtin().unwrap();
+    let written = qexp_report::render_run(&run, &templates, &tmp.path().join("report")).unwrap();
+    let md = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(md.contains("### Per turn"), "{md}");
+    assert!(md.contains("| c=2 in=400 out=24 | 3 | 2 |"), "{md}");
     server.shutdown().await;
 }
