@@ -43,6 +43,9 @@ pub enum RunError {
         /// The cause.
         source: qexp_client::CalibrationError,
     },
+    /// The replayed trace could not be read again, or changed since the plan was loaded.
+    #[error("{0}")]
+    Trace(String),
     /// The embedded simulator failed to start.
     #[error("cannot start the embedded simulator: {0}")]
     Sim(std::io::Error),

@@ -36,8 +36,8 @@ pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> Requ
         request_index: f.index,
         warmup,
         concurrency: ctx.point.concurrency,
-        input_tokens_target: ctx.point.input_tokens,
-        output_tokens_target: ctx.point.output_tokens,
+        input_tokens_target: f.input_tokens,
+        output_tokens_target: f.output_tokens,
         scheduled_unix_s: f.scheduled_unix_s,
         sent_unix_s: o.sent_unix_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
@@ -107,7 +107,7 @@ pub(crate) fn point_row(
         send_lag_max_s,
         prompt_units,
         invalid_reason: interrupted(measured, ctx.point.requests)
-            .or_else(|| prompt_mismatch(ctx.point.input_tokens, &ok, tolerance)),
+            .or_else(|| prompt_mismatch(&ok, tolerance)),
         server: Default::default(),
     }
 }
@@ -126,17 +126,25 @@ fn interrupted(measured: &[RequestRow], planned: u32) -> Option<String> {
     })
 }
 
-/// A sentence when the server counted prompts off the plan beyond tolerance.
-fn prompt_mismatch(target: u32, ok: &[&RequestRow], tolerance: f64) -> Option<String> {
-    let allowed = f64::from(target) * tolerance;
-    let worst = ok
+/// A sentence when the server counted prompts off the plan beyond tolerance
+/// (each request against its own planned length: a trace varies them).
+fn prompt_mismatch(ok: &[&RequestRow], tolerance: f64) -> Option<String> {
+    let off = |r: &RequestRow| {
+        r.prompt_tokens.map(|p| {
+            (
+                f64::from(p.abs_diff(r.input_tokens_target)),
+                p,
+                r.input_tokens_target,
+            )
+        })
+    };
+    let (_, worst, target) = ok
         .iter()
-        .filter_map(|r| r.prompt_tokens)
-        .max_by_key(|p| p.abs_diff(target))?;
-    (f64::from(worst.abs_diff(target)) > allowed).then(|| {
-        format!(
-            "the server counted {worst} prompt tokens where the plan asked {target} (tolerance {:.1}%)",
-            tolerance * 100.0
-        )
-    })
+        .filter_map(|r| off(r))
+        .filter(|&(d, _, target)| d > f64::from(target) * tolerance)
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some(format!(
+        "the server counted {worst} prompt tokens where the plan asked {target} (tolerance {:.1}%)",
+        tolerance * 100.0
+    ))
 }

@@ -1,10 +1,12 @@
 use crate::backend::Backend;
 use crate::error::RunError;
+use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
 use crate::scheduler::{run_closed_loop, Job};
 use crate::target::{resolve_target, Target};
+use crate::timer::Timer;
 use crate::Cancel;
 use chrono::Utc;
 use qexp_client::prompt::Filler;
@@ -12,7 +14,7 @@ use qexp_client::{
     calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, GenRequest, MetricsSource,
     ServerCounters, ServerInfo,
 };
-use qexp_plan::{ApiKind, Plan, Point};
+use qexp_plan::{ApiKind, Plan, Point, Trace};
 use qexp_store::{
     Comparability, Manifest, RunStatus, RunWriter, ServerDeltas, TargetInfo, SCHEMA_VERSION,
 };
@@ -77,6 +79,48 @@ struct Prepared {
     info: ServerInfo,
     fingerprint: Fingerprint,
     metrics: Option<MetricsSource>,
+    trace: Option<Trace>,
+}
+
+impl Prepared {
+    /// Filler words for a prompt of `input` tokens: its calibration, or a
+    /// linear interpolation between the nearest calibrated lengths (trace
+    /// replay calibrates its shortest and longest prompt only).
+    fn units(&self, input: u32) -> usize {
+        if let Some(c) = self.calibrations.get(&input) {
+            return c.units;
+        }
+        let below = self.calibrations.range(..input).next_back();
+        let above = self.calibrations.range(input..).next();
+        let at = |(&x, c): (&u32, &Calibration)| (f64::from(x), c.units as f64);
+        let x = f64::from(input);
+        let y = match (below.map(at), above.map(at)) {
+            (Some((x0, y0)), Some((x1, y1))) => y0 + (y1 - y0) * (x - x0) / (x1 - x0),
+            (Some((x0, y0)), None) | (None, Some((x0, y0))) => y0 * x / x0,
+            (None, None) => 0.0,
+        };
+        y.round().max(0.0) as usize
+    }
+}
+
+/// The trace a plan replays, read again and checked against the plan's hash.
+fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
+    let Some(tref) = opts
+        .plan
+        .points()
+        .into_iter()
+        .find_map(|p| p.open_loop.and_then(|o| o.trace))
+    else {
+        return Ok(None);
+    };
+    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
+    if trace.sha256 != tref.sha256 {
+        return Err(format!(
+            "trace {} changed after the plan was loaded; run again",
+            tref.path
+        ));
+    }
+    Ok(Some(trace))
 }
 
 async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunError> {
@@ -111,7 +155,11 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
     let tolerance = *f.workload.input_tolerance.get_ref();
     let mut counter = Counter::new(&target.client, api, &model, &extra);
     let mut calibrations = BTreeMap::new();
-    let inputs: BTreeSet<u32> = points.iter().map(|p| p.input_tokens).collect();
+    let trace = load_trace(opts).map_err(RunError::Trace)?;
+    let mut inputs: BTreeSet<u32> = points.iter().map(|p| p.input_tokens).collect();
+    if let Some(t) = &trace {
+        inputs.extend(t.entries.iter().map(|e| e.input_tokens).min());
+    }
     for input in inputs {
         let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
         let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
@@ -134,6 +182,7 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         info,
         fingerprint,
         metrics,
+        trace,
     })
 }
 
@@ -229,21 +278,37 @@ async fn run_trials<B: Backend>(
                 return Ok(());
             }
             let point = &points[pid as usize];
-            let units = prep
-                .calibrations
-                .get(&point.input_tokens)
-                .map_or(0, |c| c.units);
-            let make = |index: u32| Job {
-                index,
-                request: GenRequest {
-                    api: prep.api,
-                    model: prep.model.clone(),
-                    prompt: prep
-                        .filler
-                        .prompt(&nonce_for(f.run.seed, salt, trial, pid, index), units),
-                    max_tokens: point.output_tokens,
-                    extra: prep.extra.clone(),
-                },
+            let units = prep.units(point.input_tokens);
+            let trace = point
+                .open_loop
+                .as_ref()
+                .and_then(|o| o.trace.as_ref())
+                .and(prep.trace.as_ref());
+            let make = |index: u32| {
+                // Trace requests (after the warmups) take their lengths from the trace.
+                let entry = trace.and_then(|t| {
+                    index
+                        .checked_sub(point.warmup)
+                        .and_then(|i| t.entries.get(i as usize))
+                });
+                let (input, output) = entry
+                    .map_or((point.input_tokens, point.output_tokens), |e| {
+                        (e.input_tokens, e.output_tokens)
+                    });
+                Job {
+                    index,
+                    input_tokens: input,
+                    request: GenRequest {
+                        api: prep.api,
+                        model: prep.model.clone(),
+                        prompt: prep.filler.prompt(
+                            &nonce_for(f.run.seed, salt, trial, pid, index),
+                            prep.units(input),
+                        ),
+                        max_tokens: output,
+                        extra: prep.extra.clone(),
+                    },
+                }
             };
             let ctx = Context {
                 run_id: &run_id,
@@ -256,7 +321,11 @@ async fn run_trials<B: Backend>(
             let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
             let on_done = |f: &crate::Finished| bar.inc(f.outcome.error.is_some());
             let warm: Vec<Job> = (0..point.warmup).map(make).collect();
-            let warm_c = point.concurrency.min(point.warmup.max(1));
+            // Warmups run closed-loop, at most as many at once as the point allows.
+            let warm_c = match point.concurrency {
+                0 => point.warmup.max(1),
+                c => c.min(point.warmup.max(1)),
+            };
             let warm_done =
                 run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), on_done).await;
             let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
@@ -266,14 +335,35 @@ async fn run_trials<B: Backend>(
                 Some(m) => m.scrape().await,
                 None => None,
             };
-            let done = run_closed_loop(
-                backend.clone(),
-                measured_jobs,
-                point.concurrency,
-                cancel.clone(),
-                on_done,
-            )
-            .await;
+            let done = match &point.open_loop {
+                None => {
+                    run_closed_loop(
+                        backend.clone(),
+                        measured_jobs,
+                        point.concurrency,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await
+                }
+                Some(ol) => {
+                    // Arrivals differ per trial and point, yet repeat run to run.
+                    let seed = f.run.seed ^ (u64::from(trial) << 32) ^ u64::from(pid);
+                    let spec = OpenLoopSpec {
+                        offsets: crate::arrivals::offsets(ol, prep.trace.as_ref(), seed),
+                        max_in_flight: ol.max_in_flight,
+                        timer: Timer::Precise,
+                    };
+                    run_open_loop(
+                        backend.clone(),
+                        measured_jobs,
+                        spec,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await
+                }
+            };
             let mut rows: Vec<_> = warm_done
                 .iter()
                 .map(|w| request_row(&ctx, w, true))

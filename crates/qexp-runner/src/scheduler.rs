@@ -15,6 +15,8 @@ use tokio::sync::mpsc;
 pub struct Job {
     /// Index within the point.
     pub index: u32,
+    /// Planned prompt tokens of this request (a trace gives each its own).
+    pub input_tokens: u32,
     /// The request.
     pub request: GenRequest,
 }
@@ -24,7 +26,11 @@ pub struct Job {
 pub struct Finished {
     /// The job's index.
     pub index: u32,
-    /// When a worker was free to send it, Unix seconds.
+    /// Planned prompt tokens.
+    pub input_tokens: u32,
+    /// Planned output tokens (the request's `max_tokens`).
+    pub output_tokens: u32,
+    /// When it was due: a worker became free (closed loop) or its arrival time (open loop), Unix seconds.
     pub scheduled_unix_s: f64,
     /// What was measured.
     pub outcome: Outcome,
@@ -65,11 +71,7 @@ pub async fn run_closed_loop<B: Backend>(
                     _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
                 };
                 if tx
-                    .send(Finished {
-                        index: job.index,
-                        scheduled_unix_s,
-                        outcome,
-                    })
+                    .send(Finished::of(job, scheduled_unix_s, outcome))
                     .is_err()
                 {
                     break;
@@ -87,7 +89,19 @@ pub async fn run_closed_loop<B: Backend>(
     done
 }
 
-fn cancelled(scheduled: f64) -> Outcome {
+impl Finished {
+    pub(crate) fn of(job: &Job, scheduled_unix_s: f64, outcome: Outcome) -> Finished {
+        Finished {
+            index: job.index,
+            input_tokens: job.input_tokens,
+            output_tokens: job.request.max_tokens,
+            scheduled_unix_s,
+            outcome,
+        }
+    }
+}
+
+pub(crate) fn cancelled(scheduled: f64) -> Outcome {
     Outcome {
         sent_unix_s: scheduled,
         end_s: unix_now() - scheduled,

@@ -35,6 +35,7 @@ fn jobs(n: u32) -> Vec<Job> {
     (0..n)
         .map(|index| Job {
             index,
+            input_tokens: 1,
             request: GenRequest {
                 api: Api::Chat,
                 model: "m".into(),
