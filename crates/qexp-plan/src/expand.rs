@@ -61,6 +61,7 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
     let cap = load.max_in_flight.as_ref().map_or(0, |m| *m.get_ref());
     let warmup = plan.run.warmup_requests;
     // What each (input, output) pair expands into along the load axis.
+    let shared = plan.workload.shared_prefix.as_ref();
     let loads: Vec<(u32, u32, Option<OpenLoop>)> = if let Some((t, trace)) = &plan.trace {
         let n = trace.entries.len() as u32;
         let max_in = trace
@@ -90,6 +91,8 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
             .iter()
             .map(|&rate| {
                 let n = match (&load.duration_s, requests) {
+                    // A shared-prefix workload sends its groups × prompts.
+                    _ if shared.is_some() => shared.map_or(0, |s| s.requests()),
                     (Some(d), _) => requests_for(rate, *d.get_ref()),
                     (None, Requests::Count(n)) => n,
                     // "Nx" on a rate point: N seconds' worth of arrivals.
@@ -104,7 +107,10 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
         vec![(cap, n, Some(load.with_stages(stages, None)))]
     } else {
         conc.iter()
-            .map(|&c| (c, requests.at(c).max(c), None))
+            .map(|&c| {
+                let n = shared.map_or_else(|| requests.at(c).max(c), |s| s.requests());
+                (c, n, None)
+            })
             .collect()
     };
     let mut out = Vec::new();

@@ -8,6 +8,7 @@ mod open_loop;
 mod schema;
 mod slo;
 mod trace;
+mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
@@ -18,6 +19,9 @@ pub use schema::{
 };
 pub use slo::SloSection;
 pub use trace::{Trace, TraceEntry, TraceError};
+pub use workload::{
+    DatasetFormat, DatasetSource, LengthShape, Lengths, SharedPrefix, MIN_QUESTION_TOKENS,
+};
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

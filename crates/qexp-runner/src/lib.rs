@@ -7,6 +7,7 @@
 
 mod arrivals;
 mod backend;
+mod dataset;
 mod error;
 mod open_loop;
 mod preflight;
@@ -16,6 +17,7 @@ mod run;
 mod scheduler;
 mod target;
 mod timer;
+mod workload;
 
 pub use arrivals::offsets;
 pub use backend::Backend;

@@ -1,6 +1,7 @@
 //! Turns measured outcomes into rows for qexp-store.
 
 use crate::scheduler::Finished;
+use crate::workload::Planned;
 use qexp_client::ErrorClass;
 use qexp_plan::Point;
 use qexp_store::{PointRow, RequestRow};
@@ -15,7 +16,12 @@ pub(crate) struct Context<'a> {
     pub point_order: u32,
 }
 
-pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> RequestRow {
+pub(crate) fn request_row(
+    ctx: &Context<'_>,
+    f: &Finished,
+    warmup: bool,
+    planned: Planned,
+) -> RequestRow {
     let o = &f.outcome;
     let gaps = o.chunk_gaps_s();
     let (itl_mean_s, itl_max_s) = if gaps.is_empty() {
@@ -36,8 +42,12 @@ pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> Requ
         request_index: f.index,
         warmup,
         concurrency: ctx.point.concurrency,
-        input_tokens_target: f.input_tokens,
-        output_tokens_target: f.output_tokens,
+        input_tokens_target: ctx.point.input_tokens,
+        output_tokens_target: ctx.point.output_tokens,
+        input_tokens_planned: planned.input_tokens,
+        output_tokens_planned: planned.output_tokens,
+        cached_tokens_expected: planned.cached_tokens,
+        prefix_group: planned.prefix_group,
         scheduled_unix_s: f.scheduled_unix_s,
         sent_unix_s: o.sent_unix_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
@@ -126,25 +136,21 @@ fn interrupted(measured: &[RequestRow], planned: u32) -> Option<String> {
     })
 }
 
-/// A sentence when the server counted prompts off the plan beyond tolerance
-/// (each request against its own planned length: a trace varies them).
+/// A sentence when the server counted a prompt off its planned length beyond tolerance.
 fn prompt_mismatch(ok: &[&RequestRow], tolerance: f64) -> Option<String> {
-    let off = |r: &RequestRow| {
-        r.prompt_tokens.map(|p| {
-            (
-                f64::from(p.abs_diff(r.input_tokens_target)),
-                p,
-                r.input_tokens_target,
-            )
-        })
-    };
-    let (_, worst, target) = ok
+    // (relative difference, server count, planned) of the request furthest off its plan.
+    let (rel, worst, planned) = ok
         .iter()
-        .filter_map(|r| off(r))
-        .filter(|&(d, _, target)| d > f64::from(target) * tolerance)
+        .filter_map(|r| {
+            let (got, planned) = (r.prompt_tokens?, r.input_tokens_planned);
+            let rel = f64::from(got.abs_diff(planned)) / f64::from(planned.max(1));
+            Some((rel, got, planned))
+        })
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
-    Some(format!(
-        "the server counted {worst} prompt tokens where the plan asked {target} (tolerance {:.1}%)",
-        tolerance * 100.0
-    ))
+    (rel > tolerance).then(|| {
+        format!(
+            "the server counted {worst} prompt tokens where the plan asked {planned} (tolerance {:.1}%)",
+            tolerance * 100.0
+        )
+    })
 }

@@ -15,8 +15,6 @@ use tokio::sync::mpsc;
 pub struct Job {
     /// Index within the point.
     pub index: u32,
-    /// Planned prompt tokens of this request (a trace gives each its own).
-    pub input_tokens: u32,
     /// The request.
     pub request: GenRequest,
 }
@@ -26,10 +24,6 @@ pub struct Job {
 pub struct Finished {
     /// The job's index.
     pub index: u32,
-    /// Planned prompt tokens.
-    pub input_tokens: u32,
-    /// Planned output tokens (the request's `max_tokens`).
-    pub output_tokens: u32,
     /// When it was due: a worker became free (closed loop) or its arrival time (open loop), Unix seconds.
     pub scheduled_unix_s: f64,
     /// What was measured.
@@ -93,8 +87,6 @@ impl Finished {
     pub(crate) fn of(job: &Job, scheduled_unix_s: f64, outcome: Outcome) -> Finished {
         Finished {
             index: job.index,
-            input_tokens: job.input_tokens,
-            output_tokens: job.request.max_tokens,
             scheduled_unix_s,
             outcome,
         }

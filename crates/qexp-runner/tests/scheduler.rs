@@ -35,7 +35,6 @@ fn jobs(n: u32) -> Vec<Job> {
     (0..n)
         .map(|index| Job {
             index,
-            input_tokens: 1,
             request: GenRequest {
                 api: Api::Chat,
                 model: "m".into(),

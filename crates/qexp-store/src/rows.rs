@@ -27,6 +27,14 @@ pub struct RequestRow {
     pub input_tokens_target: u32,
     /// Point parameter: planned output tokens.
     pub output_tokens_target: u32,
+    /// This request's planned prompt tokens (the point's, unless lengths vary).
+    pub input_tokens_planned: u32,
+    /// This request's `max_tokens` (the point's, unless lengths vary).
+    pub output_tokens_planned: u32,
+    /// Prompt tokens the plan expects the server to find cached (a shared prefix after its group's first prompt).
+    pub cached_tokens_expected: u32,
+    /// Shared-prefix group of the prompt, null when it shares no prefix.
+    pub prefix_group: Option<u32>,
     /// When the scheduler released the request, Unix seconds.
     pub scheduled_unix_s: f64,
     /// When it was sent, Unix seconds.
@@ -183,6 +191,19 @@ pub fn requests_frame(rows: &[RequestRow]) -> PolarsResult<DataFrame> {
                 "output_tokens_target",
                 r.clone().map(|r| r.output_tokens_target),
             ),
+            col(
+                "input_tokens_planned",
+                r.clone().map(|r| r.input_tokens_planned),
+            ),
+            col(
+                "output_tokens_planned",
+                r.clone().map(|r| r.output_tokens_planned),
+            ),
+            col(
+                "cached_tokens_expected",
+                r.clone().map(|r| r.cached_tokens_expected),
+            ),
+            col("prefix_group", r.clone().map(|r| r.prefix_group)),
             col("scheduled_unix_s", r.clone().map(|r| r.scheduled_unix_s)),
             col("sent_unix_s", r.clone().map(|r| r.sent_unix_s)),
             col("queue_s", r.clone().map(|r| r.queue_s)),
