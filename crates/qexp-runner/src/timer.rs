@@ -61,15 +61,14 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn precise_timer_is_never_early_and_rarely_late() {
-        // 300 sends at 3 ms spacing: every one needs a sleep and a spin.
-        let late = lateness(Timer::Precise, 300, Duration::from_millis(3)).await;
-        let median = late[late.len() / 2];
-        // tokio's timer alone is late by about its 1 ms granularity; the
-        // machine may be busy, so only the median is held to a bound.
-        assert!(
-            median < Duration::from_micros(500),
-            "median lateness {median:?}"
-        );
+    async fn precise_timer_is_never_early_and_later_less_than_tokios() {
+        // 200 sends at 3 ms spacing: every one needs a sleep (and a spin).
+        let gap = Duration::from_millis(3);
+        let precise = lateness(Timer::Precise, 200, gap).await;
+        let coarse = lateness(Timer::Coarse, 200, gap).await;
+        let (p, c) = (precise[precise.len() / 2], coarse[coarse.len() / 2]);
+        // tokio's timer rounds up to its 1 ms tick; a busy machine delays
+        // both alike, so the precise timer is held to beating it.
+        assert!(p < c, "median lateness: precise {p:?}, tokio alone {c:?}");
     }
 }
