@@ -45,14 +45,20 @@ pub struct RequestRow {
     pub headers_s: Option<f64>,
     /// Sent → first content chunk (TTFT).
     pub ttft_s: Option<f64>,
+    /// Sent → first chunk of reasoning text (reasoning models), null without reasoning.
+    pub ttft_reasoning_s: Option<f64>,
+    /// Sent → first chunk of answer text (after any reasoning).
+    pub ttft_answer_s: Option<f64>,
     /// Sent → last content chunk (E2E).
     pub e2e_s: Option<f64>,
     /// (E2E − TTFT)/(output tokens − 1).
     pub tpot_s: Option<f64>,
     /// Sent → end of stream (or failure).
     pub end_s: f64,
-    /// Content chunks received.
+    /// Content chunks received (answer or reasoning).
     pub chunks: u32,
+    /// Of those, chunks that carried reasoning text.
+    pub reasoning_chunks: u32,
     /// Mean gap between content chunks.
     pub itl_mean_s: Option<f64>,
     /// Largest gap between content chunks.
@@ -209,10 +215,13 @@ pub fn requests_frame(rows: &[RequestRow]) -> PolarsResult<DataFrame> {
             col("queue_s", r.clone().map(|r| r.queue_s)),
             col("headers_s", r.clone().map(|r| r.headers_s)),
             col("ttft_s", r.clone().map(|r| r.ttft_s)),
+            col("ttft_reasoning_s", r.clone().map(|r| r.ttft_reasoning_s)),
+            col("ttft_answer_s", r.clone().map(|r| r.ttft_answer_s)),
             col("e2e_s", r.clone().map(|r| r.e2e_s)),
             col("tpot_s", r.clone().map(|r| r.tpot_s)),
             col("end_s", r.clone().map(|r| r.end_s)),
             col("chunks", r.clone().map(|r| r.chunks)),
+            col("reasoning_chunks", r.clone().map(|r| r.reasoning_chunks)),
             col("itl_mean_s", r.clone().map(|r| r.itl_mean_s)),
             col("itl_max_s", r.clone().map(|r| r.itl_max_s)),
             offsets.into(),

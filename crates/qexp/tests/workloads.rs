@@ -98,6 +98,35 @@ async fn shared_prefix_is_cached_and_faster_than_its_cache_busted_twin() {
             "{t:?}"
         );
     }
+    // Request by request: after each group's first prompt, S / (S + Q) of the prompt is cached.
+    let df = qexp_store::scan_requests(&shared.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let warmup: Vec<bool> = df
+        .column("warmup")
+        .unwrap()
+        .bool()
+        .unwrap()
+        .iter()
+        .map(|w| w.unwrap_or(false))
+        .collect();
+    let (cached, prompt, expected) = (
+        u32_col(&df, "cached_tokens"),
+        u32_col(&df, "prompt_tokens"),
+        u32_col(&df, "cached_tokens_expected"),
+    );
+    let mut repeats = 0;
+    for i in (0..df.height()).filter(|&i| !warmup[i]) {
+        let share = f64::from(cached[i]) / f64::from(prompt[i]);
+        if expected[i] > 0 {
+            repeats += 1;
+            assert!((share - 2000.0 / 2500.0).abs() < 0.02, "row {i}: {share}");
+        } else {
+            assert_eq!(cached[i], 0, "row {i}: a group's first prompt");
+        }
+    }
+    assert_eq!(repeats, 8, "2 trials × 2 groups × 2 repeats");
     let (ts, tb) = (s.ttft_s.as_ref().unwrap(), b.ttft_s.as_ref().unwrap());
     eprintln!(
         "shared prefix: TTFT {:.4} s, cached {:.1}%; cache-busted: TTFT {:.4} s, cached {:.1}%",
