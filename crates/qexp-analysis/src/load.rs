@@ -35,6 +35,9 @@ pub struct RunAnalysis {
     pub points: Vec<PointSummary>,
     /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
     pub turns: Vec<crate::TurnSummary>,
+    /// Response time from the schedule, achieved rate, goodput and capacity;
+    /// None unless the run has open-loop points or `[slo]`.
+    pub schedule: Option<crate::schedule::ScheduleAnalysis>,
 }
 
 const F: DataType = DataType::Float64;
@@ -286,11 +289,13 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             PointSummary::new(p.clone(), trials)
         })
         .collect();
+    let schedule = crate::schedule::for_run(dir, &manifest)?;
     Ok(RunAnalysis {
         dir: dir.to_path_buf(),
         manifest,
         points: summaries,
         turns,
+        schedule,
     })
 }
 

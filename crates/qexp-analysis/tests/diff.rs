@@ -68,6 +68,7 @@ fn run(
                 output_tokens: 500,
                 requests: 4 * c,
                 warmup: 1,
+                open_loop: None,
             };
             let t = (1..=trials)
                 .map(|n| TrialMetrics {
@@ -97,6 +98,7 @@ fn run(
         manifest,
         points,
         turns: Vec::new(),
+        schedule: None,
     }
 }
 

@@ -252,6 +252,8 @@ fn multi_turn_errors_are_located() {
         msg.contains("drop shared_prefix, dataset and input_lengths"),
         "{msg}"
     );
+    let msg = err(&MULTI.replace("concurrency = [1, 8]", "rate = [2.0]"));
+    assert!(msg.contains("sessions run closed-loop"), "{msg}");
     let msg = err(&MULTI.replace("think_time_s", "think_s"));
     assert!(msg.contains("unknown field `think_s`"), "{msg}");
 }

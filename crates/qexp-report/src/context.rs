@@ -67,6 +67,8 @@ pub struct ReportContext {
     pub tables: Vec<Table>,
     /// Multi-turn runs: one row per (point, turn); empty otherwise.
     pub turns: Vec<crate::TurnRow>,
+    /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
+    pub open_loop: Option<crate::open_loop::OpenLoopView>,
     /// Whether any table has server counters (scraped metrics).
     pub server_counters: bool,
     /// Charts, filled in by the renderer (empty from [`report_context`]).
@@ -380,6 +382,10 @@ pub fn report_context_with(
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
         turns: crate::turns::turn_rows(&a.points, &a.turns),
+        open_loop: a
+            .schedule
+            .as_ref()
+            .and_then(crate::open_loop::open_loop_view),
         flags,
         charts: Vec::new(),
         narrative: None,
