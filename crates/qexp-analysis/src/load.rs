@@ -368,13 +368,13 @@ fn itl_percentiles(
     Ok(done)
 }
 
-fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
+pub(crate) fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
     let c = df.column(name)?.cast(&DataType::UInt32)?;
     Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// A float column; nulls become NaN (statistics drop them).
-fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+pub(crate) fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
     let c = df.column(name)?.cast(&F)?;
     Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }

@@ -4,6 +4,7 @@
 //! TTFT and prompt length and the cached share of the successful requests;
 //! then, as for points, the median and spread across trials.
 
+use crate::load::{f64s, u32s};
 use crate::stats::Summary;
 use polars::prelude::*;
 use serde::Serialize;
@@ -57,21 +58,13 @@ pub(crate) fn turn_summaries(measured: LazyFrame) -> PolarsResult<Vec<TurnSummar
             .alias("cached_share"),
         ])
         .collect()?;
-    let u32s = |name: &str| -> PolarsResult<Vec<u32>> {
-        let c = df.column(name)?.cast(&DataType::UInt32)?;
-        Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
-    };
-    let f64s = |name: &str| -> PolarsResult<Vec<f64>> {
-        let c = df.column(name)?.cast(&f)?;
-        Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
-    };
-    let (pid, turn) = (u32s("point_id")?, u32s("turn")?);
+    let (pid, turn) = (u32s(&df, "point_id")?, u32s(&df, "turn")?);
     let (req, fail, ttft, prompt, share) = (
-        f64s("requests")?,
-        f64s("failures")?,
-        f64s("ttft_s")?,
-        f64s("prompt_tokens")?,
-        f64s("cached_share")?,
+        f64s(&df, "requests")?,
+        f64s(&df, "failures")?,
+        f64s(&df, "ttft_s")?,
+        f64s(&df, "prompt_tokens")?,
+        f64s(&df, "cached_share")?,
     );
     // (point, turn) → one [requests, failures, ttft, prompt, share] per trial.
     let mut by_turn: BTreeMap<(u32, u32), Vec<[f64; 5]>> = BTreeMap::new();
