@@ -4,10 +4,14 @@
 
 mod error;
 mod expand;
+mod limits;
+mod names;
 mod schema;
 
 pub use error::PlanError;
 pub use expand::Point;
+pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
+pub use names::{safe_component, UnsafeName};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,
     Sweep, TargetSection, Workload,

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::faults::FaultPlan;
+
 /// Timing and capacity parameters of a simulated inference server.
 ///
 /// Time model, for a request of `n` prompt tokens arriving at `t0`:
@@ -38,6 +40,8 @@ pub struct SimProfile {
     pub time_scale: f64,
     /// Chat-template tokens added per message on `/v1/chat/completions` (plus [`crate::CHAT_PRIMER_TOKENS`] per request).
     pub chat_template_tokens: u32,
+    /// Faults injected into streamed generation requests (none in the built-in profiles).
+    pub faults: FaultPlan,
 }
 
 /// A profile whose parameters cannot drive the simulator.
@@ -76,6 +80,7 @@ impl SimProfile {
                 max_context: 131_072,
                 time_scale: 1.0,
                 chat_template_tokens: 4,
+                faults: FaultPlan::none(),
             }),
             _ => None,
         }
@@ -172,6 +177,7 @@ fn founding() -> SimProfile {
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,
+        faults: FaultPlan::none(),
     }
 }
 
