@@ -56,7 +56,30 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         source,
     };
     let is_measured = col("warmup").not();
-    let measured = scan_requests(dir)?.filter(is_measured.clone());
+    let requests = scan_requests(dir)?;
+    // Runs written before the workload columns existed planned every request alike.
+    let has = |name: &str| {
+        requests
+            .clone()
+            .collect_schema()
+            .is_ok_and(|s| s.contains(name))
+    };
+    let planned_input = if has("input_tokens_planned") {
+        col("input_tokens_planned")
+    } else {
+        col("input_tokens_target")
+    };
+    let planned_output = if has("output_tokens_planned") {
+        col("output_tokens_planned")
+    } else {
+        col("output_tokens_target")
+    };
+    let expected_cached = if has("cached_tokens_expected") {
+        col("cached_tokens_expected").cast(F)
+    } else {
+        lit(0.0)
+    };
+    let measured = requests.filter(is_measured.clone());
     let ok = col("error_class").is_null();
     let mismatch = ok.clone().and(
         col("completion_tokens")
@@ -64,7 +87,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             .or(col("completion_tokens").lt(col("client_tokens")))
             .or(col("finish_reason")
                 .eq(lit("length"))
-                .and(col("completion_tokens").neq(col("output_tokens_target")))),
+                .and(col("completion_tokens").neq(planned_output.clone()))),
     );
     let per_trial = measured
         .clone()
@@ -94,7 +117,31 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
                 .cast(F)
                 .median()
                 .alias("prompt_tokens"),
+            planned_input
+                .clone()
+                .filter(ok.clone())
+                .cast(F)
+                .median()
+                .alias("input_planned"),
+            col("completion_tokens")
+                .filter(ok.clone())
+                .cast(F)
+                .median()
+                .alias("completion_tokens"),
+            (planned_input
+                .clone()
+                .n_unique()
+                .gt(lit(1))
+                .or(planned_output.n_unique().gt(lit(1))))
+            .cast(F)
+            .alias("lengths_vary"),
             col("cached_tokens").cast(F).sum().alias("cached_tokens"),
+            (col("cached_tokens").filter(ok.clone()).cast(F).sum()
+                / col("prompt_tokens").filter(ok.clone()).cast(F).sum())
+            .alias("cached_share"),
+            (expected_cached.filter(ok.clone()).sum()
+                / planned_input.filter(ok.clone()).cast(F).sum())
+            .alias("cached_share_expected"),
             mismatch.sum().cast(F).alias("token_mismatches"),
         ])
         .collect()
@@ -120,6 +167,13 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     let trial = u32s(&per_trial, "trial").map_err(q)?;
     let pid = u32s(&per_trial, "point_id").map_err(q)?;
     let get = |name: &str| f64s(&per_trial, name);
+    let (share, share_expected, planned_in, completion, vary) = (
+        get("cached_share").map_err(q)?,
+        get("cached_share_expected").map_err(q)?,
+        get("input_planned").map_err(q)?,
+        get("completion_tokens").map_err(q)?,
+        get("lengths_vary").map_err(q)?,
+    );
     let (req, fail, dec, ttft, p90, e2e, tpc, pt, cached, mism) = (
         get("requests").map_err(q)?,
         get("failures").map_err(q)?,
@@ -164,6 +218,11 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
                 } else {
                     0
                 },
+                input_planned: planned_in[i],
+                completion_tokens: completion[i],
+                lengths_vary: vary[i] > 0.0,
+                cached_share: share[i],
+                cached_share_expected: share_expected[i],
                 token_mismatches: mism[i] as u32,
                 agg_tok_s: f64::NAN,
                 send_lag_max_s: 0.0,

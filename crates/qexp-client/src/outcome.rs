@@ -134,6 +134,15 @@ pub struct Outcome {
     pub first_token_s: Option<f64>,
     /// Offset of the last content chunk.
     pub last_token_s: Option<f64>,
+    /// Offset of the first chunk with reasoning text (`reasoning_content` or `reasoning` deltas).
+    #[serde(default)]
+    pub first_reasoning_s: Option<f64>,
+    /// Offset of the first chunk with answer text (`content`, or a completion's `text`).
+    #[serde(default)]
+    pub first_answer_s: Option<f64>,
+    /// Chunks that carried reasoning text (counted apart from the answer's).
+    #[serde(default)]
+    pub reasoning_chunks: u32,
     /// Offset at which the stream ended (or failed).
     pub end_s: f64,
     /// Offsets of every content chunk, in arrival order.

@@ -44,6 +44,7 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
         |s| s.get_ref().clone(),
     );
     let requests = plan.run.requests();
+    let shared = plan.workload.shared_prefix.as_ref();
     let mut out = Vec::new();
     for &input_tokens in &inputs {
         for &output_tokens in &outputs {
@@ -53,7 +54,10 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
                     concurrency,
                     input_tokens,
                     output_tokens,
-                    requests: requests.at(concurrency).max(concurrency),
+                    requests: shared.map_or_else(
+                        || requests.at(concurrency).max(concurrency),
+                        |s| s.requests(),
+                    ),
                     warmup: plan.run.warmup_requests,
                 });
             }

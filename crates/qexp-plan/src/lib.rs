@@ -7,6 +7,7 @@ mod expand;
 mod limits;
 mod names;
 mod schema;
+mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
@@ -15,6 +16,9 @@ pub use names::{safe_component, UnsafeName};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,
     Sweep, TargetSection, Workload,
+};
+pub use workload::{
+    DatasetFormat, DatasetSource, LengthShape, Lengths, SharedPrefix, MIN_QUESTION_TOKENS,
 };
 
 use sha2::{Digest, Sha256};

@@ -112,6 +112,18 @@ pub struct Workload {
     /// Allowed relative difference between planned and server-reported prompt tokens.
     #[serde(default = "default_tolerance")]
     pub input_tolerance: Spanned<f64>,
+    /// Prompts in groups that share a system prompt (see `workload.rs`).
+    #[serde(default)]
+    pub shared_prefix: Option<crate::workload::SharedPrefix>,
+    /// Per-request prompt lengths around the point's `input_tokens`.
+    #[serde(default)]
+    pub input_lengths: Option<crate::workload::Lengths>,
+    /// Per-request `max_tokens` around the point's `output_tokens`.
+    #[serde(default)]
+    pub output_lengths: Option<crate::workload::Lengths>,
+    /// Prompts sampled from a local dataset file instead of filler words.
+    #[serde(default)]
+    pub dataset: Option<crate::workload::DatasetSource>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -365,6 +377,27 @@ impl PlanFile {
         check_list(&self.sweep.concurrency, "sweep.concurrency")?;
         check_list(&self.sweep.input_tokens, "sweep.input_tokens")?;
         check_list(&self.sweep.output_tokens, "sweep.output_tokens")?;
+        if let Some(d) = &self.workload.dataset {
+            d.validate(&self.workload)?;
+        }
+        if let Some(l) = &self.workload.input_lengths {
+            l.validate("workload.input_lengths")?;
+        }
+        if let Some(l) = &self.workload.output_lengths {
+            l.validate("workload.output_lengths")?;
+        }
+        if let Some(shared) = &self.workload.shared_prefix {
+            shared.validate()?;
+            // An explicit `requests` has a span; the default has none.
+            if !self.run.requests_raw.span().is_empty() {
+                return invalid(
+                    self.run.requests_raw.span(),
+                    "run.requests",
+                    "a shared-prefix workload sends groups × prompts_per_group requests per \
+                     point; remove run.requests",
+                );
+            }
+        }
         let parsed = parse_requests(self.run.requests_raw.get_ref())
             .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m))?;
         self.run.requests_parsed = Some(parsed);

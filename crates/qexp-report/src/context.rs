@@ -134,6 +134,12 @@ pub struct Table {
     /// The server's own counters per point as Markdown; empty when the run
     /// scraped no metrics for these points.
     pub server_markdown: String,
+    /// Cached prompt share per point, reported beside expected, as Markdown;
+    /// empty when no point plans a shared prefix or reports cached tokens.
+    pub cache_markdown: String,
+    /// Medians of the lengths planned and sent per point, as Markdown;
+    /// empty unless the plan draws lengths from a distribution.
+    pub lengths_markdown: String,
 }
 
 /// One point in a table: medians across trials with min–max spread.
@@ -183,6 +189,16 @@ pub struct Row {
     pub ttft_ci: String,
     /// Its coefficient of variation.
     pub ttft_cv: String,
+    /// Planned prompt tokens, median across trials of the per-trial median.
+    pub input_planned: String,
+    /// Server-reported prompt tokens, likewise.
+    pub input_sent: String,
+    /// Server-reported completion tokens, likewise.
+    pub output_sent: String,
+    /// Share of prompt tokens the server reported cached, median across trials.
+    pub cached_share: String,
+    /// Share of prompt tokens the plan expected cached, median across trials.
+    pub cached_share_expected: String,
     /// Server prefix-cache hit rate, median across trials.
     pub server_hit_rate: String,
     /// Server preemptions per trial, median.

@@ -6,6 +6,7 @@
 //! around each point. It computes no statistics beyond a point's window.
 
 mod backend;
+mod dataset;
 mod error;
 mod preflight;
 mod progress;
@@ -13,6 +14,7 @@ mod record;
 mod run;
 mod scheduler;
 mod target;
+mod workload;
 
 pub use backend::Backend;
 pub use error::RunError;

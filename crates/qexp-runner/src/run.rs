@@ -5,6 +5,7 @@ use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
 use crate::scheduler::{run_closed_loop, Job};
 use crate::target::{resolve_target, Target};
+use crate::workload::Prompts;
 use crate::Cancel;
 use chrono::Utc;
 use qexp_client::prompt::Filler;
@@ -84,6 +85,7 @@ struct Prepared {
     extra: Map<String, Value>,
     filler: Filler,
     calibrations: BTreeMap<u32, Calibration>,
+    dataset: Option<crate::dataset::DatasetPrompts>,
     info: ServerInfo,
     fingerprint: Fingerprint,
     metrics: Option<MetricsSource>,
@@ -117,12 +119,30 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         .or(info.metrics_url.as_deref())
         .map(|u| MetricsSource::new(&target.client, u));
     let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
-    let filler = Filler::new(f.run.seed, max_input as usize + 16);
+    // Drawn lengths may run past the longest point (up to their clamp).
+    let drawn_max = f
+        .workload
+        .input_lengths
+        .as_ref()
+        .map_or(0, |l| l.bounds().1.min(max_input.saturating_mul(16)));
+    let filler = Filler::new(f.run.seed, max_input.max(drawn_max) as usize + 16);
     let tolerance = *f.workload.input_tolerance.get_ref();
     let mut counter = Counter::new(&target.client, api, &model, &extra);
     let mut calibrations = BTreeMap::new();
-    let inputs: BTreeSet<u32> = points.iter().map(|p| p.input_tokens).collect();
-    for input in inputs {
+    let dataset = match &f.workload.dataset {
+        Some(source) => {
+            let trials = opts.trials.unwrap_or(opts.plan.trials());
+            Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
+        }
+        None => None,
+    };
+    // Dataset prompts are counted whole; there is no filler to calibrate.
+    let lengths = if dataset.is_some() {
+        Vec::new()
+    } else {
+        Prompts::lengths(&f.workload, &points)
+    };
+    for input in lengths {
         let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
         let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
             .await
@@ -141,6 +161,7 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         extra,
         filler,
         calibrations,
+        dataset,
         info,
         fingerprint,
         metrics,
@@ -235,6 +256,16 @@ async fn run_trials<B: Backend>(
     let host = writer.manifest().host.hostname.clone().unwrap_or_default();
     let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
     let tolerance = *f.workload.input_tolerance.get_ref();
+    let prompts = Prompts {
+        filler: &prep.filler,
+        seed: f.run.seed,
+        salt,
+        shared: f.workload.shared_prefix.as_ref(),
+        input_lengths: f.workload.input_lengths.as_ref(),
+        output_lengths: f.workload.output_lengths.as_ref(),
+        dataset: prep.dataset.as_ref(),
+        calibrations: &prep.calibrations,
+    };
     for trial in 1..=trials {
         let mut order: Vec<u32> = points.iter().map(|p| p.id).collect();
         if f.run.shuffle {
@@ -251,17 +282,20 @@ async fn run_trials<B: Backend>(
                 .calibrations
                 .get(&point.input_tokens)
                 .map_or(0, |c| c.units);
-            let make = |index: u32| Job {
-                index,
-                request: GenRequest {
-                    api: prep.api,
-                    model: prep.model.clone(),
-                    prompt: prep
-                        .filler
-                        .prompt(&nonce_for(f.run.seed, salt, trial, pid, index), units),
-                    max_tokens: point.output_tokens,
-                    extra: prep.extra.clone(),
-                },
+            let mut planned = BTreeMap::new();
+            let mut make = |index: u32| {
+                let (prompt, plan) = prompts.request(trial, point, index);
+                planned.insert(index, plan);
+                Job {
+                    index,
+                    request: GenRequest {
+                        api: prep.api,
+                        model: prep.model.clone(),
+                        prompt,
+                        max_tokens: plan.output_tokens,
+                        extra: prep.extra.clone(),
+                    },
+                }
             };
             let ctx = Context {
                 run_id: &run_id,
@@ -273,12 +307,12 @@ async fn run_trials<B: Backend>(
             let label = format!("trial {trial}/{trials} {}", point.label());
             let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
             let on_done = |f: &crate::Finished| bar.inc(f.outcome.error.is_some());
-            let warm: Vec<Job> = (0..point.warmup).map(make).collect();
+            let warm: Vec<Job> = (0..point.warmup).map(&mut make).collect();
             let warm_c = point.concurrency.min(point.warmup.max(1));
             let warm_done =
                 run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), on_done).await;
             let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
-                .map(make)
+                .map(&mut make)
                 .collect();
             let before = match &prep.metrics {
                 Some(m) => m.scrape().await,
@@ -292,11 +326,15 @@ async fn run_trials<B: Backend>(
                 on_done,
             )
             .await;
+            let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
             let mut rows: Vec<_> = warm_done
                 .iter()
-                .map(|w| request_row(&ctx, w, true))
+                .map(|w| request_row(&ctx, w, true, plan_of(w)))
                 .collect();
-            let measured: Vec<_> = done.iter().map(|d| request_row(&ctx, d, false)).collect();
+            let measured: Vec<_> = done
+                .iter()
+                .map(|d| request_row(&ctx, d, false, plan_of(d)))
+                .collect();
             let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
             if let (Some(m), Some(before)) = (&prep.metrics, before) {
                 // Counters are updated as the engine finishes each step; let
@@ -435,6 +473,10 @@ fn comparability(
     w.insert("requests".into(), format!("{:?}", f.run.requests()));
     w.insert("warmup_requests".into(), f.run.warmup_requests.to_string());
     w.insert("prompt".into(), format!("{:?}", f.workload.prompt));
+    w.extend(crate::workload::comparability_keys(&f.workload));
+    if let Some(d) = &prep.dataset {
+        w.insert("dataset_sha256".into(), d.sha256.clone());
+    }
     w.insert(
         "extra_body".into(),
         serde_json::to_string(&prep.extra).unwrap_or_default(),
