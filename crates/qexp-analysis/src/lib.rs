@@ -13,8 +13,10 @@ pub mod format;
 mod load;
 mod metric;
 mod metrics;
+pub mod schedule;
 mod server;
 pub mod stats;
+mod turns;
 
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
@@ -22,3 +24,4 @@ pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATC
 pub use metric::{Direction, Metric, MetricSpec, Unit};
 pub use metrics::{Axis, PointSummary, TrialMetrics};
 pub use server::{CounterValues, ServerMetric, ServerMetricSpec, ServerUnit};
+pub use turns::TurnSummary;

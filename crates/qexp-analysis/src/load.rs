@@ -3,7 +3,9 @@
 
 use crate::anomaly::{self, Flag, ThresholdRow, ThresholdSource, Thresholds};
 use crate::metrics::{PointSummary, TrialMetrics};
+use crate::schedule::ScheduleAnalysis;
 use crate::stats::quantile_in_place;
+use crate::turns::TurnSummary;
 use polars::prelude::*;
 use qexp_store::{
     points as pt, requests as rq, scan_points, scan_requests, Manifest, ServerCounter, StoreError,
@@ -49,20 +51,30 @@ pub struct RunAnalysis {
     pub threshold_rows: Vec<ThresholdRow>,
     /// The anomaly flags and findings, sorted by point (plan order), then kind.
     pub flags: Vec<Flag>,
+    /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
+    pub turns: Vec<TurnSummary>,
+    /// Response time from the schedule, achieved rate, goodput and capacity;
+    /// None unless the run has open-loop points or `[slo]`.
+    pub schedule: Option<ScheduleAnalysis>,
 }
 
 impl RunAnalysis {
-    /// A run's analysis from its per-point summaries: thresholds from its
-    /// recorded plan (defaults, with the reason, when it no longer parses),
-    /// then every anomaly detector.
-    pub fn new(dir: PathBuf, manifest: Manifest, points: Vec<PointSummary>) -> RunAnalysis {
+    /// A run's analysis from its per-point summaries, per-turn summaries and
+    /// schedule analysis: thresholds from its recorded plan (defaults, with
+    /// the reason, when it no longer parses), then every anomaly detector.
+    pub fn new(
+        dir: PathBuf,
+        manifest: Manifest,
+        points: Vec<PointSummary>,
+        turns: Vec<TurnSummary>,
+        schedule: Option<ScheduleAnalysis>,
+    ) -> RunAnalysis {
         let (thresholds, threshold_source, plan) =
             Thresholds::of_recorded_plan(&manifest.plan_path, &manifest.plan_text);
         let threshold_rows = thresholds.rows_for(plan.as_ref());
         let description =
             qexp_plan::raw_str(&manifest.plan_text, "experiment.description").unwrap_or_default();
-        let flags = anomaly::detect_points(&points, &thresholds);
-        RunAnalysis {
+        let mut run = RunAnalysis {
             dir,
             manifest,
             points,
@@ -70,8 +82,13 @@ impl RunAnalysis {
             thresholds,
             threshold_source,
             threshold_rows,
-            flags,
-        }
+            flags: Vec::new(),
+            turns,
+            schedule,
+        };
+        // The schedule's flags need `run.schedule`, so they run on the whole value.
+        run.flags = anomaly::detect(&run, &run.thresholds);
+        run
     }
 }
 
@@ -97,7 +114,16 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     };
     let is_measured = col(rq::WARMUP).not();
     let ok = col(rq::ERROR_CLASS).is_null();
-    let per_trial = per_trial_frame(dir, is_measured.clone(), ok.clone())?
+    let requests = scan_requests(dir)?;
+    let schema = requests.clone().collect_schema().map_err(q)?;
+    let measured = requests.filter(is_measured.clone());
+    // Runs written before multi-turn sessions existed have no turns.
+    let turns = if schema.contains(rq::TURN) {
+        crate::turns::turn_summaries(measured.clone()).map_err(q)?
+    } else {
+        Vec::new()
+    };
+    let per_trial = per_trial_frame(measured, &schema, ok.clone())
         .collect()
         .map_err(q)?;
     let mut by_key = request_metrics(&per_trial).map_err(q)?;
@@ -125,45 +151,85 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             PointSummary::new(p.clone(), trials)
         })
         .collect();
-    Ok(RunAnalysis::new(dir.to_path_buf(), manifest, summaries))
+    let schedule = crate::schedule::for_run(dir, &manifest)?;
+    Ok(RunAnalysis::new(
+        dir.to_path_buf(),
+        manifest,
+        summaries,
+        turns,
+        schedule,
+    ))
 }
 
 /// One row per (trial, point) with the request metrics, from measured rows.
-fn per_trial_frame(dir: &Path, is_measured: Expr, ok: Expr) -> Result<LazyFrame, AnalysisError> {
+fn per_trial_frame(measured: LazyFrame, schema: &Schema, ok: Expr) -> LazyFrame {
+    // Runs written before the workload columns existed planned every request alike.
+    let or_target = |planned: &str, target: &str| {
+        col(if schema.contains(planned) {
+            planned
+        } else {
+            target
+        })
+    };
+    let planned_input = or_target(rq::INPUT_TOKENS_PLANNED, rq::INPUT_TOKENS_TARGET);
+    let planned_output = or_target(rq::OUTPUT_TOKENS_PLANNED, rq::OUTPUT_TOKENS_TARGET);
+    let expected_cached = if schema.contains(rq::CACHED_TOKENS_EXPECTED) {
+        col(rq::CACHED_TOKENS_EXPECTED).cast(F)
+    } else {
+        lit(0.0)
+    };
     let mismatch = ok.clone().and(
         col(rq::COMPLETION_TOKENS)
             .is_null()
             .or(col(rq::COMPLETION_TOKENS).lt(col(rq::CLIENT_TOKENS)))
             .or(col(rq::FINISH_REASON)
                 .eq(lit("length"))
-                .and(col(rq::COMPLETION_TOKENS).neq(col(rq::OUTPUT_TOKENS_TARGET)))),
+                .and(col(rq::COMPLETION_TOKENS).neq(planned_output.clone()))),
     );
-    let good = |c: &str| col(c).filter(ok.clone());
-    Ok(scan_requests(dir)?
-        .filter(is_measured)
-        .group_by([col(rq::TRIAL), col(rq::POINT_ID)])
-        .agg([
-            len().cast(F).alias("requests"),
-            col(rq::ERROR_CLASS)
-                .is_not_null()
-                .sum()
-                .cast(F)
-                .alias("failures"),
-            (lit(1.0) / good(rq::TPOT_S)).median().alias("decode_tok_s"),
-            good(rq::TTFT_S).median().alias("ttft_s"),
-            good(rq::TTFT_S)
-                .quantile(lit(0.9), QuantileMethod::Linear)
-                .alias("ttft_p90_s"),
-            good(rq::E2E_S).median().alias("e2e_s"),
-            (good(rq::COMPLETION_TOKENS).cast(F).sum() / good(rq::CHUNKS).cast(F).sum())
-                .alias("tokens_per_chunk"),
-            good(rq::PROMPT_TOKENS)
-                .cast(F)
-                .median()
-                .alias("prompt_tokens"),
-            col(rq::CACHED_TOKENS).cast(F).sum().alias("cached_tokens"),
-            mismatch.sum().cast(F).alias("token_mismatches"),
-        ]))
+    let good = |e: Expr| e.filter(ok.clone());
+    measured.group_by([col(rq::TRIAL), col(rq::POINT_ID)]).agg([
+        len().cast(F).alias("requests"),
+        col(rq::ERROR_CLASS)
+            .is_not_null()
+            .sum()
+            .cast(F)
+            .alias("failures"),
+        (lit(1.0) / good(col(rq::TPOT_S)))
+            .median()
+            .alias("decode_tok_s"),
+        good(col(rq::TTFT_S)).median().alias("ttft_s"),
+        good(col(rq::TTFT_S))
+            .quantile(lit(0.9), QuantileMethod::Linear)
+            .alias("ttft_p90_s"),
+        good(col(rq::E2E_S)).median().alias("e2e_s"),
+        (good(col(rq::COMPLETION_TOKENS)).cast(F).sum() / good(col(rq::CHUNKS)).cast(F).sum())
+            .alias("tokens_per_chunk"),
+        good(col(rq::PROMPT_TOKENS))
+            .cast(F)
+            .median()
+            .alias("prompt_tokens"),
+        good(planned_input.clone())
+            .cast(F)
+            .median()
+            .alias("input_planned"),
+        good(col(rq::COMPLETION_TOKENS))
+            .cast(F)
+            .median()
+            .alias("completion_tokens"),
+        (planned_input
+            .clone()
+            .n_unique()
+            .gt(lit(1))
+            .or(planned_output.n_unique().gt(lit(1))))
+        .cast(F)
+        .alias("lengths_vary"),
+        col(rq::CACHED_TOKENS).cast(F).sum().alias("cached_tokens"),
+        (good(col(rq::CACHED_TOKENS)).cast(F).sum() / good(col(rq::PROMPT_TOKENS)).cast(F).sum())
+            .alias("cached_share"),
+        (good(expected_cached).sum() / good(planned_input).cast(F).sum())
+            .alias("cached_share_expected"),
+        mismatch.sum().cast(F).alias("token_mismatches"),
+    ])
 }
 
 /// The request metrics of each (trial, point), keyed by (point, trial); ITL
@@ -184,6 +250,13 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
         get("cached_tokens")?,
         get("token_mismatches")?,
     );
+    let (share, share_expected, planned_in, completion, vary) = (
+        get("cached_share")?,
+        get("cached_share_expected")?,
+        get("input_planned")?,
+        get("completion_tokens")?,
+        get("lengths_vary")?,
+    );
     Ok((0..df.height())
         .map(|i| {
             let m = TrialMetrics {
@@ -202,6 +275,11 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
                 } else {
                     0
                 },
+                input_planned: planned_in[i],
+                completion_tokens: completion[i],
+                lengths_vary: vary[i] > 0.0,
+                cached_share: share[i],
+                cached_share_expected: share_expected[i],
                 token_mismatches: mism[i] as u32,
                 agg_tok_s: f64::NAN,
                 send_lag_max_s: 0.0,
@@ -342,13 +420,13 @@ fn itl_percentiles(
     Ok(done)
 }
 
-fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
+pub(crate) fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
     let c = df.column(name)?.cast(&DataType::UInt32)?;
     Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// A float column; nulls become NaN (statistics drop them).
-fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+pub(crate) fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
     let c = df.column(name)?.cast(&F)?;
     Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }

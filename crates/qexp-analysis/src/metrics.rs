@@ -35,8 +35,18 @@ pub struct TrialMetrics {
     pub tokens_per_chunk: f64,
     /// Median server-reported prompt tokens.
     pub prompt_tokens: f64,
+    /// Median planned prompt tokens (the point's, unless lengths vary).
+    pub input_planned: f64,
+    /// Median server-reported completion tokens.
+    pub completion_tokens: f64,
+    /// Whether planned prompt or output lengths vary between requests (length distributions).
+    pub lengths_vary: bool,
     /// Sum of server-reported cached prompt tokens.
     pub cached_tokens: u64,
+    /// Cached over prompt tokens of the successful requests, as the server reported them (NaN without counts).
+    pub cached_share: f64,
+    /// The share the plan expected cached (a shared prefix after each group's first prompt; 0 otherwise).
+    pub cached_share_expected: f64,
     /// Requests whose server and client output counts disagree.
     pub token_mismatches: u32,
     /// Largest scheduled → sent lag.
@@ -65,6 +75,10 @@ impl TrialMetrics {
             itl_p99_s: f64::NAN,
             tokens_per_chunk: f64::NAN,
             prompt_tokens: f64::NAN,
+            input_planned: f64::NAN,
+            completion_tokens: f64::NAN,
+            cached_share: f64::NAN,
+            cached_share_expected: f64::NAN,
             ..TrialMetrics::default()
         }
     }
@@ -98,6 +112,16 @@ pub struct PointSummary {
     pub itl_p90_s: Option<Summary>,
     /// ITL p99 across trials.
     pub itl_p99_s: Option<Summary>,
+    /// Median server-reported prompt tokens, across trials.
+    pub prompt_tokens: Option<Summary>,
+    /// Median planned prompt tokens, across trials.
+    pub input_planned: Option<Summary>,
+    /// Median server-reported completion tokens, across trials.
+    pub completion_tokens: Option<Summary>,
+    /// Share of prompt tokens the server reported cached, across trials.
+    pub cached_share: Option<Summary>,
+    /// Share of prompt tokens the plan expected cached, across trials.
+    pub cached_share_expected: Option<Summary>,
     /// Numbers derived from the server's counters across trials; a metric
     /// is absent where no trial has it (no scraped metrics).
     pub server: BTreeMap<ServerMetric, Summary>,
@@ -124,6 +148,11 @@ impl PointSummary {
             itl_p50_s: of(|t| t.itl_p50_s),
             itl_p90_s: of(|t| t.itl_p90_s),
             itl_p99_s: of(|t| t.itl_p99_s),
+            prompt_tokens: of(|t| t.prompt_tokens),
+            input_planned: of(|t| t.input_planned),
+            completion_tokens: of(|t| t.completion_tokens),
+            cached_share: of(|t| t.cached_share),
+            cached_share_expected: of(|t| t.cached_share_expected),
             server: ServerMetric::ALL
                 .into_iter()
                 .filter_map(|m| {

@@ -68,6 +68,7 @@ fn run(
                 output_tokens: 500,
                 requests: 4 * c,
                 warmup: 1,
+                open_loop: None,
             };
             let t = (1..=trials)
                 .map(|n| TrialMetrics {
@@ -92,7 +93,7 @@ fn run(
         "started_at": "2026-01-01T00:00:00Z", "ended_at": null, "status": "complete", "stop_reason": null
     }))
     .expect("synthetic manifest matches the schema");
-    RunAnalysis::new(id.into(), manifest, points)
+    RunAnalysis::new(id.into(), manifest, points, Vec::new(), None)
 }
 
 const WORKLOAD: [(&str, &str); 2] = [("output_tokens", "500"), ("prompt", "RandomWords")];

@@ -1,14 +1,15 @@
 use serde::{Deserialize, Serialize};
 
-/// Why a request did not complete. Every failure gets exactly one class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Why a request did not complete. Every failure gets exactly one class;
+/// the snake_case names are what `requests.parquet` stores and never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
-    /// No connection could be made (refused, DNS, TLS).
+    /// No connection could be made (refused, DNS, TLS, or the connect timeout).
     Connect,
-    /// The request exceeded its timeout.
+    /// The request exceeded its total timeout.
     Timeout,
-    /// The server answered with a non-2xx status.
+    /// The server answered with a non-2xx status that no other class names.
     HttpStatus,
     /// The connection broke, or closed before the stream said it was done.
     StreamBroken,
@@ -20,11 +21,35 @@ pub enum ErrorClass {
     NoOutput,
     /// qexp stopped the request (the run was interrupted).
     Cancelled,
+    /// qexp did not send it: an earlier turn of its conversation failed.
+    Skipped,
+    /// The server closed the connection before any response byte, also when it was sent again.
+    ConnectionClosed,
+    /// HTTP 429: the server (or a gateway) limits the request rate.
+    RateLimited,
+    /// HTTP 503: the server is overloaded or starting; its `Retry-After` is in the message.
+    Unavailable,
+    /// HTTP 400/413 saying the prompt and output do not fit the model's context.
+    ContextLength,
+    /// No response byte before the first-byte timeout (queueing and prefill included).
+    FirstByteTimeout,
+    /// The stream went silent for longer than the idle timeout.
+    IdleTimeout,
+    /// A stream event whose data is not JSON.
+    MalformedJson,
+    /// The stream ended cleanly after its finish reason but without `data: [DONE]`.
+    MissingDone,
+    /// A stream line longer than qexp accepts (see `sse::MAX_LINE_BYTES`).
+    OversizedEvent,
+    /// A stream line that is not UTF-8.
+    InvalidUtf8,
+    /// A 2xx answer that is not `text/event-stream`.
+    ContentType,
 }
 
 impl ErrorClass {
     /// Every class, in declaration order.
-    pub const ALL: [ErrorClass; 8] = [
+    pub const ALL: [ErrorClass; 20] = [
         ErrorClass::Connect,
         ErrorClass::Timeout,
         ErrorClass::HttpStatus,
@@ -33,6 +58,18 @@ impl ErrorClass {
         ErrorClass::ServerError,
         ErrorClass::NoOutput,
         ErrorClass::Cancelled,
+        ErrorClass::Skipped,
+        ErrorClass::ConnectionClosed,
+        ErrorClass::RateLimited,
+        ErrorClass::Unavailable,
+        ErrorClass::ContextLength,
+        ErrorClass::FirstByteTimeout,
+        ErrorClass::IdleTimeout,
+        ErrorClass::MalformedJson,
+        ErrorClass::MissingDone,
+        ErrorClass::OversizedEvent,
+        ErrorClass::InvalidUtf8,
+        ErrorClass::ContentType,
     ];
 
     /// The class stored as `name` in Parquet, if any.
@@ -52,6 +89,18 @@ impl ErrorClass {
             ErrorClass::ServerError => "server_error",
             ErrorClass::NoOutput => "no_output",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Skipped => "skipped",
+            ErrorClass::ConnectionClosed => "connection_closed",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Unavailable => "unavailable",
+            ErrorClass::ContextLength => "context_length",
+            ErrorClass::FirstByteTimeout => "first_byte_timeout",
+            ErrorClass::IdleTimeout => "idle_timeout",
+            ErrorClass::MalformedJson => "malformed_json",
+            ErrorClass::MissingDone => "missing_done",
+            ErrorClass::OversizedEvent => "oversized_event",
+            ErrorClass::InvalidUtf8 => "invalid_utf8",
+            ErrorClass::ContentType => "content_type",
         }
     }
 }
@@ -90,6 +139,15 @@ pub struct Outcome {
     pub first_token_s: Option<f64>,
     /// Offset of the last content chunk.
     pub last_token_s: Option<f64>,
+    /// Offset of the first chunk with reasoning text (`reasoning_content` or `reasoning` deltas).
+    #[serde(default)]
+    pub first_reasoning_s: Option<f64>,
+    /// Offset of the first chunk with answer text (`content`, or a completion's `text`).
+    #[serde(default)]
+    pub first_answer_s: Option<f64>,
+    /// Chunks that carried reasoning text (counted apart from the answer's).
+    #[serde(default)]
+    pub reasoning_chunks: u32,
     /// Offset at which the stream ended (or failed).
     pub end_s: f64,
     /// Offsets of every content chunk, in arrival order.
@@ -109,6 +167,9 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The failure, if the request did not complete.
     pub error: Option<RequestError>,
+    /// The answer's text, kept only for multi-turn requests (the next turn sends it back).
+    #[serde(default)]
+    pub text: Option<String>,
     /// Times the request was sent again because its connection had been
     /// closed under it before any response byte (offsets count from the last send).
     #[serde(default)]
@@ -175,7 +236,19 @@ mod tests {
                 "protocol",
                 "server_error",
                 "no_output",
-                "cancelled"
+                "cancelled",
+                "skipped",
+                "connection_closed",
+                "rate_limited",
+                "unavailable",
+                "context_length",
+                "first_byte_timeout",
+                "idle_timeout",
+                "malformed_json",
+                "missing_done",
+                "oversized_event",
+                "invalid_utf8",
+                "content_type",
             ]
         );
         for c in ErrorClass::ALL {

@@ -1,3 +1,6 @@
+use crate::limits::{TimeoutsSection, ToleranceSection};
+use crate::open_loop::{LoadSection, TraceRef};
+use crate::slo::SloSection;
 use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
@@ -23,6 +26,21 @@ pub struct PlanFile {
     /// `[analysis]`: thresholds for the report's flags.
     #[serde(default)]
     pub analysis: AnalysisSection,
+    /// `[load]`: open-loop arrivals (rates, stages, trace replay).
+    #[serde(default)]
+    pub load: LoadSection,
+    /// `[slo]`: per-request objectives for goodput and capacity.
+    #[serde(default)]
+    pub slo: Option<Spanned<SloSection>>,
+    /// The replayed trace as read when the plan was loaded (`load.trace`).
+    #[serde(skip)]
+    pub(crate) trace: Option<(TraceRef, crate::trace::Trace)>,
+    /// `[timeouts]`: limits on each request's time.
+    #[serde(default)]
+    pub timeouts: TimeoutsSection,
+    /// `[tolerance]`: failed requests a point may have.
+    #[serde(default)]
+    pub tolerance: ToleranceSection,
 }
 
 /// `[experiment]`.
@@ -81,7 +99,7 @@ pub struct TargetSection {
     /// Name of the environment variable holding the API key (the key itself never appears in a plan).
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Per-request timeout in seconds.
+    /// Per-request total timeout in seconds (`[timeouts]` sets the others).
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
     /// Extra fields merged into every request body, e.g. `{ ignore_eos = true }`.
@@ -134,6 +152,21 @@ pub struct Workload {
     /// Allowed relative difference between planned and server-reported prompt tokens.
     #[serde(default = "default_tolerance")]
     pub input_tolerance: Spanned<f64>,
+    /// Prompts in groups that share a system prompt (see `workload.rs`).
+    #[serde(default)]
+    pub shared_prefix: Option<crate::workload::SharedPrefix>,
+    /// Per-request prompt lengths around the point's `input_tokens`.
+    #[serde(default)]
+    pub input_lengths: Option<crate::workload::Lengths>,
+    /// Per-request `max_tokens` around the point's `output_tokens`.
+    #[serde(default)]
+    pub output_lengths: Option<crate::workload::Lengths>,
+    /// Prompts sampled from a local dataset file instead of filler words.
+    #[serde(default)]
+    pub dataset: Option<crate::workload::DatasetSource>,
+    /// Conversations of several turns, each carrying the turns before it.
+    #[serde(default)]
+    pub multi_turn: Option<crate::multi_turn::MultiTurn>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -153,6 +186,9 @@ pub struct Sweep {
     /// Output lengths; overrides `workload.output_tokens`.
     #[serde(default)]
     pub output_tokens: Option<Spanned<Vec<u32>>>,
+    /// Open-loop arrival rates, requests per second (see `[load]`).
+    #[serde(default)]
+    pub rate: Option<Spanned<Vec<f64>>>,
 }
 
 /// Requests per point: a fixed count, or a multiple of the concurrency (`"4x"`).
@@ -331,13 +367,7 @@ impl PlanFile {
     /// Checks what serde cannot: ranges, names, URL schemes.
     pub(crate) fn validate(&mut self) -> Result<(), Invalid> {
         let name = &self.experiment.name;
-        let ok_name = !name.get_ref().is_empty()
-            && name
-                .get_ref()
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && !name.get_ref().starts_with('.');
-        if !ok_name {
+        if crate::names::safe_component(name.get_ref()).is_err() {
             return invalid(
                 name.span(),
                 "experiment.name",
@@ -403,6 +433,74 @@ impl PlanFile {
         check_list(&self.sweep.concurrency, "sweep.concurrency")?;
         check_list(&self.sweep.input_tokens, "sweep.input_tokens")?;
         check_list(&self.sweep.output_tokens, "sweep.output_tokens")?;
+        self.load.validate(
+            self.sweep.rate.as_ref(),
+            self.sweep.concurrency.as_ref().map(|c| c.span()),
+        )?;
+        if let Some(t) = &self.load.trace {
+            for (key, list) in [
+                ("sweep.input_tokens", &self.sweep.input_tokens),
+                ("sweep.output_tokens", &self.sweep.output_tokens),
+            ] {
+                if let Some(l) = list {
+                    return invalid(
+                        l.span(),
+                        key,
+                        format!(
+                            "a trace gives each request its own lengths; drop this sweep or the trace `{}`",
+                            t.path.get_ref()
+                        ),
+                    );
+                }
+            }
+        }
+        if let (Some(shared), true) = (
+            &self.workload.shared_prefix,
+            self.load.stages.is_some() || self.load.trace.is_some(),
+        ) {
+            return invalid(
+                shared.system_tokens.span(),
+                "workload.shared_prefix",
+                "shared-prefix groups fix each point's request count; use them with `sweep.rate` or concurrency, not with `load.stages` or `load.trace`",
+            );
+        }
+        if let Some(slo) = &self.slo {
+            slo.get_ref()
+                .validate()
+                .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
+        }
+        if let Some(d) = &self.workload.dataset {
+            d.validate(&self.workload)?;
+        }
+        if let Some(l) = &self.workload.input_lengths {
+            l.validate("workload.input_lengths")?;
+        }
+        if let Some(l) = &self.workload.output_lengths {
+            l.validate("workload.output_lengths")?;
+        }
+        if let Some(m) = &self.workload.multi_turn {
+            m.validate(&self.workload, self.target.api == ApiKind::Chat)?;
+            if self.load.is_open(self.sweep.rate.is_some()) {
+                return invalid(
+                    m.turns.span(),
+                    "workload.multi_turn",
+                    "sessions run closed-loop (concurrency counts sessions); drop `sweep.rate`, \
+                     `load.stages` and `load.trace`",
+                );
+            }
+        }
+        if let Some(shared) = &self.workload.shared_prefix {
+            shared.validate()?;
+            // An explicit `requests` has a span; the default has none.
+            if !self.run.requests_raw.span().is_empty() {
+                return invalid(
+                    self.run.requests_raw.span(),
+                    "run.requests",
+                    "a shared-prefix workload sends groups × prompts_per_group requests per \
+                     point; remove run.requests",
+                );
+            }
+        }
         let parsed = parse_requests(self.run.requests_raw.get_ref())
             .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m))?;
         self.run.requests_parsed = Some(parsed);
@@ -445,6 +543,8 @@ impl PlanFile {
                 "must be a fraction, 0 or more, e.g. 0.05",
             );
         }
+        self.timeouts.validate()?;
+        self.tolerance.validate()?;
         Ok(())
     }
 }
@@ -466,6 +566,19 @@ mod tests {
             Requests::PerConcurrency(4).fingerprint(),
             "PerConcurrency(4)"
         );
+        let formats = [crate::DatasetFormat::Jsonl, crate::DatasetFormat::Sharegpt];
+        for f in formats {
+            assert_eq!(f.fingerprint(), format!("{f:?}"));
+        }
+        let shapes = [
+            crate::LengthShape::Fixed,
+            crate::LengthShape::Uniform,
+            crate::LengthShape::Normal,
+            crate::LengthShape::Lognormal,
+        ];
+        for s in shapes {
+            assert_eq!(s.fingerprint(), format!("{s:?}"));
+        }
         for api in [ApiKind::Chat, ApiKind::Completions] {
             let json = serde_json::to_value(api).unwrap_or_default();
             assert_eq!(json, serde_json::Value::from(api.as_str()));

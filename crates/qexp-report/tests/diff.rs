@@ -26,6 +26,7 @@ fn points(concurrency: &[u32], trials: u32, effect: Effect, seed: u64) -> Vec<Po
                 output_tokens: 200,
                 requests: 2 * c,
                 warmup: 1,
+                open_loop: None,
             };
             let (speed, slow) = effect(c);
             let cf = f64::from(c);
@@ -71,7 +72,13 @@ fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAn
         "started_at": "2026-11-30T10:15:00Z", "ended_at": null, "status": "complete", "stop_reason": null
     }))
     .expect("fixture manifest matches the schema");
-    RunAnalysis::new(format!("results/quickstart/{id}").into(), manifest, points)
+    RunAnalysis::new(
+        format!("results/quickstart/{id}").into(),
+        manifest,
+        points,
+        Vec::new(),
+        None,
+    )
 }
 
 /// A: sim:fast. B: 10% more throughput everywhere, but TTFT 1.5x at c=16; B lacks c=32.

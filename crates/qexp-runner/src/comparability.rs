@@ -11,8 +11,13 @@ use qexp_store::Comparability;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The workload keys of a plan sent with `extra` body fields.
-pub(crate) fn workload(plan: &Plan, extra: &Map<String, Value>) -> BTreeMap<String, String> {
+/// The workload keys of a plan sent with `extra` body fields, reading
+/// prompts from a dataset file with this SHA-256, if any.
+pub(crate) fn workload(
+    plan: &Plan,
+    extra: &Map<String, Value>,
+    dataset_sha256: Option<&str>,
+) -> BTreeMap<String, String> {
     let f = &plan.file;
     let points = plan.points();
     let distinct = |v: fn(&qexp_plan::Point) -> u32| {
@@ -27,6 +32,10 @@ pub(crate) fn workload(plan: &Plan, extra: &Map<String, Value>) -> BTreeMap<Stri
     w.insert("requests".into(), f.run.requests().fingerprint());
     w.insert("warmup_requests".into(), f.run.warmup_requests.to_string());
     w.insert("prompt".into(), f.workload.prompt.fingerprint().to_string());
+    w.extend(crate::workload::comparability_keys(&f.workload));
+    if let Some(sha) = dataset_sha256 {
+        w.insert("dataset_sha256".into(), sha.to_string());
+    }
     w.insert(
         "extra_body".into(),
         serde_json::to_string(extra).unwrap_or_default(),
@@ -34,12 +43,13 @@ pub(crate) fn workload(plan: &Plan, extra: &Map<String, Value>) -> BTreeMap<Stri
     w
 }
 
-/// The whole fingerprint of a run of `plan` against this server and client.
+/// The whole fingerprint of a run of `plan` with these `workload` keys
+/// (see [`workload`]) against this server and client.
 pub(crate) fn comparability(
     plan: &Plan,
     target_override: Option<&str>,
     model: &str,
-    extra: &Map<String, Value>,
+    workload: BTreeMap<String, String>,
     fp: &Fingerprint,
     info: &ServerInfo,
     host: &HostInfo,
@@ -83,7 +93,7 @@ pub(crate) fn comparability(
             .collect::<Vec<_>>()
             .join(","),
     );
-    Comparability::new(workload(plan, extra), d)
+    Comparability::new(workload, d)
 }
 
 #[cfg(test)]
@@ -106,7 +116,7 @@ mod tests {
         };
         let mut extra = Map::new();
         extra.insert("ignore_eos".into(), Value::Bool(true));
-        let w = workload(&plan, &extra);
+        let w = workload(&plan, &extra, None);
         let pairs: Vec<(&str, &str)> = w.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(
             pairs,

@@ -5,7 +5,10 @@
 //! grows with the batch, speculative multi-token steps), the named timing
 //! profiles ([`SimProfile`]), and the HTTP surface a benchmark client sees
 //! over real loopback TCP: `/v1/models`, `/version`, `/health`, `/tokenize`,
-//! `/v1/completions` and `/v1/chat/completions` (streaming SSE or not). It
+//! `/metrics` (vLLM-named prefix-cache counters), `/v1/completions` and
+//! `/v1/chat/completions` (streaming SSE or not). A block-level prefix cache
+//! (`prefix_cache.rs`) serves repeated prompt prefixes: they skip prefill and
+//! are reported as `usage.prompt_tokens_details.cached_tokens`. It
 //! does not own any client, plan, scheduling of load, or result storage.
 //!
 //! Tokenization is exact and trivial so clients can check their counts: one
@@ -17,12 +20,15 @@
 //! exactly `max_tokens` (`max_completion_tokens` wins; default 16), as if
 //! `ignore_eos` were set, so `finish_reason` is always `"length"`.
 //!
-//! Faults (dropped connections, HTTP errors, stalls) are a later addition; they
-//! belong in the scheduler's per-sequence loop (`scheduler.rs`, `Sequence`) and
-//! as a field on [`SimProfile`].
+//! Faults (connections closed or reset, HTTP 429/500/503, broken SSE, stalls,
+//! slow headers; see [`Fault`]) are injected into a seeded fraction of
+//! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`].
 #![warn(missing_docs)]
 
+mod faults;
+mod metrics;
 mod openai;
+mod prefix_cache;
 mod profile;
 mod routes;
 mod scheduler;
@@ -30,6 +36,7 @@ mod server;
 mod sse;
 mod tokens;
 
+pub use faults::{Fault, FaultPlan, FaultSpecError, FAULT_NAMES};
 pub use profile::{ProfileError, SimProfile};
 pub use server::SimServer;
 pub use tokens::CHAT_PRIMER_TOKENS;

@@ -167,6 +167,18 @@ stored_row! {
         INPUT_TOKENS_TARGET input_tokens_target: u32,
         /// Point parameter: planned output tokens.
         OUTPUT_TOKENS_TARGET output_tokens_target: u32,
+        /// This request's planned prompt tokens (the point's, unless lengths vary).
+        INPUT_TOKENS_PLANNED input_tokens_planned: u32,
+        /// This request's `max_tokens` (the point's, unless lengths vary).
+        OUTPUT_TOKENS_PLANNED output_tokens_planned: u32,
+        /// Prompt tokens the plan expects the server to find cached (a shared prefix after its group's first prompt).
+        CACHED_TOKENS_EXPECTED cached_tokens_expected: u32,
+        /// Shared-prefix group of the prompt, null when it shares no prefix.
+        PREFIX_GROUP prefix_group: Option<u32>,
+        /// Multi-turn: the conversation within the point (from 0), null otherwise.
+        SESSION session: Option<u32>,
+        /// Multi-turn: the turn within its conversation (from 1), null otherwise.
+        TURN turn: Option<u32>,
         /// When the scheduler released the request, Unix seconds.
         SCHEDULED_UNIX_S scheduled_unix_s: f64,
         /// When it was sent, Unix seconds.
@@ -177,14 +189,20 @@ stored_row! {
         HEADERS_S headers_s: Option<f64>,
         /// Sent → first content chunk (TTFT).
         TTFT_S ttft_s: Option<f64>,
+        /// Sent → first chunk of reasoning text (reasoning models), null without reasoning.
+        TTFT_REASONING_S ttft_reasoning_s: Option<f64>,
+        /// Sent → first chunk of answer text (after any reasoning).
+        TTFT_ANSWER_S ttft_answer_s: Option<f64>,
         /// Sent → last content chunk (E2E).
         E2E_S e2e_s: Option<f64>,
         /// (E2E − TTFT)/(output tokens − 1).
         TPOT_S tpot_s: Option<f64>,
         /// Sent → end of stream (or failure).
         END_S end_s: f64,
-        /// Content chunks received.
+        /// Content chunks received (answer or reasoning).
         CHUNKS chunks: u32,
+        /// Of those, chunks that carried reasoning text.
+        REASONING_CHUNKS reasoning_chunks: u32,
         /// Mean gap between content chunks.
         ITL_MEAN_S itl_mean_s: Option<f64>,
         /// Largest gap between content chunks.
@@ -306,8 +324,10 @@ mod tests {
         assert_eq!(
             req.join(","),
             "run_id,client_host,trial,point_id,point_order,request_index,warmup,concurrency,\
-             input_tokens_target,output_tokens_target,scheduled_unix_s,sent_unix_s,queue_s,\
-             headers_s,ttft_s,e2e_s,tpot_s,end_s,chunks,itl_mean_s,itl_max_s,chunk_offsets_s,\
+             input_tokens_target,output_tokens_target,input_tokens_planned,output_tokens_planned,\
+             cached_tokens_expected,prefix_group,session,turn,scheduled_unix_s,sent_unix_s,queue_s,\
+             headers_s,ttft_s,ttft_reasoning_s,ttft_answer_s,e2e_s,tpot_s,end_s,chunks,\
+             reasoning_chunks,itl_mean_s,itl_max_s,chunk_offsets_s,\
              prompt_tokens,completion_tokens,cached_tokens,client_tokens,output_chars,\
              finish_reason,http_status,error_class,error_message,retries"
         );

@@ -2,6 +2,7 @@
 //! subcommand lives in its own module and calls into the library crates;
 //! no measurement or statistics logic lives here.
 
+mod cmd_bench;
 mod cmd_diff;
 mod cmd_report;
 mod cmd_run;
@@ -16,6 +17,9 @@ use std::path::PathBuf;
 pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code for a failure while running (unreachable target, disk full).
 pub const EXIT_FAILURE: u8 = 1;
+/// Exit code of a complete run in which some (trial, point) had more failed
+/// requests than the plan's `[tolerance]` allows.
+pub const EXIT_OVER_TOLERANCE: u8 = 3;
 
 /// Reproducible LLM-serving benchmarks: plan → run → Parquet → report.
 #[derive(Debug, Parser)]
@@ -40,7 +44,9 @@ pub enum Command {
 Examples:
   qexp run experiments/throughput.toml --trials 2 --target http://127.0.0.1:8000
   qexp run experiments/longctx.toml --model qwen3 --out /data/results
-Ctrl-C stops sending, keeps every finished request and marks the run interrupted.")]
+Ctrl-C stops sending, keeps every finished request and marks the run interrupted.
+Exit codes: 0 complete, 1 interrupted or could not finish, 2 bad input, 3 complete but
+some point had more failed requests than the plan's [tolerance] max_failed_fraction.")]
     Run(RunArgs),
     /// Render reports/<experiment>/<run-id>/report.{md,html} and SVG charts from result folders.
     #[command(after_help = "\
@@ -64,8 +70,18 @@ regression with --fail-on-regression, 2 bad input (a missing run, workloads that
     #[command(after_help = "\
 Examples:
   qexp sim --profile founding --port 8000
+  qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
+    /// Benchmark qexp itself as a load generator against a zero-compute local server.
+    #[command(after_help = "\
+Examples:
+  qexp bench                                    # the full benchmark (minutes), results in results/bench/
+  qexp bench --quick --out /tmp/bench.json      # seconds; figures not comparable
+Measures output tok/s and CPU s per million tokens (C = 1..1024), TTFT and chunk-gap
+error against the server's own timestamps, peak RSS with 1,000 and 10,000 open
+streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
+    Bench(BenchArgs),
 }
 
 /// `qexp run`.
@@ -121,6 +137,34 @@ pub struct SimArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// Faults injected into a fraction of streamed requests, e.g. `reset=3:0.1,http_503=5:0.05`
+    /// (names: close, reset, http_429, http_500, http_503, malformed_json, no_done, stall,
+    /// slow_headers, huge_chunk, invalid_utf8, wrong_content_type, context_length).
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// Seed of which requests the faults hit.
+    #[arg(long, default_value_t = 0)]
+    pub fault_seed: u64,
+}
+
+/// `qexp bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// A scaled-down run (seconds): checks that everything works, figures not comparable.
+    #[arg(long)]
+    pub quick: bool,
+    /// Results file (JSON; a Markdown table is written beside it); default results/bench/bench-<UTC time>.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Use a bench server already running at this URL instead of starting one.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Only serve the bench server (what `qexp bench` starts in a process of its own).
+    #[arg(long, hide = true)]
+    pub serve: bool,
+    /// Port for `--serve` (0 picks a free one).
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub port: u16,
 }
 
 /// Logging to stderr; level from `RUST_LOG` (default: warnings). The
@@ -167,6 +211,7 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Report(args) => cmd_report::report(args).map(|_| 0),
         Command::Diff(args) => cmd_diff::diff(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
+        Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,7 @@ use super::direction::expectation;
 use super::{Flag, Metric};
 use crate::format::{percent, seconds, sig3, thousands, tok_s};
 use crate::metrics::Axis;
+use crate::schedule::LagCause;
 use crate::stats::trials_needed;
 use std::fmt;
 
@@ -48,6 +49,8 @@ impl fmt::Display for Flag {
             Flag::UnexpectedCacheHits { .. } => unexpected_cache_hits(self, f),
             Flag::SaturationKnee { .. } => saturation_knee(self, f),
             Flag::LoadGeneratorBehind { .. } => load_generator_behind(self, f),
+            Flag::ScheduleDelay { .. } => schedule_delay(self, f),
+            Flag::RateShortfall { .. } => rate_shortfall(self, f),
             Flag::PointInvalid { .. } => point_invalid(self, f),
         }
     }
@@ -197,6 +200,59 @@ fn load_generator_behind(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result
         seconds(*send_lag_s),
         trials(ts),
         seconds(*limit_s)
+    )
+}
+
+fn schedule_delay(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::ScheduleDelay {
+        cause,
+        service_ttft_p99_s,
+        response_ttft_p99_s,
+        limit_s,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let what = match cause {
+        LagCause::Client => {
+            "the client sent late (load-generator lag): the service latencies \
+             understate what users would wait. Give qexp more CPU or lower the rate."
+        }
+        LagCause::Backlog => {
+            "arrivals queued behind load.max_in_flight (the server's backlog): the \
+             server cannot keep up with this rate, and the response time from the \
+             schedule is what users would wait."
+        }
+    };
+    write!(
+        f,
+        "TTFT p99 is {} from the scheduled send but {} from the send (more than {} \
+         apart): {what}",
+        seconds(*response_ttft_p99_s),
+        seconds(*service_ttft_p99_s),
+        seconds(*limit_s)
+    )
+}
+
+fn rate_shortfall(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::RateShortfall {
+        scheduled_rate,
+        achieved_rate,
+        tolerance,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    write!(
+        f,
+        "Requests left at {} req/s where the schedule asked {} req/s (more than {} \
+         below): the client set the pace, not the plan. Give qexp more CPU, lower the \
+         rate, or split the load across client machines.",
+        sig3(*achieved_rate),
+        sig3(*scheduled_rate),
+        percent(*tolerance)
     )
 }
 

@@ -18,6 +18,8 @@ pub struct Thresholds {
     pub send_lag_fraction: f64,
     /// Level of the Mann–Whitney test that verifies a wrong direction (fixed at 0.05).
     pub alpha: f64,
+    /// Achieved send rate this far below the schedule's: the client set the pace (fixed at 3%).
+    pub rate_shortfall: f64,
     /// Allowed relative difference between planned and server-reported prompt tokens (`[workload] input_tolerance`).
     pub input_tolerance: f64,
 }
@@ -62,6 +64,7 @@ pub enum ThresholdSource {
 
 /// The key of the threshold no plan sets.
 const FIXED_ALPHA: &str = "(fixed) alpha";
+const FIXED_RATE_SHORTFALL: &str = "(fixed) rate_shortfall";
 
 impl Default for Thresholds {
     fn default() -> Self {
@@ -79,6 +82,7 @@ impl Thresholds {
             send_lag_s: a.send_lag_s,
             send_lag_fraction: a.send_lag_fraction,
             alpha: 0.05,
+            rate_shortfall: 0.03,
             input_tolerance: 0.01,
         }
     }
@@ -129,7 +133,7 @@ impl Thresholds {
     pub fn rows_for(&self, plan: Option<&qexp_plan::Plan>) -> Vec<ThresholdRow> {
         let mut rows = self.rows();
         for r in &mut rows {
-            r.origin = if r.key == FIXED_ALPHA {
+            r.origin = if [FIXED_ALPHA, FIXED_RATE_SHORTFALL].contains(&r.key) {
                 ThresholdOrigin::Fixed
             } else if plan.is_some_and(|p| p.sets(r.key)) {
                 ThresholdOrigin::Plan
@@ -179,6 +183,13 @@ impl Thresholds {
                 key: FIXED_ALPHA,
                 value: format!("{}", self.alpha),
                 meaning: "Mann–Whitney level that verifies a wrong direction",
+                origin,
+            },
+            ThresholdRow {
+                key: FIXED_RATE_SHORTFALL,
+                value: percent(self.rate_shortfall),
+                meaning:
+                    "open-loop sends this far below the schedule's rate: the client set the pace",
                 origin,
             },
             ThresholdRow {
@@ -303,6 +314,10 @@ mod tests {
             Some(ThresholdOrigin::Plan)
         );
         assert_eq!(origin("(fixed) alpha"), Some(ThresholdOrigin::Fixed));
+        assert_eq!(
+            origin("(fixed) rate_shortfall"),
+            Some(ThresholdOrigin::Fixed)
+        );
     }
 
     #[test]
