@@ -26,17 +26,26 @@ pub struct GenRequest {
     pub max_tokens: u32,
     /// Extra body fields (`ignore_eos`, `temperature`, …), merged last.
     pub extra: Map<String, Value>,
+    /// A conversation's earlier turns, sent before `prompt` (chat only).
+    /// `Some` also keeps the answer's text in [`Outcome::text`] for the next turn.
+    pub history: Option<Vec<crate::conversation::Message>>,
 }
 
 impl GenRequest {
     /// The JSON body, streaming with usage requested.
     pub fn body(&self, stream: bool) -> Value {
         let mut body = match self.api {
-            Api::Chat => json!({
-                "model": self.model,
-                "messages": [{"role": "user", "content": self.prompt}],
-                "max_tokens": self.max_tokens,
-            }),
+            Api::Chat => {
+                let mut messages = json!(self.history.as_deref().unwrap_or_default());
+                if let Value::Array(m) = &mut messages {
+                    m.push(json!({"role": "user", "content": self.prompt}));
+                }
+                json!({
+                    "model": self.model,
+                    "messages": messages,
+                    "max_tokens": self.max_tokens,
+                })
+            }
             Api::Completions => json!({
                 "model": self.model,
                 "prompt": self.prompt,
@@ -239,6 +248,7 @@ impl Client {
         let mut t0 = Instant::now();
         let mut out = Outcome {
             sent_unix_s: unix_now(),
+            text: req.history.as_ref().map(|_| String::new()),
             ..Outcome::default()
         };
         let resp = loop {
@@ -399,6 +409,9 @@ impl StreamState {
                 }
                 if answer_len > 0 {
                     out.first_answer_s.get_or_insert(arrived);
+                    if let Some(text) = &mut out.text {
+                        text.push_str(answer_text(choice));
+                    }
                 }
                 let text_len = answer_len + reasoning_len;
                 if text_len > 0 {
@@ -437,6 +450,15 @@ fn text_lens(choice: &Value) -> (usize, usize) {
         ),
         None => (s(choice.get("text")), 0),
     }
+}
+
+/// The answer text of one choice (`content`, or a completion's `text`).
+fn answer_text(choice: &Value) -> &str {
+    let text = match choice.get("delta") {
+        Some(d) => d.get("content"),
+        None => choice.get("text"),
+    };
+    text.and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Reads an OpenAI `usage` object.

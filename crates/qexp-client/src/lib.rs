@@ -7,6 +7,7 @@
 
 mod calibrate;
 mod client;
+pub mod conversation;
 pub mod dataset;
 pub mod distribution;
 mod fingerprint;
@@ -18,6 +19,7 @@ pub mod sse;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use conversation::{Message, Role};
 pub use dataset::{Dataset, DatasetError, DatasetFormat};
 pub use distribution::{LengthDist, Shape};
 pub use fingerprint::Fingerprint;

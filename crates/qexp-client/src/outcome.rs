@@ -20,6 +20,8 @@ pub enum ErrorClass {
     NoOutput,
     /// qexp stopped the request (the run was interrupted).
     Cancelled,
+    /// qexp did not send it: an earlier turn of its conversation failed.
+    Skipped,
 }
 
 impl ErrorClass {
@@ -34,6 +36,7 @@ impl ErrorClass {
             ErrorClass::ServerError => "server_error",
             ErrorClass::NoOutput => "no_output",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Skipped => "skipped",
         }
     }
 }
@@ -100,6 +103,9 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The failure, if the request did not complete.
     pub error: Option<RequestError>,
+    /// The answer's text, kept only for multi-turn requests (the next turn sends it back).
+    #[serde(default)]
+    pub text: Option<String>,
     /// Times the request was sent again because its connection had been
     /// closed under it before any response byte (offsets count from the last send).
     #[serde(default)]

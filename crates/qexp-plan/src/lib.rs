@@ -4,6 +4,7 @@
 
 mod error;
 mod expand;
+mod multi_turn;
 mod open_loop;
 mod schema;
 mod slo;
@@ -12,6 +13,7 @@ mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
+pub use multi_turn::MultiTurn;
 pub use open_loop::{Arrival, LoadSection, OpenLoop, Stage, StageSpec, TraceRef, TraceSpec};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,

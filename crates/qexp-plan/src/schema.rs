@@ -128,6 +128,9 @@ pub struct Workload {
     /// Prompts sampled from a local dataset file instead of filler words.
     #[serde(default)]
     pub dataset: Option<crate::workload::DatasetSource>,
+    /// Conversations of several turns, each carrying the turns before it.
+    #[serde(default)]
+    pub multi_turn: Option<crate::multi_turn::MultiTurn>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -434,6 +437,17 @@ impl PlanFile {
         }
         if let Some(l) = &self.workload.output_lengths {
             l.validate("workload.output_lengths")?;
+        }
+        if let Some(m) = &self.workload.multi_turn {
+            m.validate(&self.workload, self.target.api == ApiKind::Chat)?;
+            if self.load.is_open(self.sweep.rate.is_some()) {
+                return invalid(
+                    m.turns.span(),
+                    "workload.multi_turn",
+                    "sessions run closed-loop (concurrency counts sessions); drop `sweep.rate`, \
+                     `load.stages` and `load.trace`",
+                );
+            }
         }
         if let Some(shared) = &self.workload.shared_prefix {
             shared.validate()?;
