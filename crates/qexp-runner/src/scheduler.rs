@@ -24,7 +24,7 @@ pub struct Job {
 pub struct Finished {
     /// The job's index.
     pub index: u32,
-    /// When a worker was free to send it, Unix seconds.
+    /// When it was due: a worker became free (closed loop) or its arrival time (open loop), Unix seconds.
     pub scheduled_unix_s: f64,
     /// What was measured.
     pub outcome: Outcome,
@@ -65,11 +65,7 @@ pub async fn run_closed_loop<B: Backend>(
                     _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
                 };
                 if tx
-                    .send(Finished {
-                        index: job.index,
-                        scheduled_unix_s,
-                        outcome,
-                    })
+                    .send(Finished::of(job, scheduled_unix_s, outcome))
                     .is_err()
                 {
                     break;
@@ -87,7 +83,17 @@ pub async fn run_closed_loop<B: Backend>(
     done
 }
 
-fn cancelled(scheduled: f64) -> Outcome {
+impl Finished {
+    pub(crate) fn of(job: &Job, scheduled_unix_s: f64, outcome: Outcome) -> Finished {
+        Finished {
+            index: job.index,
+            scheduled_unix_s,
+            outcome,
+        }
+    }
+}
+
+pub(crate) fn cancelled(scheduled: f64) -> Outcome {
     Outcome {
         sent_unix_s: scheduled,
         end_s: unix_now() - scheduled,
