@@ -33,6 +33,8 @@ pub struct RunAnalysis {
     pub manifest: Manifest,
     /// One summary per planned point, in plan order (points without data have n = 0).
     pub points: Vec<PointSummary>,
+    /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
+    pub turns: Vec<crate::TurnSummary>,
     /// Response time from the schedule, achieved rate, goodput and capacity;
     /// None unless the run has open-loop points or `[slo]`.
     pub schedule: Option<crate::schedule::ScheduleAnalysis>,
@@ -82,7 +84,14 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     } else {
         lit(0.0)
     };
+    // Runs written before multi-turn sessions existed have no turns.
+    let has_turns = has("turn");
     let measured = requests.filter(is_measured.clone());
+    let turns = if has_turns {
+        crate::turns::turn_summaries(measured.clone()).map_err(q)?
+    } else {
+        Vec::new()
+    };
     let ok = col("error_class").is_null();
     let mismatch = ok.clone().and(
         col("completion_tokens")
@@ -285,6 +294,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         dir: dir.to_path_buf(),
         manifest,
         points: summaries,
+        turns,
         schedule,
     })
 }
@@ -358,13 +368,13 @@ fn itl_percentiles(
     Ok(done)
 }
 
-fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
+pub(crate) fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
     let c = df.column(name)?.cast(&DataType::UInt32)?;
     Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// A float column; nulls become NaN (statistics drop them).
-fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+pub(crate) fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
     let c = df.column(name)?.cast(&F)?;
     Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }

@@ -97,6 +97,7 @@ fn run(
         dir: id.into(),
         manifest,
         points,
+        turns: Vec::new(),
         schedule: None,
     }
 }

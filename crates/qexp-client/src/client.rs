@@ -30,17 +30,26 @@ pub struct GenRequest {
     pub max_tokens: u32,
     /// Extra body fields (`ignore_eos`, `temperature`, …), merged last.
     pub extra: Map<String, Value>,
+    /// A conversation's earlier turns, sent before `prompt` (chat only).
+    /// `Some` also keeps the answer's text in [`Outcome::text`] for the next turn.
+    pub history: Option<Vec<crate::conversation::Message>>,
 }
 
 impl GenRequest {
     /// The JSON body, streaming with usage requested.
     pub fn body(&self, stream: bool) -> Value {
         let mut body = match self.api {
-            Api::Chat => json!({
-                "model": self.model,
-                "messages": [{"role": "user", "content": self.prompt}],
-                "max_tokens": self.max_tokens,
-            }),
+            Api::Chat => {
+                let mut messages = json!(self.history.as_deref().unwrap_or_default());
+                if let Value::Array(m) = &mut messages {
+                    m.push(json!({"role": "user", "content": self.prompt}));
+                }
+                json!({
+                    "model": self.model,
+                    "messages": messages,
+                    "max_tokens": self.max_tokens,
+                })
+            }
             Api::Completions => json!({
                 "model": self.model,
                 "prompt": self.prompt,
@@ -291,6 +300,7 @@ impl Client {
         let mut t0 = Instant::now();
         let mut out = Outcome {
             sent_unix_s: unix_now(),
+            text: req.history.as_ref().map(|_| String::new()),
             ..Outcome::default()
         };
         let resp = loop {

@@ -91,6 +91,9 @@ impl StreamState {
                 }
                 if answer_len > 0 {
                     out.first_answer_s.get_or_insert(arrived);
+                    if let Some(text) = &mut out.text {
+                        text.push_str(answer_text(choice));
+                    }
                 }
                 let text_len = answer_len + reasoning_len;
                 if text_len > 0 {
@@ -116,6 +119,15 @@ impl StreamState {
         }
         None
     }
+}
+
+/// The answer text of one choice (`content`, or a completion's `text`).
+fn answer_text(choice: &Value) -> &str {
+    let text = match choice.get("delta") {
+        Some(d) => d.get("content"),
+        None => choice.get("text"),
+    };
+    text.and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Characters of (answer, reasoning) text in one choice: `content` or a

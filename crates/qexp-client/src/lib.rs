@@ -8,6 +8,7 @@
 mod calibrate;
 mod classify;
 mod client;
+pub mod conversation;
 pub mod dataset;
 pub mod distribution;
 mod events;
@@ -22,6 +23,7 @@ mod timeouts;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use conversation::{Message, Role};
 pub use dataset::{Dataset, DatasetError, DatasetFormat};
 pub use distribution::{LengthDist, Shape};
 pub use fingerprint::Fingerprint;

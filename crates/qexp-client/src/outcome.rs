@@ -21,6 +21,8 @@ pub enum ErrorClass {
     NoOutput,
     /// qexp stopped the request (the run was interrupted).
     Cancelled,
+    /// qexp did not send it: an earlier turn of its conversation failed.
+    Skipped,
     /// The server closed the connection before any response byte, also when it was sent again.
     ConnectionClosed,
     /// HTTP 429: the server (or a gateway) limits the request rate.
@@ -47,7 +49,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in declaration order.
-    pub const ALL: [ErrorClass; 19] = [
+    pub const ALL: [ErrorClass; 20] = [
         ErrorClass::Connect,
         ErrorClass::Timeout,
         ErrorClass::HttpStatus,
@@ -56,6 +58,7 @@ impl ErrorClass {
         ErrorClass::ServerError,
         ErrorClass::NoOutput,
         ErrorClass::Cancelled,
+        ErrorClass::Skipped,
         ErrorClass::ConnectionClosed,
         ErrorClass::RateLimited,
         ErrorClass::Unavailable,
@@ -80,6 +83,7 @@ impl ErrorClass {
             ErrorClass::ServerError => "server_error",
             ErrorClass::NoOutput => "no_output",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Skipped => "skipped",
             ErrorClass::ConnectionClosed => "connection_closed",
             ErrorClass::RateLimited => "rate_limited",
             ErrorClass::Unavailable => "unavailable",
@@ -162,6 +166,9 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The failure, if the request did not complete.
     pub error: Option<RequestError>,
+    /// The answer's text, kept only for multi-turn requests (the next turn sends it back).
+    #[serde(default)]
+    pub text: Option<String>,
     /// Times the request was sent again because its connection had been
     /// closed under it before any response byte (offsets count from the last send).
     #[serde(default)]

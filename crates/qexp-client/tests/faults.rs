@@ -24,6 +24,7 @@ fn request(max_tokens: u32) -> GenRequest {
         prompt: "one two three".into(),
         max_tokens,
         extra: Default::default(),
+        history: None,
     }
 }
 

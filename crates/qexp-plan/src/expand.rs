@@ -13,7 +13,7 @@ pub struct Point {
     pub input_tokens: u32,
     /// Planned output length in tokens.
     pub output_tokens: u32,
-    /// Measured requests.
+    /// Measured requests (multi-turn: sessions × turns).
     pub requests: u32,
     /// Warmup requests sent first and marked as such.
     pub warmup: u32,
@@ -62,6 +62,8 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
     let warmup = plan.run.warmup_requests;
     // What each (input, output) pair expands into along the load axis.
     let shared = plan.workload.shared_prefix.as_ref();
+    // Multi-turn: `run.requests` counts sessions, each of `turns` requests.
+    let turns = plan.workload.multi_turn.as_ref().map_or(1, |m| m.turns());
     let loads: Vec<(u32, u32, Option<OpenLoop>)> = if let Some((t, trace)) = &plan.trace {
         let n = trace.entries.len() as u32;
         let max_in = trace
@@ -108,7 +110,10 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
     } else {
         conc.iter()
             .map(|&c| {
-                let n = shared.map_or_else(|| requests.at(c).max(c), |s| s.requests());
+                let n = shared.map_or_else(
+                    || requests.at(c).max(c).saturating_mul(turns),
+                    |s| s.requests(),
+                );
                 (c, n, None)
             })
             .collect()

@@ -26,12 +26,6 @@ pub struct PlanFile {
     /// `[analysis]`: thresholds for the report's flags.
     #[serde(default)]
     pub analysis: AnalysisSection,
-    /// `[timeouts]`: limits on each request's time.
-    #[serde(default)]
-    pub timeouts: TimeoutsSection,
-    /// `[tolerance]`: failed requests a point may have.
-    #[serde(default)]
-    pub tolerance: ToleranceSection,
     /// `[load]`: open-loop arrivals (rates, stages, trace replay).
     #[serde(default)]
     pub load: LoadSection,
@@ -41,6 +35,12 @@ pub struct PlanFile {
     /// The replayed trace as read when the plan was loaded (`load.trace`).
     #[serde(skip)]
     pub(crate) trace: Option<(TraceRef, crate::trace::Trace)>,
+    /// `[timeouts]`: limits on each request's time.
+    #[serde(default)]
+    pub timeouts: TimeoutsSection,
+    /// `[tolerance]`: failed requests a point may have.
+    #[serde(default)]
+    pub tolerance: ToleranceSection,
 }
 
 /// `[experiment]`.
@@ -135,6 +135,9 @@ pub struct Workload {
     /// Prompts sampled from a local dataset file instead of filler words.
     #[serde(default)]
     pub dataset: Option<crate::workload::DatasetSource>,
+    /// Conversations of several turns, each carrying the turns before it.
+    #[serde(default)]
+    pub multi_turn: Option<crate::multi_turn::MultiTurn>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -435,6 +438,17 @@ impl PlanFile {
         }
         if let Some(l) = &self.workload.output_lengths {
             l.validate("workload.output_lengths")?;
+        }
+        if let Some(m) = &self.workload.multi_turn {
+            m.validate(&self.workload, self.target.api == ApiKind::Chat)?;
+            if self.load.is_open(self.sweep.rate.is_some()) {
+                return invalid(
+                    m.turns.span(),
+                    "workload.multi_turn",
+                    "sessions run closed-loop (concurrency counts sessions); drop `sweep.rate`, \
+                     `load.stages` and `load.trace`",
+                );
+            }
         }
         if let Some(shared) = &self.workload.shared_prefix {
             shared.validate()?;

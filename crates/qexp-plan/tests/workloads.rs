@@ -189,3 +189,71 @@ fn dataset_errors_are_located() {
         "{msg}"
     );
 }
+
+const MULTI: &str = r#"
+[experiment]
+name = "t"
+version = 1
+
+[target]
+base_url = "sim:fast"
+
+[workload]
+input_tokens = 1000
+output_tokens = 50
+
+[workload.multi_turn]
+turns = 4
+user_tokens = 100
+think_time_s = 1.5
+
+[sweep]
+concurrency = [1, 8]
+
+[run]
+requests = "2x"
+"#;
+
+#[test]
+fn multi_turn_requests_count_sessions_of_turns() {
+    let plan = parse(MULTI).unwrap();
+    let m = plan.file.workload.multi_turn.as_ref().unwrap();
+    assert_eq!((m.turns(), m.think_time_s()), (4, 1.5));
+    let requests: Vec<u32> = plan.points().iter().map(|p| p.requests).collect();
+    assert_eq!(
+        requests,
+        [8, 64],
+        "2 sessions per concurrency level × 4 turns"
+    );
+}
+
+#[test]
+fn multi_turn_errors_are_located() {
+    assert_eq!(
+        err(&MULTI.replace("turns = 4", "turns = 1")),
+        "experiments/t.toml:14:9: `workload.multi_turn.turns`: must be at least 2"
+    );
+    assert_eq!(
+        err(&MULTI.replace("user_tokens = 100", "user_tokens = 10")),
+        "experiments/t.toml:15:15: `workload.multi_turn.user_tokens`: must be at least 32: \
+         a user message opens with a 16-token nonce"
+    );
+    assert_eq!(
+        err(&MULTI.replace("think_time_s = 1.5", "think_time_s = -1.0")),
+        "experiments/t.toml:16:16: `workload.multi_turn.think_time_s`: must be 0 or more seconds"
+    );
+    let msg = err(&MULTI.replace("sim:fast\"", "sim:fast\"\napi = \"completions\""));
+    assert!(msg.contains("set target.api = \"chat\""), "{msg}");
+    let msg = err(&MULTI.replace(
+        "[sweep]",
+        "[workload.input_lengths]\ndistribution = \"fixed\"\n\n[sweep]",
+    ));
+    assert!(
+        msg.contains("drop shared_prefix, dataset and input_lengths"),
+        "{msg}"
+    );
+    let msg = err(&MULTI.replace("concurrency = [1, 8]", "rate = [2.0]"));
+    assert!(msg.contains("sessions run closed-loop"), "{msg}");
+    let msg = err(&MULTI.replace("think_time_s", "think_s"));
+    assert!(msg.contains("unknown field `think_s`"), "{msg}");
+}

@@ -65,6 +65,8 @@ pub struct ReportContext {
     pub thresholds: Vec<ThresholdRow>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
+    /// Multi-turn runs: one row per (point, turn); empty otherwise.
+    pub turns: Vec<crate::TurnRow>,
     /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
     pub open_loop: Option<crate::open_loop::OpenLoopView>,
     /// Whether any table has server counters (scraped metrics).
@@ -379,6 +381,7 @@ pub fn report_context_with(
         thresholds: thresholds.rows(),
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
+        turns: crate::turns::turn_rows(&a.points, &a.turns),
         open_loop: a
             .schedule
             .as_ref()

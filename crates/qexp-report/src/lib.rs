@@ -23,6 +23,7 @@ pub mod narrative;
 mod open_loop;
 mod render;
 mod tables;
+mod turns;
 
 pub use context::{
     report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,
@@ -32,6 +33,7 @@ pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
 };
+pub use turns::TurnRow;
 
 /// A median with its min–max, for terminal tables.
 pub fn format_summary_cell(s: &Option<qexp_analysis::stats::Summary>) -> String {

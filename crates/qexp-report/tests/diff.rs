@@ -76,6 +76,7 @@ fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAn
         dir: format!("results/quickstart/{id}").into(),
         manifest,
         points,
+        turns: Vec::new(),
         schedule: None,
     }
 }

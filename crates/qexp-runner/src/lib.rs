@@ -15,6 +15,7 @@ mod progress;
 mod record;
 mod run;
 mod scheduler;
+mod session;
 mod target;
 mod timer;
 mod workload;

@@ -48,6 +48,8 @@ pub(crate) fn request_row(
         output_tokens_planned: planned.output_tokens,
         cached_tokens_expected: planned.cached_tokens,
         prefix_group: planned.prefix_group,
+        session: planned.session,
+        turn: planned.turn,
         scheduled_unix_s: f.scheduled_unix_s,
         sent_unix_s: o.sent_unix_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),

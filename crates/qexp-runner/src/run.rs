@@ -5,6 +5,7 @@ use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
 use crate::scheduler::{run_closed_loop, Job};
+use crate::session::{plan_turns, run_sessions};
 use crate::target::{resolve_target, Target};
 use crate::timer::Timer;
 use crate::workload::Prompts;
@@ -288,6 +289,7 @@ async fn run_trials<B: Backend>(
         input_lengths: f.workload.input_lengths.as_ref(),
         output_lengths: f.workload.output_lengths.as_ref(),
         dataset: prep.dataset.as_ref(),
+        multi_turn: f.workload.multi_turn.as_ref(),
         trace: prep.trace.as_ref(),
         calibrations: &prep.calibrations,
     };
@@ -319,6 +321,7 @@ async fn run_trials<B: Backend>(
                         prompt,
                         max_tokens: plan.output_tokens,
                         extra: prep.extra.clone(),
+                        history: None,
                     },
                 }
             };
@@ -347,8 +350,8 @@ async fn run_trials<B: Backend>(
                 Some(m) => m.scrape().await,
                 None => None,
             };
-            let done = match &point.open_loop {
-                None => {
+            let done = match (&f.workload.multi_turn, &point.open_loop) {
+                (None, None) => {
                     run_closed_loop(
                         backend.clone(),
                         measured_jobs,
@@ -358,7 +361,26 @@ async fn run_trials<B: Backend>(
                     )
                     .await
                 }
-                Some(ol) => {
+                (Some(m), _) => {
+                    // Jobs are session-major: a session's turns are consecutive.
+                    let sessions = measured_jobs
+                        .chunks(m.turns() as usize)
+                        .map(<[Job]>::to_vec)
+                        .collect();
+                    let think = Duration::from_secs_f64(m.think_time_s());
+                    let done = run_sessions(
+                        backend.clone(),
+                        sessions,
+                        point.concurrency,
+                        think,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await;
+                    plan_turns(&mut planned, &done);
+                    done
+                }
+                (None, Some(ol)) => {
                     // Arrivals differ per trial and point, yet repeat run to run.
                     let seed = f.run.seed ^ (u64::from(trial) << 32) ^ u64::from(pid);
                     let spec = OpenLoopSpec {

@@ -13,13 +13,17 @@
 //! index alone, so a rerun of the plan plans the same lengths. A drawn
 //! prompt length moves the calibrated filler by one word per token.
 //!
+//! Multi-turn sessions: turn 1 is a default prompt of the point's length;
+//! each later turn's user message is a nonce and filler calibrated to
+//! `user_tokens` (the conversation before it is added by `session.rs`).
+//!
 //! Dataset prompts are the request's nonce, then a prompt sampled from the
 //! plan's file (see `dataset.rs`); their planned length is the server's count.
 
 use crate::dataset::DatasetPrompts;
 use qexp_client::prompt::Filler;
 use qexp_client::{nonce_for, Calibration, LengthDist, Shape};
-use qexp_plan::{LengthShape, Lengths, Point, SharedPrefix, Workload};
+use qexp_plan::{LengthShape, Lengths, MultiTurn, Point, SharedPrefix, Workload};
 use rand::{rngs::StdRng, SeedableRng};
 use std::collections::BTreeMap;
 
@@ -39,6 +43,10 @@ pub(crate) struct Planned {
     pub cached_tokens: u32,
     /// The shared-prefix group, for grouped prompts.
     pub prefix_group: Option<u32>,
+    /// The conversation (from 0 within the point), for multi-turn requests.
+    pub session: Option<u32>,
+    /// The turn within its conversation, from 1.
+    pub turn: Option<u32>,
 }
 
 /// Builds the prompts of a run.
@@ -50,6 +58,7 @@ pub(crate) struct Prompts<'a> {
     pub input_lengths: Option<&'a Lengths>,
     pub output_lengths: Option<&'a Lengths>,
     pub dataset: Option<&'a DatasetPrompts>,
+    pub multi_turn: Option<&'a MultiTurn>,
     /// A replayed trace: measured request i takes the lengths of entry i.
     pub trace: Option<&'a qexp_plan::Trace>,
     pub calibrations: &'a BTreeMap<u32, Calibration>,
@@ -91,6 +100,9 @@ impl Prompts<'_> {
                 out.push(*s.system_tokens.get_ref());
             }
         }
+        if let Some(m) = &w.multi_turn {
+            out.push(*m.user_tokens.get_ref());
+        }
         out.sort_unstable();
         out.dedup();
         out
@@ -131,6 +143,20 @@ impl Prompts<'_> {
             let e = d.entry(self.seed, trial, point.id, index);
             planned.input_tokens = d.tokens.get(&e).copied().unwrap_or(input);
             return (format!("{nonce} {}", d.prompts[e]), planned);
+        }
+        let place = index
+            .checked_sub(point.warmup)
+            .zip(self.multi_turn)
+            .map(|(measured, m)| (m, m.place(measured)));
+        if let Some((m, (session, turn))) = place {
+            planned.session = Some(session);
+            planned.turn = Some(turn);
+            if turn > 1 {
+                // The turn's own message; the conversation so far goes before it.
+                let user = *m.user_tokens.get_ref();
+                planned.input_tokens = user;
+                return (self.filler.prompt(&nonce, self.units(user)), planned);
+            }
         }
         let grouped = index.checked_sub(point.warmup).and_then(|measured| {
             let shared = self.shared?;
@@ -175,6 +201,17 @@ pub(crate) fn comparability_keys(w: &Workload) -> Vec<(String, String)> {
                 } else {
                     ""
                 }
+            ),
+        ));
+    }
+    if let Some(m) = &w.multi_turn {
+        out.push((
+            "multi_turn".into(),
+            format!(
+                "{} turns, user {} tokens, think {} s",
+                m.turns(),
+                m.user_tokens.get_ref(),
+                m.think_time_s()
             ),
         ));
     }
@@ -257,6 +294,7 @@ mod tests {
             input_lengths: None,
             output_lengths: None,
             dataset: None,
+            multi_turn: None,
             trace: None,
             calibrations: &cal,
         };

@@ -61,6 +61,7 @@ fn jobs(n: u32) -> Vec<Job> {
                 prompt: "p".into(),
                 max_tokens: index,
                 extra: Default::default(),
+                history: None,
             },
         })
         .collect()

@@ -35,6 +35,10 @@ pub struct RequestRow {
     pub cached_tokens_expected: u32,
     /// Shared-prefix group of the prompt, null when it shares no prefix.
     pub prefix_group: Option<u32>,
+    /// Multi-turn: the conversation within the point (from 0), null otherwise.
+    pub session: Option<u32>,
+    /// Multi-turn: the turn within its conversation (from 1), null otherwise.
+    pub turn: Option<u32>,
     /// When the scheduler released the request, Unix seconds.
     pub scheduled_unix_s: f64,
     /// When it was sent, Unix seconds.
@@ -210,6 +214,8 @@ pub fn requests_frame(rows: &[RequestRow]) -> PolarsResult<DataFrame> {
                 r.clone().map(|r| r.cached_tokens_expected),
             ),
             col("prefix_group", r.clone().map(|r| r.prefix_group)),
+            col("session", r.clone().map(|r| r.session)),
+            col("turn", r.clone().map(|r| r.turn)),
             col("scheduled_unix_s", r.clone().map(|r| r.scheduled_unix_s)),
             col("sent_unix_s", r.clone().map(|r| r.sent_unix_s)),
             col("queue_s", r.clone().map(|r| r.queue_s)),

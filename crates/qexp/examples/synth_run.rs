@@ -133,6 +133,8 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                     output_tokens_planned: p.output_tokens,
                     cached_tokens_expected: 0,
                     prefix_group: None,
+                    session: None,
+                    turn: None,
                     scheduled_unix_s: sent,
                     sent_unix_s: sent,
                     queue_s: 0.0,

@@ -266,6 +266,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         prompt,
         max_tokens: 4,
         extra: Default::default(),
+        history: None,
     };
     let metrics = MetricsSource::new(&client, "/metrics");
     let before = metrics.scrape().await.expect("vLLM serves /metrics");

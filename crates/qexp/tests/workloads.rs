@@ -1,11 +1,14 @@
 //! Workload kinds end to end against the simulator's prefix cache: a
 //! shared-prefix point beside its cache-busted twin, and the founding 120K
-//! dip reproduced in miniature and flagged with its cause.
+//! dip reproduced in miniature and flagged with its cause; multi-turn
+//! conversations that resend what came before.
 
+use polars::prelude::DataType;
 use qexp_analysis::{analyze, Flag, Thresholds};
 use qexp_plan::Plan;
 use qexp_runner::{run, RunOptions};
 use qexp_sim::{SimProfile, SimServer};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Timing tests: one at a time so they do not load the 2-core machine under each other.
@@ -368,4 +371,118 @@ async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
             b.manifest.comparability.workload_hash
         );
     }
+}
+
+fn multi_turn_plan(url: &str) -> String {
+    format!(
+        r#"
+[experiment]
+name = "multi-turn"
+version = 1
+
+[target]
+base_url = "{url}"
+api = "chat"
+
+[workload]
+input_tokens = 400
+output_tokens = 24
+
+[workload.multi_turn]
+turns = 3
+user_tokens = 60
+think_time_s = 0.02
+
+[sweep]
+concurrency = [2]
+
+[run]
+requests = 3
+warmup_requests = 1
+trials = 2
+seed = 5
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_turn_sessions_resend_the_conversation_in_order() {
+    let _serial = SERIAL.lock().await;
+    let server = prefill_bound_sim().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_plan(tmp.path(), "multi", &multi_turn_plan(&server.base_url())).await;
+    let point = &run.points[0];
+    assert_eq!(point.requests, 18, "2 trials × 3 sessions × 3 turns");
+    assert_eq!(point.failures, 0);
+    assert!(
+        point.trials.iter().all(|t| t.invalid_reason.is_none()),
+        "{:?}",
+        point.trials
+    );
+    let df = qexp_store::scan_requests(&run.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let opt = |name: &str| -> Vec<Option<u32>> {
+        let c = df.column(name).unwrap().cast(&DataType::UInt32).unwrap();
+        c.u32().unwrap().iter().collect()
+    };
+    let f64s = |name: &str| -> Vec<f64> {
+        let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
+        c.f64().unwrap().iter().map(|v| v.unwrap()).collect()
+    };
+    let (trial, session, turn) = (u32_col(&df, "trial"), opt("session"), opt("turn"));
+    let (prompt, completion, cached, planned) = (
+        u32_col(&df, "prompt_tokens"),
+        u32_col(&df, "completion_tokens"),
+        u32_col(&df, "cached_tokens"),
+        u32_col(&df, "input_tokens_planned"),
+    );
+    let (sent, end) = (f64s("sent_unix_s"), f64s("end_s"));
+    let mut conversations: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+    for i in 0..df.height() {
+        match (session[i], turn[i]) {
+            (Some(s), Some(_)) => conversations.entry((trial[i], s)).or_default().push(i),
+            _ => assert!(session[i].is_none() && turn[i].is_none(), "row {i}"),
+        }
+    }
+    assert_eq!(conversations.len(), 6, "3 sessions in each of 2 trials");
+    for rows in conversations.values() {
+        let turns: Vec<u32> = rows.iter().map(|&i| turn[i].unwrap()).collect();
+        assert_eq!(turns, [1, 2, 3]);
+        assert_eq!(cached[rows[0]], 0, "a conversation's first turn is new");
+        for w in rows.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            // In order: a turn goes out after the answer before it, plus think time.
+            assert!(sent[b] >= sent[a] + end[a] + 0.02, "rows {a}, {b}");
+            // The whole earlier conversation plus a 60-token user turn; the
+            // simulator's template adds 4 tokens per message and 3 to prime
+            // the answer, so 60 + 4 - 3 tokens more than the sum.
+            let before = prompt[a] + completion[a];
+            assert_eq!(prompt[b], before + 60 + 1, "rows {a}, {b}");
+            assert_eq!(planned[b], before + 60, "rows {a}, {b}");
+            // The simulator caches whole 16-token blocks of the earlier prompt.
+            assert!(cached[b] + 16 > prompt[a] && cached[b] <= before, "row {b}");
+        }
+    }
+    // The analysis gives every turn its own row; the prompt grows turn by turn.
+    let turns: Vec<u32> = run.turns.iter().map(|t| t.turn).collect();
+    assert_eq!(turns, [1, 2, 3]);
+    let prompts: Vec<f64> = run
+        .turns
+        .iter()
+        .map(|t| t.prompt_tokens.as_ref().unwrap().median)
+        .collect();
+    assert!(
+        prompts[0] < prompts[1] && prompts[1] < prompts[2],
+        "{prompts:?}"
+    );
+    assert_eq!(run.turns[0].cached_share.as_ref().unwrap().median, 0.0);
+    assert!(run.turns[2].cached_share.as_ref().unwrap().median > 0.5);
+    let templates = qexp_report::Templates::builtin().unwrap();
+    let written = qexp_report::render_run(&run, &templates, &tmp.path().join("report")).unwrap();
+    let md = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(md.contains("### Per turn"), "{md}");
+    assert!(md.contains("| c=2 in=400 out=24 | 3 | 2 |"), "{md}");
+    server.shutdown().await;
 }
