@@ -3,6 +3,7 @@
 //! one finishes; the scheduled time is when the worker became free.
 
 use crate::backend::Backend;
+use crate::stop::cut_after_grace;
 use crate::Cancel;
 use qexp_client::{ErrorClass, GenRequest, Outcome, RequestError};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,7 +33,8 @@ pub struct Finished {
 
 /// Runs `jobs` with `concurrency` in flight; calls `on_done` as each
 /// finishes. Stops taking new jobs when `cancel` turns true; requests in
-/// flight then end as `cancelled` rows (kept, not dropped).
+/// flight then get [`crate::STOP_GRACE`] to finish, after which they end as
+/// `cancelled` rows (kept, not dropped).
 pub async fn run_closed_loop<B: Backend>(
     backend: Arc<B>,
     jobs: Vec<Job>,
@@ -62,7 +64,7 @@ pub async fn run_closed_loop<B: Backend>(
                 let scheduled_unix_s = unix_now();
                 let outcome = tokio::select! {
                     o = backend.send(job.request.clone()) => o,
-                    _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
+                    _ = cut_after_grace(&mut cancel) => cancelled(scheduled_unix_s),
                 };
                 if tx
                     .send(Finished {
