@@ -1,9 +1,10 @@
 //! The request journal: while a (trial, point) runs, each finished request
 //! is appended to `journal/requests-tTTTT-pPPPPP.jsonl` as one JSON line,
 //! in one write, the moment it finishes. A `kill -9` therefore loses only
-//! the requests in flight. The file is synced to the device at most once a
-//! second (and when the pair completes); when the pair is written as Parquet
-//! its journal is removed.
+//! the requests in flight. The file is synced to the device on the first
+//! append [`JOURNAL_SYNC_EVERY`] or more after the last sync, and when the
+//! run finishes; when the pair is written as Parquet (itself synced) its
+//! journal is removed.
 
 use crate::error::StoreError;
 use crate::layout::{pair_file, JOURNAL, REQUESTS};
@@ -13,7 +14,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Longest time a finished row waits in the page cache before a sync.
+/// Least time between two syncs of a journal to the device.
 pub const JOURNAL_SYNC_EVERY: Duration = Duration::from_secs(1);
 
 /// The open journal of one (trial, point).

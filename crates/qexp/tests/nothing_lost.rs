@@ -1,6 +1,6 @@
 //! Nothing measured is lost: the real `qexp` binary runs a long plan against
 //! the simulator behind a test-local server that logs every stream it
-//! finished, and is killed (`kill -9`), interrupted (SIGINT, once and
+//! finished, and is killed (`kill -9`), interrupted (SIGINT once, SIGTERM
 //! twice), or made to fail a write (a journal on /dev/full). What is on disk
 //! is held against the server's own count, `--resume` completes the run with
 //! exactly the planned rows, and `qexp report` renders it.
@@ -311,14 +311,15 @@ async fn sigint_stops_sending_lets_requests_in_flight_finish_and_marks_the_run_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_sigint_exits_at_once_and_leaves_readable_files() {
+async fn a_second_sigterm_exits_at_once_and_leaves_readable_files() {
     let _serial = SERIAL.lock().await;
     let s = setup().await;
     let child = spawn_run(&s);
     wait_until("3 finished streams", || s.proxy.finished() >= 3).await;
-    signal(&child, "-INT");
+    // SIGTERM is handled like Ctrl-C (unhandled, it would kill qexp: no exit code).
+    signal(&child, "-TERM");
     tokio::time::sleep(Duration::from_millis(50)).await;
-    signal(&child, "-INT");
+    signal(&child, "-TERM");
     let out = exit_of(child).await;
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let run = the_run(&s.results).unwrap();
