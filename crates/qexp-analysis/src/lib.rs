@@ -7,6 +7,7 @@ pub mod anomaly;
 pub mod diff;
 mod load;
 mod metrics;
+pub mod schedule;
 pub mod stats;
 
 pub use anomaly::{Flag, Severity, Thresholds};

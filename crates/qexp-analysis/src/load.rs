@@ -33,6 +33,9 @@ pub struct RunAnalysis {
     pub manifest: Manifest,
     /// One summary per planned point, in plan order (points without data have n = 0).
     pub points: Vec<PointSummary>,
+    /// Response time from the schedule, achieved rate, goodput and capacity;
+    /// None unless the run has open-loop points or `[slo]`.
+    pub schedule: Option<crate::schedule::ScheduleAnalysis>,
 }
 
 const F: DataType = DataType::Float64;
@@ -277,10 +280,12 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             PointSummary::new(p.clone(), trials)
         })
         .collect();
+    let schedule = crate::schedule::for_run(dir, &manifest)?;
     Ok(RunAnalysis {
         dir: dir.to_path_buf(),
         manifest,
         points: summaries,
+        schedule,
     })
 }
 

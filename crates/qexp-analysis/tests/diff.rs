@@ -68,6 +68,7 @@ fn run(
                 output_tokens: 500,
                 requests: 4 * c,
                 warmup: 1,
+                open_loop: None,
             };
             let t = (1..=trials)
                 .map(|n| TrialMetrics {
@@ -96,6 +97,7 @@ fn run(
         dir: id.into(),
         manifest,
         points,
+        schedule: None,
     }
 }
 

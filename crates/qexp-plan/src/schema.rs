@@ -1,3 +1,5 @@
+use crate::open_loop::{LoadSection, TraceRef};
+use crate::slo::SloSection;
 use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
@@ -23,6 +25,15 @@ pub struct PlanFile {
     /// `[analysis]`: thresholds for the report's flags.
     #[serde(default)]
     pub analysis: AnalysisSection,
+    /// `[load]`: open-loop arrivals (rates, stages, trace replay).
+    #[serde(default)]
+    pub load: LoadSection,
+    /// `[slo]`: per-request objectives for goodput and capacity.
+    #[serde(default)]
+    pub slo: Option<Spanned<SloSection>>,
+    /// The replayed trace as read when the plan was loaded (`load.trace`).
+    #[serde(skip)]
+    pub(crate) trace: Option<(TraceRef, crate::trace::Trace)>,
 }
 
 /// `[experiment]`.
@@ -136,6 +147,9 @@ pub struct Sweep {
     /// Output lengths; overrides `workload.output_tokens`.
     #[serde(default)]
     pub output_tokens: Option<Spanned<Vec<u32>>>,
+    /// Open-loop arrival rates, requests per second (see `[load]`).
+    #[serde(default)]
+    pub rate: Option<Spanned<Vec<f64>>>,
 }
 
 /// Requests per point: a fixed count, or a multiple of the concurrency (`"4x"`).
@@ -376,6 +390,42 @@ impl PlanFile {
         check_list(&self.sweep.concurrency, "sweep.concurrency")?;
         check_list(&self.sweep.input_tokens, "sweep.input_tokens")?;
         check_list(&self.sweep.output_tokens, "sweep.output_tokens")?;
+        self.load.validate(
+            self.sweep.rate.as_ref(),
+            self.sweep.concurrency.as_ref().map(|c| c.span()),
+        )?;
+        if let Some(t) = &self.load.trace {
+            for (key, list) in [
+                ("sweep.input_tokens", &self.sweep.input_tokens),
+                ("sweep.output_tokens", &self.sweep.output_tokens),
+            ] {
+                if let Some(l) = list {
+                    return invalid(
+                        l.span(),
+                        key,
+                        format!(
+                            "a trace gives each request its own lengths; drop this sweep or the trace `{}`",
+                            t.path.get_ref()
+                        ),
+                    );
+                }
+            }
+        }
+        if let (Some(shared), true) = (
+            &self.workload.shared_prefix,
+            self.load.stages.is_some() || self.load.trace.is_some(),
+        ) {
+            return invalid(
+                shared.system_tokens.span(),
+                "workload.shared_prefix",
+                "shared-prefix groups fix each point's request count; use them with `sweep.rate` or concurrency, not with `load.stages` or `load.trace`",
+            );
+        }
+        if let Some(slo) = &self.slo {
+            slo.get_ref()
+                .validate()
+                .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
+        }
         if let Some(d) = &self.workload.dataset {
             d.validate(&self.workload)?;
         }

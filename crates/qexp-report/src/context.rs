@@ -65,6 +65,8 @@ pub struct ReportContext {
     pub thresholds: Vec<ThresholdRow>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
+    /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
+    pub open_loop: Option<crate::open_loop::OpenLoopView>,
     /// Whether any table has server counters (scraped metrics).
     pub server_counters: bool,
     /// Charts, filled in by the renderer (empty from [`report_context`]).
@@ -381,6 +383,10 @@ pub fn report_context_with(
         thresholds: thresholds.rows(),
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
+        open_loop: a
+            .schedule
+            .as_ref()
+            .and_then(crate::open_loop::open_loop_view),
         flags,
         charts: Vec::new(),
         narrative: None,

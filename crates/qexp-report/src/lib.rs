@@ -20,6 +20,7 @@ pub mod format;
 mod headline;
 mod labels;
 pub mod narrative;
+mod open_loop;
 mod render;
 mod tables;
 
@@ -27,6 +28,7 @@ pub use context::{
     report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,
     ReportContext, Row, ServerDoc, Table,
 };
+pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
 };

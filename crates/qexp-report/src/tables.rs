@@ -336,6 +336,7 @@ mod tests {
             output_tokens: 100,
             requests: 4,
             warmup: 0,
+            open_loop: None,
         };
         let trials = (1..=3)
             .map(|trial| TrialMetrics {

@@ -43,6 +43,9 @@ pub enum RunError {
         /// The cause.
         source: qexp_client::CalibrationError,
     },
+    /// The replayed trace could not be read again, or changed since the plan was loaded.
+    #[error("{0}")]
+    Trace(String),
     /// The plan's dataset cannot be used.
     #[error(transparent)]
     Dataset(#[from] qexp_client::DatasetError),

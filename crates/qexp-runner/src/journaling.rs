@@ -37,9 +37,10 @@ impl<'a> Journaling<'a> {
         }
     }
 
-    /// The write failure, if one happened.
+    /// The write failure, if one happened (waiting for the journal to hold
+    /// every row handed to it).
     pub(crate) fn failure(self) -> Option<StoreError> {
-        self.failure
+        self.failure.or_else(|| self.writer.flush_journal().err())
     }
 }
 

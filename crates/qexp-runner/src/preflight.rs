@@ -75,6 +75,7 @@ mod tests {
             output_tokens: output,
             requests: 1,
             warmup: 0,
+            open_loop: None,
         }
     }
 

@@ -1,6 +1,7 @@
 use crate::backend::Backend;
 use crate::error::RunError;
 use crate::journaling::{all_finished, Journaling};
+use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
@@ -8,6 +9,7 @@ use crate::resume::{ResumeOptions, Resuming};
 use crate::scheduler::{run_closed_loop, Job};
 use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
+use crate::timer::Timer;
 use crate::workload::Prompts;
 use crate::Cancel;
 use chrono::Utc;
@@ -16,7 +18,7 @@ use qexp_client::{
     calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, GenRequest, MetricsSource,
     ServerCounters, ServerInfo,
 };
-use qexp_plan::{ApiKind, Plan, Point};
+use qexp_plan::{ApiKind, Plan, Point, Trace};
 use qexp_store::{
     Comparability, Manifest, RunStatus, RunWriter, ServerDeltas, TargetInfo, SCHEMA_VERSION,
 };
@@ -97,6 +99,27 @@ struct Prepared {
     info: ServerInfo,
     fingerprint: Fingerprint,
     metrics: Option<MetricsSource>,
+    trace: Option<Trace>,
+}
+
+/// The trace a plan replays, read again and checked against the plan's hash.
+fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
+    let Some(tref) = opts
+        .plan
+        .points()
+        .into_iter()
+        .find_map(|p| p.open_loop.and_then(|o| o.trace))
+    else {
+        return Ok(None);
+    };
+    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
+    if trace.sha256 != tref.sha256 {
+        return Err(format!(
+            "trace {} changed after the plan was loaded; run again",
+            tref.path
+        ));
+    }
+    Ok(Some(trace))
 }
 
 async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunError> {
@@ -173,6 +196,7 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         info,
         fingerprint,
         metrics,
+        trace: load_trace(opts).map_err(RunError::Trace)?,
     })
 }
 
@@ -270,6 +294,7 @@ async fn run_trials<B: Backend>(
         input_lengths: f.workload.input_lengths.as_ref(),
         output_lengths: f.workload.output_lengths.as_ref(),
         dataset: prep.dataset.as_ref(),
+        trace: prep.trace.as_ref(),
         calibrations: &prep.calibrations,
     };
     for trial in 1..=trials {
@@ -330,7 +355,11 @@ async fn run_trials<B: Backend>(
             let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
             writer.begin_point(trial, pid)?;
             let mut journal = Journaling::new(writer, stop);
-            let warm_c = point.concurrency.min(point.warmup.max(1));
+            // Warmups run closed-loop, at most as many at once as the point allows.
+            let warm_c = match point.concurrency {
+                0 => point.warmup.max(1),
+                c => c.min(point.warmup.max(1)),
+            };
             let warm_done = run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), |f| {
                 bar.inc(f.outcome.error.is_some());
                 journal.record(&ctx, f, true, plan_of(f));
@@ -340,17 +369,40 @@ async fn run_trials<B: Backend>(
                 Some(m) => m.scrape().await,
                 None => None,
             };
-            let done = run_closed_loop(
-                backend.clone(),
-                measured_jobs,
-                point.concurrency,
-                cancel.clone(),
-                |f| {
-                    bar.inc(f.outcome.error.is_some());
-                    journal.record(&ctx, f, false, plan_of(f));
-                },
-            )
-            .await;
+            let mut on_measured = |f: &crate::Finished| {
+                bar.inc(f.outcome.error.is_some());
+                journal.record(&ctx, f, false, plan_of(f));
+            };
+            let done = match &point.open_loop {
+                None => {
+                    run_closed_loop(
+                        backend.clone(),
+                        measured_jobs,
+                        point.concurrency,
+                        cancel.clone(),
+                        &mut on_measured,
+                    )
+                    .await
+                }
+                Some(ol) => {
+                    // Arrivals differ per trial and point, yet repeat run to run.
+                    let seed = f.run.seed ^ (u64::from(trial) << 32) ^ u64::from(pid);
+                    let spec = OpenLoopSpec {
+                        offsets: crate::arrivals::offsets(ol, prep.trace.as_ref(), seed),
+                        max_in_flight: ol.max_in_flight,
+                        timer: Timer::Precise,
+                    };
+                    let jobs = measured_jobs;
+                    run_open_loop(
+                        backend.clone(),
+                        jobs,
+                        spec,
+                        cancel.clone(),
+                        &mut on_measured,
+                    )
+                    .await
+                }
+            };
             let journal_failure = journal.failure();
             let mut rows: Vec<_> = warm_done
                 .iter()

@@ -25,7 +25,7 @@ pub struct Job {
 pub struct Finished {
     /// The job's index.
     pub index: u32,
-    /// When a worker was free to send it, Unix seconds.
+    /// When it was due: a worker became free (closed loop) or its arrival time (open loop), Unix seconds.
     pub scheduled_unix_s: f64,
     /// What was measured.
     pub outcome: Outcome,
@@ -67,11 +67,7 @@ pub async fn run_closed_loop<B: Backend>(
                     _ = cut_after_grace(&mut cancel) => cancelled(scheduled_unix_s),
                 };
                 if tx
-                    .send(Finished {
-                        index: job.index,
-                        scheduled_unix_s,
-                        outcome,
-                    })
+                    .send(Finished::of(job, scheduled_unix_s, outcome))
                     .is_err()
                 {
                     break;
@@ -89,7 +85,17 @@ pub async fn run_closed_loop<B: Backend>(
     done
 }
 
-fn cancelled(scheduled: f64) -> Outcome {
+impl Finished {
+    pub(crate) fn of(job: &Job, scheduled_unix_s: f64, outcome: Outcome) -> Finished {
+        Finished {
+            index: job.index,
+            scheduled_unix_s,
+            outcome,
+        }
+    }
+}
+
+pub(crate) fn cancelled(scheduled: f64) -> Outcome {
     Outcome {
         sent_unix_s: scheduled,
         end_s: unix_now() - scheduled,

@@ -50,6 +50,8 @@ pub(crate) struct Prompts<'a> {
     pub input_lengths: Option<&'a Lengths>,
     pub output_lengths: Option<&'a Lengths>,
     pub dataset: Option<&'a DatasetPrompts>,
+    /// A replayed trace: measured request i takes the lengths of entry i.
+    pub trace: Option<&'a qexp_plan::Trace>,
     pub calibrations: &'a BTreeMap<u32, Calibration>,
 }
 
@@ -108,6 +110,12 @@ impl Prompts<'_> {
         let output = self.output_lengths.map_or(point.output_tokens, |l| {
             dist(l, point.output_tokens).sample(&mut rng)
         });
+        let traced = self
+            .trace
+            .filter(|_| point.open_loop.as_ref().is_some_and(|o| o.trace.is_some()));
+        let (input, output) = traced
+            .and_then(|t| t.entries.get(index.checked_sub(point.warmup)? as usize))
+            .map_or((input, output), |e| (e.input_tokens, e.output_tokens));
         // One filler word per token away from the calibrated length.
         let units = (self.units(point.input_tokens) as i64 + i64::from(input)
             - i64::from(point.input_tokens))
@@ -227,6 +235,7 @@ mod tests {
             output_tokens: 10,
             requests: 4,
             warmup: 1,
+            open_loop: None,
         }
     }
 
@@ -248,6 +257,7 @@ mod tests {
             input_lengths: None,
             output_lengths: None,
             dataset: None,
+            trace: None,
             calibrations: &cal,
         };
         let p = point(300);

@@ -1,10 +1,11 @@
 //! The request journal: while a (trial, point) runs, each finished request
 //! is appended to `journal/requests-tTTTT-pPPPPP.jsonl` as one JSON line,
-//! in one write, the moment it finishes. A `kill -9` therefore loses only
-//! the requests in flight. The file is synced to the device on the first
-//! append [`JOURNAL_SYNC_EVERY`] or more after the last sync, and when the
-//! run finishes; when the pair is written as Parquet (itself synced) its
-//! journal is removed.
+//! in one write, by a thread of the journal's own, the moment it finishes. A
+//! `kill -9` therefore loses only the requests in flight (and any line
+//! handed over but not yet written: microseconds). The file is synced to the
+//! device every [`JOURNAL_SYNC_EVERY`] while rows come, and when the pair
+//! ends; when the pair is written as Parquet (itself synced) its journal is
+//! removed.
 
 use crate::error::StoreError;
 use crate::layout::{pair_file, JOURNAL, REQUESTS};
@@ -12,17 +13,22 @@ use crate::rows::RequestRow;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Least time between two syncs of a journal to the device.
 pub const JOURNAL_SYNC_EVERY: Duration = Duration::from_secs(1);
 
-/// The open journal of one (trial, point).
+/// The open journal of one (trial, point). Lines go to a thread of its own
+/// that writes and syncs them: the caller is the thread that timestamps
+/// requests, and a busy disk must never delay it.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
-    file: File,
-    synced: Instant,
+    lines: Option<mpsc::Sender<Vec<u8>>>,
+    writer: Option<JoinHandle<()>>,
+    failed: Arc<Mutex<Option<std::io::Error>>>,
 }
 
 impl Journal {
@@ -36,10 +42,19 @@ impl Journal {
             .append(true)
             .open(&path)
             .map_err(StoreError::io("cannot create", &path))?;
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let failed: Arc<Mutex<Option<std::io::Error>>> = Arc::default();
+        let report = failed.clone();
+        let writer = std::thread::spawn(move || {
+            if let Err(e) = write_lines(file, &rx) {
+                *report.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            }
+        });
         Ok(Journal {
             path,
-            file,
-            synced: Instant::now(),
+            lines: Some(tx),
+            writer: Some(writer),
+            failed,
         })
     }
 
@@ -48,30 +63,63 @@ impl Journal {
         &self.path
     }
 
-    /// Appends one finished request (one `write`, so a crash never splits
-    /// rows other than the last one).
+    /// Hands one finished request to the journal's thread, which appends it
+    /// in one write; fails when an earlier write failed.
     pub fn append(&mut self, row: &RequestRow) -> Result<(), StoreError> {
+        self.check()?;
         let mut line = serde_json::to_vec(row).map_err(|e| StoreError::Journal {
             path: self.path.clone(),
             line: 0,
             message: e.to_string(),
         })?;
         line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .map_err(StoreError::io("cannot write", &self.path))?;
-        if self.synced.elapsed() >= JOURNAL_SYNC_EVERY {
-            self.sync()?;
+        let sent = self.lines.as_ref().is_some_and(|tx| tx.send(line).is_ok());
+        if !sent {
+            // The thread ended: it failed (reported by `check`) or was closed.
+            self.check()?;
         }
         Ok(())
     }
 
-    /// Forces what was appended to the device.
-    pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
-        self.synced = Instant::now();
-        self.file
-            .sync_data()
-            .map_err(StoreError::io("cannot write", &self.path))
+    /// Waits until every line handed over is written and synced; reports
+    /// the first failure.
+    pub(crate) fn close(&mut self) -> Result<(), StoreError> {
+        self.lines = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(StoreError::io("cannot write", &self.path)(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        // Lets the thread write what it holds, without waiting for it.
+        self.lines = None;
+    }
+}
+
+/// The journal thread: appends each line as it comes, syncs at most once a
+/// [`JOURNAL_SYNC_EVERY`] while lines come, and once at the end.
+fn write_lines(mut file: File, rx: &mpsc::Receiver<Vec<u8>>) -> std::io::Result<()> {
+    let mut synced = Instant::now();
+    loop {
+        match rx.recv_timeout(JOURNAL_SYNC_EVERY) {
+            Ok(line) => file.write_all(&line)?,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return file.sync_data(),
+        }
+        if synced.elapsed() >= JOURNAL_SYNC_EVERY {
+            file.sync_data()?;
+            synced = Instant::now();
+        }
     }
 }
 

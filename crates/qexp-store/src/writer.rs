@@ -148,6 +148,15 @@ impl RunWriter {
         }
     }
 
+    /// Waits until the open journal holds every row given to it; reports
+    /// the first failure to write it.
+    pub fn flush_journal(&mut self) -> Result<(), StoreError> {
+        match &mut self.journal {
+            Some(j) => j.close(),
+            None => Ok(()),
+        }
+    }
+
     /// Persists one complete (trial, point): its request rows and its point
     /// row, as a part to merge. Then drops its journal.
     pub fn write_point(
@@ -191,9 +200,10 @@ impl RunWriter {
             .map_err(StoreError::pq("cannot encode", &dir))?;
         // The point row last: readers take a pair as written once it exists.
         write_parquet(&dir.join(pts_name), &mut pts)?;
-        if let Some(j) = self.journal.take() {
+        if let Some(mut j) = self.journal.take() {
+            // Its rows are in Parquet now: a late journal failure loses nothing.
+            let _ = j.close();
             let path = j.path().to_path_buf();
-            drop(j);
             std::fs::remove_file(&path).map_err(StoreError::io("cannot remove", &path))?;
         }
         Ok(())
@@ -207,7 +217,7 @@ impl RunWriter {
         reason: Option<String>,
     ) -> Result<PathBuf, StoreError> {
         if let Some(mut j) = self.journal.take() {
-            j.sync()?;
+            j.close()?;
         }
         merge_parts(&self.dir)?;
         self.manifest.status = status;

@@ -177,6 +177,7 @@ fn a_crashed_run_reads_its_parts_and_its_journal() {
     for r in rows(1, 1, 3) {
         w.journal(&r).unwrap();
     }
+    w.flush_journal().unwrap();
     // The process dies here: no write_point, no finish.
     drop(w);
     let dir = run_dir(tmp.path());
@@ -199,6 +200,7 @@ fn a_journal_left_beside_its_written_pair_is_not_counted_twice() {
     for r in rows(1, 0, 2) {
         w.journal(&r).unwrap();
     }
+    w.flush_journal().unwrap();
     let dir = run_dir(tmp.path());
     let journal = dir.join("journal").join("requests-t0001-p00000.jsonl");
     let copy = std::fs::read(&journal).unwrap();
@@ -215,6 +217,7 @@ fn a_bad_line_inside_a_journal_is_an_error_naming_file_and_line() {
     let mut w = RunWriter::create(tmp.path(), manifest()).unwrap();
     w.begin_point(1, 0).unwrap();
     w.journal(&request(1, 0, 0)).unwrap();
+    w.flush_journal().unwrap();
     drop(w);
     let dir = run_dir(tmp.path());
     let journal = dir.join("journal").join("requests-t0001-p00000.jsonl");
@@ -322,7 +325,10 @@ fn a_journal_on_a_full_disk_fails_naming_the_file_and_the_cause() {
     // /dev/full answers every write with ENOSPC, as a full disk does.
     std::os::unix::fs::symlink("/dev/full", &file).unwrap();
     w.begin_point(1, 0).unwrap();
-    let err = w.journal(&request(1, 0, 0)).expect_err("the disk is full");
+    // The journal's thread meets the error; it is reported on the next
+    // append or, at the latest, when the pair's journal is flushed.
+    w.journal(&request(1, 0, 0)).unwrap();
+    let err = w.flush_journal().expect_err("the disk is full");
     assert_eq!(
         err.to_string(),
         format!(
