@@ -1,11 +1,11 @@
 //! The request journal: while a (trial, point) runs, each finished request
 //! is appended to `journal/requests-tTTTT-pPPPPP.jsonl` as one JSON line,
-//! in one write, by a thread of the journal's own, the moment it finishes. A
-//! `kill -9` therefore loses only the requests in flight (and any line
-//! handed over but not yet written: microseconds). The file is synced to the
-//! device every [`JOURNAL_SYNC_EVERY`] while rows come, and when the pair
-//! ends; when the pair is written as Parquet (itself synced) its journal is
-//! removed.
+//! in one write, by a thread of the journal's own, the moment it finishes:
+//! it is then in the operating system's hands, so a `kill -9` or a crash of
+//! qexp loses only the requests in flight. The journal is not synced to the
+//! device while the pair runs, so that no device wait sits beside the
+//! measurement; the pair's Parquet files are synced when it ends, and its
+//! journal is then removed.
 
 use crate::error::StoreError;
 use crate::layout::{pair_file, JOURNAL, REQUESTS};
@@ -15,14 +15,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-/// Least time between two syncs of a journal to the device.
-pub const JOURNAL_SYNC_EVERY: Duration = Duration::from_secs(1);
 
 /// The open journal of one (trial, point). Lines go to a thread of its own
-/// that writes and syncs them: the caller is the thread that timestamps
-/// requests, and a busy disk must never delay it.
+/// that writes them: the caller is the thread that timestamps requests, and
+/// a busy disk must never delay it.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
@@ -81,7 +77,7 @@ impl Journal {
         Ok(())
     }
 
-    /// Waits until every line handed over is written and synced; reports
+    /// Waits until every line handed over is written (and synced); reports
     /// the first failure.
     pub(crate) fn close(&mut self) -> Result<(), StoreError> {
         self.lines = None;
@@ -106,21 +102,13 @@ impl Drop for Journal {
     }
 }
 
-/// The journal thread: appends each line as it comes, syncs at most once a
-/// [`JOURNAL_SYNC_EVERY`] while lines come, and once at the end.
+/// The journal thread: appends each line as it comes (each is in the
+/// operating system's hands at once), and syncs the file once at the end.
 fn write_lines(mut file: File, rx: &mpsc::Receiver<Vec<u8>>) -> std::io::Result<()> {
-    let mut synced = Instant::now();
-    loop {
-        match rx.recv_timeout(JOURNAL_SYNC_EVERY) {
-            Ok(line) => file.write_all(&line)?,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return file.sync_data(),
-        }
-        if synced.elapsed() >= JOURNAL_SYNC_EVERY {
-            file.sync_data()?;
-            synced = Instant::now();
-        }
+    while let Ok(line) = rx.recv() {
+        file.write_all(&line)?;
     }
+    file.sync_data()
 }
 
 /// The rows of a journal file. A last line cut short by a crash is skipped;

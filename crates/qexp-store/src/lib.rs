@@ -14,7 +14,7 @@ mod rows;
 mod writer;
 
 pub use error::StoreError;
-pub use journal::{Journal, JOURNAL_SYNC_EVERY};
+pub use journal::Journal;
 pub use manifest::{
     Comparability, Manifest, Resume, RunStatus, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
 };
