@@ -287,7 +287,11 @@ pub fn report_context_with(
                 .as_deref()
                 .map_or("no commit", |c| &c[..c.len().min(12)]),
             g.branch.as_deref().unwrap_or("detached"),
-            if g.dirty { ", dirty" } else { "" }
+            match g.dirty {
+                Some(true) => ", dirty",
+                Some(false) => "",
+                None => ", dirty: unknown",
+            }
         ),
         None => "not in a git repository".into(),
     };
