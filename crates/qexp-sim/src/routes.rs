@@ -154,7 +154,11 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
     };
     let chunks = app.engine.generate(&env.job);
     if env.job.stream {
-        let body = Body::from_stream(sse::body(env, chunks));
+        let body = Body::from_stream(sse::body(
+            env,
+            chunks,
+            app.engine.profile().reasoning_tokens,
+        ));
         return Ok((
             [
                 (header::CONTENT_TYPE, "text/event-stream"),
