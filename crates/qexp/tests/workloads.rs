@@ -373,6 +373,12 @@ async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
     }
 }
 
+/// A float column without nulls.
+fn f64_col(df: &polars::prelude::DataFrame, name: &str) -> Vec<f64> {
+    let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
+    c.f64().unwrap().iter().map(|v| v.unwrap()).collect()
+}
+
 /// The run's report.md, rendered with the built-in templates into `out`.
 fn render(run: &qexp_analysis::RunAnalysis, out: &Path) -> String {
     let templates = qexp_report::Templates::builtin().unwrap();
@@ -434,10 +440,7 @@ async fn multi_turn_sessions_resend_the_conversation_in_order() {
         let c = df.column(name).unwrap().cast(&DataType::UInt32).unwrap();
         c.u32().unwrap().iter().collect()
     };
-    let f64s = |name: &str| -> Vec<f64> {
-        let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
-        c.f64().unwrap().iter().map(|v| v.unwrap()).collect()
-    };
+    let f64s = |name: &str| f64_col(&df, name);
     let (trial, session, turn) = (u32_col(&df, "trial"), opt("session"), opt("turn"));
     let (prompt, completion, cached, planned) = (
         u32_col(&df, "prompt_tokens"),
@@ -531,10 +534,7 @@ trials = 2
         .unwrap()
         .collect()
         .unwrap();
-    let f64s = |name: &str| -> Vec<f64> {
-        let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
-        c.f64().unwrap().iter().map(|v| v.unwrap()).collect()
-    };
+    let f64s = |name: &str| f64_col(&df, name);
     let (ttft, thinking, answer) = (
         f64s("ttft_s"),
         f64s("ttft_reasoning_s"),
