@@ -612,6 +612,66 @@ mod tests {
     }
 
     #[test]
+    fn the_answer_text_is_kept_only_when_asked() {
+        let steps = [
+            "{\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}",
+            "{\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}",
+            "{\"choices\":[{\"delta\":{\"content\":\" there\"}}]}",
+        ];
+        let apply = |out: &mut Outcome| {
+            let mut state = StreamState::default();
+            for (i, data) in steps.iter().enumerate() {
+                assert!(state
+                    .apply(out, [event(data)].into_iter(), i as f64)
+                    .is_none());
+            }
+        };
+        let mut kept = Outcome {
+            text: Some(String::new()),
+            ..Outcome::default()
+        };
+        apply(&mut kept);
+        assert_eq!(
+            kept.text.as_deref(),
+            Some("Hello there"),
+            "answer, not reasoning"
+        );
+        let mut plain = Outcome::default();
+        apply(&mut plain);
+        assert_eq!(plain.text, None);
+        assert_eq!(plain.output_chars, kept.output_chars);
+    }
+
+    #[test]
+    fn a_conversation_is_sent_before_the_prompt() {
+        let req = GenRequest {
+            api: Api::Chat,
+            model: "m".into(),
+            prompt: "next".into(),
+            max_tokens: 3,
+            extra: Map::new(),
+            history: Some(vec![
+                crate::Message {
+                    role: crate::Role::User,
+                    content: "first".into(),
+                },
+                crate::Message {
+                    role: crate::Role::Assistant,
+                    content: "answer".into(),
+                },
+            ]),
+        };
+        assert_eq!(
+            req.body(true)["messages"],
+            json!([
+                {"role": "user", "content": "first"},
+                {"role": "assistant", "content": "answer"},
+                {"role": "user", "content": "next"},
+            ])
+        );
+    }
+
+    #[test]
     fn plain_completions_have_no_reasoning() {
         let mut out = Outcome::default();
         let mut state = StreamState::default();
