@@ -1,5 +1,9 @@
+use crate::classify::{classify, error_text, excerpt, header_text, stale_connection, status_error};
+use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome, RequestError, Usage};
-use crate::sse::{SseEvent, SseParser};
+use crate::secret::Redactor;
+use crate::sse::SseParser;
+use crate::timeouts::{Limit, Timeouts};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -88,7 +92,8 @@ pub struct Client {
     fresh: reqwest::Client,
     base: String,
     api_key: Option<String>,
-    timeout: Duration,
+    redact: Redactor,
+    timeouts: Timeouts,
 }
 
 impl std::fmt::Debug for Client {
@@ -99,17 +104,27 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for `base_url` (with or without a trailing `/v1`).
+    /// A client for `base_url` (with or without a trailing `/v1`) whose
+    /// requests end after `timeout` (first-byte and idle limits alike).
     pub fn new(
         base_url: &str,
         api_key: Option<String>,
         timeout: Duration,
     ) -> Result<Client, ClientError> {
+        Client::with_timeouts(base_url, api_key, Timeouts::total(timeout))
+    }
+
+    /// A client for `base_url` with each of the four time limits given.
+    pub fn with_timeouts(
+        base_url: &str,
+        api_key: Option<String>,
+        timeouts: Timeouts,
+    ) -> Result<Client, ClientError> {
         let base = base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base).to_string();
         let builder = || {
             reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
+                .connect_timeout(timeouts.connect)
                 .tcp_nodelay(true)
         };
         let http = builder()
@@ -120,8 +135,9 @@ impl Client {
             http,
             fresh,
             base,
+            redact: Redactor::new(api_key.as_deref()),
             api_key,
-            timeout,
+            timeouts,
         })
     }
 
@@ -199,11 +215,14 @@ impl Client {
                     .timeout(timeout)
             })
             .await
-            .map_err(classify)?;
+            .map_err(|e| self.classify(e))?;
         if !resp.status().is_success() {
             return Ok(None);
         }
-        resp.json::<Value>().await.map(Some).map_err(classify)
+        resp.json::<Value>()
+            .await
+            .map(|v| Some(self.redact.value(v)))
+            .map_err(|e| self.classify(e))
     }
 
     /// GET a text document; `Ok(None)` when the server answers non-2xx.
@@ -218,11 +237,14 @@ impl Client {
                     .timeout(timeout)
             })
             .await
-            .map_err(classify)?;
+            .map_err(|e| self.classify(e))?;
         if !resp.status().is_success() {
             return Ok(None);
         }
-        resp.text().await.map(Some).map_err(classify)
+        resp.text()
+            .await
+            .map(|t| Some(self.redact.text(&t)))
+            .map_err(|e| self.classify(e))
     }
 
     /// POST JSON and return the status and JSON answer (Null if not JSON).
@@ -230,21 +252,51 @@ impl Client {
         let (resp, _) = self
             .send_once_more(|f| {
                 self.request_maybe_fresh(f, reqwest::Method::POST, path)
-                    .timeout(self.timeout)
+                    .timeout(self.timeouts.total)
                     .json(body)
             })
             .await
-            .map_err(classify)?;
+            .map_err(|e| self.classify(e))?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(classify)?;
-        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+        let text = resp.text().await.map_err(|e| self.classify(e))?;
+        let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok((status, self.redact.value(value)))
     }
 
     /// Sends one streaming request and measures it. Never fails: every
-    /// failure is classified inside the returned [`Outcome`].
+    /// failure is classified inside the returned [`Outcome`]. What the server
+    /// said (error text, finish reason) has the API key redacted.
     pub async fn stream(&self, req: &GenRequest) -> Outcome {
+        let mut out = self.measure(req).await;
+        if let Some(e) = &mut out.error {
+            e.message = self.redact.text(&e.message);
+        }
+        if let Some(f) = &mut out.finish_reason {
+            *f = self.redact.text(f);
+        }
+        out
+    }
+
+    /// A classified reqwest error, the key redacted from its message.
+    fn classify(&self, e: reqwest::Error) -> RequestError {
+        let mut err = classify(e);
+        err.message = self.redact.text(&err.message);
+        err
+    }
+
+    async fn measure(&self, req: &GenRequest) -> Outcome {
         let body = req.body(true);
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let started = tokio::time::Instant::now();
+        let limit = |after: Duration, class| Limit {
+            at: started + after,
+            class,
+            after,
+        };
+        let total = limit(self.timeouts.total, ErrorClass::Timeout);
+        let first_byte = Limit::earliest(
+            total,
+            limit(self.timeouts.first_byte, ErrorClass::FirstByteTimeout),
+        );
         let mut t0 = Instant::now();
         let mut out = Outcome {
             sent_unix_s: unix_now(),
@@ -257,14 +309,10 @@ impl Client {
                 .json(&body)
                 .send();
             let since_t0 = |t: Instant| t.duration_since(t0).as_secs_f64();
-            match tokio::time::timeout_at(deadline, send).await {
+            match tokio::time::timeout_at(first_byte.at, send).await {
                 Err(_) => {
-                    return fail(
-                        out,
-                        since_t0(Instant::now()),
-                        ErrorClass::Timeout,
-                        "no response headers before the timeout",
-                    )
+                    let at = since_t0(Instant::now());
+                    return fail(out, at, first_byte.class, &first_byte.message());
                 }
                 // Nothing of this attempt reached the server's generator: the
                 // measurement restarts with the retry, and the row says so.
@@ -274,7 +322,16 @@ impl Client {
                     out.sent_unix_s = unix_now();
                 }
                 Ok(Err(e)) => {
-                    let err = classify(e);
+                    let closed = stale_connection(&e);
+                    let mut err = classify(e);
+                    if closed {
+                        err.class = ErrorClass::ConnectionClosed;
+                        err.message = format!(
+                            "the server closed the connection before answering, {} times: {}",
+                            out.retries + 1,
+                            err.message
+                        );
+                    }
                     return fail(out, since_t0(Instant::now()), err.class, &err.message);
                 }
                 Ok(Ok(r)) => break r,
@@ -285,35 +342,44 @@ impl Client {
         let status = resp.status();
         out.http_status = Some(status.as_u16());
         if !status.is_success() {
-            let text = tokio::time::timeout_at(deadline, resp.text())
+            let retry_after = header_text(&resp, reqwest::header::RETRY_AFTER);
+            let text = tokio::time::timeout_at(first_byte.at, resp.text())
                 .await
                 .ok()
                 .and_then(Result::ok)
                 .unwrap_or_default();
-            let msg = format!("HTTP {}: {}", status.as_u16(), error_text(&text));
-            return fail(out, since(Instant::now()), ErrorClass::HttpStatus, &msg);
+            let err = status_error(status.as_u16(), &error_text(&text), retry_after);
+            return fail(out, since(Instant::now()), err.class, &err.message);
+        }
+        if let Some(ct) = header_text(&resp, reqwest::header::CONTENT_TYPE) {
+            if !ct.to_ascii_lowercase().starts_with("text/event-stream") {
+                let msg = format!("the answer is `{}`, not an event stream", excerpt(&ct));
+                return fail(out, since(Instant::now()), ErrorClass::ContentType, &msg);
+            }
         }
         let mut stream = resp.bytes_stream();
         let mut parser = SseParser::new();
         let mut events = Vec::new();
         let mut state = StreamState::default();
+        let mut wait = first_byte;
         loop {
-            let next = match tokio::time::timeout_at(deadline, stream.next()).await {
-                Err(_) => {
-                    return fail(
-                        out,
-                        since(Instant::now()),
-                        ErrorClass::Timeout,
-                        "the stream did not finish before the timeout",
-                    )
-                }
+            let next = match tokio::time::timeout_at(wait.at, stream.next()).await {
+                Err(_) => return fail(out, since(Instant::now()), wait.class, &wait.message()),
                 Ok(n) => n,
             };
             let arrived = since(Instant::now());
+            wait = Limit::earliest(
+                total,
+                Limit {
+                    at: tokio::time::Instant::now() + self.timeouts.idle,
+                    class: ErrorClass::IdleTimeout,
+                    after: self.timeouts.idle,
+                },
+            );
             match next {
                 None => {
                     parser.finish(&mut events);
-                    if let Some(err) = state.apply(&mut out, events.drain(..), arrived) {
+                    if let Some(err) = read(&parser, &mut state, &mut out, &mut events, arrived) {
                         return fail(out, arrived, err.class, &err.message);
                     }
                     break;
@@ -329,7 +395,7 @@ impl Client {
                 }
                 Some(Ok(bytes)) => {
                     parser.feed(&bytes, &mut events);
-                    if let Some(err) = state.apply(&mut out, events.drain(..), arrived) {
+                    if let Some(err) = read(&parser, &mut state, &mut out, &mut events, arrived) {
                         return fail(out, arrived, err.class, &err.message);
                     }
                     if state.done {
@@ -339,126 +405,32 @@ impl Client {
             }
         }
         out.end_s = since(Instant::now());
-        if !state.done && out.finish_reason.is_none() {
-            out.error = Some(RequestError {
-                class: ErrorClass::StreamBroken,
-                message: "the stream closed before [DONE] or a finish_reason".into(),
-            });
+        let end = if !state.done && out.finish_reason.is_none() {
+            Some((
+                ErrorClass::StreamBroken,
+                "the stream closed before [DONE] or a finish_reason",
+            ))
+        } else if !state.done {
+            Some((
+                ErrorClass::MissingDone,
+                "the stream ended after its finish_reason without data: [DONE]",
+            ))
         } else if out.content_chunks == 0 {
+            Some((
+                ErrorClass::NoOutput,
+                "the stream finished without generated content",
+            ))
+        } else {
+            None
+        };
+        if let Some((class, message)) = end {
             out.error = Some(RequestError {
-                class: ErrorClass::NoOutput,
-                message: "the stream finished without generated content".into(),
+                class,
+                message: message.into(),
             });
         }
         out
     }
-}
-
-#[derive(Default)]
-struct StreamState {
-    done: bool,
-}
-
-impl StreamState {
-    /// Applies parsed events to the outcome; returns an error that ends the request.
-    fn apply(
-        &mut self,
-        out: &mut Outcome,
-        events: impl Iterator<Item = SseEvent>,
-        arrived: f64,
-    ) -> Option<RequestError> {
-        for ev in events {
-            let data = ev.data.trim();
-            if data == "[DONE]" {
-                self.done = true;
-                continue;
-            }
-            if data.is_empty() {
-                continue;
-            }
-            let v: Value = match serde_json::from_str(data) {
-                Ok(v) => v,
-                Err(e) => {
-                    return Some(RequestError {
-                        class: ErrorClass::Protocol,
-                        message: format!("stream event is not JSON ({e}): {}", excerpt(data)),
-                    })
-                }
-            };
-            if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-                return Some(RequestError {
-                    class: ErrorClass::ServerError,
-                    message: format!("server error in stream: {}", error_text(&err.to_string())),
-                });
-            }
-            if ev.event.as_deref() == Some("error") {
-                return Some(RequestError {
-                    class: ErrorClass::ServerError,
-                    message: format!("server error event: {}", excerpt(data)),
-                });
-            }
-            if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-                out.usage = parse_usage(u);
-            }
-            let choice = v.get("choices").and_then(|c| c.get(0));
-            if let Some(choice) = choice {
-                let (answer_len, reasoning_len) = text_lens(choice);
-                if reasoning_len > 0 {
-                    out.first_reasoning_s.get_or_insert(arrived);
-                    out.reasoning_chunks += 1;
-                }
-                if answer_len > 0 {
-                    out.first_answer_s.get_or_insert(arrived);
-                    if let Some(text) = &mut out.text {
-                        text.push_str(answer_text(choice));
-                    }
-                }
-                let text_len = answer_len + reasoning_len;
-                if text_len > 0 {
-                    out.first_token_s.get_or_insert(arrived);
-                    out.last_token_s = Some(arrived);
-                    out.chunk_offsets_s.push(arrived);
-                    out.content_chunks += 1;
-                    out.client_tokens += 1;
-                    out.output_chars += text_len as u64;
-                }
-                if let Some(fr) = choice.get("finish_reason").and_then(Value::as_str) {
-                    out.finish_reason = Some(fr.to_string());
-                }
-            } else if v.get("choices").is_none() && v.get("usage").is_none() {
-                return Some(RequestError {
-                    class: ErrorClass::Protocol,
-                    message: format!(
-                        "stream event has neither choices nor usage: {}",
-                        excerpt(data)
-                    ),
-                });
-            }
-        }
-        None
-    }
-}
-
-/// Characters of (answer, reasoning) text in one choice: `content` or a
-/// completion's `text`; `reasoning_content` (vLLM, SGLang) or `reasoning`.
-fn text_lens(choice: &Value) -> (usize, usize) {
-    let s = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
-    match choice.get("delta") {
-        Some(d) => (
-            s(d.get("content")),
-            s(d.get("reasoning_content")) + s(d.get("reasoning")),
-        ),
-        None => (s(choice.get("text")), 0),
-    }
-}
-
-/// The answer text of one choice (`content`, or a completion's `text`).
-fn answer_text(choice: &Value) -> &str {
-    let text = match choice.get("delta") {
-        Some(d) => d.get("content"),
-        None => choice.get("text"),
-    };
-    text.and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Reads an OpenAI `usage` object.
@@ -485,89 +457,6 @@ fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome 
     out
 }
 
-/// True when a request failed before any response byte because the
-/// connection was closed or reset under it — what happens when a pooled
-/// keep-alive connection is reused just as the server closes it. llama.cpp
-/// closes the TCP connection after every streamed response although it
-/// advertises keep-alive; uvicorn (vLLM, SGLang) closes idle ones after 5 s.
-/// Such a request almost always never reached the server, so it is sent
-/// once more (a server that did read it and then died before answering would
-/// get it twice; the row's `retries` says it happened). The retry goes out on
-/// a new connection, since with many streams in flight the next pooled
-/// connection is often just as dead.
-pub(crate) fn stale_connection(e: &reqwest::Error) -> bool {
-    if e.is_timeout() || e.is_status() || e.is_body() || e.is_decode() {
-        return false;
-    }
-    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(s) = src {
-        if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            if h.is_incomplete_message() || h.is_canceled() {
-                return true;
-            }
-        }
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
-            if matches!(
-                io.kind(),
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-            ) {
-                return true;
-            }
-        }
-        src = s.source();
-    }
-    false
-}
-
-/// Classifies a reqwest error.
-fn classify(e: reqwest::Error) -> RequestError {
-    let class = if e.is_timeout() {
-        ErrorClass::Timeout
-    } else if e.is_connect() {
-        ErrorClass::Connect
-    } else if e.is_body() || e.is_decode() {
-        ErrorClass::StreamBroken
-    } else if e.is_request() {
-        ErrorClass::Connect
-    } else {
-        ErrorClass::Protocol
-    };
-    // The error chain gives the cause (refused, reset, …) without the URL's secrets: qexp never puts keys in URLs.
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        src = s.source();
-    }
-    RequestError { class, message }
-}
-
-/// The `error.message` of an OpenAI error body, else an excerpt of the text.
-fn error_text(text: &str) -> String {
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|v| {
-            let e = v.get("error").unwrap_or(&v);
-            e.get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .or_else(|| e.as_str().map(str::to_string))
-        })
-        .map(|m| excerpt(&m))
-        .unwrap_or_else(|| excerpt(text))
-}
-
-fn excerpt(s: &str) -> String {
-    const MAX: usize = 300;
-    let s = s.trim().replace(['\n', '\r'], " ");
-    match s.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
-    }
-}
-
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -577,70 +466,6 @@ fn unix_now() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn event(data: &str) -> SseEvent {
-        SseEvent {
-            event: None,
-            data: data.to_string(),
-        }
-    }
-
-    #[test]
-    fn reasoning_and_answer_are_timed_apart() {
-        let mut out = Outcome::default();
-        let mut state = StreamState::default();
-        let chunk = |delta: &str| {
-            format!("{{\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}")
-        };
-        let steps = [
-            (0.10, chunk("{\"role\":\"assistant\",\"content\":\"\"}")),
-            (0.20, chunk("{\"reasoning_content\":\"Let me\"}")),
-            (0.25, chunk("{\"reasoning_content\":\" think\"}")),
-            (0.40, chunk("{\"content\":\"Yes\"}")),
-            (0.45, chunk("{\"content\":\".\"}")),
-        ];
-        for (at, data) in &steps {
-            assert!(state
-                .apply(&mut out, [event(data)].into_iter(), *at)
-                .is_none());
-        }
-        assert_eq!(out.first_token_s, Some(0.20), "TTFT counts reasoning");
-        assert_eq!(out.first_reasoning_s, Some(0.20));
-        assert_eq!(out.first_answer_s, Some(0.40));
-        assert_eq!((out.reasoning_chunks, out.content_chunks), (2, 4));
-        assert_eq!(out.output_chars, 16, "6 + 6 + 3 + 1 characters");
-    }
-
-    #[test]
-    fn the_answer_text_is_kept_only_when_asked() {
-        let steps = [
-            "{\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}",
-            "{\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}",
-            "{\"choices\":[{\"delta\":{\"content\":\" there\"}}]}",
-        ];
-        let apply = |out: &mut Outcome| {
-            let mut state = StreamState::default();
-            for (i, data) in steps.iter().enumerate() {
-                assert!(state
-                    .apply(out, [event(data)].into_iter(), i as f64)
-                    .is_none());
-            }
-        };
-        let mut kept = Outcome {
-            text: Some(String::new()),
-            ..Outcome::default()
-        };
-        apply(&mut kept);
-        assert_eq!(
-            kept.text.as_deref(),
-            Some("Hello there"),
-            "answer, not reasoning"
-        );
-        let mut plain = Outcome::default();
-        apply(&mut plain);
-        assert_eq!(plain.text, None);
-        assert_eq!(plain.output_chars, kept.output_chars);
-    }
 
     #[test]
     fn a_conversation_is_sent_before_the_prompt() {
@@ -669,20 +494,5 @@ mod tests {
                 {"role": "user", "content": "next"},
             ])
         );
-    }
-
-    #[test]
-    fn plain_completions_have_no_reasoning() {
-        let mut out = Outcome::default();
-        let mut state = StreamState::default();
-        let data = "{\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}";
-        assert!(state
-            .apply(&mut out, [event(data)].into_iter(), 0.3)
-            .is_none());
-        assert_eq!(
-            (out.first_answer_s, out.first_reasoning_s),
-            (Some(0.3), None)
-        );
-        assert_eq!(out.reasoning_chunks, 0);
     }
 }

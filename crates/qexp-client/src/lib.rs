@@ -6,16 +6,20 @@
 //! nothing about plans, scheduling or storage.
 
 mod calibrate;
+mod classify;
 mod client;
 pub mod conversation;
 pub mod dataset;
 pub mod distribution;
+mod events;
 mod fingerprint;
 pub mod metrics;
 mod outcome;
 mod probe;
 pub mod prompt;
+mod secret;
 pub mod sse;
+mod timeouts;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
@@ -27,3 +31,5 @@ pub use metrics::{Counters, MetricsSource, ServerCounters};
 pub use outcome::{ErrorClass, Outcome, RequestError, Usage};
 pub use probe::{probe, ProbeError, ServerInfo};
 pub use prompt::nonce_for;
+pub use secret::REDACTED;
+pub use timeouts::Timeouts;

@@ -3,7 +3,12 @@
 //!
 //! Bytes may arrive split anywhere: inside a line, between `\r` and `\n`,
 //! inside a multi-byte character. The parser keeps the partial line and
-//! emits an event only at the blank line that ends it.
+//! emits an event only at the blank line that ends it. A line longer than
+//! [`MAX_LINE_BYTES`] is dropped and noted, so a server cannot make the
+//! client hold an unbounded line in memory.
+
+/// The longest line kept: a streamed delta is a few tokens, far below this.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +27,7 @@ pub struct SseParser {
     data: Option<String>,
     event: Option<String>,
     invalid_utf8: bool,
+    oversized: bool,
 }
 
 impl SseParser {
@@ -41,7 +47,11 @@ impl SseParser {
                 }
                 _ => {
                     self.after_cr = false;
-                    self.line.push(b);
+                    if self.line.len() < MAX_LINE_BYTES {
+                        self.line.push(b);
+                    } else {
+                        self.oversized = true;
+                    }
                 }
             }
         }
@@ -59,6 +69,11 @@ impl SseParser {
     /// True when a line that was not valid UTF-8 was seen (and skipped).
     pub fn saw_invalid_utf8(&self) -> bool {
         self.invalid_utf8
+    }
+
+    /// True when a line longer than [`MAX_LINE_BYTES`] was seen (and cut).
+    pub fn saw_oversized_line(&self) -> bool {
+        self.oversized
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
@@ -178,5 +193,19 @@ data: [DONE]\n\n";
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data, "ok");
         assert!(p.saw_invalid_utf8());
+    }
+
+    #[test]
+    fn an_oversized_line_is_cut_and_noted() {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        let mut big = b"data: ".to_vec();
+        big.resize(MAX_LINE_BYTES + 10, b'x');
+        p.feed(&big, &mut out);
+        p.feed(b"\n\ndata: ok\n\n", &mut out);
+        assert!(p.saw_oversized_line());
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].data.len(), MAX_LINE_BYTES - 6);
+        assert_eq!(out[1].data, "ok");
     }
 }

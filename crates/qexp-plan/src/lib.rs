@@ -4,7 +4,9 @@
 
 mod error;
 mod expand;
+mod limits;
 mod multi_turn;
+mod names;
 mod open_loop;
 mod schema;
 mod slo;
@@ -13,7 +15,9 @@ mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
+pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
 pub use multi_turn::MultiTurn;
+pub use names::{safe_component, UnsafeName};
 pub use open_loop::{Arrival, LoadSection, OpenLoop, Stage, StageSpec, TraceRef, TraceSpec};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,

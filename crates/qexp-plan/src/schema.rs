@@ -1,3 +1,4 @@
+use crate::limits::{TimeoutsSection, ToleranceSection};
 use crate::open_loop::{LoadSection, TraceRef};
 use crate::slo::SloSection;
 use serde::Deserialize;
@@ -34,6 +35,12 @@ pub struct PlanFile {
     /// The replayed trace as read when the plan was loaded (`load.trace`).
     #[serde(skip)]
     pub(crate) trace: Option<(TraceRef, crate::trace::Trace)>,
+    /// `[timeouts]`: limits on each request's time.
+    #[serde(default)]
+    pub timeouts: TimeoutsSection,
+    /// `[tolerance]`: failed requests a point may have.
+    #[serde(default)]
+    pub tolerance: ToleranceSection,
 }
 
 /// `[experiment]`.
@@ -74,7 +81,7 @@ pub struct TargetSection {
     /// Name of the environment variable holding the API key (the key itself never appears in a plan).
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Per-request timeout in seconds.
+    /// Per-request total timeout in seconds (`[timeouts]` sets the others).
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
     /// Extra fields merged into every request body, e.g. `{ ignore_eos = true }`.
@@ -321,13 +328,7 @@ impl PlanFile {
     /// Checks what serde cannot: ranges, names, URL schemes.
     pub(crate) fn validate(&mut self) -> Result<(), Invalid> {
         let name = &self.experiment.name;
-        let ok_name = !name.get_ref().is_empty()
-            && name
-                .get_ref()
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && !name.get_ref().starts_with('.');
-        if !ok_name {
+        if crate::names::safe_component(name.get_ref()).is_err() {
             return invalid(
                 name.span(),
                 "experiment.name",
@@ -503,6 +504,8 @@ impl PlanFile {
                 "must be a fraction, 0 or more, e.g. 0.05",
             );
         }
+        self.timeouts.validate()?;
+        self.tolerance.validate()?;
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ use chrono::Utc;
 use qexp_client::prompt::Filler;
 use qexp_client::{
     calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, GenRequest, MetricsSource,
-    ServerCounters, ServerInfo,
+    ServerCounters, ServerInfo, Timeouts,
 };
 use qexp_plan::{ApiKind, Plan, Point, Trace};
 use qexp_store::{
@@ -52,6 +52,9 @@ pub struct RunResult {
     pub dir: PathBuf,
     /// The manifest as saved.
     pub manifest: Manifest,
+    /// The (trial, point)s whose failed requests exceeded the plan's
+    /// `[tolerance]`, one line each; empty when none did.
+    pub over_tolerance: Vec<String>,
 }
 
 /// Runs a plan end to end. Nothing is written until the target answers and
@@ -66,7 +69,14 @@ pub async fn run(opts: RunOptions, cancel: Cancel) -> Result<RunResult, RunError
         Some(name) => Some(std::env::var(name).map_err(|_| RunError::MissingApiKey(name.clone()))?),
         None => None,
     };
-    let target = resolve_target(&given, api_key, Duration::from_secs_f64(t.timeout_s)).await?;
+    let limits = opts.plan.file.timeouts.resolve(t.timeout_s);
+    let timeouts = Timeouts {
+        connect: limits.connect,
+        first_byte: limits.first_byte,
+        idle: limits.idle,
+        total: limits.total,
+    };
+    let target = resolve_target(&given, api_key, timeouts).await?;
     let result = run_on(&opts, &target, cancel).await;
     target.shutdown().await;
     result
@@ -222,6 +232,7 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
     let mut writer = RunWriter::create(&opts.out, manifest)?;
     eprintln!("qexp: run {} → {}", run_id, writer.dir().display());
     let backend = Arc::new(target.client.clone());
+    let mut over_tolerance = Vec::new();
     let outcome = run_trials(
         opts,
         &prep,
@@ -230,6 +241,7 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
         &mut writer,
         backend,
         cancel.clone(),
+        &mut over_tolerance,
     )
     .await;
     let (status, reason) = match (&outcome, *cancel.borrow()) {
@@ -246,9 +258,14 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
     outcome?;
     let dir = finished.unwrap_or(dir);
     let manifest = qexp_store::read_manifest(&dir).unwrap_or(manifest_snapshot);
-    Ok(RunResult { dir, manifest })
+    Ok(RunResult {
+        dir,
+        manifest,
+        over_tolerance,
+    })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_trials<B: Backend>(
     opts: &RunOptions,
     prep: &Prepared,
@@ -257,6 +274,7 @@ async fn run_trials<B: Backend>(
     writer: &mut RunWriter,
     backend: Arc<B>,
     cancel: Cancel,
+    over_tolerance: &mut Vec<String>,
 ) -> Result<(), RunError> {
     let f = &opts.plan.file;
     let run_id = writer.manifest().run_id.clone();
@@ -395,6 +413,14 @@ async fn run_trials<B: Backend>(
             rows.extend(measured.iter().cloned());
             writer.write_point(&rows, &prow)?;
             bar.finish(point_line(&label, &prow, &measured));
+            if f.tolerance.exceeded(prow.failures, prow.requests_done) {
+                over_tolerance.push(format!(
+                    "{label}: {} of {} requests failed ({})",
+                    prow.failures,
+                    prow.requests_done,
+                    failure_classes(&measured)
+                ));
+            }
         }
     }
     Ok(())
@@ -434,6 +460,21 @@ fn point_line(label: &str, p: &qexp_store::PointRow, rows: &[qexp_store::Request
         line.push_str(&format!(" — INVALID: {r}"));
     }
     line
+}
+
+/// `3 first_byte_timeout, 1 rate_limited`: the failures of some rows by class, most frequent first.
+fn failure_classes(rows: &[qexp_store::RequestRow]) -> String {
+    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+    for class in rows.iter().filter_map(|r| r.error_class.as_deref()) {
+        *counts.entry(class).or_default() += 1;
+    }
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    counts
+        .iter()
+        .map(|(c, n)| format!("{n} {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn target_info(opts: &RunOptions, target: &Target, prep: &Prepared) -> TargetInfo {

@@ -1,7 +1,6 @@
 use crate::error::RunError;
-use qexp_client::Client;
-use qexp_sim::{SimProfile, SimServer};
-use std::time::Duration;
+use qexp_client::{Client, Timeouts};
+use qexp_sim::{FaultPlan, SimProfile, SimServer};
 
 /// A resolved target: a client, plus the embedded simulator when `sim:`.
 pub struct Target {
@@ -22,21 +21,25 @@ impl Target {
     }
 }
 
-/// Resolves `sim:<profile>` (starting the simulator on 127.0.0.1:0) or an HTTP URL.
+/// Resolves `sim:<profile>[?faults=…&seed=N]` (starting the simulator on
+/// 127.0.0.1:0, with the faults injected) or an HTTP URL.
 pub async fn resolve_target(
     given: &str,
     api_key: Option<String>,
-    timeout: Duration,
+    timeouts: Timeouts,
 ) -> Result<Target, RunError> {
-    if let Some(name) = given.strip_prefix("sim:") {
-        let profile = SimProfile::by_name(name).ok_or_else(|| {
+    if let Some(spec) = given.strip_prefix("sim:") {
+        let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
+        let mut profile = SimProfile::by_name(name).ok_or_else(|| {
             RunError::Target(format!(
                 "unknown simulator profile `{name}`; known profiles: {}",
                 SimProfile::names().join(", ")
             ))
         })?;
+        profile.faults = FaultPlan::from_query(query)
+            .map_err(|e| RunError::Target(format!("target `{given}`: {e}")))?;
         let sim = SimServer::start(profile).await.map_err(RunError::Sim)?;
-        let client = Client::new(&sim.base_url(), None, timeout)?;
+        let client = Client::with_timeouts(&sim.base_url(), None, timeouts)?;
         return Ok(Target {
             client,
             given: given.to_string(),
@@ -48,7 +51,7 @@ pub async fn resolve_target(
             "target `{given}` is neither http(s)://host:port nor sim:<profile>"
         )));
     }
-    let client = Client::new(given, api_key, timeout)?;
+    let client = Client::with_timeouts(given, api_key, timeouts)?;
     Ok(Target {
         client,
         given: given.to_string(),

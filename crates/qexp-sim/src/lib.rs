@@ -20,11 +20,12 @@
 //! exactly `max_tokens` (`max_completion_tokens` wins; default 16), as if
 //! `ignore_eos` were set, so `finish_reason` is always `"length"`.
 //!
-//! Faults (dropped connections, HTTP errors, stalls) are a later addition; they
-//! belong in the scheduler's per-sequence loop (`scheduler.rs`, `Sequence`) and
-//! as a field on [`SimProfile`].
+//! Faults (connections closed or reset, HTTP 429/500/503, broken SSE, stalls,
+//! slow headers; see [`Fault`]) are injected into a seeded fraction of
+//! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`].
 #![warn(missing_docs)]
 
+mod faults;
 mod metrics;
 mod openai;
 mod prefix_cache;
@@ -35,6 +36,7 @@ mod server;
 mod sse;
 mod tokens;
 
+pub use faults::{Fault, FaultPlan, FaultSpecError, FAULT_NAMES};
 pub use profile::{ProfileError, SimProfile};
 pub use server::SimServer;
 pub use tokens::CHAT_PRIMER_TOKENS;

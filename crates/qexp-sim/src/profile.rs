@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::faults::FaultPlan;
+
 /// Timing and capacity parameters of a simulated inference server.
 ///
 /// Time model, for a request of `n` prompt tokens arriving at `t0`:
@@ -40,6 +42,8 @@ pub struct SimProfile {
     pub time_scale: f64,
     /// Chat-template tokens added per message on `/v1/chat/completions` (plus [`crate::CHAT_PRIMER_TOKENS`] per request).
     pub chat_template_tokens: u32,
+    /// Faults injected into streamed generation requests (none in the built-in profiles).
+    pub faults: FaultPlan,
     /// Prefix-cache capacity in prompt tokens (0 = no prefix cache); cached tokens skip prefill.
     pub prefix_cache_tokens: u32,
     /// Prefix-cache block size in tokens: only whole blocks are cached and found.
@@ -92,6 +96,7 @@ impl SimProfile {
                 max_context: 131_072,
                 time_scale: 1.0,
                 chat_template_tokens: 4,
+                faults: FaultPlan::none(),
                 prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
                 prefix_cache_block: 16,
                 reasoning_tokens: 0,
@@ -197,6 +202,7 @@ fn founding() -> SimProfile {
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,
+        faults: FaultPlan::none(),
         prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
         prefix_cache_block: 16,
         reasoning_tokens: 0,

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::openai::{ChatRequest, CompletionRequest, Envelope, Job, Kind, TokenizeRequest};
 use crate::scheduler::Engine;
-use crate::{metrics, sse, tokens};
+use crate::{faults, metrics, sse, tokens};
 
 /// State shared by all handlers of one server.
 #[derive(Clone)]
@@ -128,10 +128,19 @@ async fn chat_completions(State(app): State<App>, body: Bytes) -> Result<Respons
 /// Admits `job` to the engine and answers with an SSE stream or, once done, one JSON object.
 async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
     let max_context = app.engine.profile().max_context;
+    let index = app.next_id.fetch_add(1, Ordering::Relaxed);
+    let requested = u64::from(job.prompt_tokens) + u64::from(job.max_tokens);
+    let fault = job
+        .stream
+        .then(|| app.engine.profile().faults.pick(index))
+        .flatten();
+    if let Some(response) = faults::respond(fault, max_context, requested) {
+        return Ok(response);
+    }
+    faults::delay_headers(fault).await;
     if job.max_tokens == 0 {
         return Err(ApiError::bad_request("max_tokens must be at least 1"));
     }
-    let requested = u64::from(job.prompt_tokens) + u64::from(job.max_tokens);
     if requested > u64::from(max_context) {
         return Err(ApiError::bad_request(format!(
             "This model's maximum context length is {max_context} tokens. However, you requested \
@@ -145,20 +154,14 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
         Kind::Completion => "cmpl",
     };
     let env = Envelope {
-        id: format!(
-            "{prefix}-sim-{}",
-            app.next_id.fetch_add(1, Ordering::Relaxed)
-        ),
+        id: format!("{prefix}-sim-{index}"),
         created: unix_now(),
         job,
     };
     let chunks = app.engine.generate(&env.job);
     if env.job.stream {
-        let body = Body::from_stream(sse::body(
-            env,
-            chunks,
-            app.engine.profile().reasoning_tokens,
-        ));
+        let reasoning = app.engine.profile().reasoning_tokens;
+        let body = Body::from_stream(faults::body(fault, sse::body(env, chunks, reasoning)));
         return Ok((
             [
                 (header::CONTENT_TYPE, "text/event-stream"),

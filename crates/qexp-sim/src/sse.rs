@@ -10,7 +10,7 @@ use crate::openai::Envelope;
 use crate::tokens;
 
 /// The terminating frame of every complete stream.
-const DONE: &[u8] = b"data: [DONE]\n\n";
+pub(crate) const DONE: &[u8] = b"data: [DONE]\n\n";
 
 /// One SSE frame holding `value`.
 fn frame(value: &Value) -> Bytes {

@@ -3,6 +3,7 @@
 
 use crate::CliError;
 use anyhow::anyhow;
+use anyhow::Context as _;
 use qexp_analysis::{DiffError, DiffMetric, DiffOptions};
 use qexp_report::diff::{self, DiffFormat, DiffTemplates};
 use std::io::IsTerminal as _;
@@ -133,11 +134,16 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
             Some(dir) => DiffTemplates::from_dir(dir).map_err(CliError::input)?,
             None => DiffTemplates::builtin().map_err(CliError::failure)?,
         };
-        let out = args.out.clone().unwrap_or_else(|| {
-            PathBuf::from("reports")
-                .join("diff")
-                .join(format!("{}_vs_{}", d.a.run_id, d.b.run_id))
-        });
+        let out = match args.out.clone() {
+            Some(out) => out,
+            None => {
+                let name = format!("{}_vs_{}", d.a.run_id, d.b.run_id);
+                let name = qexp_plan::safe_component(&name)
+                    .context("a run's manifest names an unusable run id")
+                    .map_err(CliError::input)?;
+                PathBuf::from("reports").join("diff").join(name)
+            }
+        };
         for f in diff::write_diff(&d, &templates, &files, &out).map_err(CliError::failure)? {
             println!("diff: {}", f.display());
         }

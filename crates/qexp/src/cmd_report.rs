@@ -42,6 +42,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
         let analysis = qexp_analysis::analyze(run)
             .with_context(|| format!("cannot analyse {}", run.display()))
             .map_err(CliError::failure)?;
+        report_dir(&args.out_dir, &analysis.manifest).map_err(CliError::input)?;
         render_with(
             &analysis,
             args.templates.as_deref(),
@@ -62,6 +63,16 @@ pub(crate) fn render_one(
     render_with(a, templates, &Narrative::BesidePlan, root)
 }
 
+/// `<root>/<experiment>/<run-id>`, refusing names from the manifest that
+/// would lead anywhere else.
+pub(crate) fn report_dir(root: &Path, m: &qexp_store::Manifest) -> anyhow::Result<PathBuf> {
+    let experiment = qexp_plan::safe_component(&m.experiment)
+        .context("the run's manifest names an unusable experiment")?;
+    let run_id = qexp_plan::safe_component(&m.run_id)
+        .context("the run's manifest names an unusable run id")?;
+    Ok(root.join(experiment).join(run_id))
+}
+
 /// Renders one analysed run under `<root>/<experiment>/<run-id>/`.
 fn render_with(
     a: &RunAnalysis,
@@ -73,7 +84,7 @@ fn render_with(
         Some(dir) => Templates::from_dir(dir)?,
         None => Templates::builtin()?,
     };
-    let out = root.join(&a.manifest.experiment).join(&a.manifest.run_id);
+    let out = report_dir(root, &a.manifest)?;
     let files = qexp_report::render_run_with(a, &t, narrative, &out)?;
     let is_svg = |f: &&PathBuf| f.extension().is_some_and(|e| e == "svg");
     for f in files.iter().filter(|f| !is_svg(f)) {

@@ -4,7 +4,8 @@ use qexp_plan::Plan;
 use qexp_runner::{RunError, RunOptions};
 use std::collections::BTreeMap;
 
-/// `qexp run`: returns the exit code (0 complete, 1 interrupted).
+/// `qexp run`: returns the exit code (0 complete, 1 interrupted, 3 complete
+/// with more failures than the plan tolerates).
 pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     let plan = Plan::load(&args.plan).map_err(CliError::input)?;
     if args.trials == Some(0) {
@@ -62,5 +63,14 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     }
     let complete = result.manifest.status == qexp_store::RunStatus::Complete;
     println!("results: {}", result.dir.display());
-    Ok(if complete { 0 } else { 1 })
+    for line in &result.over_tolerance {
+        eprintln!("qexp: over the failure tolerance: {line}");
+    }
+    Ok(if !complete {
+        crate::EXIT_FAILURE
+    } else if !result.over_tolerance.is_empty() {
+        crate::EXIT_OVER_TOLERANCE
+    } else {
+        0
+    })
 }

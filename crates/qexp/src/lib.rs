@@ -17,6 +17,9 @@ use std::path::PathBuf;
 pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code for a failure while running (unreachable target, disk full).
 pub const EXIT_FAILURE: u8 = 1;
+/// Exit code of a complete run in which some (trial, point) had more failed
+/// requests than the plan's `[tolerance]` allows.
+pub const EXIT_OVER_TOLERANCE: u8 = 3;
 
 /// Reproducible LLM-serving benchmarks: plan → run → Parquet → report.
 #[derive(Debug, Parser)]
@@ -41,7 +44,9 @@ pub enum Command {
 Examples:
   qexp run experiments/throughput.toml --trials 2 --target http://127.0.0.1:8000
   qexp run experiments/longctx.toml --model qwen3 --out /data/results
-Ctrl-C stops sending, keeps every finished request and marks the run interrupted.")]
+Ctrl-C stops sending, keeps every finished request and marks the run interrupted.
+Exit codes: 0 complete, 1 interrupted or could not finish, 2 bad input, 3 complete but
+some point had more failed requests than the plan's [tolerance] max_failed_fraction.")]
     Run(RunArgs),
     /// Render reports/<experiment>/<run-id>/report.{md,html} and SVG charts from result folders.
     #[command(after_help = "\
@@ -65,6 +70,7 @@ regression with --fail-on-regression, 2 bad input (a missing run, workloads that
     #[command(after_help = "\
 Examples:
   qexp sim --profile founding --port 8000
+  qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
     /// Benchmark qexp itself as a load generator against a zero-compute local server.
@@ -131,6 +137,14 @@ pub struct SimArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// Faults injected into a fraction of streamed requests, e.g. `reset=3:0.1,http_503=5:0.05`
+    /// (names: close, reset, http_429, http_500, http_503, malformed_json, no_done, stall,
+    /// slow_headers, huge_chunk, invalid_utf8, wrong_content_type, context_length).
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// Seed of which requests the faults hit.
+    #[arg(long, default_value_t = 0)]
+    pub fault_seed: u64,
 }
 
 /// `qexp bench`.

@@ -1,0 +1,69 @@
+//! Keeping the API key out of everything a server sends back. A server (or
+//! a proxy in front of it) may echo request headers in an error message, a
+//! document or a stream; whatever qexp keeps from a server passes through
+//! [`Redactor`] first, so the key never reaches a manifest, a Parquet row,
+//! a report or a log.
+
+use serde_json::Value;
+
+/// What replaces the key in server text.
+pub const REDACTED: &str = "[redacted]";
+
+/// Replaces every occurrence of one secret in text and JSON.
+#[derive(Clone, Default)]
+pub(crate) struct Redactor {
+    secret: Option<String>,
+}
+
+impl Redactor {
+    /// A redactor for `secret`; none for an empty one, which occurs everywhere.
+    pub fn new(secret: Option<&str>) -> Redactor {
+        Redactor {
+            secret: secret.filter(|s| !s.is_empty()).map(str::to_string),
+        }
+    }
+
+    /// `text` with the secret replaced.
+    pub fn text(&self, text: &str) -> String {
+        match &self.secret {
+            Some(s) if text.contains(s.as_str()) => text.replace(s.as_str(), REDACTED),
+            _ => text.to_string(),
+        }
+    }
+
+    /// Every string (and key) of `value` with the secret replaced.
+    pub fn value(&self, value: Value) -> Value {
+        if self.secret.is_none() {
+            return value;
+        }
+        match value {
+            Value::String(s) => Value::String(self.text(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|v| self.value(v)).collect()),
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (self.text(&k), self.value(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_secret_is_replaced_in_text_and_nested_json() {
+        let r = Redactor::new(Some("sk-test-123"));
+        assert_eq!(
+            r.text("Bearer sk-test-123 and sk-test-123"),
+            format!("Bearer {REDACTED} and {REDACTED}")
+        );
+        let v = r.value(json!({"headers": {"authorization": "Bearer sk-test-123"}, "sk-test-123": [1, "sk-test-123"]}));
+        assert!(!v.to_string().contains("sk-test-123"), "{v}");
+        assert_eq!(Redactor::new(Some("")).text("abc"), "abc");
+        assert_eq!(Redactor::new(None).value(json!("x")), json!("x"));
+    }
+}
