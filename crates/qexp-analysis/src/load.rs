@@ -35,6 +35,8 @@ pub struct RunAnalysis {
     pub points: Vec<PointSummary>,
     /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
     pub turns: Vec<crate::TurnSummary>,
+    /// Points whose requests streamed reasoning: reasoning vs answer TTFT; empty otherwise.
+    pub reasoning: Vec<crate::ReasoningSummary>,
     /// Response time from the schedule, achieved rate, goodput and capacity;
     /// None unless the run has open-loop points or `[slo]`.
     pub schedule: Option<crate::schedule::ScheduleAnalysis>,
@@ -86,7 +88,14 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     };
     // Runs written before multi-turn sessions existed have no turns.
     let has_turns = has("turn");
+    // Runs written before reasoning was timed apart have no reasoning columns.
+    let has_reasoning = has("reasoning_chunks");
     let measured = requests.filter(is_measured.clone());
+    let reasoning = if has_reasoning {
+        crate::reasoning::reasoning_summaries(measured.clone()).map_err(q)?
+    } else {
+        Vec::new()
+    };
     let turns = if has_turns {
         crate::turns::turn_summaries(measured.clone()).map_err(q)?
     } else {
@@ -295,6 +304,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         manifest,
         points: summaries,
         turns,
+        reasoning,
         schedule,
     })
 }

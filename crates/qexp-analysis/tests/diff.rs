@@ -98,6 +98,7 @@ fn run(
         manifest,
         points,
         turns: Vec::new(),
+        reasoning: Vec::new(),
         schedule: None,
     }
 }
