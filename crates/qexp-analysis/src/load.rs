@@ -3,6 +3,7 @@
 
 use crate::anomaly::{self, Flag, ThresholdRow, ThresholdSource, Thresholds};
 use crate::metrics::{PointSummary, TrialMetrics};
+use crate::reasoning::ReasoningSummary;
 use crate::schedule::ScheduleAnalysis;
 use crate::stats::quantile_in_place;
 use crate::turns::TurnSummary;
@@ -53,20 +54,23 @@ pub struct RunAnalysis {
     pub flags: Vec<Flag>,
     /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
     pub turns: Vec<TurnSummary>,
+    /// Points whose requests streamed reasoning: reasoning vs answer TTFT; empty otherwise.
+    pub reasoning: Vec<ReasoningSummary>,
     /// Response time from the schedule, achieved rate, goodput and capacity;
     /// None unless the run has open-loop points or `[slo]`.
     pub schedule: Option<ScheduleAnalysis>,
 }
 
 impl RunAnalysis {
-    /// A run's analysis from its per-point summaries, per-turn summaries and
-    /// schedule analysis: thresholds from its recorded plan (defaults, with
+    /// A run's analysis from its per-point, per-turn and reasoning summaries
+    /// and its schedule analysis: thresholds from its recorded plan (defaults, with
     /// the reason, when it no longer parses), then every anomaly detector.
     pub fn new(
         dir: PathBuf,
         manifest: Manifest,
         points: Vec<PointSummary>,
         turns: Vec<TurnSummary>,
+        reasoning: Vec<ReasoningSummary>,
         schedule: Option<ScheduleAnalysis>,
     ) -> RunAnalysis {
         let (thresholds, threshold_source, plan) =
@@ -84,6 +88,7 @@ impl RunAnalysis {
             threshold_rows,
             flags: Vec::new(),
             turns,
+            reasoning,
             schedule,
         };
         // The schedule's flags need `run.schedule`, so they run on the whole value.
@@ -117,6 +122,12 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     let requests = scan_requests(dir)?;
     let schema = requests.clone().collect_schema().map_err(q)?;
     let measured = requests.filter(is_measured.clone());
+    // Runs written before reasoning was timed apart have no reasoning columns.
+    let reasoning = if schema.contains(rq::REASONING_CHUNKS) {
+        crate::reasoning::reasoning_summaries(measured.clone()).map_err(q)?
+    } else {
+        Vec::new()
+    };
     // Runs written before multi-turn sessions existed have no turns.
     let turns = if schema.contains(rq::TURN) {
         crate::turns::turn_summaries(measured.clone()).map_err(q)?
@@ -157,6 +168,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         manifest,
         summaries,
         turns,
+        reasoning,
         schedule,
     ))
 }

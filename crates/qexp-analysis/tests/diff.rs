@@ -93,7 +93,7 @@ fn run(
         "started_at": "2026-01-01T00:00:00Z", "ended_at": null, "status": "complete", "stop_reason": null
     }))
     .expect("synthetic manifest matches the schema");
-    RunAnalysis::new(id.into(), manifest, points, Vec::new(), None)
+    RunAnalysis::new(id.into(), manifest, points, Vec::new(), Vec::new(), None)
 }
 
 const WORKLOAD: [(&str, &str); 2] = [("output_tokens", "500"), ("prompt", "RandomWords")];

@@ -457,3 +457,37 @@ fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_is_sent_before_the_prompt() {
+        let req = GenRequest {
+            api: Api::Chat,
+            model: "m".into(),
+            prompt: "next".into(),
+            max_tokens: 3,
+            extra: Map::new(),
+            history: Some(vec![
+                crate::Message {
+                    role: crate::Role::User,
+                    content: "first".into(),
+                },
+                crate::Message {
+                    role: crate::Role::Assistant,
+                    content: "answer".into(),
+                },
+            ]),
+        };
+        assert_eq!(
+            req.body(true)["messages"],
+            json!([
+                {"role": "user", "content": "first"},
+                {"role": "assistant", "content": "answer"},
+                {"role": "user", "content": "next"},
+            ])
+        );
+    }
+}

@@ -155,6 +155,37 @@ mod tests {
     }
 
     #[test]
+    fn the_answer_text_is_kept_only_when_asked() {
+        let steps = [
+            "{\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}",
+            "{\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}",
+            "{\"choices\":[{\"delta\":{\"content\":\" there\"}}]}",
+        ];
+        let apply = |out: &mut Outcome| {
+            let mut state = StreamState::default();
+            for (i, data) in steps.iter().enumerate() {
+                assert!(state
+                    .apply(out, [event(data)].into_iter(), i as f64)
+                    .is_none());
+            }
+        };
+        let mut kept = Outcome {
+            text: Some(String::new()),
+            ..Outcome::default()
+        };
+        apply(&mut kept);
+        assert_eq!(
+            kept.text.as_deref(),
+            Some("Hello there"),
+            "answer, not reasoning"
+        );
+        let mut plain = Outcome::default();
+        apply(&mut plain);
+        assert_eq!(plain.text, None);
+        assert_eq!(plain.output_chars, kept.output_chars);
+    }
+
+    #[test]
     fn reasoning_and_answer_are_timed_apart() {
         let mut out = Outcome::default();
         let mut state = StreamState::default();

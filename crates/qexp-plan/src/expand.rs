@@ -26,13 +26,22 @@ pub struct Point {
 impl Point {
     /// A short human label, e.g. `c=4 in=1000 out=500`.
     pub fn label(&self) -> String {
-        let load = match &self.open_loop {
+        format!(
+            "{} in={} out={}",
+            self.load_label(),
+            self.input_tokens,
+            self.output_tokens
+        )
+    }
+
+    /// How the point loads the server: `c=4`, `rate=2/s`, `3 stages`, `trace`.
+    pub fn load_label(&self) -> String {
+        match &self.open_loop {
             None => format!("c={}", self.concurrency),
             Some(o) if o.trace.is_some() => "trace".to_string(),
             Some(o) if o.stages.len() > 1 => format!("{} stages", o.stages.len()),
             Some(o) => format!("rate={}/s", o.rate()),
-        };
-        format!("{load} in={} out={}", self.input_tokens, self.output_tokens)
+        }
     }
 
     /// Planned mean arrival rate (requests/s) of an open-loop point.

@@ -8,8 +8,9 @@ pub struct GitInfo {
     pub commit: Option<String>,
     /// Current branch, absent when HEAD is detached.
     pub branch: Option<String>,
-    /// True when tracked files differ from HEAD or untracked files exist.
-    pub dirty: bool,
+    /// True when tracked files differ from HEAD or untracked files exist;
+    /// `None` when git could not tell (qexp never claims a tree it could not check is clean).
+    pub dirty: Option<bool>,
     /// URL of `origin`, with any user:password removed.
     pub remote: Option<String>,
 }
@@ -34,10 +35,7 @@ pub fn git_info(path: &Path) -> Option<GitInfo> {
         .and_then(|h| h.shorthand().map(str::to_string));
     let mut opts = git2::StatusOptions::new();
     opts.include_untracked(true).include_ignored(false);
-    let dirty = repo
-        .statuses(Some(&mut opts))
-        .map(|s| !s.is_empty())
-        .unwrap_or(false);
+    let dirty = repo.statuses(Some(&mut opts)).ok().map(|s| !s.is_empty());
     let remote = repo
         .find_remote("origin")
         .ok()
@@ -84,9 +82,38 @@ mod tests {
         let repo = git2::Repository::init(&dir).unwrap();
         std::fs::write(dir.join("plan.toml"), "x").unwrap();
         let info = git_info(&dir.join("plan.toml")).unwrap();
-        assert!(info.dirty, "an untracked plan makes the tree dirty");
+        assert_eq!(
+            info.dirty,
+            Some(true),
+            "an untracked plan makes the tree dirty"
+        );
         assert_eq!(info.commit, None);
         drop(repo);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tree_git_cannot_read_is_unknown_not_clean() {
+        let dir = std::env::temp_dir().join(format!("qexp-git-unknown-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        git2::Repository::init(&dir).unwrap();
+        std::fs::write(dir.join("plan.toml"), "x").unwrap();
+        // A corrupt index makes `statuses()` fail while the repository still opens.
+        std::fs::write(dir.join(".git/index"), b"not an index").unwrap();
+        let info = git_info(&dir.join("plan.toml"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            info.unwrap().dirty,
+            None,
+            "a tree git could not check is unknown"
+        );
+    }
+
+    #[test]
+    fn manifests_written_with_a_plain_flag_still_read() {
+        let g: GitInfo =
+            serde_json::from_str(r#"{"commit":null,"branch":null,"dirty":false,"remote":null}"#)
+                .unwrap();
+        assert_eq!(g.dirty, Some(false));
     }
 }

@@ -69,6 +69,8 @@ pub struct ReportContext {
     pub tables: Vec<Table>,
     /// Multi-turn runs: one row per (point, turn); empty otherwise.
     pub turns: Vec<crate::TurnRow>,
+    /// Points whose requests streamed reasoning; empty otherwise.
+    pub reasoning: Vec<crate::ReasoningRow>,
     /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
     pub open_loop: Option<crate::open_loop::OpenLoopView>,
     /// Whether any table has server counters (scraped metrics).
@@ -269,7 +271,11 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
                 .as_deref()
                 .map_or("no commit", |c| &c[..c.len().min(12)]),
             g.branch.as_deref().unwrap_or("detached"),
-            if g.dirty { ", dirty" } else { "" }
+            match g.dirty {
+                Some(true) => ", dirty",
+                Some(false) => "",
+                None => ", dirty: unknown",
+            }
         ),
         None => "not in a git repository".into(),
     };
@@ -370,6 +376,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
         turns: crate::turns::turn_rows(&a.points, &a.turns),
+        reasoning: crate::turns::reasoning_rows(&a.points, &a.reasoning),
         open_loop: a
             .schedule
             .as_ref()

@@ -36,6 +36,20 @@ pub(crate) fn pairs(p: &Point, axes: &[Axis], sep: &str) -> String {
 
 /// The point's label naming only the swept axes (all three when none is swept).
 pub(crate) fn short(p: &Point, swept: &[Axis]) -> String {
+    if p.open_loop.is_some() {
+        // A rate, stages or a trace: the concurrency axis says nothing here.
+        let rest: Vec<Axis> = swept
+            .iter()
+            .copied()
+            .filter(|a| *a != Axis::Concurrency)
+            .collect();
+        let load = p.load_label();
+        return if rest.is_empty() {
+            load
+        } else {
+            format!("{load} {}", pairs(p, &rest, " "))
+        };
+    }
     if swept.is_empty() {
         pairs(p, &AXES, " ")
     } else {

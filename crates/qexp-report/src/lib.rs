@@ -33,7 +33,7 @@ pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
 };
-pub use turns::TurnRow;
+pub use turns::{ReasoningRow, TurnRow};
 
 /// A median with its min–max, for terminal tables.
 pub fn format_summary_cell(s: &Option<qexp_analysis::stats::Summary>) -> String {

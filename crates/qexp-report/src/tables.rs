@@ -91,7 +91,11 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         .collect();
     Row {
         point_id: p.point.id,
-        value: axis.value(&p.point).to_string(),
+        // Open-loop points have no concurrency to show: name their load instead.
+        value: match (axis, &p.point.open_loop) {
+            (Axis::Concurrency, Some(_)) => p.point.load_label(),
+            _ => axis.value(&p.point).to_string(),
+        },
         n: p.n,
         agg: center(&p.agg_tok_s),
         agg_spread: spread(&p.agg_tok_s),

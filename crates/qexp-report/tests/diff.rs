@@ -77,6 +77,7 @@ fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAn
         manifest,
         points,
         Vec::new(),
+        Vec::new(),
         None,
     )
 }

@@ -167,8 +167,14 @@ fn run_text_is_escaped_in_html() {
     let p = &run.points[2];
     run.points[2] = qexp_analysis::PointSummary::new(p.point.clone(), p.trials.clone());
     // Analyse again: the invalid trial is a flag whose sentence quotes the reason.
-    let run =
-        qexp_analysis::RunAnalysis::new(run.dir, run.manifest, run.points, run.turns, run.schedule);
+    let run = qexp_analysis::RunAnalysis::new(
+        run.dir,
+        run.manifest,
+        run.points,
+        run.turns,
+        run.reasoning,
+        run.schedule,
+    );
     let tmp = tempfile::tempdir().unwrap();
     let notebook = tmp.path().join("n.md");
     std::fs::write(
@@ -375,8 +381,14 @@ fn a_run_without_data_still_renders() {
     for p in &mut run.points {
         *p = qexp_analysis::PointSummary::new(p.point.clone(), Vec::new());
     }
-    let run =
-        qexp_analysis::RunAnalysis::new(run.dir, run.manifest, run.points, run.turns, run.schedule);
+    let run = qexp_analysis::RunAnalysis::new(
+        run.dir,
+        run.manifest,
+        run.points,
+        run.turns,
+        run.reasoning,
+        run.schedule,
+    );
     let r = render(
         &run,
         &builtin(),

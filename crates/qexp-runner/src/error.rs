@@ -67,6 +67,17 @@ pub enum RunError {
     /// The embedded simulator failed to start.
     #[error("cannot start the embedded simulator: {0}")]
     Sim(std::io::Error),
+    /// The plan of a run to resume does not load.
+    #[error(transparent)]
+    Plan(qexp_plan::PlanError),
+    /// A run cannot be resumed (complete, or its plan or target changed).
+    #[error("cannot resume {}: {why}", dir.display())]
+    ResumeRefused {
+        /// The run folder.
+        dir: PathBuf,
+        /// Why, in one phrase.
+        why: String,
+    },
     /// Results could not be written.
     #[error(transparent)]
     Store(#[from] qexp_store::StoreError),

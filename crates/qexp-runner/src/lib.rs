@@ -1,22 +1,27 @@
 //! qexp-runner executes a plan: it resolves the target (starting the
 //! embedded simulator for `sim:` targets), probes and fingerprints it,
 //! refuses points that exceed its context window, calibrates prompt lengths, runs every point of every trial with
-//! closed-loop concurrency or open-loop arrivals (rates, stages, traces), and hands finished rows to qexp-store as each
-//! point completes, with the deltas of the server's Prometheus counters
-//! around each point. It computes no statistics beyond a point's window.
+//! closed-loop concurrency or open-loop arrivals (rates, stages, traces),
+//! and hands each finished request to qexp-store's journal as it finishes
+//! and each point's rows as it completes, with the deltas of the server's
+//! Prometheus counters around each point. It resumes interrupted runs. It
+//! computes no statistics beyond a point's window.
 
 mod arrivals;
 mod backend;
 mod comparability;
 mod dataset;
 mod error;
+mod journaling;
 mod open_loop;
 mod preflight;
 mod progress;
 mod record;
+mod resume;
 mod run;
 mod scheduler;
 mod session;
+mod stop;
 mod target;
 mod timer;
 mod workload;
@@ -25,8 +30,10 @@ pub use arrivals::offsets;
 pub use backend::Backend;
 pub use error::RunError;
 pub use open_loop::{run_open_loop, OpenLoopSpec};
-pub use run::{run, RunOptions, RunResult};
+pub use resume::ResumeOptions;
+pub use run::{resume, run, RunOptions, RunResult};
 pub use scheduler::{run_closed_loop, Finished, Job};
+pub use stop::STOP_GRACE;
 pub use target::{resolve_target, Target};
 pub use timer::Timer;
 
@@ -35,5 +42,6 @@ pub use timer::Timer;
 /// shows them plainly whatever `RUST_LOG` says.
 pub const PROGRESS_TARGET: &str = "qexp::progress";
 
-/// A flag the CLI raises on Ctrl-C; the runner stops sending and saves what finished.
+/// A flag the CLI raises on Ctrl-C or SIGTERM; the runner stops sending,
+/// gives requests in flight [`STOP_GRACE`], and saves what finished.
 pub type Cancel = tokio::sync::watch::Receiver<bool>;

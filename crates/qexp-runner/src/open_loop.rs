@@ -7,6 +7,7 @@
 
 use crate::backend::Backend;
 use crate::scheduler::{cancelled, unix_now, Finished, Job};
+use crate::stop::cut_after_grace;
 use crate::timer::Timer;
 use crate::Cancel;
 use std::sync::Arc;
@@ -25,8 +26,8 @@ pub struct OpenLoopSpec {
 }
 
 /// Sends `jobs` at `spec.offsets`; calls `on_done` as each finishes. Stops
-/// dispatching when `cancel` turns true; requests in flight then end as
-/// `cancelled` rows.
+/// dispatching when `cancel` turns true; requests in flight then get
+/// [`crate::STOP_GRACE`] to finish, after which they end as `cancelled` rows.
 pub async fn run_open_loop<B: Backend>(
     backend: Arc<B>,
     jobs: Vec<Job>,
@@ -81,7 +82,7 @@ async fn dispatch<B: Backend>(
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 o = backend.send(job.request.clone()) => o,
-                _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
+                _ = cut_after_grace(&mut cancel) => cancelled(scheduled_unix_s),
             };
             drop(permit);
             let _ = tx.send(Finished::of(&job, scheduled_unix_s, outcome));

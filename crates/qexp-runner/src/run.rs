@@ -1,12 +1,15 @@
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
+use crate::journaling::{all_finished, Journaling};
 use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
+use crate::resume::{ResumeOptions, Resuming};
 use crate::scheduler::{run_closed_loop, Job};
 use crate::session::{plan_turns, run_sessions};
+use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
 use crate::timer::Timer;
 use crate::workload::Prompts;
@@ -59,6 +62,21 @@ pub struct RunResult {
 /// Runs a plan end to end. Nothing is written until the target answers and
 /// prompt lengths are calibrated; after that every finished point is on disk.
 pub async fn run(opts: RunOptions, cancel: Cancel) -> Result<RunResult, RunError> {
+    run_or_resume(opts, None, cancel).await
+}
+
+/// Resumes an interrupted or crashed run: measures only the (trial, point)
+/// pairs it did not complete, into the same folder.
+pub async fn resume(r: ResumeOptions, cancel: Cancel) -> Result<RunResult, RunError> {
+    let (opts, resuming) = crate::resume::prepare(&r)?;
+    run_or_resume(opts, Some(resuming), cancel).await
+}
+
+async fn run_or_resume(
+    opts: RunOptions,
+    resuming: Option<Resuming>,
+    cancel: Cancel,
+) -> Result<RunResult, RunError> {
     let t = &opts.plan.file.target;
     let given = opts
         .target
@@ -76,7 +94,7 @@ pub async fn run(opts: RunOptions, cancel: Cancel) -> Result<RunResult, RunError
         total: limits.total,
     };
     let target = resolve_target(&given, api_key, timeouts).await?;
-    let result = run_on(&opts, &target, cancel).await;
+    let result = run_on(&opts, &target, resuming, cancel).await;
     target.shutdown().await;
     result
 }
@@ -189,7 +207,12 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
     })
 }
 
-async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<RunResult, RunError> {
+async fn run_on(
+    opts: &RunOptions,
+    target: &Target,
+    resuming: Option<Resuming>,
+    cancel: Cancel,
+) -> Result<RunResult, RunError> {
     let prep = prepare(opts, target).await?;
     let plan = &opts.plan;
     let points = plan.points();
@@ -236,15 +259,20 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
         ended_at: None,
         status: RunStatus::Running,
         stop_reason: None,
+        resumes: Vec::new(),
     };
-    let mut writer = RunWriter::create(&opts.out, manifest)?;
+    let mut writer = match resuming {
+        None => RunWriter::create(&opts.out, manifest)?,
+        Some(r) => r.reopen(&prep.fingerprint, &points, trials)?,
+    };
     tracing::info!(
         target: crate::PROGRESS_TARGET,
         "qexp: run {} → {}",
-        run_id,
+        writer.manifest().run_id,
         writer.dir().display()
     );
     let backend = Arc::new(target.client.clone());
+    let stop = Stop::following(&cancel);
     let mut over_tolerance = Vec::new();
     let outcome = run_trials(
         opts,
@@ -253,7 +281,7 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
         trials,
         &mut writer,
         backend,
-        cancel.clone(),
+        &stop,
         &mut over_tolerance,
     )
     .await;
@@ -261,16 +289,16 @@ async fn run_on(opts: &RunOptions, target: &Target, cancel: Cancel) -> Result<Ru
         (Err(e), _) => (RunStatus::Interrupted, Some(e.to_string())),
         (Ok(()), true) => (
             RunStatus::Interrupted,
-            Some("interrupted by the user (Ctrl-C)".into()),
+            Some("interrupted by the user (Ctrl-C or SIGTERM)".into()),
         ),
         (Ok(()), false) => (RunStatus::Complete, None),
     };
-    let dir = writer.dir().to_path_buf();
-    let manifest_snapshot = writer.manifest().clone();
+    // Even after a failure, merge and record what was written; the first
+    // failure is the one reported.
     let finished = writer.finish(status, reason);
     outcome?;
-    let dir = finished.unwrap_or(dir);
-    let manifest = qexp_store::read_manifest(&dir).unwrap_or(manifest_snapshot);
+    let dir = finished?;
+    let manifest = qexp_store::read_manifest(&dir)?;
     Ok(RunResult {
         dir,
         manifest,
@@ -286,9 +314,10 @@ async fn run_trials<B: Backend>(
     trials: u32,
     writer: &mut RunWriter,
     backend: Arc<B>,
-    cancel: Cancel,
+    stop: &Stop,
     over_tolerance: &mut Vec<String>,
 ) -> Result<(), RunError> {
+    let cancel = stop.receiver();
     let f = &opts.plan.file;
     let run_id = writer.manifest().run_id.clone();
     let host = writer.manifest().host.hostname.clone().unwrap_or_default();
@@ -307,15 +336,26 @@ async fn run_trials<B: Backend>(
         calibrations: &prep.calibrations,
     };
     for trial in 1..=trials {
-        let mut order: Vec<u32> = points.iter().map(|p| p.id).collect();
-        if f.run.shuffle {
-            order.shuffle(&mut StdRng::seed_from_u64(f.run.seed ^ u64::from(trial)));
-        }
-        writer.manifest_mut().point_order.push(order.clone());
-        writer.save_manifest()?;
+        let order = match writer.manifest().point_order.get(trial as usize - 1) {
+            // A resumed run keeps the order each trial started with.
+            Some(order) => order.clone(),
+            None => {
+                let mut order: Vec<u32> = points.iter().map(|p| p.id).collect();
+                if f.run.shuffle {
+                    order.shuffle(&mut StdRng::seed_from_u64(f.run.seed ^ u64::from(trial)));
+                }
+                writer.manifest_mut().point_order.push(order.clone());
+                writer.save_manifest()?;
+                order
+            }
+        };
         for (pos, &pid) in order.iter().enumerate() {
             if *cancel.borrow() {
                 return Ok(());
+            }
+            if writer.is_complete(trial, pid) {
+                // Resumed: measured already.
+                continue;
             }
             let point = &points[pid as usize];
             let units = prep
@@ -347,21 +387,30 @@ async fn run_trials<B: Backend>(
             };
             let label = format!("trial {trial}/{trials} {}", point.label());
             let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
-            let on_done = |f: &crate::Finished| bar.inc(f.outcome.error.is_some());
             let warm: Vec<Job> = (0..point.warmup).map(&mut make).collect();
+            let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
+                .map(&mut make)
+                .collect();
+            let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
+            writer.begin_point(trial, pid)?;
+            let mut journal = Journaling::new(writer, stop);
             // Warmups run closed-loop, at most as many at once as the point allows.
             let warm_c = match point.concurrency {
                 0 => point.warmup.max(1),
                 c => c.min(point.warmup.max(1)),
             };
-            let warm_done =
-                run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), on_done).await;
-            let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
-                .map(&mut make)
-                .collect();
+            let warm_done = run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), |f| {
+                bar.inc(f.outcome.error.is_some());
+                journal.record(&ctx, f, true, plan_of(f));
+            })
+            .await;
             let before = match &prep.metrics {
                 Some(m) => m.scrape().await,
                 None => None,
+            };
+            let mut on_measured = |f: &crate::Finished| {
+                bar.inc(f.outcome.error.is_some());
+                journal.record(&ctx, f, false, plan_of(f));
             };
             let done = match (&f.workload.multi_turn, &point.open_loop) {
                 (None, None) => {
@@ -370,7 +419,7 @@ async fn run_trials<B: Backend>(
                         measured_jobs,
                         point.concurrency,
                         cancel.clone(),
-                        on_done,
+                        &mut on_measured,
                     )
                     .await
                 }
@@ -387,7 +436,7 @@ async fn run_trials<B: Backend>(
                         point.concurrency,
                         think,
                         cancel.clone(),
-                        on_done,
+                        &mut on_measured,
                     )
                     .await;
                     plan_turns(&mut planned, &done);
@@ -402,9 +451,18 @@ async fn run_trials<B: Backend>(
                         timer: Timer::Precise,
                     };
                     let jobs = measured_jobs;
-                    run_open_loop(backend.clone(), jobs, spec, cancel.clone(), on_done).await
+                    run_open_loop(
+                        backend.clone(),
+                        jobs,
+                        spec,
+                        cancel.clone(),
+                        &mut on_measured,
+                    )
+                    .await
                 }
             };
+            let journal_failure = journal.failure();
+            // A later turn's planned length is known only now (plan_turns).
             let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
             let mut rows: Vec<_> = warm_done
                 .iter()
@@ -424,7 +482,18 @@ async fn run_trials<B: Backend>(
                 }
             }
             rows.extend(measured.iter().cloned());
-            writer.write_point(&rows, &prow)?;
+            let whole =
+                all_finished(&warm_done, point.warmup) && all_finished(&done, point.requests);
+            if let Some(e) = journal_failure {
+                // Keep what can still be kept; the journal's failure is the one to report.
+                let _ = writer.write_incomplete_point(&rows, &prow);
+                return Err(e.into());
+            }
+            if whole {
+                writer.write_point(&rows, &prow)?;
+            } else {
+                writer.write_incomplete_point(&rows, &prow)?;
+            }
             bar.finish(point_line(&label, &prow, &measured));
             if f.tolerance.exceeded(prow.failures, prow.requests_done) {
                 over_tolerance.push(format!(

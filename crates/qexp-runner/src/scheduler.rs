@@ -3,6 +3,7 @@
 //! one finishes; the scheduled time is when the worker became free.
 
 use crate::backend::Backend;
+use crate::stop::cut_after_grace;
 use crate::Cancel;
 use qexp_client::{ErrorClass, GenRequest, Outcome, RequestError};
 use std::future::Future;
@@ -98,7 +99,8 @@ where
     done
 }
 
-/// Sends one request now, unless `cancel` turns true while it is in flight.
+/// Sends one request now; if `cancel` turns true while it is in flight, it
+/// gets [`crate::STOP_GRACE`] to finish before it is cut.
 pub(crate) async fn send<B: Backend>(
     backend: &B,
     index: u32,
@@ -108,7 +110,7 @@ pub(crate) async fn send<B: Backend>(
     let scheduled_unix_s = unix_now();
     let outcome = tokio::select! {
         o = backend.send(request) => o,
-        _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
+        _ = cut_after_grace(&mut cancel) => cancelled(scheduled_unix_s),
     };
     Finished {
         index,

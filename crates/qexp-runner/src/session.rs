@@ -131,3 +131,102 @@ pub(crate) fn plan_turns(planned: &mut BTreeMap<u32, Planned>, done: &[Finished]
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_client::{Api, GenRequest};
+    use std::sync::Mutex;
+
+    /// Answers `re: <prompt>` after 100 ms, fails prompts that say `fail`,
+    /// and records every conversation it was sent.
+    #[derive(Default)]
+    struct Echo {
+        seen: Mutex<Vec<Vec<String>>>,
+    }
+
+    impl Backend for Echo {
+        async fn send(&self, req: GenRequest) -> Outcome {
+            let mut said: Vec<String> = req
+                .history
+                .iter()
+                .flatten()
+                .map(|m| m.content.clone())
+                .collect();
+            said.push(req.prompt.clone());
+            self.seen.lock().unwrap().push(said);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if req.prompt.contains("fail") {
+                return Outcome {
+                    error: Some(RequestError {
+                        class: ErrorClass::HttpStatus,
+                        message: "HTTP 500".into(),
+                    }),
+                    ..Outcome::default()
+                };
+            }
+            Outcome {
+                content_chunks: 1,
+                text: req.history.as_ref().map(|_| format!("re: {}", req.prompt)),
+                ..Outcome::default()
+            }
+        }
+    }
+
+    fn session(first: u32, prompts: &[&str]) -> Vec<Job> {
+        prompts
+            .iter()
+            .zip(first..)
+            .map(|(p, index)| Job {
+                index,
+                request: GenRequest {
+                    api: Api::Chat,
+                    model: "m".into(),
+                    prompt: (*p).into(),
+                    max_tokens: 5,
+                    extra: Default::default(),
+                    history: None,
+                },
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn turns_carry_the_conversation_and_a_failure_ends_its_session() {
+        let echo = Arc::new(Echo::default());
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let sessions = vec![
+            session(0, &["a1", "a2", "a3"]),
+            session(3, &["b1", "fail", "b3"]),
+        ];
+        let start = tokio::time::Instant::now();
+        let think = Duration::from_millis(50);
+        let done = run_sessions(echo.clone(), sessions, 2, think, rx, |_| {}).await;
+        // Two sessions side by side; session a: 3 × 100 ms + 2 × 50 ms of thinking.
+        assert_eq!(start.elapsed(), Duration::from_millis(400));
+        let classes: Vec<Option<ErrorClass>> = done
+            .iter()
+            .map(|f| f.outcome.error.as_ref().map(|e| e.class))
+            .collect();
+        use ErrorClass::{HttpStatus, Skipped};
+        assert_eq!(
+            classes,
+            [None, None, None, None, Some(HttpStatus), Some(Skipped)]
+        );
+        assert!(done.iter().all(|f| f.outcome.text.is_none()), "not kept");
+        let mut seen = echo.seen.lock().unwrap().clone();
+        seen.sort();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            seen,
+            [
+                s(&["a1"]),
+                s(&["a1", "re: a1", "a2"]),
+                s(&["a1", "re: a1", "a2", "re: a2", "a3"]),
+                s(&["b1"]),
+                s(&["b1", "re: b1", "fail"]),
+            ],
+            "b3 is never sent"
+        );
+    }
+}

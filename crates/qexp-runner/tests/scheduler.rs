@@ -71,19 +71,48 @@ async fn concurrency_above_request_count_sends_each_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn cancel_stops_new_sends_and_keeps_in_flight_as_cancelled() {
+async fn cancel_stops_new_sends_and_lets_requests_in_flight_finish() {
     let fake = Arc::new(Fake::default());
     let (tx, rx) = tokio::sync::watch::channel(false);
     let stopper = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(150)).await;
         tx.send(true).unwrap();
     });
+    let start = tokio::time::Instant::now();
     let done = run_closed_loop(fake.clone(), jobs(20), 2, rx, |_| {}).await;
     stopper.await.unwrap();
-    // Wave 1 (2 requests) finished at 100 ms; wave 2 was in flight at 150 ms.
+    // Wave 1 finished at 100 ms; wave 2, in flight at 150 ms, finishes within the grace.
     assert_eq!(done.len(), 4);
-    let ok = done.iter().filter(|f| f.outcome.error.is_none()).count();
-    assert_eq!(ok, 2);
+    assert!(done.iter().all(|f| f.outcome.error.is_none()));
+    assert_eq!(
+        fake.sent.load(Ordering::SeqCst),
+        4,
+        "nothing sent after the stop"
+    );
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+}
+
+/// A backend whose requests take longer than the stop grace.
+struct Slow;
+
+impl Backend for Slow {
+    async fn send(&self, _req: GenRequest) -> Outcome {
+        tokio::time::sleep(qexp_runner::STOP_GRACE * 3).await;
+        Outcome::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_in_flight_past_the_grace_are_kept_as_cancelled() {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let stopper = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        tx.send(true).unwrap();
+    });
+    let start = tokio::time::Instant::now();
+    let done = run_closed_loop(Arc::new(Slow), jobs(20), 2, rx, |_| {}).await;
+    stopper.await.unwrap();
+    assert_eq!(done.len(), 2);
     let cancelled = done
         .iter()
         .filter(|f| {
@@ -94,4 +123,8 @@ async fn cancel_stops_new_sends_and_keeps_in_flight_as_cancelled() {
         })
         .count();
     assert_eq!(cancelled, 2);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(150) + qexp_runner::STOP_GRACE
+    );
 }

@@ -246,18 +246,26 @@ impl Envelope {
         })
     }
 
-    /// A streamed chunk carrying `text`; `first` adds the chat role, `last` the finish reason.
-    pub(crate) fn chunk(&self, text: &str, first: bool, last: bool) -> Value {
+    /// A streamed chunk carrying `reasoning` (chat only) and `text`; `first`
+    /// adds the chat role, `last` the finish reason.
+    pub(crate) fn chunk(&self, reasoning: &str, text: &str, first: bool, last: bool) -> Value {
         let finish = last.then_some("length");
         let choice = match self.job.kind {
-            Kind::Chat if first => {
-                json!({"index": 0, "delta": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
-            }
             Kind::Chat => {
-                json!({"index": 0, "delta": {"content": text}, "logprobs": null, "finish_reason": finish})
+                let mut delta = serde_json::Map::new();
+                if first {
+                    delta.insert("role".into(), json!("assistant"));
+                }
+                if !reasoning.is_empty() {
+                    delta.insert("reasoning_content".into(), json!(reasoning));
+                }
+                if reasoning.is_empty() || !text.is_empty() {
+                    delta.insert("content".into(), json!(text));
+                }
+                json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
             }
             Kind::Completion => {
-                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
+                json!({"index": 0, "text": format!("{reasoning}{text}"), "logprobs": null, "finish_reason": finish})
             }
         };
         json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.job.model, "choices": [choice]})

@@ -48,6 +48,9 @@ pub struct SimProfile {
     pub prefix_cache_tokens: u32,
     /// Prefix-cache block size in tokens: only whole blocks are cached and found.
     pub prefix_cache_block: u32,
+    /// Chat streams: the first this many generated tokens of each completion
+    /// arrive as `reasoning_content` deltas, as a reasoning model's thinking does (0 = none).
+    pub reasoning_tokens: u32,
 }
 
 /// A profile whose parameters cannot drive the simulator.
@@ -62,7 +65,7 @@ pub struct ProfileError {
     pub reason: &'static str,
 }
 
-const NAMES: &[&str] = &["founding", "fast", "fast-nospec", "exact"];
+const NAMES: &[&str] = &["founding", "fast", "fast-nospec", "fast-reasoning", "exact"];
 
 impl SimProfile {
     /// The built-in profile called `name`, if there is one (see [`SimProfile::names`]).
@@ -75,6 +78,13 @@ impl SimProfile {
                 ..founding()
             }),
             "fast-nospec" => Some(fast_nospec()),
+            // A reasoning model: each answer opens with 64 tokens of thinking.
+            "fast-reasoning" => Some(SimProfile {
+                name: "fast-reasoning".to_owned(),
+                time_scale: 0.05,
+                reasoning_tokens: 64,
+                ..founding()
+            }),
             "exact" => Some(SimProfile {
                 name: "exact".to_owned(),
                 prefill_fixed_s: 0.05,
@@ -89,6 +99,7 @@ impl SimProfile {
                 faults: FaultPlan::none(),
                 prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
                 prefix_cache_block: 16,
+                reasoning_tokens: 0,
             }),
             _ => None,
         }
@@ -194,6 +205,7 @@ fn founding() -> SimProfile {
         faults: FaultPlan::none(),
         prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
         prefix_cache_block: 16,
+        reasoning_tokens: 0,
     }
 }
 

@@ -160,7 +160,8 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
     };
     let chunks = app.engine.generate(&env.job);
     if env.job.stream {
-        let body = Body::from_stream(faults::body(fault, sse::body(env, chunks)));
+        let reasoning = app.engine.profile().reasoning_tokens;
+        let body = Body::from_stream(faults::body(fault, sse::body(env, chunks, reasoning)));
         return Ok((
             [
                 (header::CONTENT_TYPE, "text/event-stream"),

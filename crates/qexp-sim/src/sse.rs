@@ -32,20 +32,24 @@ struct State {
     env: Envelope,
     chunks: BoxStream<'static, u32>,
     emitted: u32,
+    reasoning_tokens: u32,
     stage: Stage,
 }
 
 /// The response body for a streamed request: one content frame per engine chunk;
 /// the last one carries `finish_reason`, then the usage frame if asked for, then
 /// `[DONE]`. A generation cut short (server shutdown) ends without either.
+/// The first `reasoning_tokens` tokens of a chat stream are reasoning text.
 pub(crate) fn body(
     env: Envelope,
     chunks: BoxStream<'static, u32>,
+    reasoning_tokens: u32,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
     let state = State {
         env,
         chunks,
         emitted: 0,
+        reasoning_tokens,
         stage: Stage::Content,
     };
     stream::unfold(state, |mut st| async move {
@@ -53,7 +57,10 @@ pub(crate) fn body(
             Stage::Content => {
                 let n = st.chunks.next().await?;
                 let first = st.emitted == 0;
-                let text = tokens::generated(st.emitted, n);
+                // Tokens before the reasoning budget's end think; the rest answer.
+                let thinking = st.reasoning_tokens.saturating_sub(st.emitted).min(n);
+                let reasoning = tokens::generated(st.emitted, thinking);
+                let text = tokens::generated(st.emitted + thinking, n - thinking);
                 st.emitted += n;
                 let last = st.emitted >= st.env.job.max_tokens;
                 if last {
@@ -63,7 +70,7 @@ pub(crate) fn body(
                         Stage::Done
                     };
                 }
-                frame(&st.env.chunk(&text, first, last))
+                frame(&st.env.chunk(&reasoning, &text, first, last))
             }
             Stage::Usage => {
                 st.stage = Stage::Done;

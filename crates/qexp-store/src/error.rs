@@ -31,6 +31,32 @@ pub enum StoreError {
         /// The cause.
         message: String,
     },
+    /// A journal line that is not a request row (and not a last line cut by a crash).
+    #[error("{}:{line} is not a qexp journal line: {message}", path.display())]
+    Journal {
+        /// The journal file.
+        path: PathBuf,
+        /// The line, from 1 (0: while writing).
+        line: usize,
+        /// The cause.
+        message: String,
+    },
+    /// The run was written by a newer qexp than this one.
+    #[error("{} was written by a newer qexp (schema_version {found}; this qexp reads up to {supported}); upgrade qexp to read it", path.display())]
+    NewerSchema {
+        /// The manifest.
+        path: PathBuf,
+        /// The run's schema version.
+        found: u64,
+        /// The newest version this qexp reads.
+        supported: u32,
+    },
+    /// The run folder already exists: qexp never writes into another run.
+    #[error("{} already exists; qexp never writes into another run's folder (start the run again for a new run id)", path.display())]
+    RunExists {
+        /// The folder.
+        path: PathBuf,
+    },
     /// The folder is not a run (no manifest).
     #[error("{} is not a qexp run (no manifest.json); give a folder like results/<experiment>/<run-id>", path.display())]
     NotARun {

@@ -1,16 +1,23 @@
 //! qexp-store owns the results directory: the manifest, the Parquet schemas
-//! of `requests.parquet` and `points.parquet`, incremental writing (one part
-//! file per finished (trial, point), merged at the end), and reading runs
-//! back. It computes no statistics: that is qexp-analysis.
+//! of `requests.parquet` and `points.parquet`, incremental writing (each
+//! finished request to a journal at once, one part file per finished
+//! (trial, point), merged at the end), reopening a run to resume it, and
+//! reading runs back, crashed ones included. It computes no statistics:
+//! that is qexp-analysis.
 
 mod error;
+mod journal;
+mod layout;
 mod manifest;
 mod reader;
 mod rows;
 mod writer;
 
 pub use error::StoreError;
-pub use manifest::{Comparability, Manifest, RunStatus, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION};
+pub use journal::Journal;
+pub use manifest::{
+    Comparability, Manifest, Resume, RunStatus, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
+};
 pub use reader::{
     find_runs, for_each_request_batch, latest_runs, read_manifest, scan_points, scan_requests,
     RunRef,

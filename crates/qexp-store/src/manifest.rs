@@ -6,7 +6,9 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Version of the manifest and Parquet layouts; bumped on incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: finished requests may also sit in `journal/` and `incomplete/`, which
+/// readers of version 1 would not see.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The manifest's file name inside a run folder.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -141,6 +143,22 @@ pub struct Manifest {
     pub status: RunStatus,
     /// Why the run stopped early, when it did.
     pub stop_reason: Option<String>,
+    /// Each `qexp run --resume` of this run, oldest first.
+    #[serde(default)]
+    pub resumes: Vec<Resume>,
+}
+
+/// One `qexp run --resume`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resume {
+    /// When it started.
+    pub at: DateTime<Utc>,
+    /// (trial, point) pairs it had left to run.
+    pub pairs_left: u32,
+    /// True when `--force` let it go on despite `differences`.
+    pub forced: bool,
+    /// What differed from the run as started (plan hash, target fingerprint).
+    pub differences: Vec<String>,
 }
 
 #[cfg(test)]

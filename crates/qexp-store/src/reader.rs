@@ -1,7 +1,10 @@
 use crate::error::StoreError;
-use crate::manifest::{Manifest, MANIFEST_FILE};
-use crate::writer::part_files;
+use crate::journal::read_journal;
+use crate::layout::{files_of, merged, parse_pair, INCOMPLETE, JOURNAL, PARTS, POINTS, REQUESTS};
+use crate::manifest::{Manifest, MANIFEST_FILE, SCHEMA_VERSION};
+use crate::rows::{points_frame, requests as rq, requests_frame};
 use polars::prelude::*;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// A run folder found on disk.
@@ -15,41 +18,136 @@ pub struct RunRef {
     pub run_id: String,
 }
 
-/// Reads a run's manifest.
+/// Reads a run's manifest; refuses one written by a newer qexp.
 pub fn read_manifest(run: &Path) -> Result<Manifest, StoreError> {
     let path = run.join(MANIFEST_FILE);
-    if !path.exists() {
+    if !path.is_file() {
         return Err(StoreError::NotARun {
             path: run.to_path_buf(),
         });
     }
     let text = std::fs::read_to_string(&path).map_err(StoreError::io("cannot read", &path))?;
-    serde_json::from_str(&text).map_err(|e| StoreError::Manifest {
-        path,
+    let bad = |e: serde_json::Error| StoreError::Manifest {
+        path: path.clone(),
         message: e.to_string(),
-    })
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(bad)?;
+    // Checked before the shape: a newer layout may not parse as this one.
+    if let Some(found) = value.get("schema_version").and_then(|v| v.as_u64()) {
+        if found > u64::from(SCHEMA_VERSION) {
+            return Err(StoreError::NewerSchema {
+                path: path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+    }
+    serde_json::from_value(value).map_err(bad)
 }
 
-/// The Parquet files that hold a run's `name` rows, in write order.
-fn files(run: &Path, name: &str) -> Result<Vec<PathBuf>, StoreError> {
-    let merged = run.join(format!("{name}.parquet"));
-    let files = if merged.exists() {
+/// Where a run's rows of one kind are, as a reader takes them: the merged
+/// file (or, before the merge, the parts), the pairs an interrupt stopped,
+/// and for requests the journal rows of pairs that reached no Parquet file.
+struct Sources {
+    parquet: Vec<PathBuf>,
+    journal: Vec<PathBuf>,
+}
+
+fn sources(run: &Path, kind: &str) -> Result<Sources, StoreError> {
+    read_manifest(run)?;
+    let parquet = parquet_files(run, kind)?;
+    let journal = if kind == REQUESTS {
+        let written = written_pairs(run)?;
+        let dir = run.join(JOURNAL);
+        files_of(&dir, kind, ".jsonl")
+            .map_err(StoreError::io("cannot list", &dir))?
+            .into_iter()
+            .filter(|f| {
+                let pair = f.file_name().and_then(|n| n.to_str()).and_then(parse_pair);
+                // A journal whose pair reached Parquet is a copy left by a crash.
+                pair.is_none_or(|p| !written.contains(&p))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Sources { parquet, journal })
+}
+
+/// The Parquet files of `kind`: the merged file (or, before the merge, the
+/// parts), then the pairs an interrupt stopped.
+fn parquet_files(run: &Path, kind: &str) -> Result<Vec<PathBuf>, StoreError> {
+    let list =
+        |dir: &Path| files_of(dir, kind, ".parquet").map_err(StoreError::io("cannot list", dir));
+    let merged = merged(run, kind);
+    let mut files = if merged.exists() {
+        // Parts left beside a merged file are copies the merge had not yet removed.
         vec![merged]
     } else {
-        // A run that crashed before merging still has its parts.
-        part_files(&run.join("parts"), name)?
+        list(&run.join(PARTS))?
     };
-    if files.is_empty() {
-        return Err(StoreError::NotARun {
-            path: run.to_path_buf(),
-        });
-    }
+    files.extend(list(&run.join(INCOMPLETE))?);
     Ok(files)
 }
 
+/// (trial, point) pairs that have a point row in a Parquet file.
+pub(crate) fn written_pairs(run: &Path) -> Result<BTreeSet<(u32, u32)>, StoreError> {
+    let mut pairs = BTreeSet::new();
+    for f in parquet_files(run, POINTS)? {
+        pairs.extend(pairs_in(&f)?);
+    }
+    Ok(pairs)
+}
+
+/// The (trial, point_id) pairs of the rows of one Parquet file (requests
+/// and points name both columns alike).
+pub(crate) fn pairs_in(f: &Path) -> Result<Vec<(u32, u32)>, StoreError> {
+    let pq = |e| StoreError::pq("cannot read", f)(e);
+    let file = std::fs::File::open(f).map_err(StoreError::io("cannot open", f))?;
+    let df = ParquetReader::new(file)
+        .with_columns(Some(vec![rq::TRIAL.into(), rq::POINT_ID.into()]))
+        .finish()
+        .map_err(pq)?;
+    let trial = df
+        .column(rq::TRIAL)
+        .and_then(|c| c.u32().cloned())
+        .map_err(pq)?;
+    let point = df
+        .column(rq::POINT_ID)
+        .and_then(|c| c.u32().cloned())
+        .map_err(pq)?;
+    Ok(trial
+        .iter()
+        .zip(point.iter())
+        .filter_map(|(t, p)| Some((t?, p?)))
+        .collect())
+}
+
+/// The journal rows of `files` as one `requests` frame.
+fn journal_frame(files: &[PathBuf]) -> Result<Option<DataFrame>, StoreError> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut rows = Vec::new();
+    for f in files {
+        rows.extend(read_journal(f)?);
+    }
+    let df = requests_frame(&rows).map_err(StoreError::pq("cannot read", &files[0]))?;
+    Ok(Some(df))
+}
+
+fn empty(kind: &str) -> PolarsResult<DataFrame> {
+    if kind == REQUESTS {
+        requests_frame(&[])
+    } else {
+        points_frame(&[])
+    }
+}
+
 fn scan(run: &Path, name: &str) -> Result<LazyFrame, StoreError> {
-    let files = files(run, name)?;
-    let frames = files
+    let src = sources(run, name)?;
+    let mut frames = src
+        .parquet
         .iter()
         .map(|f| {
             LazyFrame::scan_parquet(
@@ -59,12 +157,21 @@ fn scan(run: &Path, name: &str) -> Result<LazyFrame, StoreError> {
         })
         .collect::<PolarsResult<Vec<_>>>()
         .map_err(StoreError::pq("cannot read", run))?;
+    if let Some(df) = journal_frame(&src.journal)? {
+        frames.push(df.lazy());
+    }
+    if frames.is_empty() {
+        // A run killed before its first request finished: no rows yet.
+        return Ok(empty(name)
+            .map_err(StoreError::pq("cannot read", run))?
+            .lazy());
+    }
     concat(frames, UnionArgs::default()).map_err(StoreError::pq("cannot read", run))
 }
 
 /// Lazily scans a run's request rows (merged file, or parts of a crashed run).
 pub fn scan_requests(run: &Path) -> Result<LazyFrame, StoreError> {
-    scan(run, "requests")
+    scan(run, REQUESTS)
 }
 
 /// Reads a run's request rows in file order, `batch_rows` rows at a time
@@ -83,7 +190,8 @@ pub fn for_each_request_batch(
 ) -> Result<(), StoreError> {
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     let batch_rows = batch_rows.max(1);
-    for path in files(run, "requests")? {
+    let src = sources(run, REQUESTS)?;
+    for path in src.parquet {
         let err = |e| StoreError::pq("cannot read", &path)(e);
         let open = || std::fs::File::open(&path).map_err(StoreError::io("cannot open", &path));
         let mut reader = ParquetReader::new(open()?);
@@ -101,12 +209,20 @@ pub fn for_each_request_batch(
             f(df).map_err(err)?;
         }
     }
+    if let Some(df) = journal_frame(&src.journal)? {
+        let df = df
+            .select(columns.iter().map(|c| c.as_str()))
+            .map_err(StoreError::pq("cannot read", run))?;
+        for offset in (0..df.height()).step_by(batch_rows) {
+            f(df.slice(offset as i64, batch_rows)).map_err(StoreError::pq("cannot read", run))?;
+        }
+    }
     Ok(())
 }
 
 /// Lazily scans a run's point rows.
 pub fn scan_points(run: &Path) -> Result<LazyFrame, StoreError> {
-    scan(run, "points")
+    scan(run, POINTS)
 }
 
 /// Every run folder under `root` (`<root>/<experiment>/<run-id>/manifest.json`).

@@ -1,13 +1,18 @@
 use crate::error::StoreError;
+use crate::journal::Journal;
+use crate::layout::{
+    files_of, merged, pair_file, parse_pair, INCOMPLETE, JOURNAL, PARTS, POINTS, REQUESTS,
+    SUPERSEDED,
+};
 use crate::manifest::{Manifest, RunStatus, MANIFEST_FILE};
+use crate::reader::{pairs_in, read_manifest};
 use crate::rows::{points_frame, requests_frame, PointRow, RequestRow};
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rand::Rng;
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-const PARTS: &str = "parts";
 
 /// A run id: UTC start time plus a short random suffix, sortable by time.
 pub fn new_run_id(now: DateTime<Utc>) -> String {
@@ -15,28 +20,93 @@ pub fn new_run_id(now: DateTime<Utc>) -> String {
     format!("{}-{suffix:06x}", now.format("%Y%m%dT%H%M%SZ"))
 }
 
-/// Writes one run folder as the run goes: the manifest first, then a
-/// Parquet part per finished (trial, point), merged by [`RunWriter::finish`].
-/// A crash leaves the manifest (status `running`) and every finished part.
+/// Writes one run folder as the run goes: the manifest first; each finished
+/// request to the journal of its (trial, point) as it finishes; a Parquet
+/// part per finished (trial, point), merged by [`RunWriter::finish`].
+/// A crash leaves the manifest (status `running`), every finished part and
+/// the journal of the pair in progress; readers take all three.
 #[derive(Debug)]
 pub struct RunWriter {
     dir: PathBuf,
     manifest: Manifest,
     parts: u32,
+    journal: Option<Journal>,
+    complete: BTreeSet<(u32, u32)>,
 }
 
 impl RunWriter {
-    /// Creates `<root>/<experiment>/<run-id>/` and writes the manifest.
+    /// Creates `<root>/<experiment>/<run-id>/` (never an existing folder)
+    /// and writes the manifest.
     pub fn create(root: &Path, manifest: Manifest) -> Result<RunWriter, StoreError> {
-        let dir = root.join(&manifest.experiment).join(&manifest.run_id);
-        std::fs::create_dir_all(dir.join(PARTS)).map_err(StoreError::io("cannot create", &dir))?;
+        let parent = root.join(&manifest.experiment);
+        std::fs::create_dir_all(&parent).map_err(StoreError::io("cannot create", &parent))?;
+        let dir = parent.join(&manifest.run_id);
+        std::fs::create_dir(&dir).map_err(|source| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => StoreError::RunExists { path: dir.clone() },
+            _ => StoreError::io("cannot create", &dir)(source),
+        })?;
+        let parts = dir.join(PARTS);
+        std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
         let w = RunWriter {
             dir,
             manifest,
             parts: 0,
+            journal: None,
+            complete: BTreeSet::new(),
         };
         w.save_manifest()?;
         Ok(w)
+    }
+
+    /// Reopens a run for `qexp run --resume` ([`RunWriter::is_complete`]
+    /// tells the pairs already complete). Merged files go back to being
+    /// parts (merged again at the end); rows of incomplete pairs move to
+    /// `superseded/`, so that the run ends with exactly its planned rows and
+    /// nothing measured is deleted.
+    pub fn reopen(dir: &Path) -> Result<RunWriter, StoreError> {
+        let manifest = read_manifest(dir)?;
+        let parts = dir.join(PARTS);
+        std::fs::create_dir_all(&parts).map_err(StoreError::io("cannot create", &parts))?;
+        let list = |kind: &str| {
+            files_of(&parts, kind, ".parquet").map_err(StoreError::io("cannot list", &parts))
+        };
+        for kind in [REQUESTS, POINTS] {
+            let merged = merged(dir, kind);
+            if !merged.exists() {
+                continue;
+            }
+            // Parts beside a merged file are already in it.
+            for stale in list(kind)? {
+                std::fs::remove_file(&stale).map_err(StoreError::io("cannot remove", &stale))?;
+            }
+            let to = parts.join(format!("{kind}-00000.parquet"));
+            std::fs::rename(&merged, &to).map_err(StoreError::io("cannot move", &merged))?;
+        }
+        let mut complete = BTreeSet::new();
+        let mut last = 0;
+        for f in list(POINTS)? {
+            complete.extend(pairs_in(&f)?);
+            last = last.max(part_number(&f).unwrap_or(0));
+        }
+        supersede(dir, &complete)?;
+        let writer = RunWriter {
+            dir: dir.to_path_buf(),
+            manifest,
+            parts: last,
+            journal: None,
+            complete,
+        };
+        Ok(writer)
+    }
+
+    /// True when (`trial`, `point_id`) is complete in this run.
+    pub fn is_complete(&self, trial: u32, point_id: u32) -> bool {
+        self.complete.contains(&(trial, point_id))
+    }
+
+    /// How many (trial, point) pairs are complete in this run.
+    pub fn complete_count(&self) -> usize {
+        self.complete.len()
     }
 
     /// The run folder.
@@ -63,7 +133,32 @@ impl RunWriter {
         write_atomic(&self.dir.join(MANIFEST_FILE), |f| f.write_all(&json))
     }
 
-    /// Persists one finished (trial, point): its request rows and its point row.
+    /// Opens the journal of (`trial`, `point_id`): rows given to
+    /// [`RunWriter::journal`] from now on go there.
+    pub fn begin_point(&mut self, trial: u32, point_id: u32) -> Result<(), StoreError> {
+        self.journal = Some(Journal::open(&self.dir, trial, point_id)?);
+        Ok(())
+    }
+
+    /// Appends one finished request to the open journal (none open: a no-op).
+    pub fn journal(&mut self, row: &RequestRow) -> Result<(), StoreError> {
+        match &mut self.journal {
+            Some(j) => j.append(row),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the open journal holds every row given to it; reports
+    /// the first failure to write it.
+    pub fn flush_journal(&mut self) -> Result<(), StoreError> {
+        match &mut self.journal {
+            Some(j) => j.close(),
+            None => Ok(()),
+        }
+    }
+
+    /// Persists one complete (trial, point): its request rows and its point
+    /// row, as a part to merge. Then drops its journal.
     pub fn write_point(
         &mut self,
         requests: &[RequestRow],
@@ -71,12 +166,47 @@ impl RunWriter {
     ) -> Result<(), StoreError> {
         self.parts += 1;
         let n = self.parts;
-        let parts = self.dir.join(PARTS);
-        let mut req = requests_frame(requests).map_err(StoreError::pq("cannot encode", &parts))?;
-        write_parquet(&parts.join(format!("requests-{n:05}.parquet")), &mut req)?;
+        let names = [REQUESTS, POINTS].map(|kind| format!("{kind}-{n:05}.parquet"));
+        self.write_pair(PARTS, names, requests, point)?;
+        self.complete.insert((point.trial, point.point_id));
+        Ok(())
+    }
+
+    /// Persists one (trial, point) an interrupt stopped part-way, under
+    /// `incomplete/`: read with the run, never merged, measured again by
+    /// `--resume`. Then drops its journal.
+    pub fn write_incomplete_point(
+        &mut self,
+        requests: &[RequestRow],
+        point: &PointRow,
+    ) -> Result<(), StoreError> {
+        let (t, p) = (point.trial, point.point_id);
+        let names = [REQUESTS, POINTS].map(|kind| pair_file(kind, t, p, "parquet"));
+        self.write_pair(INCOMPLETE, names, requests, point)
+    }
+
+    fn write_pair(
+        &mut self,
+        folder: &str,
+        [req_name, pts_name]: [String; 2],
+        requests: &[RequestRow],
+        point: &PointRow,
+    ) -> Result<(), StoreError> {
+        let dir = self.dir.join(folder);
+        std::fs::create_dir_all(&dir).map_err(StoreError::io("cannot create", &dir))?;
+        let mut req = requests_frame(requests).map_err(StoreError::pq("cannot encode", &dir))?;
+        write_parquet(&dir.join(req_name), &mut req)?;
         let mut pts = points_frame(std::slice::from_ref(point))
-            .map_err(StoreError::pq("cannot encode", &parts))?;
-        write_parquet(&parts.join(format!("points-{n:05}.parquet")), &mut pts)
+            .map_err(StoreError::pq("cannot encode", &dir))?;
+        // The point row last: readers take a pair as written once it exists.
+        write_parquet(&dir.join(pts_name), &mut pts)?;
+        if let Some(mut j) = self.journal.take() {
+            // Its rows are in Parquet now: a late journal failure loses nothing.
+            let _ = j.close();
+            let path = j.path().to_path_buf();
+            std::fs::remove_file(&path).map_err(StoreError::io("cannot remove", &path))?;
+        }
+        Ok(())
     }
 
     /// Merges the parts into `requests.parquet` and `points.parquet`, then
@@ -86,6 +216,9 @@ impl RunWriter {
         status: RunStatus,
         reason: Option<String>,
     ) -> Result<PathBuf, StoreError> {
+        if let Some(mut j) = self.journal.take() {
+            j.close()?;
+        }
         merge_parts(&self.dir)?;
         self.manifest.status = status;
         self.manifest.stop_reason = reason;
@@ -93,6 +226,41 @@ impl RunWriter {
         self.save_manifest()?;
         Ok(self.dir)
     }
+}
+
+/// `NNNNN` of `parts/<kind>-NNNNN.parquet`.
+fn part_number(f: &Path) -> Option<u32> {
+    let stem = f.file_stem()?.to_str()?;
+    stem.rsplit_once('-')?.1.parse().ok()
+}
+
+/// Moves the journal and incomplete files of pairs not in `complete` to
+/// `superseded/`; removes journals whose pair is complete (copies a crash
+/// left between writing the part and removing the journal).
+fn supersede(dir: &Path, complete: &BTreeSet<(u32, u32)>) -> Result<(), StoreError> {
+    let to = dir.join(SUPERSEDED);
+    let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    for (from, is_journal) in [(dir.join(JOURNAL), true), (dir.join(INCOMPLETE), false)] {
+        if !from.exists() {
+            continue;
+        }
+        let entries = std::fs::read_dir(&from).map_err(StoreError::io("cannot list", &from))?;
+        for entry in entries {
+            let path = entry.map_err(StoreError::io("cannot list", &from))?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let done = parse_pair(name).is_some_and(|p| complete.contains(&p));
+            if done && is_journal {
+                std::fs::remove_file(&path).map_err(StoreError::io("cannot remove", &path))?;
+                continue;
+            }
+            std::fs::create_dir_all(&to).map_err(StoreError::io("cannot create", &to))?;
+            let target = to.join(format!("{stamp}-{name}"));
+            std::fs::rename(&path, &target).map_err(StoreError::io("cannot move", &path))?;
+        }
+    }
+    Ok(())
 }
 
 /// Concatenates `parts/*-NNNNN.parquet` into the two run files and removes
@@ -104,12 +272,10 @@ impl RunWriter {
 /// requests merges in the memory of about one row group, not of the run.
 pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
     let parts = dir.join(PARTS);
-    for (prefix, empty) in [
-        ("requests", requests_frame(&[])),
-        ("points", points_frame(&[])),
-    ] {
-        let target = dir.join(format!("{prefix}.parquet"));
-        let files = part_files(&parts, prefix)?;
+    for (prefix, empty) in [(REQUESTS, requests_frame(&[])), (POINTS, points_frame(&[]))] {
+        let target = merged(dir, prefix);
+        let files =
+            files_of(&parts, prefix, ".parquet").map_err(StoreError::io("cannot list", &parts))?;
         if files.is_empty() {
             let mut df = empty.map_err(StoreError::pq("cannot encode", &target))?;
             write_parquet(&target, &mut df)?;
@@ -159,25 +325,6 @@ pub(crate) fn merge_parts(dir: &Path) -> Result<(), StoreError> {
 
 /// Rows per row group of a merged run file (polars' own default).
 const MERGE_ROW_GROUP: usize = 512 * 512;
-
-/// Part files for `prefix`, in write order.
-pub(crate) fn part_files(parts: &Path, prefix: &str) -> Result<Vec<PathBuf>, StoreError> {
-    if !parts.exists() {
-        return Ok(Vec::new());
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(parts)
-        .map_err(StoreError::io("cannot list", parts))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{prefix}-")) && n.ends_with(".parquet"))
-        })
-        .collect();
-    files.sort();
-    Ok(files)
-}
 
 fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<(), StoreError> {
     write_atomic(path, |f| {

@@ -85,6 +85,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
         ended_at: None,
         status: RunStatus::Running,
         stop_reason: None,
+        resumes: Vec::new(),
     };
     let mut w = RunWriter::create(out, manifest).expect("create run");
     let parts = points.len() * trials as usize;

@@ -22,11 +22,8 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
         args.runs.clone()
     };
     for run in &runs {
-        if !run.join(qexp_store::MANIFEST_FILE).exists() {
-            return Err(CliError::input(qexp_store::StoreError::NotARun {
-                path: run.clone(),
-            }));
-        }
+        // A missing folder, a folder that is not a run, a run of a newer qexp: bad input.
+        qexp_store::read_manifest(run).map_err(CliError::input)?;
     }
     let narrative = match &args.narrative {
         Some(path) if !path.is_file() => {

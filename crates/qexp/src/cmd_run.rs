@@ -1,51 +1,43 @@
 use crate::{cmd_report, summary, CliError, RunArgs};
 use anyhow::Context as _;
 use qexp_plan::Plan;
-use qexp_runner::{RunError, RunOptions};
+use qexp_runner::{Cancel, ResumeOptions, RunError, RunOptions};
 use std::collections::BTreeMap;
+
+/// Exit code when a second Ctrl-C/SIGTERM ends qexp at once (128 + SIGINT).
+const EXIT_ABORTED: i32 = 130;
 
 /// `qexp run`: returns the exit code (0 complete, 1 interrupted, 3 complete
 /// with more failures than the plan tolerates).
 pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
-    let plan = Plan::load(&args.plan).map_err(CliError::input)?;
-    if args.trials == Some(0) {
-        return Err(CliError::input(anyhow::anyhow!(
-            "--trials must be at least 1"
-        )));
-    }
-    let mut overrides = BTreeMap::new();
-    if let Some(t) = args.trials {
-        overrides.insert("trials".into(), t.to_string());
-    }
-    if let Some(t) = &args.target {
-        overrides.insert("target".into(), t.clone());
-    }
-    if let Some(m) = &args.model {
-        overrides.insert("model".into(), m.clone());
-    }
-    let opts = RunOptions {
-        plan,
-        trials: args.trials,
-        target: args.target.clone(),
-        model: args.model.clone(),
-        out: args.out.clone(),
-        overrides,
+    let cancel = watch_signals();
+    let result = match (&args.resume, &args.plan) {
+        (Some(dir), _) => {
+            let r = ResumeOptions {
+                dir: dir.clone(),
+                force: args.force,
+                target: args.target.clone(),
+            };
+            qexp_runner::resume(r, cancel).await
+        }
+        (None, Some(plan)) => qexp_runner::run(options(&args, plan)?, cancel).await,
+        // clap requires one of the two.
+        (None, None) => {
+            return Err(CliError::input(anyhow::anyhow!(
+                "give a plan, or --resume RUN_DIR"
+            )))
+        }
     };
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nqexp: interrupted — finishing what is in flight and saving; Ctrl-C again to abort");
-            let _ = tx.send(true);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    let result = qexp_runner::run(opts, rx).await.map_err(|e| match e {
-        // A plan that does not fit the server is bad input: nothing was sent.
-        RunError::Target(_) | RunError::MissingApiKey(_) | RunError::ContextTooSmall { .. } => {
-            CliError::input(e)
-        }
+    let result = result.map_err(|e| match e {
+        // Bad input: nothing was sent, or the run to resume is not resumable.
+        RunError::Target(_)
+        | RunError::MissingApiKey(_)
+        | RunError::ContextTooSmall { .. }
+        | RunError::Plan(_)
+        | RunError::ResumeRefused { .. }
+        | RunError::Store(
+            qexp_store::StoreError::NotARun { .. } | qexp_store::StoreError::NewerSchema { .. },
+        ) => CliError::input(e),
         other => CliError::failure(other),
     })?;
     let analysis = qexp_analysis::analyze(&result.dir)
@@ -69,6 +61,12 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     for line in &result.over_tolerance {
         eprintln!("qexp: over the failure tolerance: {line}");
     }
+    if !complete {
+        println!(
+            "the run is incomplete; finish it with: qexp run --resume {}",
+            result.dir.display()
+        );
+    }
     Ok(if !complete {
         crate::EXIT_FAILURE
     } else if !result.over_tolerance.is_empty() {
@@ -76,4 +74,73 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     } else {
         0
     })
+}
+
+/// The runner's options for a new run of `plan`.
+fn options(args: &RunArgs, plan: &std::path::Path) -> Result<RunOptions, CliError> {
+    let plan = Plan::load(plan).map_err(CliError::input)?;
+    if args.trials == Some(0) {
+        return Err(CliError::input(anyhow::anyhow!(
+            "--trials must be at least 1"
+        )));
+    }
+    let mut overrides = BTreeMap::new();
+    if let Some(t) = args.trials {
+        overrides.insert("trials".into(), t.to_string());
+    }
+    if let Some(t) = &args.target {
+        overrides.insert("target".into(), t.clone());
+    }
+    if let Some(m) = &args.model {
+        overrides.insert("model".into(), m.clone());
+    }
+    Ok(RunOptions {
+        plan,
+        trials: args.trials,
+        target: args.target.clone(),
+        model: args.model.clone(),
+        out: args.out.clone(),
+        overrides,
+    })
+}
+
+/// Ctrl-C or SIGTERM raises the flag the runner watches; a second one ends
+/// the process at once. Every file qexp writes is appended line by line or
+/// renamed into place whole, so exiting at any moment leaves readable files.
+fn watch_signals() -> Cancel {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        if next_signal().await {
+            eprintln!(
+                "\nqexp: interrupted — no new requests; those in flight get {} s, then everything \
+                 is saved; Ctrl-C again to exit at once",
+                qexp_runner::STOP_GRACE.as_secs()
+            );
+            let _ = tx.send(true);
+            if next_signal().await {
+                eprintln!("qexp: exiting at once; what reached the run folder stays readable");
+                std::process::exit(EXIT_ABORTED);
+            }
+        }
+    });
+    rx
+}
+
+/// Waits for Ctrl-C or SIGTERM; false when signals cannot be watched.
+async fn next_signal() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return tokio::signal::ctrl_c().await.is_ok();
+        };
+        tokio::select! {
+            c = tokio::signal::ctrl_c() => c.is_ok(),
+            t = term.recv() => t.is_some(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
 }

@@ -44,9 +44,14 @@ pub enum Command {
 Examples:
   qexp run experiments/throughput.toml --trials 2 --target http://127.0.0.1:8000
   qexp run experiments/longctx.toml --model qwen3 --out /data/results
-Ctrl-C stops sending, keeps every finished request and marks the run interrupted.
+  qexp run --resume results/longctx/20261130T101500Z-1a2b3c
+Ctrl-C or SIGTERM stops sending, gives requests in flight 5 s, keeps every finished
+request and marks the run interrupted (exit 1); a second one exits at once (exit 130).
+Finished requests reach the run folder as they finish, so even a kill -9 loses only
+the requests in flight; --resume then runs only what did not complete.
 Exit codes: 0 complete, 1 interrupted or could not finish, 2 bad input, 3 complete but
-some point had more failed requests than the plan's [tolerance] max_failed_fraction.")]
+some point had more failed requests than the plan's [tolerance] max_failed_fraction,
+130 a second Ctrl-C/SIGTERM.")]
     Run(RunArgs),
     /// Render reports/<experiment>/<run-id>/report.{md,html} and SVG charts from result folders.
     #[command(after_help = "\
@@ -88,18 +93,25 @@ streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The plan (TOML).
-    pub plan: PathBuf,
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    pub plan: Option<PathBuf>,
     /// Trials per point, overriding the plan's `run.trials`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub trials: Option<u32>,
-    /// Server base URL (http://host:port) or sim:<profile>, overriding the plan.
+    /// Server base URL (http://host:port) or sim:<profile>, overriding the plan (with --resume: where the server answers now).
     #[arg(long)]
     pub target: Option<String>,
     /// Model name, overriding the plan.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub model: Option<String>,
+    /// Finish an interrupted or crashed run (results/<experiment>/<run-id>): only the (trial, point) pairs it did not complete run again, into the same folder.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// With --resume: go on even if the plan file or the target's fingerprint changed (recorded in the manifest).
+    #[arg(long, requires = "resume")]
+    pub force: bool,
     /// Results root.
-    #[arg(long, default_value = "results")]
+    #[arg(long, default_value = "results", conflicts_with = "resume")]
     pub out: PathBuf,
     /// Do not render a report after the run.
     #[arg(long)]
@@ -216,10 +228,24 @@ pub fn main_with(cli: Cli) -> u8 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {:#}", e.error);
+            eprintln!("error: {}", one_sentence(&e.error));
             e.code
         }
     }
+}
+
+/// The error and its causes, each cause once: library errors already name
+/// their cause in their own message, so `{:#}` would repeat it.
+fn one_sentence(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !out.contains(&c) {
+            out.push_str(": ");
+            out.push_str(&c);
+        }
+    }
+    out
 }
 
 /// An error with the exit code it maps to.

@@ -145,7 +145,22 @@ async fn every_fault_becomes_a_row_of_its_class_and_the_rest_measure_normally() 
     let sent = numbers(&df, "sent_unix_s");
     let end = numbers(&df, "end_s");
     let mut seen: BTreeMap<&str, u32> = BTreeMap::new();
+    let headers = numbers(&df, "headers_s");
+    let ttft = numbers(&df, "ttft_s");
+    let status = numbers(&df, "http_status");
     for i in 0..df.height() {
+        if let Some(c) = &classes[i] {
+            // What each class recorded, for people reading the test log (--nocapture).
+            println!(
+                "{c}: status {:?}, headers {:?} s, first token {:?} s, end {:.3} s, {} chunks: {}",
+                status[i],
+                headers[i].map(|h| (h * 1e3).round() / 1e3),
+                ttft[i].map(|t| (t * 1e3).round() / 1e3),
+                end[i].unwrap_or(f64::NAN),
+                chunks[i].unwrap_or(0.0),
+                messages[i].as_deref().unwrap_or("")
+            );
+        }
         assert!(sent[i].unwrap() > 1.6e9 && end[i].unwrap() >= 0.0);
         match &classes[i] {
             Some(c) => {

@@ -141,6 +141,18 @@ async fn rate_points_keep_their_schedule_and_report_goodput() {
         .any(|f| f.to_string().contains("server's backlog")));
 
     let ctx = qexp_report::report_context(&a);
+    // The main tables name each point's rate, not a concurrency it does not have.
+    let values: Vec<&str> = ctx.tables[0]
+        .rows
+        .iter()
+        .map(|r| r.value.as_str())
+        .collect();
+    assert_eq!(values, vec!["rate=20/s", "rate=200/s"]);
+    assert!(
+        ctx.headline.iter().any(|h| h.value.contains("rate=")),
+        "{:?}",
+        ctx.headline
+    );
     let md = ctx
         .open_loop
         .as_ref()

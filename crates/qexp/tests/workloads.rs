@@ -373,6 +373,19 @@ async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
     }
 }
 
+/// A float column without nulls.
+fn f64_col(df: &polars::prelude::DataFrame, name: &str) -> Vec<f64> {
+    let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
+    c.f64().unwrap().iter().map(|v| v.unwrap()).collect()
+}
+
+/// The run's report.md, rendered with the built-in templates into `out`.
+fn render(run: &qexp_analysis::RunAnalysis, out: &Path) -> String {
+    let templates = qexp_report::Templates::builtin().unwrap();
+    let written = qexp_report::render_run(run, &templates, out).unwrap();
+    std::fs::read_to_string(&written[0]).unwrap()
+}
+
 fn multi_turn_plan(url: &str) -> String {
     format!(
         r#"
@@ -427,10 +440,7 @@ async fn multi_turn_sessions_resend_the_conversation_in_order() {
         let c = df.column(name).unwrap().cast(&DataType::UInt32).unwrap();
         c.u32().unwrap().iter().collect()
     };
-    let f64s = |name: &str| -> Vec<f64> {
-        let c = df.column(name).unwrap().cast(&DataType::Float64).unwrap();
-        c.f64().unwrap().iter().map(|v| v.unwrap()).collect()
-    };
+    let f64s = |name: &str| f64_col(&df, name);
     let (trial, session, turn) = (u32_col(&df, "trial"), opt("session"), opt("turn"));
     let (prompt, completion, cached, planned) = (
         u32_col(&df, "prompt_tokens"),
@@ -479,10 +489,79 @@ async fn multi_turn_sessions_resend_the_conversation_in_order() {
     );
     assert_eq!(run.turns[0].cached_share.as_ref().unwrap().median, 0.0);
     assert!(run.turns[2].cached_share.as_ref().unwrap().median > 0.5);
-    let templates = qexp_report::Templates::builtin().unwrap();
-    let written = qexp_report::render_run(&run, &templates, &tmp.path().join("report")).unwrap();
-    let md = std::fs::read_to_string(&written[0]).unwrap();
+    let md = render(&run, &tmp.path().join("report"));
     assert!(md.contains("### Per turn"), "{md}");
     assert!(md.contains("| c=2 in=400 out=24 | 3 | 2 |"), "{md}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_is_timed_apart_from_the_answer_and_reported() {
+    let _serial = SERIAL.lock().await;
+    // 8 tokens of thinking, one token per 10 ms step, then the answer.
+    let server = SimServer::start(SimProfile {
+        name: "thinking".to_owned(),
+        reasoning_tokens: 8,
+        ..SimProfile::by_name("exact").unwrap()
+    })
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = format!(
+        r#"
+[experiment]
+name = "reasoning"
+version = 1
+
+[target]
+base_url = "{}"
+api = "chat"
+
+[workload]
+input_tokens = 100
+output_tokens = 12
+
+[run]
+requests = 2
+warmup_requests = 0
+trials = 2
+"#,
+        server.base_url()
+    );
+    let run = run_plan(tmp.path(), "reasoning", &plan).await;
+    assert_eq!(run.points[0].failures, 0);
+    let df = qexp_store::scan_requests(&run.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let f64s = |name: &str| f64_col(&df, name);
+    let (ttft, thinking, answer) = (
+        f64s("ttft_s"),
+        f64s("ttft_reasoning_s"),
+        f64s("ttft_answer_s"),
+    );
+    assert_eq!(u32_col(&df, "reasoning_chunks"), [8, 8, 8, 8]);
+    assert_eq!(u32_col(&df, "chunks"), [12, 12, 12, 12]);
+    for i in 0..df.height() {
+        assert_eq!(ttft[i], thinking[i], "TTFT is the first reasoning chunk");
+        // The answer starts after 8 reasoning steps of 10 ms each.
+        assert!(answer[i] >= thinking[i] + 0.07, "row {i}");
+    }
+    let r = &run.reasoning;
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].reasoning_share.as_ref().unwrap().median, 8.0 / 12.0);
+    let md = render(&run, &tmp.path().join("report"));
+    assert!(md.contains("### Reasoning"), "{md}");
+    assert!(md.contains("| 66.7% |"), "{md}");
+    // A run without reasoning has no reasoning table.
+    let other = prefill_bound_sim().await;
+    let plain = plan
+        .replace(&server.base_url(), &other.base_url())
+        .replace("\"reasoning\"", "\"plain\"");
+    let plain = run_plan(tmp.path(), "plain", &plain).await;
+    assert!(plain.reasoning.is_empty());
+    let md = render(&plain, &tmp.path().join("plain-report"));
+    assert!(!md.contains("### Reasoning"), "{md}");
+    other.shutdown().await;
     server.shutdown().await;
 }

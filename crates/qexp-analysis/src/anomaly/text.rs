@@ -122,8 +122,9 @@ fn failures(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(
         f,
         "{} of {} requests failed ({}) in {}; the medians use only the successful ones. \
-         Check error_class and error in requests.parquet and the server log; timeouts at \
-         high concurrency mean target.timeout_s is shorter than the queue.",
+         Check error_class and error_message in requests.parquet and the server log; \
+         timeouts at high concurrency mean the plan's [timeouts] first_byte_s (or total_s) \
+         is shorter than the queue.",
         thousands(*failures),
         thousands(*requests),
         percent(*failures as f64 / (*requests).max(1) as f64),

@@ -1,0 +1,68 @@
+//! Where a run's files live inside its folder, and how a (trial, point)
+//! is spelled in a file name. Every other module takes names from here.
+
+use std::path::{Path, PathBuf};
+
+/// Finished (trial, point) pairs waiting to be merged: `<kind>-NNNNN.parquet`.
+pub(crate) const PARTS: &str = "parts";
+/// Pairs an interrupt stopped part-way: `<kind>-tTTTT-pPPPPP.parquet`, never merged.
+pub(crate) const INCOMPLETE: &str = "incomplete";
+/// Rows of the pair in progress, one JSON object a line: `requests-tTTTT-pPPPPP.jsonl`.
+pub(crate) const JOURNAL: &str = "journal";
+/// Rows of incomplete pairs that `--resume` measured again, kept out of the results.
+pub(crate) const SUPERSEDED: &str = "superseded";
+
+/// The two row kinds a run stores.
+pub(crate) const REQUESTS: &str = "requests";
+/// See [`REQUESTS`].
+pub(crate) const POINTS: &str = "points";
+
+/// `<kind>-tTTTT-pPPPPP.<ext>`: the file of one (trial, point).
+pub(crate) fn pair_file(kind: &str, trial: u32, point_id: u32, ext: &str) -> String {
+    format!("{kind}-t{trial:04}-p{point_id:05}.{ext}")
+}
+
+/// The (trial, point) a [`pair_file`] name stands for.
+pub(crate) fn parse_pair(name: &str) -> Option<(u32, u32)> {
+    let stem = name.rsplit_once('.')?.0;
+    let (rest, point) = stem.rsplit_once("-p")?;
+    let (_, trial) = rest.rsplit_once("-t")?;
+    Some((trial.parse().ok()?, point.parse().ok()?))
+}
+
+/// The merged file of `kind`: `<run>/<kind>.parquet`.
+pub(crate) fn merged(run: &Path, kind: &str) -> PathBuf {
+    run.join(format!("{kind}.parquet"))
+}
+
+/// Files in `dir` named `<kind>-…<suffix>`, sorted (write order for parts).
+pub(crate) fn files_of(dir: &Path, kind: &str, suffix: &str) -> std::io::Result<Vec<PathBuf>> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let prefix = format!("{kind}-");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(suffix))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_names_round_trip() {
+        let name = pair_file(REQUESTS, 3, 17, "jsonl");
+        assert_eq!(name, "requests-t0003-p00017.jsonl");
+        assert_eq!(parse_pair(&name), Some((3, 17)));
+        assert_eq!(parse_pair("requests-00001.parquet"), None);
+    }
+}
