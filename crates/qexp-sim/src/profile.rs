@@ -52,7 +52,7 @@ pub struct ProfileError {
     pub reason: &'static str,
 }
 
-const NAMES: &[&str] = &["founding", "fast", "fast-nospec", "exact"];
+const NAMES: &[&str] = &["founding", "fast", "fast-nospec", "exact", "exact-slow"];
 
 impl SimProfile {
     /// The built-in profile called `name`, if there is one (see [`SimProfile::names`]).
@@ -76,6 +76,13 @@ impl SimProfile {
                 max_context: 131_072,
                 time_scale: 1.0,
                 chat_template_tokens: 4,
+            }),
+            // `exact` with 10% longer decode steps (decode 91 instead of 100
+            // tok/s): a second deployment whose difference `qexp diff` must find.
+            "exact-slow" => Some(SimProfile {
+                name: "exact-slow".to_owned(),
+                step_base_s: 0.011,
+                ..SimProfile::by_name("exact")?
             }),
             _ => None,
         }
