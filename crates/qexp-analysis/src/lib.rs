@@ -7,9 +7,12 @@ pub mod anomaly;
 pub mod diff;
 mod load;
 mod metrics;
+pub mod schedule;
 pub mod stats;
+mod turns;
 
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
 pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATCH_ROWS};
 pub use metrics::{Axis, PointSummary, TrialMetrics};
+pub use turns::TurnSummary;

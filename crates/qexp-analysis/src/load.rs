@@ -33,6 +33,11 @@ pub struct RunAnalysis {
     pub manifest: Manifest,
     /// One summary per planned point, in plan order (points without data have n = 0).
     pub points: Vec<PointSummary>,
+    /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
+    pub turns: Vec<crate::TurnSummary>,
+    /// Response time from the schedule, achieved rate, goodput and capacity;
+    /// None unless the run has open-loop points or `[slo]`.
+    pub schedule: Option<crate::schedule::ScheduleAnalysis>,
 }
 
 const F: DataType = DataType::Float64;
@@ -56,7 +61,37 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         source,
     };
     let is_measured = col("warmup").not();
-    let measured = scan_requests(dir)?.filter(is_measured.clone());
+    let requests = scan_requests(dir)?;
+    // Runs written before the workload columns existed planned every request alike.
+    let has = |name: &str| {
+        requests
+            .clone()
+            .collect_schema()
+            .is_ok_and(|s| s.contains(name))
+    };
+    let planned_input = if has("input_tokens_planned") {
+        col("input_tokens_planned")
+    } else {
+        col("input_tokens_target")
+    };
+    let planned_output = if has("output_tokens_planned") {
+        col("output_tokens_planned")
+    } else {
+        col("output_tokens_target")
+    };
+    let expected_cached = if has("cached_tokens_expected") {
+        col("cached_tokens_expected").cast(F)
+    } else {
+        lit(0.0)
+    };
+    // Runs written before multi-turn sessions existed have no turns.
+    let has_turns = has("turn");
+    let measured = requests.filter(is_measured.clone());
+    let turns = if has_turns {
+        crate::turns::turn_summaries(measured.clone()).map_err(q)?
+    } else {
+        Vec::new()
+    };
     let ok = col("error_class").is_null();
     let mismatch = ok.clone().and(
         col("completion_tokens")
@@ -64,7 +99,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             .or(col("completion_tokens").lt(col("client_tokens")))
             .or(col("finish_reason")
                 .eq(lit("length"))
-                .and(col("completion_tokens").neq(col("output_tokens_target")))),
+                .and(col("completion_tokens").neq(planned_output.clone()))),
     );
     let per_trial = measured
         .clone()
@@ -94,7 +129,31 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
                 .cast(F)
                 .median()
                 .alias("prompt_tokens"),
+            planned_input
+                .clone()
+                .filter(ok.clone())
+                .cast(F)
+                .median()
+                .alias("input_planned"),
+            col("completion_tokens")
+                .filter(ok.clone())
+                .cast(F)
+                .median()
+                .alias("completion_tokens"),
+            (planned_input
+                .clone()
+                .n_unique()
+                .gt(lit(1))
+                .or(planned_output.n_unique().gt(lit(1))))
+            .cast(F)
+            .alias("lengths_vary"),
             col("cached_tokens").cast(F).sum().alias("cached_tokens"),
+            (col("cached_tokens").filter(ok.clone()).cast(F).sum()
+                / col("prompt_tokens").filter(ok.clone()).cast(F).sum())
+            .alias("cached_share"),
+            (expected_cached.filter(ok.clone()).sum()
+                / planned_input.filter(ok.clone()).cast(F).sum())
+            .alias("cached_share_expected"),
             mismatch.sum().cast(F).alias("token_mismatches"),
         ])
         .collect()
@@ -120,6 +179,13 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     let trial = u32s(&per_trial, "trial").map_err(q)?;
     let pid = u32s(&per_trial, "point_id").map_err(q)?;
     let get = |name: &str| f64s(&per_trial, name);
+    let (share, share_expected, planned_in, completion, vary) = (
+        get("cached_share").map_err(q)?,
+        get("cached_share_expected").map_err(q)?,
+        get("input_planned").map_err(q)?,
+        get("completion_tokens").map_err(q)?,
+        get("lengths_vary").map_err(q)?,
+    );
     let (req, fail, dec, ttft, p90, e2e, tpc, pt, cached, mism) = (
         get("requests").map_err(q)?,
         get("failures").map_err(q)?,
@@ -164,6 +230,11 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
                 } else {
                     0
                 },
+                input_planned: planned_in[i],
+                completion_tokens: completion[i],
+                lengths_vary: vary[i] > 0.0,
+                cached_share: share[i],
+                cached_share_expected: share_expected[i],
                 token_mismatches: mism[i] as u32,
                 agg_tok_s: f64::NAN,
                 send_lag_max_s: 0.0,
@@ -218,10 +289,13 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             PointSummary::new(p.clone(), trials)
         })
         .collect();
+    let schedule = crate::schedule::for_run(dir, &manifest)?;
     Ok(RunAnalysis {
         dir: dir.to_path_buf(),
         manifest,
         points: summaries,
+        turns,
+        schedule,
     })
 }
 
@@ -294,13 +368,13 @@ fn itl_percentiles(
     Ok(done)
 }
 
-fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
+pub(crate) fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
     let c = df.column(name)?.cast(&DataType::UInt32)?;
     Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// A float column; nulls become NaN (statistics drop them).
-fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+pub(crate) fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
     let c = df.column(name)?.cast(&F)?;
     Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }

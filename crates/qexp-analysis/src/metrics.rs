@@ -33,8 +33,18 @@ pub struct TrialMetrics {
     pub tokens_per_chunk: f64,
     /// Median server-reported prompt tokens.
     pub prompt_tokens: f64,
+    /// Median planned prompt tokens (the point's, unless lengths vary).
+    pub input_planned: f64,
+    /// Median server-reported completion tokens.
+    pub completion_tokens: f64,
+    /// Whether planned prompt or output lengths vary between requests (length distributions).
+    pub lengths_vary: bool,
     /// Sum of server-reported cached prompt tokens.
     pub cached_tokens: u64,
+    /// Cached over prompt tokens of the successful requests, as the server reported them (NaN without counts).
+    pub cached_share: f64,
+    /// The share the plan expected cached (a shared prefix after each group's first prompt; 0 otherwise).
+    pub cached_share_expected: f64,
     /// Requests whose server and client output counts disagree.
     pub token_mismatches: u32,
     /// Largest scheduled → sent lag.
@@ -68,6 +78,10 @@ impl TrialMetrics {
             itl_p99_s: f64::NAN,
             tokens_per_chunk: f64::NAN,
             prompt_tokens: f64::NAN,
+            input_planned: f64::NAN,
+            completion_tokens: f64::NAN,
+            cached_share: f64::NAN,
+            cached_share_expected: f64::NAN,
             ..TrialMetrics::default()
         }
     }
@@ -96,6 +110,16 @@ pub struct PointSummary {
     pub itl_p90_s: Option<Summary>,
     /// ITL p99 across trials.
     pub itl_p99_s: Option<Summary>,
+    /// Median server-reported prompt tokens, across trials.
+    pub prompt_tokens: Option<Summary>,
+    /// Median planned prompt tokens, across trials.
+    pub input_planned: Option<Summary>,
+    /// Median server-reported completion tokens, across trials.
+    pub completion_tokens: Option<Summary>,
+    /// Share of prompt tokens the server reported cached, across trials.
+    pub cached_share: Option<Summary>,
+    /// Share of prompt tokens the plan expected cached, across trials.
+    pub cached_share_expected: Option<Summary>,
     /// Server prefix-cache hit rate across trials (None without scraped metrics).
     pub server_prefix_hit_rate: Option<Summary>,
     /// Server preemptions per trial, across trials.
@@ -127,6 +151,11 @@ impl PointSummary {
             itl_p50_s: of(|t| t.itl_p50_s),
             itl_p90_s: of(|t| t.itl_p90_s),
             itl_p99_s: of(|t| t.itl_p99_s),
+            prompt_tokens: of(|t| t.prompt_tokens),
+            input_planned: of(|t| t.input_planned),
+            completion_tokens: of(|t| t.completion_tokens),
+            cached_share: of(|t| t.cached_share),
+            cached_share_expected: of(|t| t.cached_share_expected),
             server_prefix_hit_rate: of(|t| t.server_prefix_hit_rate.unwrap_or(f64::NAN)),
             server_preemptions: of(|t| t.server_preemptions.unwrap_or(f64::NAN)),
             server_ttft_s: of(|t| t.server_ttft_s.unwrap_or(f64::NAN)),

@@ -69,6 +69,7 @@ fn run(
                 output_tokens: 500,
                 requests: 4 * c,
                 warmup: 1,
+                open_loop: None,
             };
             let t = (1..=trials)
                 .map(|n| TrialMetrics {
@@ -97,6 +98,8 @@ fn run(
         dir: id.into(),
         manifest,
         points,
+        turns: Vec::new(),
+        schedule: None,
     }
 }
 

@@ -121,6 +121,7 @@ impl<'a> Counter<'a> {
             prompt: prompt.to_string(),
             max_tokens: 1,
             extra: self.extra.clone(),
+            history: None,
         };
         let (status, v) = self
             .client

@@ -26,17 +26,26 @@ pub struct GenRequest {
     pub max_tokens: u32,
     /// Extra body fields (`ignore_eos`, `temperature`, …), merged last.
     pub extra: Map<String, Value>,
+    /// A conversation's earlier turns, sent before `prompt` (chat only).
+    /// `Some` also keeps the answer's text in [`Outcome::text`] for the next turn.
+    pub history: Option<Vec<crate::conversation::Message>>,
 }
 
 impl GenRequest {
     /// The JSON body, streaming with usage requested.
     pub fn body(&self, stream: bool) -> Value {
         let mut body = match self.api {
-            Api::Chat => json!({
-                "model": self.model,
-                "messages": [{"role": "user", "content": self.prompt}],
-                "max_tokens": self.max_tokens,
-            }),
+            Api::Chat => {
+                let mut messages = json!(self.history.as_deref().unwrap_or_default());
+                if let Value::Array(m) = &mut messages {
+                    m.push(json!({"role": "user", "content": self.prompt}));
+                }
+                json!({
+                    "model": self.model,
+                    "messages": messages,
+                    "max_tokens": self.max_tokens,
+                })
+            }
             Api::Completions => json!({
                 "model": self.model,
                 "prompt": self.prompt,
@@ -239,6 +248,7 @@ impl Client {
         let mut t0 = Instant::now();
         let mut out = Outcome {
             sent_unix_s: unix_now(),
+            text: req.history.as_ref().map(|_| String::new()),
             ..Outcome::default()
         };
         let resp = loop {
@@ -392,7 +402,18 @@ impl StreamState {
             }
             let choice = v.get("choices").and_then(|c| c.get(0));
             if let Some(choice) = choice {
-                let text_len = content_len(choice);
+                let (answer_len, reasoning_len) = text_lens(choice);
+                if reasoning_len > 0 {
+                    out.first_reasoning_s.get_or_insert(arrived);
+                    out.reasoning_chunks += 1;
+                }
+                if answer_len > 0 {
+                    out.first_answer_s.get_or_insert(arrived);
+                    if let Some(text) = &mut out.text {
+                        text.push_str(answer_text(choice));
+                    }
+                }
+                let text_len = answer_len + reasoning_len;
                 if text_len > 0 {
                     out.first_token_s.get_or_insert(arrived);
                     out.last_token_s = Some(arrived);
@@ -418,13 +439,26 @@ impl StreamState {
     }
 }
 
-/// Characters of generated text (content or reasoning) in one choice.
-fn content_len(choice: &Value) -> usize {
+/// Characters of (answer, reasoning) text in one choice: `content` or a
+/// completion's `text`; `reasoning_content` (vLLM, SGLang) or `reasoning`.
+fn text_lens(choice: &Value) -> (usize, usize) {
     let s = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
     match choice.get("delta") {
-        Some(d) => s(d.get("content")) + s(d.get("reasoning_content")) + s(d.get("reasoning")),
-        None => s(choice.get("text")),
+        Some(d) => (
+            s(d.get("content")),
+            s(d.get("reasoning_content")) + s(d.get("reasoning")),
+        ),
+        None => (s(choice.get("text")), 0),
     }
+}
+
+/// The answer text of one choice (`content`, or a completion's `text`).
+fn answer_text(choice: &Value) -> &str {
+    let text = match choice.get("delta") {
+        Some(d) => d.get("content"),
+        None => choice.get("text"),
+    };
+    text.and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Reads an OpenAI `usage` object.
@@ -538,4 +572,57 @@ fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data: &str) -> SseEvent {
+        SseEvent {
+            event: None,
+            data: data.to_string(),
+        }
+    }
+
+    #[test]
+    fn reasoning_and_answer_are_timed_apart() {
+        let mut out = Outcome::default();
+        let mut state = StreamState::default();
+        let chunk = |delta: &str| {
+            format!("{{\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}")
+        };
+        let steps = [
+            (0.10, chunk("{\"role\":\"assistant\",\"content\":\"\"}")),
+            (0.20, chunk("{\"reasoning_content\":\"Let me\"}")),
+            (0.25, chunk("{\"reasoning_content\":\" think\"}")),
+            (0.40, chunk("{\"content\":\"Yes\"}")),
+            (0.45, chunk("{\"content\":\".\"}")),
+        ];
+        for (at, data) in &steps {
+            assert!(state
+                .apply(&mut out, [event(data)].into_iter(), *at)
+                .is_none());
+        }
+        assert_eq!(out.first_token_s, Some(0.20), "TTFT counts reasoning");
+        assert_eq!(out.first_reasoning_s, Some(0.20));
+        assert_eq!(out.first_answer_s, Some(0.40));
+        assert_eq!((out.reasoning_chunks, out.content_chunks), (2, 4));
+        assert_eq!(out.output_chars, 16, "6 + 6 + 3 + 1 characters");
+    }
+
+    #[test]
+    fn plain_completions_have_no_reasoning() {
+        let mut out = Outcome::default();
+        let mut state = StreamState::default();
+        let data = "{\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}";
+        assert!(state
+            .apply(&mut out, [event(data)].into_iter(), 0.3)
+            .is_none());
+        assert_eq!(
+            (out.first_answer_s, out.first_reasoning_s),
+            (Some(0.3), None)
+        );
+        assert_eq!(out.reasoning_chunks, 0);
+    }
 }

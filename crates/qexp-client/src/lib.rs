@@ -1,12 +1,15 @@
 //! qexp-client owns the conversation with an OpenAI-compatible server:
 //! the streaming request with per-chunk arrival timestamps, the SSE parser,
 //! the classification of every failure, prompt construction with exact token
-//! counts, the probe of what a server says about itself and its
+//! counts, seeded length distributions and local prompt datasets, the probe of what a server says about itself and its
 //! fingerprint, and scrapes of its Prometheus counters. It knows
 //! nothing about plans, scheduling or storage.
 
 mod calibrate;
 mod client;
+pub mod conversation;
+pub mod dataset;
+pub mod distribution;
 mod fingerprint;
 pub mod metrics;
 mod outcome;
@@ -16,6 +19,9 @@ pub mod sse;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use conversation::{Message, Role};
+pub use dataset::{Dataset, DatasetError, DatasetFormat};
+pub use distribution::{LengthDist, Shape};
 pub use fingerprint::Fingerprint;
 pub use metrics::{Counters, MetricsSource, ServerCounters};
 pub use outcome::{ErrorClass, Outcome, RequestError, Usage};

@@ -20,6 +20,8 @@ pub enum ErrorClass {
     NoOutput,
     /// qexp stopped the request (the run was interrupted).
     Cancelled,
+    /// qexp did not send it: an earlier turn of its conversation failed.
+    Skipped,
 }
 
 impl ErrorClass {
@@ -34,6 +36,7 @@ impl ErrorClass {
             ErrorClass::ServerError => "server_error",
             ErrorClass::NoOutput => "no_output",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Skipped => "skipped",
         }
     }
 }
@@ -72,6 +75,15 @@ pub struct Outcome {
     pub first_token_s: Option<f64>,
     /// Offset of the last content chunk.
     pub last_token_s: Option<f64>,
+    /// Offset of the first chunk with reasoning text (`reasoning_content` or `reasoning` deltas).
+    #[serde(default)]
+    pub first_reasoning_s: Option<f64>,
+    /// Offset of the first chunk with answer text (`content`, or a completion's `text`).
+    #[serde(default)]
+    pub first_answer_s: Option<f64>,
+    /// Chunks that carried reasoning text (counted apart from the answer's).
+    #[serde(default)]
+    pub reasoning_chunks: u32,
     /// Offset at which the stream ended (or failed).
     pub end_s: f64,
     /// Offsets of every content chunk, in arrival order.
@@ -91,6 +103,9 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The failure, if the request did not complete.
     pub error: Option<RequestError>,
+    /// The answer's text, kept only for multi-turn requests (the next turn sends it back).
+    #[serde(default)]
+    pub text: Option<String>,
     /// Times the request was sent again because its connection had been
     /// closed under it before any response byte (offsets count from the last send).
     #[serde(default)]

@@ -73,6 +73,7 @@ async fn no_request_is_lost_when_the_server_closes_after_each_stream() {
         prompt: "p".into(),
         max_tokens: 1,
         extra: Default::default(),
+        history: None,
     };
     let mut tasks = Vec::new();
     for _ in 0..8 {

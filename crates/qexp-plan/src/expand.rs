@@ -1,8 +1,9 @@
-use crate::schema::PlanFile;
+use crate::open_loop::{requests_for, OpenLoop};
+use crate::schema::{PlanFile, Requests};
 use serde::{Deserialize, Serialize};
 
 /// One combination of the swept axes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Index in plan order, stable across trials.
     pub id: u32,
@@ -12,19 +13,31 @@ pub struct Point {
     pub input_tokens: u32,
     /// Planned output length in tokens.
     pub output_tokens: u32,
-    /// Measured requests.
+    /// Measured requests (multi-turn: sessions × turns).
     pub requests: u32,
     /// Warmup requests sent first and marked as such.
     pub warmup: u32,
+    /// Open-loop arrivals; `None` for closed-loop concurrency (then `concurrency`
+    /// is the cap on requests in flight, 0 for none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
 }
 
 impl Point {
     /// A short human label, e.g. `c=4 in=1000 out=500`.
     pub fn label(&self) -> String {
-        format!(
-            "c={} in={} out={}",
-            self.concurrency, self.input_tokens, self.output_tokens
-        )
+        let load = match &self.open_loop {
+            None => format!("c={}", self.concurrency),
+            Some(o) if o.trace.is_some() => "trace".to_string(),
+            Some(o) if o.stages.len() > 1 => format!("{} stages", o.stages.len()),
+            Some(o) => format!("rate={}/s", o.rate()),
+        };
+        format!("{load} in={} out={}", self.input_tokens, self.output_tokens)
+    }
+
+    /// Planned mean arrival rate (requests/s) of an open-loop point.
+    pub fn rate(&self) -> Option<f64> {
+        self.open_loop.as_ref().map(OpenLoop::rate)
     }
 }
 
@@ -44,17 +57,79 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
         |s| s.get_ref().clone(),
     );
     let requests = plan.run.requests();
+    let load = &plan.load;
+    let cap = load.max_in_flight.as_ref().map_or(0, |m| *m.get_ref());
+    let warmup = plan.run.warmup_requests;
+    // What each (input, output) pair expands into along the load axis.
+    let shared = plan.workload.shared_prefix.as_ref();
+    // Multi-turn: `run.requests` counts sessions, each of `turns` requests.
+    let turns = plan.workload.multi_turn.as_ref().map_or(1, |m| m.turns());
+    let loads: Vec<(u32, u32, Option<OpenLoop>)> = if let Some((t, trace)) = &plan.trace {
+        let n = trace.entries.len() as u32;
+        let max_in = trace
+            .entries
+            .iter()
+            .map(|e| e.input_tokens)
+            .max()
+            .unwrap_or(1);
+        let max_out = trace
+            .entries
+            .iter()
+            .map(|e| e.output_tokens)
+            .max()
+            .unwrap_or(1);
+        return vec![Point {
+            id: 0,
+            concurrency: cap,
+            input_tokens: max_in,
+            output_tokens: max_out,
+            requests: n,
+            warmup,
+            open_loop: Some(load.with_stages(Vec::new(), Some(t.clone()))),
+        }];
+    } else if let Some(rates) = &plan.sweep.rate {
+        rates
+            .get_ref()
+            .iter()
+            .map(|&rate| {
+                let n = match (&load.duration_s, requests) {
+                    // A shared-prefix workload sends its groups × prompts.
+                    _ if shared.is_some() => shared.map_or(0, |s| s.requests()),
+                    (Some(d), _) => requests_for(rate, *d.get_ref()),
+                    (None, Requests::Count(n)) => n,
+                    // "Nx" on a rate point: N seconds' worth of arrivals.
+                    (None, Requests::PerConcurrency(k)) => requests_for(rate, f64::from(k)),
+                };
+                (cap, n, Some(load.at_rate(rate, n)))
+            })
+            .collect()
+    } else if load.stages.is_some() {
+        let stages = load.stages();
+        let n = stages.iter().map(|s| s.requests).sum();
+        vec![(cap, n, Some(load.with_stages(stages, None)))]
+    } else {
+        conc.iter()
+            .map(|&c| {
+                let n = shared.map_or_else(
+                    || requests.at(c).max(c).saturating_mul(turns),
+                    |s| s.requests(),
+                );
+                (c, n, None)
+            })
+            .collect()
+    };
     let mut out = Vec::new();
     for &input_tokens in &inputs {
         for &output_tokens in &outputs {
-            for &concurrency in &conc {
+            for (concurrency, n, open_loop) in &loads {
                 out.push(Point {
                     id: out.len() as u32,
-                    concurrency,
+                    concurrency: *concurrency,
                     input_tokens,
                     output_tokens,
-                    requests: requests.at(concurrency).max(concurrency),
-                    warmup: plan.run.warmup_requests,
+                    requests: *n,
+                    warmup,
+                    open_loop: open_loop.clone(),
                 });
             }
         }

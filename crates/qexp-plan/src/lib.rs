@@ -4,13 +4,25 @@
 
 mod error;
 mod expand;
+mod multi_turn;
+mod open_loop;
 mod schema;
+mod slo;
+mod trace;
+mod workload;
 
 pub use error::PlanError;
 pub use expand::Point;
+pub use multi_turn::MultiTurn;
+pub use open_loop::{Arrival, LoadSection, OpenLoop, Stage, StageSpec, TraceRef, TraceSpec};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,
     Sweep, TargetSection, Workload,
+};
+pub use slo::SloSection;
+pub use trace::{Trace, TraceEntry, TraceError};
+pub use workload::{
+    DatasetFormat, DatasetSource, LengthShape, Lengths, SharedPrefix, MIN_QUESTION_TOKENS,
 };
 
 use sha2::{Digest, Sha256};
@@ -43,6 +55,35 @@ impl Plan {
             toml::from_str(text).map_err(|e| PlanError::from_toml(path, text, &e))?;
         file.validate()
             .map_err(|(span, key, message)| PlanError::at(path, text, span, key, message))?;
+        if let Some(spec) = &file.load.trace {
+            let at = |message: String| {
+                PlanError::at(
+                    path,
+                    text,
+                    spec.path.span(),
+                    Some("load.trace.path".into()),
+                    message,
+                )
+            };
+            let resolved = path
+                .parent()
+                .unwrap_or(Path::new(""))
+                .join(spec.path.get_ref());
+            let trace = Trace::load(&resolved).map_err(|e| at(e.to_string()))?;
+            let speed = *spec.speed.get_ref();
+            let tref = TraceRef {
+                path: resolved.display().to_string(),
+                speed,
+                sha256: trace.sha256.clone(),
+                span_s: trace.span_s() / speed,
+                requests: trace
+                    .entries
+                    .len()
+                    .try_into()
+                    .map_err(|_| at("the trace has more than 4 billion requests".into()))?,
+            };
+            file.trace = Some((tref, trace));
+        }
         Ok(Plan {
             path: path.to_path_buf(),
             text: text.to_string(),

@@ -1,3 +1,5 @@
+use crate::open_loop::{LoadSection, TraceRef};
+use crate::slo::SloSection;
 use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
@@ -23,6 +25,15 @@ pub struct PlanFile {
     /// `[analysis]`: thresholds for the report's flags.
     #[serde(default)]
     pub analysis: AnalysisSection,
+    /// `[load]`: open-loop arrivals (rates, stages, trace replay).
+    #[serde(default)]
+    pub load: LoadSection,
+    /// `[slo]`: per-request objectives for goodput and capacity.
+    #[serde(default)]
+    pub slo: Option<Spanned<SloSection>>,
+    /// The replayed trace as read when the plan was loaded (`load.trace`).
+    #[serde(skip)]
+    pub(crate) trace: Option<(TraceRef, crate::trace::Trace)>,
 }
 
 /// `[experiment]`.
@@ -105,6 +116,21 @@ pub struct Workload {
     /// Allowed relative difference between planned and server-reported prompt tokens.
     #[serde(default = "default_tolerance")]
     pub input_tolerance: Spanned<f64>,
+    /// Prompts in groups that share a system prompt (see `workload.rs`).
+    #[serde(default)]
+    pub shared_prefix: Option<crate::workload::SharedPrefix>,
+    /// Per-request prompt lengths around the point's `input_tokens`.
+    #[serde(default)]
+    pub input_lengths: Option<crate::workload::Lengths>,
+    /// Per-request `max_tokens` around the point's `output_tokens`.
+    #[serde(default)]
+    pub output_lengths: Option<crate::workload::Lengths>,
+    /// Prompts sampled from a local dataset file instead of filler words.
+    #[serde(default)]
+    pub dataset: Option<crate::workload::DatasetSource>,
+    /// Conversations of several turns, each carrying the turns before it.
+    #[serde(default)]
+    pub multi_turn: Option<crate::multi_turn::MultiTurn>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -124,6 +150,9 @@ pub struct Sweep {
     /// Output lengths; overrides `workload.output_tokens`.
     #[serde(default)]
     pub output_tokens: Option<Spanned<Vec<u32>>>,
+    /// Open-loop arrival rates, requests per second (see `[load]`).
+    #[serde(default)]
+    pub rate: Option<Spanned<Vec<f64>>>,
 }
 
 /// Requests per point: a fixed count, or a multiple of the concurrency (`"4x"`).
@@ -364,6 +393,74 @@ impl PlanFile {
         check_list(&self.sweep.concurrency, "sweep.concurrency")?;
         check_list(&self.sweep.input_tokens, "sweep.input_tokens")?;
         check_list(&self.sweep.output_tokens, "sweep.output_tokens")?;
+        self.load.validate(
+            self.sweep.rate.as_ref(),
+            self.sweep.concurrency.as_ref().map(|c| c.span()),
+        )?;
+        if let Some(t) = &self.load.trace {
+            for (key, list) in [
+                ("sweep.input_tokens", &self.sweep.input_tokens),
+                ("sweep.output_tokens", &self.sweep.output_tokens),
+            ] {
+                if let Some(l) = list {
+                    return invalid(
+                        l.span(),
+                        key,
+                        format!(
+                            "a trace gives each request its own lengths; drop this sweep or the trace `{}`",
+                            t.path.get_ref()
+                        ),
+                    );
+                }
+            }
+        }
+        if let (Some(shared), true) = (
+            &self.workload.shared_prefix,
+            self.load.stages.is_some() || self.load.trace.is_some(),
+        ) {
+            return invalid(
+                shared.system_tokens.span(),
+                "workload.shared_prefix",
+                "shared-prefix groups fix each point's request count; use them with `sweep.rate` or concurrency, not with `load.stages` or `load.trace`",
+            );
+        }
+        if let Some(slo) = &self.slo {
+            slo.get_ref()
+                .validate()
+                .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
+        }
+        if let Some(d) = &self.workload.dataset {
+            d.validate(&self.workload)?;
+        }
+        if let Some(l) = &self.workload.input_lengths {
+            l.validate("workload.input_lengths")?;
+        }
+        if let Some(l) = &self.workload.output_lengths {
+            l.validate("workload.output_lengths")?;
+        }
+        if let Some(m) = &self.workload.multi_turn {
+            m.validate(&self.workload, self.target.api == ApiKind::Chat)?;
+            if self.load.is_open(self.sweep.rate.is_some()) {
+                return invalid(
+                    m.turns.span(),
+                    "workload.multi_turn",
+                    "sessions run closed-loop (concurrency counts sessions); drop `sweep.rate`, \
+                     `load.stages` and `load.trace`",
+                );
+            }
+        }
+        if let Some(shared) = &self.workload.shared_prefix {
+            shared.validate()?;
+            // An explicit `requests` has a span; the default has none.
+            if !self.run.requests_raw.span().is_empty() {
+                return invalid(
+                    self.run.requests_raw.span(),
+                    "run.requests",
+                    "a shared-prefix workload sends groups × prompts_per_group requests per \
+                     point; remove run.requests",
+                );
+            }
+        }
         let parsed = parse_requests(self.run.requests_raw.get_ref())
             .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m))?;
         self.run.requests_parsed = Some(parsed);

@@ -65,6 +65,10 @@ pub struct ReportContext {
     pub thresholds: Vec<ThresholdRow>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
+    /// Multi-turn runs: one row per (point, turn); empty otherwise.
+    pub turns: Vec<crate::TurnRow>,
+    /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
+    pub open_loop: Option<crate::open_loop::OpenLoopView>,
     /// Whether any table has server counters (scraped metrics).
     pub server_counters: bool,
     /// Charts, filled in by the renderer (empty from [`report_context`]).
@@ -134,6 +138,12 @@ pub struct Table {
     /// The server's own counters per point as Markdown; empty when the run
     /// scraped no metrics for these points.
     pub server_markdown: String,
+    /// Cached prompt share per point, reported beside expected, as Markdown;
+    /// empty when no point plans a shared prefix or reports cached tokens.
+    pub cache_markdown: String,
+    /// Medians of the lengths planned and sent per point, as Markdown;
+    /// empty unless the plan draws lengths from a distribution.
+    pub lengths_markdown: String,
 }
 
 /// One point in a table: medians across trials with min–max spread.
@@ -183,6 +193,16 @@ pub struct Row {
     pub ttft_ci: String,
     /// Its coefficient of variation.
     pub ttft_cv: String,
+    /// Planned prompt tokens, median across trials of the per-trial median.
+    pub input_planned: String,
+    /// Server-reported prompt tokens, likewise.
+    pub input_sent: String,
+    /// Server-reported completion tokens, likewise.
+    pub output_sent: String,
+    /// Share of prompt tokens the server reported cached, median across trials.
+    pub cached_share: String,
+    /// Share of prompt tokens the plan expected cached, median across trials.
+    pub cached_share_expected: String,
     /// Server prefix-cache hit rate, median across trials.
     pub server_hit_rate: String,
     /// Server preemptions per trial, median.
@@ -361,6 +381,11 @@ pub fn report_context_with(
         thresholds: thresholds.rows(),
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
+        turns: crate::turns::turn_rows(&a.points, &a.turns),
+        open_loop: a
+            .schedule
+            .as_ref()
+            .and_then(crate::open_loop::open_loop_view),
         flags,
         charts: Vec::new(),
         narrative: None,

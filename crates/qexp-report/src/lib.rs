@@ -20,16 +20,20 @@ pub mod format;
 mod headline;
 mod labels;
 pub mod narrative;
+mod open_loop;
 mod render;
 mod tables;
+mod turns;
 
 pub use context::{
     report_context, report_context_with, ChartView, FlagView, Headline, NarrativeView,
     ReportContext, Row, ServerDoc, Table,
 };
+pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
 };
+pub use turns::TurnRow;
 
 /// A median with its min–max, for terminal tables.
 pub fn format_summary_cell(s: &Option<qexp_analysis::stats::Summary>) -> String {

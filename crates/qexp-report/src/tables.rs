@@ -52,6 +52,19 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
                 } else {
                     String::new()
                 },
+                cache_markdown: if group.iter().any(|p| has_cache_data(p)) {
+                    cache_markdown(axis, &rows)
+                } else {
+                    String::new()
+                },
+                lengths_markdown: if group
+                    .iter()
+                    .any(|p| p.trials.iter().any(|t| t.lengths_vary))
+                {
+                    lengths_markdown(axis, &rows)
+                } else {
+                    String::new()
+                },
                 fixed,
                 rows,
             });
@@ -98,6 +111,11 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         ttft_iqr: iqr(&p.ttft_s),
         ttft_ci: ci95(&p.ttft_s),
         ttft_cv: cv(&p.ttft_s),
+        input_planned: tokens(&p.input_planned),
+        input_sent: tokens(&p.prompt_tokens),
+        output_sent: tokens(&p.completion_tokens),
+        cached_share: share(&p.cached_share),
+        cached_share_expected: share(&p.cached_share_expected),
         server_hit_rate: p
             .server_prefix_hit_rate
             .as_ref()
@@ -252,6 +270,58 @@ fn server_markdown(axis: Axis, rows: &[Row]) -> String {
     })
 }
 
+/// A median share as a percentage, or a dash.
+fn share(s: &Option<qexp_analysis::stats::Summary>) -> String {
+    s.as_ref()
+        .map_or("–".into(), |s| format!("{:.1}%", s.median * 100.0))
+}
+
+/// A median token count, whole tokens (a median of two may be x.5).
+fn tokens(s: &Option<qexp_analysis::stats::Summary>) -> String {
+    s.as_ref()
+        .map_or("–".into(), |s| format!("{:.0}", s.median))
+}
+
+/// Medians of what was planned and sent when lengths are drawn per request.
+fn lengths_markdown(axis: Axis, rows: &[Row]) -> String {
+    let columns = [
+        ("Input planned, median (tokens)", true),
+        ("Input sent, median (tokens)", true),
+        ("Output, median (tokens)", true),
+    ];
+    markdown_table(axis, &columns, rows, |r| {
+        vec![
+            r.input_planned.clone(),
+            r.input_sent.clone(),
+            r.output_sent.clone(),
+        ]
+    })
+}
+
+/// Whether the plan expects cached prompt tokens at the point or the server reported some.
+fn has_cache_data(p: &PointSummary) -> bool {
+    let positive =
+        |s: &Option<qexp_analysis::stats::Summary>| s.as_ref().is_some_and(|s| s.max > 0.0);
+    positive(&p.cached_share) || positive(&p.cached_share_expected)
+}
+
+/// Cached share of prompt tokens per point: what the server reported in
+/// its responses beside what the plan's shared prefixes should give.
+fn cache_markdown(axis: Axis, rows: &[Row]) -> String {
+    let columns = [
+        ("Cached, reported", true),
+        ("Cached, expected by the plan", true),
+        ("TTFT (s)", true),
+    ];
+    markdown_table(axis, &columns, rows, |r| {
+        vec![
+            r.cached_share.clone(),
+            r.cached_share_expected.clone(),
+            r.ttft.clone(),
+        ]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +336,7 @@ mod tests {
             output_tokens: 100,
             requests: 4,
             warmup: 0,
+            open_loop: None,
         };
         let trials = (1..=3)
             .map(|trial| TrialMetrics {
@@ -293,5 +364,23 @@ mod tests {
         assert!(md.contains("| 4 | 3 | – | – | – | 0.200 | – |"), "{md}");
         let plain = tables(&[point(0, 1, false), point(1, 4, false)], &[]);
         assert_eq!(plain[0].server_markdown, "");
+        assert_eq!(plain[0].cache_markdown, "", "no cache data, no cache table");
+    }
+
+    #[test]
+    fn cache_table_shows_reported_beside_expected() {
+        let mut shared = point(0, 1, false);
+        for t in &mut shared.trials {
+            t.cached_share = 0.5 + 0.01 * f64::from(t.trial);
+            t.cached_share_expected = 0.52;
+        }
+        let shared = PointSummary::new(shared.point.clone(), shared.trials);
+        let md = &tables(&[shared, point(1, 4, false)], &[])[0].cache_markdown;
+        assert!(
+            md.contains("| Cached, reported | Cached, expected by the plan |"),
+            "{md}"
+        );
+        assert!(md.contains("| 1 | 3 | 52.0% | 52.0% | 0.200 |"), "{md}");
+        assert!(md.contains("| 4 | 3 | 0.0% | 0.0% | 0.200 |"), "{md}");
     }
 }

@@ -26,6 +26,7 @@ fn points(concurrency: &[u32], trials: u32, effect: Effect, seed: u64) -> Vec<Po
                 output_tokens: 200,
                 requests: 2 * c,
                 warmup: 1,
+                open_loop: None,
             };
             let (speed, slow) = effect(c);
             let cf = f64::from(c);
@@ -75,6 +76,8 @@ fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAn
         dir: format!("results/quickstart/{id}").into(),
         manifest,
         points,
+        turns: Vec::new(),
+        schedule: None,
     }
 }
 

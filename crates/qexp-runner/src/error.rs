@@ -43,6 +43,26 @@ pub enum RunError {
         /// The cause.
         source: qexp_client::CalibrationError,
     },
+    /// The replayed trace could not be read again, or changed since the plan was loaded.
+    #[error("{0}")]
+    Trace(String),
+    /// The plan's dataset cannot be used.
+    #[error(transparent)]
+    Dataset(#[from] qexp_client::DatasetError),
+    /// The dataset's filters leave no prompt.
+    #[error("no prompt of dataset {path} passes the plan's word filters (workload.dataset min_words / max_words)")]
+    DatasetFiltered {
+        /// The dataset file.
+        path: PathBuf,
+    },
+    /// A dataset prompt could not be counted on the server.
+    #[error("cannot count the tokens of dataset prompt {entry}: {source}")]
+    DatasetCount {
+        /// The prompt's position in the dataset (from 0).
+        entry: usize,
+        /// The cause.
+        source: qexp_client::CalibrationError,
+    },
     /// The embedded simulator failed to start.
     #[error("cannot start the embedded simulator: {0}")]
     Sim(std::io::Error),

@@ -9,6 +9,8 @@ use qexp_plan::Point;
 
 /// Refuses the plan when a point needs more context than the server allows.
 /// A server that reveals no limit passes (its own errors are still classified).
+// Called once per run, before any load: the error's size costs nothing.
+#[allow(clippy::result_large_err)]
 pub(crate) fn check_context(
     points: &[Point],
     fp: &Fingerprint,
@@ -73,6 +75,7 @@ mod tests {
             output_tokens: output,
             requests: 1,
             warmup: 0,
+            open_loop: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Turns measured outcomes into rows for qexp-store.
 
 use crate::scheduler::Finished;
+use crate::workload::Planned;
 use qexp_client::ErrorClass;
 use qexp_plan::Point;
 use qexp_store::{PointRow, RequestRow};
@@ -15,7 +16,12 @@ pub(crate) struct Context<'a> {
     pub point_order: u32,
 }
 
-pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> RequestRow {
+pub(crate) fn request_row(
+    ctx: &Context<'_>,
+    f: &Finished,
+    warmup: bool,
+    planned: Planned,
+) -> RequestRow {
     let o = &f.outcome;
     let gaps = o.chunk_gaps_s();
     let (itl_mean_s, itl_max_s) = if gaps.is_empty() {
@@ -38,15 +44,24 @@ pub(crate) fn request_row(ctx: &Context<'_>, f: &Finished, warmup: bool) -> Requ
         concurrency: ctx.point.concurrency,
         input_tokens_target: ctx.point.input_tokens,
         output_tokens_target: ctx.point.output_tokens,
+        input_tokens_planned: planned.input_tokens,
+        output_tokens_planned: planned.output_tokens,
+        cached_tokens_expected: planned.cached_tokens,
+        prefix_group: planned.prefix_group,
+        session: planned.session,
+        turn: planned.turn,
         scheduled_unix_s: f.scheduled_unix_s,
         sent_unix_s: o.sent_unix_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
         headers_s: o.headers_s,
         ttft_s: o.ttft_s(),
+        ttft_reasoning_s: o.first_reasoning_s,
+        ttft_answer_s: o.first_answer_s,
         e2e_s: o.e2e_s(),
         tpot_s: o.tpot_s(),
         end_s: o.end_s,
         chunks: o.content_chunks,
+        reasoning_chunks: o.reasoning_chunks,
         itl_mean_s,
         itl_max_s,
         chunk_offsets_s: o.chunk_offsets_s.clone(),
@@ -107,7 +122,7 @@ pub(crate) fn point_row(
         send_lag_max_s,
         prompt_units,
         invalid_reason: interrupted(measured, ctx.point.requests)
-            .or_else(|| prompt_mismatch(ctx.point.input_tokens, &ok, tolerance)),
+            .or_else(|| prompt_mismatch(&ok, tolerance)),
         server: Default::default(),
     }
 }
@@ -126,16 +141,20 @@ fn interrupted(measured: &[RequestRow], planned: u32) -> Option<String> {
     })
 }
 
-/// A sentence when the server counted prompts off the plan beyond tolerance.
-fn prompt_mismatch(target: u32, ok: &[&RequestRow], tolerance: f64) -> Option<String> {
-    let allowed = f64::from(target) * tolerance;
-    let worst = ok
+/// A sentence when the server counted a prompt off its planned length beyond tolerance.
+fn prompt_mismatch(ok: &[&RequestRow], tolerance: f64) -> Option<String> {
+    // (relative difference, server count, planned) of the request furthest off its plan.
+    let (rel, worst, planned) = ok
         .iter()
-        .filter_map(|r| r.prompt_tokens)
-        .max_by_key(|p| p.abs_diff(target))?;
-    (f64::from(worst.abs_diff(target)) > allowed).then(|| {
+        .filter_map(|r| {
+            let (got, planned) = (r.prompt_tokens?, r.input_tokens_planned);
+            let rel = f64::from(got.abs_diff(planned)) / f64::from(planned.max(1));
+            Some((rel, got, planned))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (rel > tolerance).then(|| {
         format!(
-            "the server counted {worst} prompt tokens where the plan asked {target} (tolerance {:.1}%)",
+            "the server counted {worst} prompt tokens where the plan asked {planned} (tolerance {:.1}%)",
             tolerance * 100.0
         )
     })

@@ -1,10 +1,14 @@
 use crate::backend::Backend;
 use crate::error::RunError;
+use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::preflight::check_context;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context};
 use crate::scheduler::{run_closed_loop, Job};
+use crate::session::{plan_turns, run_sessions};
 use crate::target::{resolve_target, Target};
+use crate::timer::Timer;
+use crate::workload::Prompts;
 use crate::Cancel;
 use chrono::Utc;
 use qexp_client::prompt::Filler;
@@ -12,7 +16,7 @@ use qexp_client::{
     calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, GenRequest, MetricsSource,
     ServerCounters, ServerInfo,
 };
-use qexp_plan::{ApiKind, Plan, Point};
+use qexp_plan::{ApiKind, Plan, Point, Trace};
 use qexp_store::{
     Comparability, Manifest, RunStatus, RunWriter, ServerDeltas, TargetInfo, SCHEMA_VERSION,
 };
@@ -74,9 +78,31 @@ struct Prepared {
     extra: Map<String, Value>,
     filler: Filler,
     calibrations: BTreeMap<u32, Calibration>,
+    dataset: Option<crate::dataset::DatasetPrompts>,
     info: ServerInfo,
     fingerprint: Fingerprint,
     metrics: Option<MetricsSource>,
+    trace: Option<Trace>,
+}
+
+/// The trace a plan replays, read again and checked against the plan's hash.
+fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
+    let Some(tref) = opts
+        .plan
+        .points()
+        .into_iter()
+        .find_map(|p| p.open_loop.and_then(|o| o.trace))
+    else {
+        return Ok(None);
+    };
+    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
+    if trace.sha256 != tref.sha256 {
+        return Err(format!(
+            "trace {} changed after the plan was loaded; run again",
+            tref.path
+        ));
+    }
+    Ok(Some(trace))
 }
 
 async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunError> {
@@ -107,12 +133,30 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         .or(info.metrics_url.as_deref())
         .map(|u| MetricsSource::new(&target.client, u));
     let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
-    let filler = Filler::new(f.run.seed, max_input as usize + 16);
+    // Drawn lengths may run past the longest point (up to their clamp).
+    let drawn_max = f
+        .workload
+        .input_lengths
+        .as_ref()
+        .map_or(0, |l| l.bounds().1.min(max_input.saturating_mul(16)));
+    let filler = Filler::new(f.run.seed, max_input.max(drawn_max) as usize + 16);
     let tolerance = *f.workload.input_tolerance.get_ref();
     let mut counter = Counter::new(&target.client, api, &model, &extra);
     let mut calibrations = BTreeMap::new();
-    let inputs: BTreeSet<u32> = points.iter().map(|p| p.input_tokens).collect();
-    for input in inputs {
+    let dataset = match &f.workload.dataset {
+        Some(source) => {
+            let trials = opts.trials.unwrap_or(opts.plan.trials());
+            Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
+        }
+        None => None,
+    };
+    // Dataset prompts are counted whole; there is no filler to calibrate.
+    let lengths = if dataset.is_some() {
+        Vec::new()
+    } else {
+        Prompts::lengths(&f.workload, &points)
+    };
+    for input in lengths {
         let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
         let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
             .await
@@ -131,9 +175,11 @@ async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunErro
         extra,
         filler,
         calibrations,
+        dataset,
         info,
         fingerprint,
         metrics,
+        trace: load_trace(opts).map_err(RunError::Trace)?,
     })
 }
 
@@ -217,6 +263,18 @@ async fn run_trials<B: Backend>(
     let host = writer.manifest().host.hostname.clone().unwrap_or_default();
     let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
     let tolerance = *f.workload.input_tolerance.get_ref();
+    let prompts = Prompts {
+        filler: &prep.filler,
+        seed: f.run.seed,
+        salt,
+        shared: f.workload.shared_prefix.as_ref(),
+        input_lengths: f.workload.input_lengths.as_ref(),
+        output_lengths: f.workload.output_lengths.as_ref(),
+        dataset: prep.dataset.as_ref(),
+        multi_turn: f.workload.multi_turn.as_ref(),
+        trace: prep.trace.as_ref(),
+        calibrations: &prep.calibrations,
+    };
     for trial in 1..=trials {
         let mut order: Vec<u32> = points.iter().map(|p| p.id).collect();
         if f.run.shuffle {
@@ -233,17 +291,21 @@ async fn run_trials<B: Backend>(
                 .calibrations
                 .get(&point.input_tokens)
                 .map_or(0, |c| c.units);
-            let make = |index: u32| Job {
-                index,
-                request: GenRequest {
-                    api: prep.api,
-                    model: prep.model.clone(),
-                    prompt: prep
-                        .filler
-                        .prompt(&nonce_for(f.run.seed, salt, trial, pid, index), units),
-                    max_tokens: point.output_tokens,
-                    extra: prep.extra.clone(),
-                },
+            let mut planned = BTreeMap::new();
+            let mut make = |index: u32| {
+                let (prompt, plan) = prompts.request(trial, point, index);
+                planned.insert(index, plan);
+                Job {
+                    index,
+                    request: GenRequest {
+                        api: prep.api,
+                        model: prep.model.clone(),
+                        prompt,
+                        max_tokens: plan.output_tokens,
+                        extra: prep.extra.clone(),
+                        history: None,
+                    },
+                }
             };
             let ctx = Context {
                 run_id: &run_id,
@@ -255,30 +317,72 @@ async fn run_trials<B: Backend>(
             let label = format!("trial {trial}/{trials} {}", point.label());
             let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
             let on_done = |f: &crate::Finished| bar.inc(f.outcome.error.is_some());
-            let warm: Vec<Job> = (0..point.warmup).map(make).collect();
-            let warm_c = point.concurrency.min(point.warmup.max(1));
+            let warm: Vec<Job> = (0..point.warmup).map(&mut make).collect();
+            // Warmups run closed-loop, at most as many at once as the point allows.
+            let warm_c = match point.concurrency {
+                0 => point.warmup.max(1),
+                c => c.min(point.warmup.max(1)),
+            };
             let warm_done =
                 run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), on_done).await;
             let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
-                .map(make)
+                .map(&mut make)
                 .collect();
             let before = match &prep.metrics {
                 Some(m) => m.scrape().await,
                 None => None,
             };
-            let done = run_closed_loop(
-                backend.clone(),
-                measured_jobs,
-                point.concurrency,
-                cancel.clone(),
-                on_done,
-            )
-            .await;
+            let done = match (&f.workload.multi_turn, &point.open_loop) {
+                (None, None) => {
+                    run_closed_loop(
+                        backend.clone(),
+                        measured_jobs,
+                        point.concurrency,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await
+                }
+                (Some(m), _) => {
+                    // Jobs are session-major: a session's turns are consecutive.
+                    let sessions = measured_jobs
+                        .chunks(m.turns() as usize)
+                        .map(<[Job]>::to_vec)
+                        .collect();
+                    let think = Duration::from_secs_f64(m.think_time_s());
+                    let done = run_sessions(
+                        backend.clone(),
+                        sessions,
+                        point.concurrency,
+                        think,
+                        cancel.clone(),
+                        on_done,
+                    )
+                    .await;
+                    plan_turns(&mut planned, &done);
+                    done
+                }
+                (None, Some(ol)) => {
+                    // Arrivals differ per trial and point, yet repeat run to run.
+                    let seed = f.run.seed ^ (u64::from(trial) << 32) ^ u64::from(pid);
+                    let spec = OpenLoopSpec {
+                        offsets: crate::arrivals::offsets(ol, prep.trace.as_ref(), seed),
+                        max_in_flight: ol.max_in_flight,
+                        timer: Timer::Precise,
+                    };
+                    let jobs = measured_jobs;
+                    run_open_loop(backend.clone(), jobs, spec, cancel.clone(), on_done).await
+                }
+            };
+            let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
             let mut rows: Vec<_> = warm_done
                 .iter()
-                .map(|w| request_row(&ctx, w, true))
+                .map(|w| request_row(&ctx, w, true, plan_of(w)))
                 .collect();
-            let measured: Vec<_> = done.iter().map(|d| request_row(&ctx, d, false)).collect();
+            let measured: Vec<_> = done
+                .iter()
+                .map(|d| request_row(&ctx, d, false, plan_of(d)))
+                .collect();
             let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
             if let (Some(m), Some(before)) = (&prep.metrics, before) {
                 // Counters are updated as the engine finishes each step; let
@@ -394,6 +498,10 @@ fn comparability(
     w.insert("requests".into(), format!("{:?}", f.run.requests()));
     w.insert("warmup_requests".into(), f.run.warmup_requests.to_string());
     w.insert("prompt".into(), format!("{:?}", f.workload.prompt));
+    w.extend(crate::workload::comparability_keys(&f.workload));
+    if let Some(d) = &prep.dataset {
+        w.insert("dataset_sha256".into(), d.sha256.clone());
+    }
     w.insert(
         "extra_body".into(),
         serde_json::to_string(&prep.extra).unwrap_or_default(),

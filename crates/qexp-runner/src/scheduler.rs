@@ -5,8 +5,8 @@
 use crate::backend::Backend;
 use crate::Cancel;
 use qexp_client::{ErrorClass, GenRequest, Outcome, RequestError};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
@@ -24,7 +24,7 @@ pub struct Job {
 pub struct Finished {
     /// The job's index.
     pub index: u32,
-    /// When a worker was free to send it, Unix seconds.
+    /// When it was due: a worker became free (closed loop) or its arrival time (open loop), Unix seconds.
     pub scheduled_unix_s: f64,
     /// What was measured.
     pub outcome: Outcome,
@@ -38,47 +38,58 @@ pub async fn run_closed_loop<B: Backend>(
     jobs: Vec<Job>,
     concurrency: u32,
     cancel: Cancel,
-    mut on_done: impl FnMut(&Finished),
+    on_done: impl FnMut(&Finished),
 ) -> Vec<Finished> {
-    let jobs = Arc::new(jobs);
-    let next = Arc::new(AtomicUsize::new(0));
+    let work = move |job: Job, done: Done, cancel: Cancel| {
+        let backend = backend.clone();
+        async move {
+            let f = send(&*backend, job.index, job.request, cancel).await;
+            done.send(f).is_ok()
+        }
+    };
+    run_workers(jobs, concurrency, cancel, work, on_done).await
+}
+
+/// Where a worker hands each finished request.
+pub(crate) type Done = mpsc::UnboundedSender<Finished>;
+
+/// `concurrency` workers take `items` in order until none is left or
+/// `cancel` turns true; `work` handles one item, hands its finished requests
+/// to `done` and says whether to go on. Returns every finished request,
+/// by index, after calling `on_done` on each as it arrives.
+pub(crate) async fn run_workers<T, W, Fut>(
+    items: Vec<T>,
+    concurrency: u32,
+    cancel: Cancel,
+    work: W,
+    mut on_done: impl FnMut(&Finished),
+) -> Vec<Finished>
+where
+    T: Send + 'static,
+    W: Fn(T, Done, Cancel) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let workers = (concurrency as usize).clamp(1, items.len().max(1));
+    let items = Arc::new(Mutex::new(items.into_iter()));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let workers = (concurrency as usize).clamp(1, jobs.len().max(1));
     for _ in 0..workers {
-        let (backend, jobs, next, tx, mut cancel) = (
-            backend.clone(),
-            jobs.clone(),
-            next.clone(),
-            tx.clone(),
-            cancel.clone(),
-        );
+        let (items, tx, cancel, work) = (items.clone(), tx.clone(), cancel.clone(), work.clone());
         tokio::spawn(async move {
             loop {
                 if *cancel.borrow() {
                     break;
                 }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let scheduled_unix_s = unix_now();
-                let outcome = tokio::select! {
-                    o = backend.send(job.request.clone()) => o,
-                    _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
-                };
-                if tx
-                    .send(Finished {
-                        index: job.index,
-                        scheduled_unix_s,
-                        outcome,
-                    })
-                    .is_err()
-                {
+                // A poisoned lock means another worker panicked: stop taking work.
+                let next = items.lock().ok().and_then(|mut it| it.next());
+                let Some(item) = next else { break };
+                if !work(item, tx.clone(), cancel.clone()).await {
                     break;
                 }
             }
         });
     }
     drop(tx);
-    let mut done = Vec::with_capacity(jobs.len());
+    let mut done = Vec::new();
     while let Some(f) = rx.recv().await {
         on_done(&f);
         done.push(f);
@@ -87,7 +98,36 @@ pub async fn run_closed_loop<B: Backend>(
     done
 }
 
-fn cancelled(scheduled: f64) -> Outcome {
+/// Sends one request now, unless `cancel` turns true while it is in flight.
+pub(crate) async fn send<B: Backend>(
+    backend: &B,
+    index: u32,
+    request: GenRequest,
+    mut cancel: Cancel,
+) -> Finished {
+    let scheduled_unix_s = unix_now();
+    let outcome = tokio::select! {
+        o = backend.send(request) => o,
+        _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
+    };
+    Finished {
+        index,
+        scheduled_unix_s,
+        outcome,
+    }
+}
+
+impl Finished {
+    pub(crate) fn of(job: &Job, scheduled_unix_s: f64, outcome: Outcome) -> Finished {
+        Finished {
+            index: job.index,
+            scheduled_unix_s,
+            outcome,
+        }
+    }
+}
+
+pub(crate) fn cancelled(scheduled: f64) -> Outcome {
     Outcome {
         sent_unix_s: scheduled,
         end_s: unix_now() - scheduled,

@@ -41,6 +41,7 @@ fn jobs(n: u32) -> Vec<Job> {
                 prompt: "p".into(),
                 max_tokens: 5,
                 extra: Default::default(),
+                history: None,
             },
         })
         .collect()

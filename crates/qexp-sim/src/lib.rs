@@ -5,7 +5,10 @@
 //! grows with the batch, speculative multi-token steps), the named timing
 //! profiles ([`SimProfile`]), and the HTTP surface a benchmark client sees
 //! over real loopback TCP: `/v1/models`, `/version`, `/health`, `/tokenize`,
-//! `/v1/completions` and `/v1/chat/completions` (streaming SSE or not). It
+//! `/metrics` (vLLM-named prefix-cache counters), `/v1/completions` and
+//! `/v1/chat/completions` (streaming SSE or not). A block-level prefix cache
+//! (`prefix_cache.rs`) serves repeated prompt prefixes: they skip prefill and
+//! are reported as `usage.prompt_tokens_details.cached_tokens`. It
 //! does not own any client, plan, scheduling of load, or result storage.
 //!
 //! Tokenization is exact and trivial so clients can check their counts: one
@@ -22,7 +25,9 @@
 //! as a field on [`SimProfile`].
 #![warn(missing_docs)]
 
+mod metrics;
 mod openai;
+mod prefix_cache;
 mod profile;
 mod routes;
 mod scheduler;

@@ -2,6 +2,9 @@
 //!
 //! Unknown request fields (temperature, ignore_eos, ...) are accepted and ignored.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -90,6 +93,10 @@ pub(crate) struct Job {
     pub kind: Kind,
     pub model: String,
     pub prompt_tokens: u32,
+    /// The prompt's token ids, chat template included: what the prefix cache keys on.
+    pub prompt_ids: Arc<[u32]>,
+    /// Prompt tokens the prefix cache served, set by the engine before the first token.
+    pub cached_tokens: Arc<AtomicU32>,
     pub max_tokens: u32,
     pub stream: bool,
     pub include_usage: bool,
@@ -100,13 +107,15 @@ impl Job {
         kind: Kind,
         model: Option<String>,
         default_model: &str,
-        prompt_tokens: u32,
+        prompt_ids: Vec<u32>,
         gen: GenOptions,
     ) -> Job {
         Job {
             kind,
             model: model.unwrap_or_else(|| default_model.to_owned()),
-            prompt_tokens,
+            prompt_tokens: u32::try_from(prompt_ids.len()).unwrap_or(u32::MAX),
+            prompt_ids: prompt_ids.into(),
+            cached_tokens: Arc::default(),
             max_tokens: gen
                 .max_completion_tokens
                 .or(gen.max_tokens)
@@ -120,12 +129,13 @@ impl Job {
 impl CompletionRequest {
     /// The generation job, or a message saying why the prompt is unsupported.
     pub(crate) fn into_job(self, default_model: &str) -> Result<Job, String> {
-        let prompt_tokens = self.prompt.tokens()?;
+        let mut ids = Vec::new();
+        self.prompt.ids(&mut ids)?;
         Ok(Job::new(
             Kind::Completion,
             self.model,
             default_model,
-            prompt_tokens,
+            ids,
             self.gen,
         ))
     }
@@ -134,12 +144,11 @@ impl CompletionRequest {
 impl ChatRequest {
     /// The generation job, or a message saying why the messages are unsupported.
     pub(crate) fn into_job(self, default_model: &str, per_message: u32) -> Result<Job, String> {
-        let prompt_tokens = chat_tokens(&self.messages, per_message)?;
         Ok(Job::new(
             Kind::Chat,
             self.model,
             default_model,
-            prompt_tokens,
+            chat_ids(&self.messages, per_message)?,
             self.gen,
         ))
     }
@@ -148,19 +157,15 @@ impl ChatRequest {
 impl TokenizeRequest {
     /// Token ids of the prompt, or of the messages with the chat template applied.
     pub(crate) fn ids(&self, per_message: u32) -> Result<Vec<u32>, String> {
-        let mut ids = Vec::new();
         match (&self.prompt, &self.messages) {
-            (Some(prompt), None) => prompt.ids(&mut ids)?,
-            (None, Some(messages)) => {
-                chat_tokens(messages, per_message)?;
-                tokens::template_ids(tokens::chat_template(messages.len(), per_message), &mut ids);
-                for text in messages.iter().flat_map(Message::texts) {
-                    tokens::ids(text, &mut ids);
-                }
+            (Some(prompt), None) => {
+                let mut ids = Vec::new();
+                prompt.ids(&mut ids)?;
+                Ok(ids)
             }
-            _ => return Err("give exactly one of `prompt` and `messages`".to_owned()),
+            (None, Some(messages)) => chat_ids(messages, per_message),
+            _ => Err("give exactly one of `prompt` and `messages`".to_owned()),
         }
-        Ok(ids)
     }
 }
 
@@ -174,14 +179,6 @@ impl Prompt {
             }
             Prompt::Ids(_) => Ok(None),
         }
-    }
-
-    fn tokens(&self) -> Result<u32, String> {
-        Ok(match (self.single()?, self) {
-            (Some(text), _) => tokens::count(text),
-            (None, Prompt::Ids(ids)) => u32::try_from(ids.len()).unwrap_or(u32::MAX),
-            (None, _) => 0,
-        })
     }
 
     fn ids(&self, out: &mut Vec<u32>) -> Result<(), String> {
@@ -204,15 +201,21 @@ impl Message {
     }
 }
 
-fn chat_tokens(messages: &[Message], per_message: u32) -> Result<u32, String> {
+/// Token ids of a chat request: each message's template tokens then its
+/// words, then the reply primer; as many as `usage.prompt_tokens` counts.
+fn chat_ids(messages: &[Message], per_message: u32) -> Result<Vec<u32>, String> {
     if messages.is_empty() {
         return Err("`messages` must not be empty".to_owned());
     }
-    let words = messages
-        .iter()
-        .flat_map(Message::texts)
-        .fold(0u32, |sum, text| sum.saturating_add(tokens::count(text)));
-    Ok(words.saturating_add(tokens::chat_template(messages.len(), per_message)))
+    let mut ids = Vec::new();
+    for message in messages {
+        tokens::template_ids(per_message, &mut ids);
+        for text in message.texts() {
+            tokens::ids(text, &mut ids);
+        }
+    }
+    tokens::template_ids(tokens::CHAT_PRIMER_TOKENS, &mut ids);
+    Ok(ids)
 }
 
 /// Fields shared by every response object and chunk of one request.
@@ -234,11 +237,12 @@ impl Envelope {
 
     fn usage(&self, completion_tokens: u32) -> Value {
         let prompt = self.job.prompt_tokens;
+        let cached = self.job.cached_tokens.load(Ordering::Relaxed);
         json!({
             "prompt_tokens": prompt,
             "completion_tokens": completion_tokens,
             "total_tokens": u64::from(prompt) + u64::from(completion_tokens),
-            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": cached},
         })
     }
 

@@ -11,6 +11,8 @@ use std::time::Duration;
 ///    TTFT climb once concurrency exceeds the batch;
 /// 3. `n / prefill_tokens_per_s` of prefill compute, serialized server-wide
 ///    (one prefill at a time) while holding the slot;
+///    The part of the prompt found in the prefix cache (whole blocks from the
+///    start, see `prefix_cache.rs`) is not prefilled;
 /// 4. the first chunk (`tokens_per_step` tokens) is sent at once (TTFT), then
 ///    one chunk per decode step of `step_base_s + step_per_seq_s * (k - 1)`
 ///    where `k` is the number of sequences decoding at that moment.
@@ -38,6 +40,10 @@ pub struct SimProfile {
     pub time_scale: f64,
     /// Chat-template tokens added per message on `/v1/chat/completions` (plus [`crate::CHAT_PRIMER_TOKENS`] per request).
     pub chat_template_tokens: u32,
+    /// Prefix-cache capacity in prompt tokens (0 = no prefix cache); cached tokens skip prefill.
+    pub prefix_cache_tokens: u32,
+    /// Prefix-cache block size in tokens: only whole blocks are cached and found.
+    pub prefix_cache_block: u32,
 }
 
 /// A profile whose parameters cannot drive the simulator.
@@ -76,6 +82,8 @@ impl SimProfile {
                 max_context: 131_072,
                 time_scale: 1.0,
                 chat_template_tokens: 4,
+                prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
+                prefix_cache_block: 16,
             }),
             // `exact` with 10% longer decode steps (decode 91 instead of 100
             // tok/s): a second deployment whose difference `qexp diff` must find.
@@ -135,6 +143,9 @@ impl SimProfile {
         if self.max_context == 0 {
             return bad("max_context", "must be >= 1");
         }
+        if self.prefix_cache_block == 0 {
+            return bad("prefix_cache_block", "must be >= 1");
+        }
         Ok(())
     }
 
@@ -166,6 +177,9 @@ impl SimProfile {
 ///   C=1 for 500 output tokens; +2.0 ms per extra sequence with 9 slots gives a
 ///   steady-state aggregate of ~505 tok/s for 1000-in/500-out requests, about
 ///   57 tok/s per request at saturation (seen: ~54).
+/// - Prefix cache: 256K tokens in blocks of 16 (vLLM's GPU default block),
+///   about what two 48 GB cards leave for KV after a 27B model's weights; the
+///   founding report does not give the figure.
 /// - Not modeled: decode slowing with context length (73.6 -> 64.9 tok/s at 100K).
 fn founding() -> SimProfile {
     SimProfile {
@@ -179,8 +193,13 @@ fn founding() -> SimProfile {
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,
+        prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
+        prefix_cache_block: 16,
     }
 }
+
+/// Prefix-cache capacity of the founding profile, tokens.
+const FOUNDING_CACHE_TOKENS: u32 = 262_144;
 
 /// `fast` with speculative decoding switched off: one token per step, each
 /// step 20% shorter (no draft and verify work), so decode runs at about
@@ -272,5 +291,8 @@ mod tests {
         let mut p = SimProfile::by_name("exact").unwrap();
         p.prefill_tokens_per_s = 0.0;
         assert_eq!(p.validate().unwrap_err().field, "prefill_tokens_per_s");
+        let mut p = SimProfile::by_name("exact").unwrap();
+        p.prefix_cache_block = 0;
+        assert_eq!(p.validate().unwrap_err().field, "prefix_cache_block");
     }
 }

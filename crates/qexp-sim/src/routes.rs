@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::openai::{ChatRequest, CompletionRequest, Envelope, Job, Kind, TokenizeRequest};
 use crate::scheduler::Engine;
-use crate::{sse, tokens};
+use crate::{metrics, sse, tokens};
 
 /// State shared by all handlers of one server.
 #[derive(Clone)]
@@ -32,6 +32,7 @@ pub(crate) fn router(engine: Arc<Engine>) -> Router {
         .route("/version", get(version))
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/tokenize", post(tokenize))
+        .route("/metrics", get(metrics))
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
         .with_state(App {
@@ -83,6 +84,14 @@ async fn models(State(app): State<App>) -> Json<serde_json::Value> {
 
 async fn version() -> Json<serde_json::Value> {
     Json(json!({"version": concat!("qexp-sim ", env!("CARGO_PKG_VERSION"))}))
+}
+
+async fn metrics(State(app): State<App>) -> Response {
+    let body = metrics::exposition(
+        &app.engine.profile().model_id(),
+        app.engine.cache_counters(),
+    );
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response()
 }
 
 async fn tokenize(
@@ -143,9 +152,7 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
         created: unix_now(),
         job,
     };
-    let chunks = app
-        .engine
-        .generate(env.job.prompt_tokens, env.job.max_tokens);
+    let chunks = app.engine.generate(&env.job);
     if env.job.stream {
         let body = Body::from_stream(sse::body(env, chunks));
         return Ok((

@@ -7,13 +7,15 @@
 //! only their timers.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
 use tokio::sync::{watch, Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant};
 
+use crate::openai::Job;
+use crate::prefix_cache::{CacheCounters, PrefixCache};
 use crate::SimProfile;
 
 /// Shared state of one simulated server.
@@ -28,17 +30,21 @@ pub(crate) struct Engine {
     decoding: Arc<AtomicUsize>,
     /// Becomes `true` (or closes) when the server shuts down; running sequences stop.
     stop: watch::Receiver<bool>,
+    /// Prompt blocks kept from earlier prefills; looked up under the prefill lock.
+    cache: std::sync::Mutex<PrefixCache>,
 }
 
 impl Engine {
     /// An idle engine for `profile`, stopping when `stop` turns `true`.
     pub(crate) fn new(profile: SimProfile, stop: watch::Receiver<bool>) -> Arc<Engine> {
+        let cache = PrefixCache::new(profile.prefix_cache_tokens, profile.prefix_cache_block);
         Arc::new(Engine {
             slots: Arc::new(Semaphore::new(profile.max_batch)),
             profile,
             prefill: Mutex::new(()),
             decoding: Arc::new(AtomicUsize::new(0)),
             stop,
+            cache: std::sync::Mutex::new(cache),
         })
     }
 
@@ -47,20 +53,29 @@ impl Engine {
         &self.profile
     }
 
-    /// Generates `max_tokens` tokens for a prompt of `prompt_tokens`, arriving now.
+    /// The prefix cache's running totals.
+    pub(crate) fn cache_counters(&self) -> CacheCounters {
+        self.with_cache(|c| c.counters())
+    }
+
+    /// Runs `f` on the prefix cache; a panic elsewhere cannot poison it for good.
+    fn with_cache<T>(&self, f: impl FnOnce(&mut PrefixCache) -> T) -> T {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut cache)
+    }
+
+    /// Generates `job.max_tokens` tokens for `job`'s prompt, arriving now.
     ///
-    /// Yields the token count of each chunk as its time comes. The stream ends
-    /// early only when the server shuts down.
-    pub(crate) fn generate(
-        self: &Arc<Self>,
-        prompt_tokens: u32,
-        max_tokens: u32,
-    ) -> BoxStream<'static, u32> {
+    /// Yields the token count of each chunk as its time comes; the prompt
+    /// tokens the prefix cache served are in `job.cached_tokens` by the first.
+    /// The stream ends early only when the server shuts down.
+    pub(crate) fn generate(self: &Arc<Self>, job: &Job) -> BoxStream<'static, u32> {
         let seq = Sequence {
             engine: Arc::clone(self),
             stop: self.stop.clone(),
-            prompt_tokens,
-            remaining: max_tokens,
+            prompt: Arc::clone(&job.prompt_ids),
+            cached: Arc::clone(&job.cached_tokens),
+            remaining: job.max_tokens,
             phase: Phase::Arrived { at: Instant::now() },
         };
         stream::unfold(seq, |mut seq| async move {
@@ -75,7 +90,8 @@ impl Engine {
 struct Sequence {
     engine: Arc<Engine>,
     stop: watch::Receiver<bool>,
-    prompt_tokens: u32,
+    prompt: Arc<[u32]>,
+    cached: Arc<AtomicU32>,
     remaining: u32,
     phase: Phase,
 }
@@ -129,8 +145,14 @@ impl Sequence {
                     .await?
                     .ok()?;
                 let prefill = until_stopped(&mut self.stop, engine.prefill.lock()).await?;
-                let done = Instant::now() + p.scaled(p.prefill_compute_s(self.prompt_tokens));
+                let cached = engine.with_cache(|c| c.lookup(&self.prompt));
+                self.cached.store(cached, Ordering::Relaxed);
+                let uncached = u32::try_from(self.prompt.len())
+                    .unwrap_or(u32::MAX)
+                    .saturating_sub(cached);
+                let done = Instant::now() + p.scaled(p.prefill_compute_s(uncached));
                 until_stopped(&mut self.stop, sleep_until(done)).await?;
+                engine.with_cache(|c| c.insert(&self.prompt));
                 drop(prefill);
                 self.phase = Phase::Decoding {
                     _slot: slot,

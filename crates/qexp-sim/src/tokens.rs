@@ -14,17 +14,6 @@ const VOCAB: u32 = 151_936;
 /// Id reported for every chat-template token (an `<|im_start|>`-like special).
 const TEMPLATE_ID: u32 = VOCAB;
 
-/// Number of tokens in `text`.
-pub(crate) fn count(text: &str) -> u32 {
-    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
-}
-
-/// Chat-template overhead of a chat request with `messages` messages.
-pub(crate) fn chat_template(messages: usize, per_message: u32) -> u32 {
-    let messages = u32::try_from(messages).unwrap_or(u32::MAX);
-    CHAT_PRIMER_TOKENS.saturating_add(per_message.saturating_mul(messages))
-}
-
 /// Generated text for the tokens numbered `start..start + n` of a completion.
 pub(crate) fn generated(start: u32, n: u32) -> String {
     let mut out = String::with_capacity(n as usize * 7);
@@ -54,6 +43,13 @@ pub(crate) fn template_ids(n: u32, out: &mut Vec<u32>) {
 mod tests {
     use super::*;
 
+    /// Number of tokens in `text`, as the server counts them.
+    fn count(text: &str) -> u32 {
+        let mut out = Vec::new();
+        ids(text, &mut out);
+        out.len() as u32
+    }
+
     #[test]
     fn counts_whitespace_separated_words() {
         assert_eq!(count(""), 0);
@@ -69,13 +65,6 @@ mod tests {
         let text = generated(6, 40);
         assert_eq!(count(&text), 40);
         assert!(text.starts_with(" batch"));
-    }
-
-    #[test]
-    fn chat_template_is_primer_plus_per_message() {
-        assert_eq!(chat_template(1, 4), 7);
-        assert_eq!(chat_template(3, 4), 15);
-        assert_eq!(chat_template(0, 4), CHAT_PRIMER_TOKENS);
     }
 
     #[test]

@@ -27,6 +27,18 @@ pub struct RequestRow {
     pub input_tokens_target: u32,
     /// Point parameter: planned output tokens.
     pub output_tokens_target: u32,
+    /// This request's planned prompt tokens (the point's, unless lengths vary).
+    pub input_tokens_planned: u32,
+    /// This request's `max_tokens` (the point's, unless lengths vary).
+    pub output_tokens_planned: u32,
+    /// Prompt tokens the plan expects the server to find cached (a shared prefix after its group's first prompt).
+    pub cached_tokens_expected: u32,
+    /// Shared-prefix group of the prompt, null when it shares no prefix.
+    pub prefix_group: Option<u32>,
+    /// Multi-turn: the conversation within the point (from 0), null otherwise.
+    pub session: Option<u32>,
+    /// Multi-turn: the turn within its conversation (from 1), null otherwise.
+    pub turn: Option<u32>,
     /// When the scheduler released the request, Unix seconds.
     pub scheduled_unix_s: f64,
     /// When it was sent, Unix seconds.
@@ -37,14 +49,20 @@ pub struct RequestRow {
     pub headers_s: Option<f64>,
     /// Sent → first content chunk (TTFT).
     pub ttft_s: Option<f64>,
+    /// Sent → first chunk of reasoning text (reasoning models), null without reasoning.
+    pub ttft_reasoning_s: Option<f64>,
+    /// Sent → first chunk of answer text (after any reasoning).
+    pub ttft_answer_s: Option<f64>,
     /// Sent → last content chunk (E2E).
     pub e2e_s: Option<f64>,
     /// (E2E − TTFT)/(output tokens − 1).
     pub tpot_s: Option<f64>,
     /// Sent → end of stream (or failure).
     pub end_s: f64,
-    /// Content chunks received.
+    /// Content chunks received (answer or reasoning).
     pub chunks: u32,
+    /// Of those, chunks that carried reasoning text.
+    pub reasoning_chunks: u32,
     /// Mean gap between content chunks.
     pub itl_mean_s: Option<f64>,
     /// Largest gap between content chunks.
@@ -183,15 +201,33 @@ pub fn requests_frame(rows: &[RequestRow]) -> PolarsResult<DataFrame> {
                 "output_tokens_target",
                 r.clone().map(|r| r.output_tokens_target),
             ),
+            col(
+                "input_tokens_planned",
+                r.clone().map(|r| r.input_tokens_planned),
+            ),
+            col(
+                "output_tokens_planned",
+                r.clone().map(|r| r.output_tokens_planned),
+            ),
+            col(
+                "cached_tokens_expected",
+                r.clone().map(|r| r.cached_tokens_expected),
+            ),
+            col("prefix_group", r.clone().map(|r| r.prefix_group)),
+            col("session", r.clone().map(|r| r.session)),
+            col("turn", r.clone().map(|r| r.turn)),
             col("scheduled_unix_s", r.clone().map(|r| r.scheduled_unix_s)),
             col("sent_unix_s", r.clone().map(|r| r.sent_unix_s)),
             col("queue_s", r.clone().map(|r| r.queue_s)),
             col("headers_s", r.clone().map(|r| r.headers_s)),
             col("ttft_s", r.clone().map(|r| r.ttft_s)),
+            col("ttft_reasoning_s", r.clone().map(|r| r.ttft_reasoning_s)),
+            col("ttft_answer_s", r.clone().map(|r| r.ttft_answer_s)),
             col("e2e_s", r.clone().map(|r| r.e2e_s)),
             col("tpot_s", r.clone().map(|r| r.tpot_s)),
             col("end_s", r.clone().map(|r| r.end_s)),
             col("chunks", r.clone().map(|r| r.chunks)),
+            col("reasoning_chunks", r.clone().map(|r| r.reasoning_chunks)),
             col("itl_mean_s", r.clone().map(|r| r.itl_mean_s)),
             col("itl_max_s", r.clone().map(|r| r.itl_max_s)),
             offsets.into(),

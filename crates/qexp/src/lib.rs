@@ -2,6 +2,7 @@
 //! subcommand lives in its own module and calls into the library crates;
 //! no measurement or statistics logic lives here.
 
+mod cmd_bench;
 mod cmd_diff;
 mod cmd_report;
 mod cmd_run;
@@ -67,6 +68,15 @@ Examples:
   qexp sim --profile founding --port 8000
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
+    /// Benchmark qexp itself as a load generator against a zero-compute local server.
+    #[command(after_help = "\
+Examples:
+  qexp bench                                    # the full benchmark (minutes), results in results/bench/
+  qexp bench --quick --out /tmp/bench.json      # seconds; figures not comparable
+Measures output tok/s and CPU s per million tokens (C = 1..1024), TTFT and chunk-gap
+error against the server's own timestamps, peak RSS with 1,000 and 10,000 open
+streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
+    Bench(BenchArgs),
 }
 
 /// `qexp run`.
@@ -124,6 +134,26 @@ pub struct SimArgs {
     pub port: u16,
 }
 
+/// `qexp bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// A scaled-down run (seconds): checks that everything works, figures not comparable.
+    #[arg(long)]
+    pub quick: bool,
+    /// Results file (JSON; a Markdown table is written beside it); default results/bench/bench-<UTC time>.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Use a bench server already running at this URL instead of starting one.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Only serve the bench server (what `qexp bench` starts in a process of its own).
+    #[arg(long, hide = true)]
+    pub serve: bool,
+    /// Port for `--serve` (0 picks a free one).
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub port: u16,
+}
+
 /// Logging to stderr; level from `RUST_LOG` (default: warnings).
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -151,6 +181,7 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Report(args) => cmd_report::report(args).map(|_| 0),
         Command::Diff(args) => cmd_diff::diff(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
+        Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),
     };
     match result {
         Ok(code) => code,

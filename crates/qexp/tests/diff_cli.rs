@@ -55,6 +55,7 @@ fn write_run(
             output_tokens: OUT,
             requests: 2 * c,
             warmup: 0,
+            open_loop: None,
         })
         .collect();
     let mut w = RunWriter::create(root, manifest(run_id, profile, output_tokens, &points))

@@ -266,6 +266,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         prompt,
         max_tokens: 4,
         extra: Default::default(),
+        history: None,
     };
     let metrics = MetricsSource::new(&client, "/metrics");
     let before = metrics.scrape().await.expect("vLLM serves /metrics");
@@ -293,6 +294,62 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
     );
     let s = qexp_client::ServerCounters::between(&before, &after);
     assert_eq!(s.prefix_cache_hits, Some(f64::from(cached)));
+}
+
+/// A shared-prefix point and its cache-busted twin (the same lengths, every
+/// system prompt unique): vLLM (started with --enable-prefix-caching and
+/// --enable-prompt-tokens-details) reports cached tokens for the repeats of
+/// the shared one only, and their TTFT is lower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_shared_prefix_point_beats_its_cache_busted_twin() {
+    let Some(url) = server("QEXP_VLLM_URL") else {
+        return;
+    };
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let body = |unique: bool| {
+        format!(
+            "[workload]\ninput_tokens = 8500\noutput_tokens = 4\n\n\
+             [workload.shared_prefix]\ngroups = 1\nprompts_per_group = 3\n\
+             system_tokens = 8000\nunique_prefixes = {unique}\n\n\
+             [run]\nwarmup_requests = 0\ntrials = 1\nseed = 13\n"
+        )
+    };
+    let shared = run_plan(tmp.path(), &url, &body(false)).await;
+    let busted = run_plan(tmp.path(), &url, &body(true)).await;
+    let (ms, mb) = (measured(&shared), measured(&busted));
+    assert_exact(&ms, 8500.0, 4.0);
+    assert_exact(&mb, 8500.0, 4.0);
+    let cached = f64s(&ms, "cached_tokens");
+    assert_eq!(cached[0], 0.0, "the group's first prompt: {cached:?}");
+    // vLLM on CPU caches whole 128-token blocks of the ~8,000-token system prompt.
+    for c in &cached[1..] {
+        assert!(
+            *c >= 7000.0,
+            "repeats find the system prompt cached: {cached:?}"
+        );
+    }
+    assert!(f64s(&mb, "cached_tokens").iter().all(|c| *c < 128.0));
+    let (a, b) = (
+        qexp_analysis::analyze(&shared.dir).unwrap(),
+        qexp_analysis::analyze(&busted.dir).unwrap(),
+    );
+    let (ps, pb) = (&a.points[0], &b.points[0]);
+    let (ts, tb) = (
+        ps.ttft_s.as_ref().unwrap().median,
+        pb.ttft_s.as_ref().unwrap().median,
+    );
+    eprintln!(
+        "vLLM shared prefix: TTFT {ts:.3} s, cached {:.1}% (expected {:.1}%); \
+         cache-busted: TTFT {tb:.3} s, cached {:.1}%",
+        ps.cached_share.as_ref().unwrap().median * 100.0,
+        ps.cached_share_expected.as_ref().unwrap().median * 100.0,
+        pb.cached_share.as_ref().unwrap().median * 100.0,
+    );
+    assert!(
+        ts < tb,
+        "shared-prefix TTFT {ts} must be below the cache-busted {tb}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

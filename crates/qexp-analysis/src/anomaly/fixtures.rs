@@ -37,6 +37,7 @@ pub(crate) fn point(
         output_tokens: output,
         requests: 4 * c,
         warmup: 1,
+        open_loop: None,
     };
     let trials = trials
         .into_iter()

@@ -164,6 +164,31 @@ pub enum Flag {
         /// The limit it crossed, seconds.
         limit_s: f64,
     },
+    /// Response time from the schedule exceeds the service latency: requests
+    /// waited before they were sent, in the client or behind the in-flight cap.
+    ScheduleDelay {
+        /// The point.
+        point_id: u32,
+        /// What the wait was spent on.
+        cause: crate::schedule::LagCause,
+        /// TTFT p99 from the send (median across trials), seconds.
+        service_ttft_p99_s: f64,
+        /// TTFT p99 from the scheduled send, seconds.
+        response_ttft_p99_s: f64,
+        /// The difference allowed (the send-lag limit), seconds.
+        limit_s: f64,
+    },
+    /// Requests left the client at a lower rate than the schedule asked.
+    RateShortfall {
+        /// The point.
+        point_id: u32,
+        /// Rate of the drawn schedule, requests/s.
+        scheduled_rate: f64,
+        /// Rate of the actual sends, requests/s.
+        achieved_rate: f64,
+        /// The shortfall allowed (fraction).
+        tolerance: f64,
+    },
     /// Trials the runner marked invalid.
     PointInvalid {
         /// The point.
@@ -187,6 +212,8 @@ impl Flag {
             | Flag::UnexpectedCacheHits { point_id, .. }
             | Flag::SaturationKnee { point_id, .. }
             | Flag::LoadGeneratorBehind { point_id, .. }
+            | Flag::ScheduleDelay { point_id, .. }
+            | Flag::RateShortfall { point_id, .. }
             | Flag::PointInvalid { point_id, .. } => *point_id,
         })
     }
@@ -195,6 +222,11 @@ impl Flag {
     pub fn severity(&self) -> Severity {
         match self {
             Flag::SaturationKnee { .. } => Severity::Finding,
+            // A backlog is the server's doing: something learnt, not a fault of the run.
+            Flag::ScheduleDelay {
+                cause: crate::schedule::LagCause::Backlog,
+                ..
+            } => Severity::Finding,
             _ => Severity::Warning,
         }
     }
@@ -210,6 +242,8 @@ impl Flag {
             Flag::UnexpectedCacheHits { .. } => "Unexpected cache hits",
             Flag::SaturationKnee { .. } => "Saturation knee",
             Flag::LoadGeneratorBehind { .. } => "Load generator behind",
+            Flag::ScheduleDelay { .. } => "Waiting before the send",
+            Flag::RateShortfall { .. } => "Rate below schedule",
             Flag::PointInvalid { .. } => "Invalid trial",
         }
     }
@@ -225,7 +259,9 @@ impl Flag {
             Flag::UnexpectedCacheHits { .. } => 5,
             Flag::SaturationKnee { .. } => 6,
             Flag::LoadGeneratorBehind { .. } => 7,
-            Flag::PointInvalid { .. } => 8,
+            Flag::ScheduleDelay { .. } => 8,
+            Flag::RateShortfall { .. } => 9,
+            Flag::PointInvalid { .. } => 10,
         }
     }
 }

@@ -8,7 +8,8 @@
 //! outlier trials), [`failures`] (failed requests, invalid trials),
 //! [`tokens`] (token-count mismatches, unexpected cache hits), [`knee`] (the
 //! saturation knee, a finding rather than a warning) and [`loadgen`] (a load
-//! generator that fell behind). Every limit comes from [`Thresholds`], read
+//! generator that fell behind) and [`schedule`] (waiting before the send,
+//! a send rate below the schedule's). Every limit comes from [`Thresholds`], read
 //! from the plan's `[analysis]` section, and is printed in the report.
 
 pub mod direction;
@@ -17,6 +18,7 @@ mod flag;
 pub mod knee;
 pub mod loadgen;
 pub mod noise;
+pub mod schedule;
 mod text;
 mod thresholds;
 pub mod tokens;
@@ -95,7 +97,20 @@ impl Metric {
 
 /// Runs every detector on a run's points; see [`detect_points`].
 pub fn detect(run: &crate::RunAnalysis, t: &Thresholds) -> Vec<Flag> {
-    detect_points(&run.points, t)
+    let mut flags = detect_points(&run.points, t);
+    if let Some(s) = &run.schedule {
+        // Lag spent waiting for a slot under the cap is the server's backlog,
+        // which the schedule flag names; it is no sign of a slow client.
+        flags.retain(|f| match f {
+            Flag::LoadGeneratorBehind { point_id, .. } => {
+                schedule::cause_at(s, *point_id) != Some(crate::schedule::LagCause::Backlog)
+            }
+            _ => true,
+        });
+        flags.extend(schedule::detect(s, t));
+        sort(&run.points, &mut flags);
+    }
+    flags
 }
 
 /// Runs every detector on points in plan order; flags come sorted by point (plan order), then kind.
@@ -108,6 +123,12 @@ pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     flags.extend(tokens::detect(points, t));
     flags.extend(knee::detect(points, t));
     flags.extend(loadgen::detect(points, t));
+    sort(points, &mut flags);
+    flags
+}
+
+/// Sorts flags by point (plan order), then kind.
+fn sort(points: &[PointSummary], flags: &mut [Flag]) {
     let index = |f: &Flag| {
         f.point_id()
             .and_then(|id| points.iter().position(|p| p.point.id == id))
@@ -115,7 +136,6 @@ pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     };
     // A stable sort keeps each detector's own order within a (point, kind).
     flags.sort_by_key(|f| (index(f), f.rank()));
-    flags
 }
 
 /// Summary lines for the terminal: severity, title, point label and the flag's sentence.

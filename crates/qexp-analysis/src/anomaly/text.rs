@@ -207,6 +207,47 @@ impl fmt::Display for Flag {
                 trials(ts),
                 seconds(*limit_s)
             ),
+            Flag::ScheduleDelay {
+                cause,
+                service_ttft_p99_s,
+                response_ttft_p99_s,
+                limit_s,
+                ..
+            } => {
+                let what = match cause {
+                    crate::schedule::LagCause::Client => {
+                        "the client sent late (load-generator lag): the service latencies \
+                         understate what users would wait. Give qexp more CPU or lower the rate."
+                    }
+                    crate::schedule::LagCause::Backlog => {
+                        "arrivals queued behind load.max_in_flight (the server's backlog): the \
+                         server cannot keep up with this rate, and the response time from the \
+                         schedule is what users would wait."
+                    }
+                };
+                write!(
+                    f,
+                    "TTFT p99 is {} from the scheduled send but {} from the send (more than {} \
+                     apart): {what}",
+                    seconds(*response_ttft_p99_s),
+                    seconds(*service_ttft_p99_s),
+                    seconds(*limit_s)
+                )
+            }
+            Flag::RateShortfall {
+                scheduled_rate,
+                achieved_rate,
+                tolerance,
+                ..
+            } => write!(
+                f,
+                "Requests left at {} req/s where the schedule asked {} req/s (more than {} \
+                 below): the client set the pace, not the plan. Give qexp more CPU, lower the \
+                 rate, or split the load across client machines.",
+                sig3(*achieved_rate),
+                sig3(*scheduled_rate),
+                percent(*tolerance)
+            ),
             Flag::PointInvalid {
                 trials: ts, reason, ..
             } => {

@@ -18,6 +18,8 @@ pub struct Thresholds {
     pub send_lag_fraction: f64,
     /// Level of the Mann–Whitney test that verifies a wrong direction (fixed at 0.05).
     pub alpha: f64,
+    /// Achieved send rate this far below the schedule's: the client set the pace (fixed at 3%).
+    pub rate_shortfall: f64,
     /// Allowed relative difference between planned and server-reported prompt tokens (`[workload] input_tolerance`).
     pub input_tolerance: f64,
 }
@@ -49,6 +51,7 @@ impl Thresholds {
             send_lag_s: a.send_lag_s,
             send_lag_fraction: a.send_lag_fraction,
             alpha: 0.05,
+            rate_shortfall: 0.03,
             input_tolerance: 0.01,
         }
     }
@@ -104,6 +107,12 @@ impl Thresholds {
                 key: "(fixed) alpha",
                 value: format!("{}", self.alpha),
                 meaning: "Mann–Whitney level that verifies a wrong direction",
+            },
+            ThresholdRow {
+                key: "(fixed) rate_shortfall",
+                value: percent(self.rate_shortfall),
+                meaning:
+                    "open-loop sends this far below the schedule's rate: the client set the pace",
             },
             ThresholdRow {
                 key: "workload.input_tolerance",

@@ -5,9 +5,10 @@
 //! `max_tokens` when the stream stopped for length; any such request is
 //! flagged. Input: a trial whose median server-reported prompt length is
 //! further than `input_tolerance` from the plan (the flag shows the median of
-//! such trials). Cache: qexp plans never share
-//! prefixes (each prompt starts with a unique nonce), so cached prompt
-//! tokens in measured requests are unexpected — beyond a small tolerance:
+//! such trials). Cache: qexp prompts share no prefix (each starts with a
+//! unique nonce) unless the plan groups them under a shared system prompt,
+//! so cached prompt tokens beyond what the plan expects are unexpected —
+//! beyond a small tolerance:
 //! the chat template ahead of the nonce is shared by every request, and an
 //! engine that caches at token granularity (llama.cpp reuses a slot's
 //! `<|im_start|>user\n`, 3–4 tokens) reports it. A trial's cached tokens are
@@ -36,7 +37,13 @@ fn unexpected_cache(tr: &crate::metrics::TrialMetrics, planned_input: u32) -> bo
     } else {
         f64::from(planned_input)
     };
-    let cached = tr.cached_tokens as f64;
+    // What a planned shared prefix explains is not unexpected.
+    let expected = if tr.cached_share_expected.is_finite() {
+        tr.cached_share_expected * len * requests
+    } else {
+        0.0
+    };
+    let cached = tr.cached_tokens as f64 - expected;
     cached > CACHE_TOLERANCE_TOKENS * requests && cached > CACHE_TOLERANCE_SHARE * len * requests
 }
 
@@ -44,20 +51,30 @@ fn unexpected_cache(tr: &crate::metrics::TrialMetrics, planned_input: u32) -> bo
 pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let mut flags = Vec::new();
     for p in points {
-        let planned = f64::from(p.point.input_tokens);
-        let off = |x: f64| x.is_finite() && (x / planned - 1.0).abs() > t.input_tolerance;
+        // Against the trial's median planned length: the point's, unless lengths vary.
+        let planned = |tr: &crate::metrics::TrialMetrics| {
+            if tr.input_planned.is_finite() && tr.input_planned > 0.0 {
+                tr.input_planned
+            } else {
+                f64::from(p.point.input_tokens)
+            }
+        };
+        let off = |tr: &crate::metrics::TrialMetrics| {
+            let x = tr.prompt_tokens;
+            x.is_finite() && (x / planned(tr) - 1.0).abs() > t.input_tolerance
+        };
         let trials: Vec<u32> = p
             .trials
             .iter()
-            .filter(|tr| tr.token_mismatches > 0 || off(tr.prompt_tokens))
+            .filter(|tr| tr.token_mismatches > 0 || off(tr))
             .map(|tr| tr.trial)
             .collect();
         if !trials.is_empty() {
             let off_trials: Vec<f64> = p
                 .trials
                 .iter()
+                .filter(|tr| off(tr))
                 .map(|tr| tr.prompt_tokens)
-                .filter(|&x| off(x))
                 .collect();
             flags.push(Flag::TokenMismatch {
                 point_id: p.point.id,
@@ -207,6 +224,23 @@ mod tests {
         assert!(detect(&[resummarise(&p)], &Thresholds::default()).is_empty());
         p.trials[2].cached_tokens = 1_281;
         assert_eq!(detect(&[resummarise(&p)], &Thresholds::default()).len(), 1);
+    }
+
+    #[test]
+    fn planned_shared_prefixes_are_expected_but_hits_beyond_them_are_not() {
+        let mut p = c8();
+        for tr in &mut p.trials {
+            // Half of every trial's 4 × 1000 prompt tokens planned from a shared prefix.
+            tr.cached_share_expected = 0.5;
+            tr.cached_tokens = 2000;
+        }
+        assert!(detect(&[resummarise(&p)], &Thresholds::default()).is_empty());
+        p.trials[1].cached_tokens = 2100; // 100 beyond the plan: above 16 per request and 1%
+        let flags = detect(&[resummarise(&p)], &Thresholds::default());
+        assert!(
+            matches!(flags.as_slice(), [Flag::UnexpectedCacheHits { trials, .. }] if trials == &[2]),
+            "{flags:?}"
+        );
     }
 
     #[test]

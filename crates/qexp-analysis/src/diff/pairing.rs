@@ -64,6 +64,7 @@ mod tests {
             output_tokens: output,
             requests: 4,
             warmup: 1,
+            open_loop: None,
         };
         PointSummary::new(point, Vec::new())
     }

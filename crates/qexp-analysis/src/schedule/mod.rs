@@ -1,0 +1,168 @@
+//! Latency from the schedule, achieved rate and goodput: what open-loop
+//! load (and closed-loop load under SLOs) says beyond the service latencies.
+//!
+//! A request's *service* latency counts from its send; its *response time*
+//! counts from when it was scheduled to go (`queue_s` + service latency).
+//! The two differ when the client sent late (its own lag) or an arrival
+//! waited for a slot under `load.max_in_flight` (the server's backlog); a
+//! benchmark that reports only the first hides that queueing (coordinated
+//! omission). Goodput counts requests meeting every `[slo]` threshold,
+//! measured from the schedule; capacity is the highest load at which the
+//! share meeting them stays at the SLO's percentile.
+
+mod capacity;
+mod trial;
+
+pub use capacity::{capacity, Capacity, CapacityBound};
+pub use trial::{LagCause, ScheduleTrial};
+
+use crate::load::AnalysisError;
+use crate::stats::median;
+use polars::prelude::*;
+use qexp_plan::{Point, SloSection};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A point's schedule metrics across trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchedulePoint {
+    /// The point.
+    pub point: Point,
+    /// Planned mean rate (open-loop points), requests/s.
+    pub planned_rate: Option<f64>,
+    /// The median across trials of every per-trial value (`trial` 0,
+    /// `requests` summed; the lag cause most trials had).
+    pub median: ScheduleTrial,
+    /// Whether the SLOs hold: median attainment at or above the SLO percentile.
+    pub slo_holds: Option<bool>,
+    /// Per-trial values.
+    pub trials: Vec<ScheduleTrial>,
+}
+
+/// Every point's schedule metrics, and capacity where a load axis is swept.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleAnalysis {
+    /// The plan's SLOs, if any.
+    pub slo: Option<SloSection>,
+    /// One entry per point with data, plan order.
+    pub points: Vec<SchedulePoint>,
+    /// Capacity per group of points that differ only in load.
+    pub capacity: Vec<Capacity>,
+}
+
+const COLUMNS: [&str; 11] = [
+    "trial",
+    "point_id",
+    "error_class",
+    "scheduled_unix_s",
+    "sent_unix_s",
+    "queue_s",
+    "ttft_s",
+    "e2e_s",
+    "tpot_s",
+    "end_s",
+    "warmup",
+];
+
+/// Computes schedule metrics for every point of a run.
+pub fn analyze_schedule(
+    dir: &Path,
+    points: &[Point],
+    slo: Option<&SloSection>,
+) -> Result<ScheduleAnalysis, AnalysisError> {
+    let q = |source| AnalysisError::Query {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let df = qexp_store::scan_requests(dir)?
+        .filter(col("warmup").not())
+        .select(COLUMNS[..10].iter().map(|c| col(*c)).collect::<Vec<_>>())
+        .collect()
+        .map_err(q)?;
+    let rows = trial::Rows::from_frame(&df).map_err(q)?;
+    let mut by_key: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+    for i in 0..rows.len() {
+        by_key
+            .entry((rows.point_id[i], rows.trial[i]))
+            .or_default()
+            .push(i);
+    }
+    let mut out = Vec::new();
+    for p in points {
+        let trials: Vec<ScheduleTrial> = by_key
+            .range((p.id, 0)..=(p.id, u32::MAX))
+            .map(|(&(_, t), idx)| ScheduleTrial::of(t, &rows, idx, p, slo))
+            .collect();
+        if trials.is_empty() {
+            continue;
+        }
+        out.push(SchedulePoint::new(p.clone(), trials, slo));
+    }
+    let capacity = slo.map(|s| capacity(&out, s)).unwrap_or_default();
+    Ok(ScheduleAnalysis {
+        slo: slo.cloned(),
+        points: out,
+        capacity,
+    })
+}
+
+/// [`analyze_schedule`] for a run whose plan has open-loop points or `[slo]`.
+pub fn for_run(
+    dir: &Path,
+    manifest: &qexp_store::Manifest,
+) -> Result<Option<ScheduleAnalysis>, AnalysisError> {
+    let slo = SloSection::from_plan_text(&manifest.plan_text);
+    if slo.is_none() && manifest.points.iter().all(|p| p.open_loop.is_none()) {
+        return Ok(None);
+    }
+    analyze_schedule(dir, &manifest.points, slo.as_ref()).map(Some)
+}
+
+impl SchedulePoint {
+    fn new(point: Point, trials: Vec<ScheduleTrial>, slo: Option<&SloSection>) -> SchedulePoint {
+        let m = |f: fn(&ScheduleTrial) -> f64| {
+            median(&trials.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+        };
+        let mo = |f: fn(&ScheduleTrial) -> Option<f64>| {
+            let v: Vec<f64> = trials.iter().filter_map(f).collect();
+            median(&v)
+        };
+        let backlog = trials
+            .iter()
+            .filter(|t| t.lag_cause == LagCause::Backlog)
+            .count();
+        let median = ScheduleTrial {
+            trial: 0,
+            requests: trials.iter().map(|t| t.requests).sum(),
+            scheduled_rate: m(|t| t.scheduled_rate),
+            achieved_rate: m(|t| t.achieved_rate),
+            service_ttft_p50_s: m(|t| t.service_ttft_p50_s),
+            service_ttft_p99_s: m(|t| t.service_ttft_p99_s),
+            response_ttft_p50_s: m(|t| t.response_ttft_p50_s),
+            response_ttft_p99_s: m(|t| t.response_ttft_p99_s),
+            service_e2e_p50_s: m(|t| t.service_e2e_p50_s),
+            service_e2e_p99_s: m(|t| t.service_e2e_p99_s),
+            response_e2e_p50_s: m(|t| t.response_e2e_p50_s),
+            response_e2e_p99_s: m(|t| t.response_e2e_p99_s),
+            send_lag_p50_s: m(|t| t.send_lag_p50_s),
+            send_lag_p99_s: m(|t| t.send_lag_p99_s),
+            lag_cause: if 2 * backlog > trials.len() {
+                LagCause::Backlog
+            } else {
+                LagCause::Client
+            },
+            slo_attainment: mo(|t| t.slo_attainment),
+            goodput_rps: mo(|t| t.goodput_rps),
+        };
+        SchedulePoint {
+            planned_rate: point.rate(),
+            slo_holds: slo
+                .zip(median.slo_attainment)
+                .map(|(s, a)| a >= s.percentile),
+            median,
+            point,
+            trials,
+        }
+    }
+}

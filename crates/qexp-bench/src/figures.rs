@@ -1,0 +1,206 @@
+//! The benchmark's results: one row type per question, the file they are
+//! saved in, and the Markdown table printed after a run.
+
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// Version of the results file layout.
+pub const RESULTS_VERSION: u32 = 1;
+
+/// Output tokens/s qexp ingests and records, and what it costs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CeilingRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Tokens per stream.
+    pub tokens_per_stream: u32,
+    /// Tokens the client recorded.
+    pub tokens: u64,
+    /// Client-side aggregate output tok/s (first send → last completion).
+    pub client_tok_s: f64,
+    /// Server-side tok/s (its own count over its own first → last chunk).
+    pub server_tok_s: f64,
+    /// qexp process CPU seconds over the whole run (probe, calibration, Parquet included).
+    pub cpu_s: f64,
+    /// Wall seconds of the run.
+    pub wall_s: f64,
+    /// CPU seconds per million output tokens.
+    pub cpu_s_per_million: f64,
+    /// Failed requests.
+    pub failures: u64,
+}
+
+/// qexp's TTFT and chunk gaps against the server's own timestamps.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FidelityRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Server's planned TTFT, ms.
+    pub server_ttft_ms: f64,
+    /// Server's planned gap between tokens, ms.
+    pub server_itl_ms: f64,
+    /// TTFT p50 as qexp measured − as the server measured, ms.
+    pub ttft_p50_error_ms: f64,
+    /// TTFT p99, qexp − server, ms.
+    pub ttft_p99_error_ms: f64,
+    /// Chunk gap p50, qexp − server, ms.
+    pub gap_p50_error_ms: f64,
+    /// Chunk gap p99, qexp − server, ms.
+    pub gap_p99_error_ms: f64,
+    /// Server's own TTFT p99, ms.
+    pub server_ttft_p99_ms: f64,
+    /// Server's own chunk-gap p99, ms.
+    pub server_gap_p99_ms: f64,
+    /// qexp process CPU seconds / wall seconds (cores used).
+    pub cores_used: f64,
+    /// Failed requests.
+    pub failures: u64,
+}
+
+/// Peak resident memory with many streams open.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryRow {
+    /// Streams open at once.
+    pub concurrency: u32,
+    /// Peak RSS of the qexp process after the point, MB.
+    pub peak_rss_mb: f64,
+    /// (peak − peak at the smallest concurrency) per 1,000 streams, MB.
+    pub mb_per_1000_streams: Option<f64>,
+    /// Failed requests.
+    pub failures: u64,
+}
+
+/// Open-loop send accuracy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpenLoopRow {
+    /// Planned requests/s.
+    pub planned_rate: f64,
+    /// Requests sent.
+    pub requests: u64,
+    /// (n − 1) / (last send − first send).
+    pub achieved_rate: f64,
+    /// Scheduled → sent lag, median, ms.
+    pub send_lag_p50_ms: f64,
+    /// Scheduled → sent lag, p99, ms.
+    pub send_lag_p99_ms: f64,
+    /// Failed requests.
+    pub failures: u64,
+}
+
+/// Everything one `qexp bench` measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchResults {
+    /// [`RESULTS_VERSION`].
+    pub schema_version: u32,
+    /// qexp's version.
+    pub qexp_version: String,
+    /// When it ran (UTC, RFC 3339).
+    pub started_at: String,
+    /// Machine: CPU model and logical CPUs.
+    pub machine: String,
+    /// A scaled-down run (tests, smoke checks): figures are not comparable.
+    pub quick: bool,
+    /// Ceiling rows.
+    pub ceiling: Vec<CeilingRow>,
+    /// Timing-fidelity rows.
+    pub fidelity: Vec<FidelityRow>,
+    /// Memory rows.
+    pub memory: Vec<MemoryRow>,
+    /// Open-loop rows.
+    pub open_loop: Vec<OpenLoopRow>,
+}
+
+fn f(x: f64, digits: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.digits$}")
+    } else {
+        "-".into()
+    }
+}
+
+impl BenchResults {
+    /// The results as Markdown tables (units in every header).
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "qexp {} load-generator benchmark, {} ({}){}\n",
+            self.qexp_version,
+            self.started_at,
+            self.machine,
+            if self.quick {
+                ", QUICK (not comparable)"
+            } else {
+                ""
+            }
+        );
+        if !self.ceiling.is_empty() {
+            s.push_str("| C | tokens/stream | client tok/s | server tok/s | CPU s / M tokens | cores used | failures |\n|---|---|---|---|---|---|---|\n");
+            for r in &self.ceiling {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    r.concurrency,
+                    r.tokens_per_stream,
+                    f(r.client_tok_s, 0),
+                    f(r.server_tok_s, 0),
+                    f(r.cpu_s_per_million, 2),
+                    f(r.cpu_s / r.wall_s, 2),
+                    r.failures
+                );
+            }
+            s.push('\n');
+        }
+        if !self.fidelity.is_empty() {
+            s.push_str("| C | server TTFT / gap (ms) | TTFT error p50 (ms) | TTFT error p99 (ms) | gap error p50 (ms) | gap error p99 (ms) | server gap p99 (ms) | cores used | failures |\n|---|---|---|---|---|---|---|---|---|\n");
+            for r in &self.fidelity {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.concurrency,
+                    f(r.server_ttft_ms, 0),
+                    f(r.server_itl_ms, 0),
+                    f(r.ttft_p50_error_ms, 2),
+                    f(r.ttft_p99_error_ms, 2),
+                    f(r.gap_p50_error_ms, 2),
+                    f(r.gap_p99_error_ms, 2),
+                    f(r.server_gap_p99_ms, 2),
+                    f(r.cores_used, 2),
+                    r.failures
+                );
+            }
+            s.push('\n');
+        }
+        if !self.memory.is_empty() {
+            s.push_str("| open streams | peak RSS (MB) | MB per 1,000 streams | failures |\n|---|---|---|---|\n");
+            for r in &self.memory {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} |",
+                    r.concurrency,
+                    f(r.peak_rss_mb, 1),
+                    r.mb_per_1000_streams.map_or("-".into(), |m| f(m, 1)),
+                    r.failures
+                );
+            }
+            s.push('\n');
+        }
+        if !self.open_loop.is_empty() {
+            s.push_str("| planned (req/s) | achieved (req/s) | achieved / planned | send lag p50 (ms) | send lag p99 (ms) | requests | failures |\n|---|---|---|---|---|---|---|\n");
+            for r in &self.open_loop {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    f(r.planned_rate, 0),
+                    f(r.achieved_rate, 1),
+                    f(r.achieved_rate / r.planned_rate, 4),
+                    f(r.send_lag_p50_ms, 3),
+                    f(r.send_lag_p99_ms, 3),
+                    r.requests,
+                    r.failures
+                );
+            }
+        }
+        s
+    }
+}

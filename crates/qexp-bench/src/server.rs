@@ -1,0 +1,273 @@
+//! A zero-compute OpenAI-compatible server for measuring the client: it
+//! streams `max_tokens` one-token chunks as fast as they are read, or on an
+//! exact schedule a request asks for (`bench_ttft_ms`, `bench_itl_ms` in its
+//! body), and records its own timestamps of every chunk it hands to the
+//! socket. Those timestamps are the truth the client's are compared with.
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::future::{Future, IntoFuture};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::time::Sleep;
+
+/// What the server measured for one finished request (timed requests only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// Request received → first content chunk handed to the socket, seconds.
+    pub ttft_s: f64,
+    /// Gaps between consecutive content chunks, seconds.
+    pub gaps_s: Vec<f64>,
+}
+
+/// What the server did since the last drain.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// Content chunks (= tokens) streamed.
+    pub tokens: u64,
+    /// First chunk → last chunk across all requests, seconds.
+    pub window_s: f64,
+    /// Timed requests, one record each.
+    pub records: Vec<ServerRecord>,
+}
+
+#[derive(Default)]
+struct Shared {
+    tokens: AtomicU64,
+    /// Nanoseconds since `epoch` of the first and last chunk (0 = none yet).
+    first_ns: AtomicU64,
+    last_ns: AtomicU64,
+    records: Mutex<Vec<ServerRecord>>,
+}
+
+struct ServerState {
+    epoch: Instant,
+    shared: Shared,
+}
+
+impl ServerState {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+}
+
+/// A running bench server on 127.0.0.1.
+pub struct BenchServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+}
+
+impl BenchServer {
+    /// Binds `127.0.0.1:port` (0 picks one) and serves on the current runtime.
+    pub async fn start(port: u16) -> std::io::Result<BenchServer> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(ServerState {
+            epoch: Instant::now(),
+            shared: Shared::default(),
+        });
+        let app = Router::new()
+            .route("/v1/models", get(models))
+            .route("/tokenize", post(tokenize))
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/completions", post(completions))
+            .route("/bench/drain", get(drain))
+            .with_state(state);
+        let (stop, mut stopped) = watch::channel(false);
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        });
+        tokio::spawn(serve.into_future());
+        Ok(BenchServer { addr, stop })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for BenchServer {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+async fn models() -> Json<Value> {
+    Json(json!({"object": "list", "data": [{"id": "bench", "object": "model"}]}))
+}
+
+/// Words of the prompt (or of every message's content): the server's "tokens".
+fn prompt_words(v: &Value) -> u32 {
+    let count = |s: &str| s.split_whitespace().count() as u32;
+    if let Some(p) = v.get("prompt").and_then(Value::as_str) {
+        return count(p);
+    }
+    v.get("messages").and_then(Value::as_array).map_or(0, |m| {
+        m.iter()
+            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .map(count)
+            .sum()
+    })
+}
+
+async fn tokenize(body: Bytes) -> Response {
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(v) => {
+            let n = prompt_words(&v);
+            Json(json!({"count": n, "tokens": Vec::<u32>::new()})).into_response()
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    }
+}
+
+async fn drain(State(s): State<Arc<ServerState>>) -> Json<ServerReport> {
+    let sh = &s.shared;
+    let records = std::mem::take(&mut *sh.records.lock().unwrap_or_else(|e| e.into_inner()));
+    let first = sh.first_ns.swap(0, Ordering::SeqCst);
+    let last = sh.last_ns.swap(0, Ordering::SeqCst);
+    Json(ServerReport {
+        tokens: sh.tokens.swap(0, Ordering::SeqCst),
+        window_s: last.saturating_sub(first) as f64 / 1e9,
+        records,
+    })
+}
+
+async fn chat(state: State<Arc<ServerState>>, body: Bytes) -> Response {
+    generate(state, body, true)
+}
+
+async fn completions(state: State<Arc<ServerState>>, body: Bytes) -> Response {
+    generate(state, body, false)
+}
+
+const CHAT_TOKEN: &[u8] = b"data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"},\"finish_reason\":null}]}\n\n";
+const TEXT_TOKEN: &[u8] = b"data: {\"id\":\"b\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"tok \",\"finish_reason\":null}]}\n\n";
+
+fn generate(State(state): State<Arc<ServerState>>, body: Bytes, chat: bool) -> Response {
+    let received = Instant::now();
+    let v: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    let ms = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0).max(0.0);
+    let (ttft_ms, itl_ms) = (ms("bench_ttft_ms"), ms("bench_itl_ms"));
+    let max_tokens = v.get("max_tokens").and_then(Value::as_u64).unwrap_or(16) as u32;
+    let prompt = prompt_words(&v);
+    let finish = if chat {
+        format!("data: {{\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{max_tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n", prompt + max_tokens)
+    } else {
+        format!("data: {{\"id\":\"b\",\"object\":\"text_completion\",\"choices\":[{{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}}]}}\n\ndata: {{\"id\":\"b\",\"object\":\"text_completion\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{max_tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n", prompt + max_tokens)
+    };
+    let timed = ttft_ms > 0.0 || itl_ms > 0.0;
+    let stream = TokenStream {
+        state,
+        token: Bytes::from_static(if chat { CHAT_TOKEN } else { TEXT_TOKEN }),
+        finish: Some(Bytes::from(finish)),
+        received,
+        ttft: Duration::from_secs_f64(ttft_ms / 1000.0),
+        itl: Duration::from_secs_f64(itl_ms / 1000.0),
+        total: max_tokens,
+        sent: 0,
+        sleep: None,
+        stamps: timed.then(|| Vec::with_capacity(max_tokens as usize)),
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The chunks of one response: each token is due at `received + ttft +
+/// i × itl` (at once when both are zero), then the finish and usage chunks.
+struct TokenStream {
+    state: Arc<ServerState>,
+    token: Bytes,
+    finish: Option<Bytes>,
+    received: Instant,
+    ttft: Duration,
+    itl: Duration,
+    total: u32,
+    sent: u32,
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// Chunk hand-over times (timed requests only).
+    stamps: Option<Vec<Instant>>,
+}
+
+impl TokenStream {
+    fn record(&mut self) {
+        let Some(stamps) = self.stamps.take() else {
+            return;
+        };
+        let Some(first) = stamps.first() else {
+            return;
+        };
+        let rec = ServerRecord {
+            ttft_s: (*first - self.received).as_secs_f64(),
+            gaps_s: stamps
+                .windows(2)
+                .map(|w| (w[1] - w[0]).as_secs_f64())
+                .collect(),
+        };
+        let mut all = self
+            .state
+            .shared
+            .records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        all.push(rec);
+    }
+}
+
+impl Stream for TokenStream {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.sent >= this.total {
+            let fin = this.finish.take();
+            if fin.is_some() {
+                this.record();
+            }
+            return Poll::Ready(fin.map(Ok));
+        }
+        if this.stamps.is_some() {
+            let due = this.received + this.ttft + this.itl * this.sent;
+            if Instant::now() < due {
+                let sleep = this
+                    .sleep
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due.into())));
+                sleep.as_mut().reset(due.into());
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+        }
+        this.sent += 1;
+        let sh = &this.state.shared;
+        let now_ns = this.state.now_ns().max(1);
+        let _ = sh
+            .first_ns
+            .compare_exchange(0, now_ns, Ordering::Relaxed, Ordering::Relaxed);
+        sh.last_ns.fetch_max(now_ns, Ordering::Relaxed);
+        sh.tokens.fetch_add(1, Ordering::Relaxed);
+        if let Some(st) = &mut this.stamps {
+            st.push(Instant::now());
+        }
+        Poll::Ready(Some(Ok(this.token.clone())))
+    }
+}

@@ -1,0 +1,68 @@
+//! The whole benchmark at its quick scale against an in-process bench
+//! server on 127.0.0.1:0: every scenario runs through the real runner,
+//! Parquet and read-back, and the figures are consistent with the server's
+//! own account. (The server shares the process here, so CPU and memory
+//! figures include it; `qexp bench` runs it in a process of its own.)
+
+use qexp_bench::{run_bench, BenchServer, Scale};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_bench_measures_every_scenario() {
+    let server = BenchServer::start(0).await.unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let scale = Scale::quick();
+    let mut lines = Vec::new();
+    let res = run_bench(&server.base_url(), &scale, true, scratch.path(), |l| {
+        lines.push(l.to_string())
+    })
+    .await
+    .unwrap();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+
+    assert_eq!(res.ceiling.len(), 2);
+    for r in &res.ceiling {
+        assert_eq!(r.failures, 0);
+        // The client recorded exactly what the server streamed.
+        assert_eq!(r.tokens % u64::from(r.tokens_per_stream), 0);
+        assert!(r.tokens >= scale.ceiling_total_tokens, "{r:?}");
+        assert!(r.client_tok_s > 0.0 && r.server_tok_s > 0.0, "{r:?}");
+        assert!(r.cpu_s_per_million.is_finite() && r.cpu_s > 0.0, "{r:?}");
+    }
+
+    let f = &res.fidelity[0];
+    assert_eq!(f.failures, 0);
+    // The server's own TTFT is at least the 50 ms it was asked for, and the
+    // client cannot see a token before the server has sent it.
+    assert!(f.server_ttft_p99_ms >= 50.0, "{f:?}");
+    assert!(f.ttft_p50_error_ms > -1.0, "{f:?}");
+    assert!(
+        f.gap_p50_error_ms.is_finite() && f.gap_p99_error_ms.is_finite(),
+        "{f:?}"
+    );
+    assert!((f.server_gap_p99_ms - 10.0).abs() < 10.0, "{f:?}");
+
+    assert_eq!(res.memory.len(), 2);
+    assert!(res.memory[1].mb_per_1000_streams.is_some());
+    assert!(res
+        .memory
+        .iter()
+        .all(|m| m.peak_rss_mb > 1.0 && m.failures == 0));
+
+    let o = &res.open_loop[0];
+    assert_eq!(o.failures, 0);
+    assert_eq!(o.requests, 100);
+    assert!(
+        (o.achieved_rate / o.planned_rate - 1.0).abs() < 0.2,
+        "{o:?}"
+    );
+    assert!(o.send_lag_p50_ms >= 0.0, "{o:?}");
+
+    let md = res.markdown();
+    assert!(
+        md.contains("QUICK") && md.contains("| C | tokens/stream |"),
+        "{md}"
+    );
+    let json = serde_json::to_string(&res).unwrap();
+    let back: qexp_bench::BenchResults = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.open_loop[0].requests, 100);
+}

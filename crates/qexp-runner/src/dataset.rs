@@ -1,0 +1,89 @@
+//! Dataset workloads before the run: the plan's file read and filtered, the
+//! prompt each request will send chosen (seeded), and every chosen prompt
+//! counted on the server once, so each request has a planned length that
+//! the server's own count is checked against like a calibrated one.
+
+use crate::error::RunError;
+use crate::run::RunOptions;
+use qexp_client::{nonce_for, Counter, Dataset};
+use qexp_plan::{DatasetFormat, DatasetSource, Point};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
+
+/// The prompts a run samples from, with the server's count of those it sends.
+#[derive(Debug, Clone)]
+pub(crate) struct DatasetPrompts {
+    /// Prompts that passed the filters, in file order.
+    pub prompts: Vec<String>,
+    /// Server-counted tokens of nonce + prompt, by position in `prompts`.
+    pub tokens: BTreeMap<usize, u32>,
+    /// SHA-256 of the file.
+    pub sha256: String,
+}
+
+impl DatasetPrompts {
+    /// The prompt the `index`-th request of `point` in `trial` sends (seeded, with replacement).
+    pub(crate) fn entry(&self, seed: u64, trial: u32, point: u32, index: u32) -> usize {
+        let key = (u64::from(trial) << 48) ^ (u64::from(point) << 24) ^ u64::from(index);
+        let mut rng = StdRng::seed_from_u64(seed.rotate_left(41) ^ key ^ 0x6461_7461_7365_7421);
+        rng.random_range(0..self.prompts.len().max(1))
+    }
+}
+
+/// Reads the plan's dataset and counts every prompt the run will send.
+pub(crate) async fn prepare(
+    opts: &RunOptions,
+    source: &DatasetSource,
+    points: &[Point],
+    trials: u32,
+    counter: &mut Counter<'_>,
+) -> Result<DatasetPrompts, RunError> {
+    let given = std::path::Path::new(source.path.get_ref());
+    let path = match opts.plan.path.parent() {
+        Some(dir) if given.is_relative() => dir.join(given),
+        _ => given.to_path_buf(),
+    };
+    let format = match source.format() {
+        Some(DatasetFormat::Sharegpt) => qexp_client::DatasetFormat::ShareGpt,
+        _ => qexp_client::DatasetFormat::Jsonl,
+    };
+    let dataset = Dataset::load(&path, format)?;
+    let prompts: Vec<String> = dataset
+        .prompts
+        .into_iter()
+        .filter(|p| source.keeps(p.split_whitespace().count()))
+        .collect();
+    if prompts.is_empty() {
+        return Err(RunError::DatasetFiltered { path });
+    }
+    let mut out = DatasetPrompts {
+        prompts,
+        tokens: BTreeMap::new(),
+        sha256: dataset.sha256,
+    };
+    let seed = opts.plan.file.run.seed;
+    // Every nonce has the same token count, so one probe nonce stands for all.
+    let probe_nonce = nonce_for(seed, 0, 0, 0, 0);
+    for trial in 1..=trials {
+        for p in points {
+            for index in 0..p.warmup + p.requests {
+                let e = out.entry(seed, trial, p.id, index);
+                if out.tokens.contains_key(&e) {
+                    continue;
+                }
+                let text = format!("{probe_nonce} {}", out.prompts[e]);
+                let (n, _) = counter
+                    .count(&text)
+                    .await
+                    .map_err(|source| RunError::DatasetCount { entry: e, source })?;
+                out.tokens.insert(e, n);
+            }
+        }
+    }
+    tracing::info!(
+        prompts = out.prompts.len(),
+        counted = out.tokens.len(),
+        "dataset prompts counted"
+    );
+    Ok(out)
+}

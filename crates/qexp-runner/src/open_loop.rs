@@ -1,0 +1,90 @@
+//! Open-loop load: each request is sent at its planned arrival time whether
+//! or not earlier ones have finished, optionally capped at `max_in_flight`.
+//! A request's scheduled time is its arrival time, never the moment the
+//! client got round to it, so a client that falls behind or a full cap shows
+//! up as `queue_s` and in the response time from the schedule instead of
+//! disappearing from the percentiles (coordinated omission).
+
+use crate::backend::Backend;
+use crate::scheduler::{cancelled, unix_now, Finished, Job};
+use crate::timer::Timer;
+use crate::Cancel;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+
+/// How an open-loop point sends.
+#[derive(Debug, Clone)]
+pub struct OpenLoopSpec {
+    /// Due time of each job, seconds from the start, same order as the jobs.
+    pub offsets: Vec<f64>,
+    /// Most requests in flight; arrivals beyond it wait for a slot.
+    pub max_in_flight: Option<u32>,
+    /// How the dispatcher waits for each due time.
+    pub timer: Timer,
+}
+
+/// Sends `jobs` at `spec.offsets`; calls `on_done` as each finishes. Stops
+/// dispatching when `cancel` turns true; requests in flight then end as
+/// `cancelled` rows.
+pub async fn run_open_loop<B: Backend>(
+    backend: Arc<B>,
+    jobs: Vec<Job>,
+    spec: OpenLoopSpec,
+    cancel: Cancel,
+    mut on_done: impl FnMut(&Finished),
+) -> Vec<Finished> {
+    let n = jobs.len();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let dispatcher = tokio::spawn(dispatch(backend, jobs, spec, cancel, tx));
+    let mut done = Vec::with_capacity(n);
+    while let Some(f) = rx.recv().await {
+        on_done(&f);
+        done.push(f);
+    }
+    // The channel closes only after the dispatcher and every request ended.
+    let _ = dispatcher.await;
+    done.sort_by_key(|f| f.index);
+    done
+}
+
+async fn dispatch<B: Backend>(
+    backend: Arc<B>,
+    jobs: Vec<Job>,
+    spec: OpenLoopSpec,
+    mut cancel: Cancel,
+    tx: mpsc::UnboundedSender<Finished>,
+) {
+    let cap = spec
+        .max_in_flight
+        .map(|m| Arc::new(Semaphore::new(m as usize)));
+    // One reading of each clock: due times are exact offsets from it.
+    let start = tokio::time::Instant::now();
+    let start_unix = unix_now();
+    for (job, offset) in jobs.into_iter().zip(spec.offsets) {
+        let due = start + Duration::from_secs_f64(offset.max(0.0));
+        tokio::select! {
+            biased;
+            _ = cancel.wait_for(|c| *c) => return,
+            _ = spec.timer.until(due) => {}
+        }
+        let permit = match &cap {
+            Some(sem) => tokio::select! {
+                biased;
+                _ = cancel.wait_for(|c| *c) => return,
+                p = sem.clone().acquire_owned() => p.ok(),
+            },
+            None => None,
+        };
+        let scheduled_unix_s = start_unix + offset;
+        let (backend, tx, mut cancel) = (backend.clone(), tx.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                o = backend.send(job.request.clone()) => o,
+                _ = cancel.wait_for(|c| *c) => cancelled(scheduled_unix_s),
+            };
+            drop(permit);
+            let _ = tx.send(Finished::of(&job, scheduled_unix_s, outcome));
+        });
+    }
+}

@@ -1,0 +1,133 @@
+//! Multi-turn sessions: closed-loop concurrency where a worker holds one
+//! conversation at a time and sends its turns in order. Each turn's request
+//! carries the conversation so far (the user messages and the answers
+//! actually received); after an answer the session thinks for the plan's
+//! think time, then sends its next turn. A turn that fails ends its
+//! session: the turns after it are recorded as `skipped`, never sent.
+
+use crate::backend::Backend;
+use crate::scheduler::{run_workers, send, unix_now, Done, Finished, Job};
+use crate::workload::Planned;
+use crate::Cancel;
+use qexp_client::{ErrorClass, Message, Outcome, RequestError, Role};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs `sessions` (each a list of turns, in order) with `concurrency`
+/// sessions in flight; calls `on_done` as each turn finishes.
+pub(crate) async fn run_sessions<B: Backend>(
+    backend: Arc<B>,
+    sessions: Vec<Vec<Job>>,
+    concurrency: u32,
+    think: Duration,
+    cancel: Cancel,
+    on_done: impl FnMut(&Finished),
+) -> Vec<Finished> {
+    let work = move |turns: Vec<Job>, done: Done, cancel: Cancel| {
+        let backend = backend.clone();
+        async move { converse(&*backend, turns, think, done, cancel).await }
+    };
+    run_workers(sessions, concurrency, cancel, work, on_done).await
+}
+
+/// Sends one session's turns in order; false when the run should stop.
+async fn converse<B: Backend>(
+    backend: &B,
+    turns: Vec<Job>,
+    think: Duration,
+    done: Done,
+    mut cancel: Cancel,
+) -> bool {
+    let mut history: Vec<Message> = Vec::new();
+    let mut failed_turn: Option<usize> = None;
+    let last = turns.len().saturating_sub(1);
+    for (k, job) in turns.into_iter().enumerate() {
+        if *cancel.borrow() {
+            return false;
+        }
+        if let Some(f) = failed_turn {
+            let skipped = Finished {
+                index: job.index,
+                scheduled_unix_s: unix_now(),
+                outcome: skipped(f + 1),
+            };
+            if done.send(skipped).is_err() {
+                return false;
+            }
+            continue;
+        }
+        let mut request = job.request;
+        let prompt = request.prompt.clone();
+        request.history = Some(history.clone());
+        let mut f = send(backend, job.index, request, cancel.clone()).await;
+        // The answer goes into the conversation, not into the row: memory stays flat.
+        let answer = f.outcome.text.take();
+        match answer {
+            Some(answer) if f.outcome.ok() => {
+                history.push(Message {
+                    role: Role::User,
+                    content: prompt,
+                });
+                history.push(Message {
+                    role: Role::Assistant,
+                    content: answer,
+                });
+            }
+            _ => failed_turn = Some(k),
+        }
+        if done.send(f).is_err() {
+            return false;
+        }
+        if k < last && failed_turn.is_none() && !think.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(think) => {}
+                _ = cancel.wait_for(|c| *c) => return false,
+            }
+        }
+    }
+    true
+}
+
+/// The row of a turn not sent because turn `failed` (from 1) of its session failed.
+fn skipped(failed: usize) -> Outcome {
+    Outcome {
+        sent_unix_s: unix_now(),
+        error: Some(RequestError {
+            class: ErrorClass::Skipped,
+            message: format!("not sent: turn {failed} of this conversation failed"),
+        }),
+        ..Outcome::default()
+    }
+}
+
+/// Fills in what each later turn of `done` was planned to be, now that the
+/// turn before it is known: its prompt is that turn's prompt and answer (as
+/// the server counted them) plus its own user message, and the plan expects
+/// the server to find that whole earlier conversation in its prefix cache.
+pub(crate) fn plan_turns(planned: &mut BTreeMap<u32, Planned>, done: &[Finished]) {
+    let by_index: BTreeMap<u32, &Outcome> = done.iter().map(|f| (f.index, &f.outcome)).collect();
+    let indices: Vec<u32> = planned.keys().copied().collect();
+    for index in indices {
+        let Some(prev_index) = index.checked_sub(1) else {
+            continue;
+        };
+        let (Some(this), Some(prev)) = (planned.get(&index), planned.get(&prev_index)) else {
+            continue;
+        };
+        if this.turn.is_none_or(|t| t < 2) {
+            continue;
+        }
+        let outcome = by_index.get(&prev_index);
+        let prompt = outcome
+            .and_then(|o| o.usage.prompt_tokens)
+            .unwrap_or(prev.input_tokens);
+        let answer = outcome.map_or(prev.output_tokens, |o| o.output_tokens());
+        let before = prompt.saturating_add(answer);
+        let user = this.input_tokens;
+        if let Some(this) = planned.get_mut(&index) {
+            this.input_tokens = before.saturating_add(user);
+            this.cached_tokens = before;
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! What each request of a point sends: its prompt and the lengths the plan
+//! meant it to have, for every workload kind.
+//!
+//! Default: a unique nonce, then calibrated filler words. Shared prefix: the
+//! measured prompts of a group start with the group's system prompt (its own
+//! nonce, then filler calibrated to `system_tokens`), then the request's
+//! nonce and filler up to the point's input length; warmups stay unique so
+//! they warm nothing a measured request reads. Every nonce depends on the
+//! run, trial and point, so no trial or point finds another's prefix.
+//!
+//! Length distributions draw each request's prompt length and `max_tokens`
+//! from a generator seeded by the plan's seed, trial, point and request
+//! index alone, so a rerun of the plan plans the same lengths. A drawn
+//! prompt length moves the calibrated filler by one word per token.
+//!
+//! Multi-turn sessions: turn 1 is a default prompt of the point's length;
+//! each later turn's user message is a nonce and filler calibrated to
+//! `user_tokens` (the conversation before it is added by `session.rs`).
+//!
+//! Dataset prompts are the request's nonce, then a prompt sampled from the
+//! plan's file (see `dataset.rs`); their planned length is the server's count.
+
+use crate::dataset::DatasetPrompts;
+use qexp_client::prompt::Filler;
+use qexp_client::{nonce_for, Calibration, LengthDist, Shape};
+use qexp_plan::{LengthShape, Lengths, MultiTurn, Point, SharedPrefix, Workload};
+use rand::{rngs::StdRng, SeedableRng};
+use std::collections::BTreeMap;
+
+/// Words in every nonce (see `qexp_client::nonce_for`).
+const NONCE_WORDS: usize = 16;
+/// Mixed into the run salt for system-prompt nonces, so they never equal a request's.
+const SYSTEM_SALT: u64 = 0x7379_7374_656d_5f70;
+
+/// What the plan meant one request to be; stored beside what was measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Planned {
+    /// Prompt tokens planned.
+    pub input_tokens: u32,
+    /// `max_tokens` sent.
+    pub output_tokens: u32,
+    /// Prompt tokens the plan expects the server to find in its prefix cache.
+    pub cached_tokens: u32,
+    /// The shared-prefix group, for grouped prompts.
+    pub prefix_group: Option<u32>,
+    /// The conversation (from 0 within the point), for multi-turn requests.
+    pub session: Option<u32>,
+    /// The turn within its conversation, from 1.
+    pub turn: Option<u32>,
+}
+
+/// Builds the prompts of a run.
+pub(crate) struct Prompts<'a> {
+    pub filler: &'a Filler,
+    pub seed: u64,
+    pub salt: u64,
+    pub shared: Option<&'a SharedPrefix>,
+    pub input_lengths: Option<&'a Lengths>,
+    pub output_lengths: Option<&'a Lengths>,
+    pub dataset: Option<&'a DatasetPrompts>,
+    pub multi_turn: Option<&'a MultiTurn>,
+    /// A replayed trace: measured request i takes the lengths of entry i.
+    pub trace: Option<&'a qexp_plan::Trace>,
+    pub calibrations: &'a BTreeMap<u32, Calibration>,
+}
+
+/// The client's distribution for a plan's `lengths` around `mean`.
+fn dist(lengths: &Lengths, mean: u32) -> LengthDist {
+    let (min, max) = lengths.bounds();
+    let std_dev = lengths.std_dev();
+    LengthDist {
+        shape: match lengths.distribution.get_ref() {
+            LengthShape::Fixed => Shape::Fixed,
+            LengthShape::Uniform => Shape::Uniform,
+            LengthShape::Normal => Shape::Normal { std_dev },
+            LengthShape::Lognormal => Shape::LogNormal { std_dev },
+        },
+        mean,
+        min,
+        max,
+    }
+}
+
+/// The generator for one request's lengths: from the plan's seed and the request's place only.
+fn length_rng(seed: u64, trial: u32, point: u32, index: u32) -> StdRng {
+    let key = (u64::from(trial) << 48) ^ (u64::from(point) << 24) ^ u64::from(index);
+    StdRng::seed_from_u64(seed.rotate_left(29) ^ key ^ 0x6c65_6e67_7468_7321)
+}
+
+impl Prompts<'_> {
+    /// Prompt lengths to calibrate for `points`: their inputs and the system
+    /// prompt wherever a point (or a drawn length) can hold it.
+    pub(crate) fn lengths(w: &Workload, points: &[Point]) -> Vec<u32> {
+        let mut out: Vec<u32> = points.iter().map(|p| p.input_tokens).collect();
+        if let Some(s) = &w.shared_prefix {
+            let held = points
+                .iter()
+                .any(|p| s.system_tokens_at(p.input_tokens).is_some());
+            if held || w.input_lengths.is_some() {
+                out.push(*s.system_tokens.get_ref());
+            }
+        }
+        if let Some(m) = &w.multi_turn {
+            out.push(*m.user_tokens.get_ref());
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Filler words after the nonce that give `tokens` (0 when not calibrated).
+    fn units(&self, tokens: u32) -> usize {
+        self.calibrations.get(&tokens).map_or(0, |c| c.units)
+    }
+
+    /// The `index`-th request of `point` in `trial` (warmups first) and what it should be.
+    pub(crate) fn request(&self, trial: u32, point: &Point, index: u32) -> (String, Planned) {
+        let mut rng = length_rng(self.seed, trial, point.id, index);
+        let input = self.input_lengths.map_or(point.input_tokens, |l| {
+            dist(l, point.input_tokens).sample(&mut rng)
+        });
+        let output = self.output_lengths.map_or(point.output_tokens, |l| {
+            dist(l, point.output_tokens).sample(&mut rng)
+        });
+        let traced = self
+            .trace
+            .filter(|_| point.open_loop.as_ref().is_some_and(|o| o.trace.is_some()));
+        let (input, output) = traced
+            .and_then(|t| t.entries.get(index.checked_sub(point.warmup)? as usize))
+            .map_or((input, output), |e| (e.input_tokens, e.output_tokens));
+        // One filler word per token away from the calibrated length.
+        let units = (self.units(point.input_tokens) as i64 + i64::from(input)
+            - i64::from(point.input_tokens))
+        .max(0) as usize;
+        let nonce = nonce_for(self.seed, self.salt, trial, point.id, index);
+        let mut planned = Planned {
+            input_tokens: input,
+            output_tokens: output,
+            ..Planned::default()
+        };
+        if let Some(d) = self.dataset {
+            // The nonce first, as for filler prompts: no request reuses another's prefix.
+            let e = d.entry(self.seed, trial, point.id, index);
+            planned.input_tokens = d.tokens.get(&e).copied().unwrap_or(input);
+            return (format!("{nonce} {}", d.prompts[e]), planned);
+        }
+        let place = index
+            .checked_sub(point.warmup)
+            .zip(self.multi_turn)
+            .map(|(measured, m)| (m, m.place(measured)));
+        if let Some((m, (session, turn))) = place {
+            planned.session = Some(session);
+            planned.turn = Some(turn);
+            if turn > 1 {
+                // The turn's own message; the conversation so far goes before it.
+                let user = *m.user_tokens.get_ref();
+                planned.input_tokens = user;
+                return (self.filler.prompt(&nonce, self.units(user)), planned);
+            }
+        }
+        let grouped = index.checked_sub(point.warmup).and_then(|measured| {
+            let shared = self.shared?;
+            let system = shared.system_tokens_at(input)?;
+            Some((shared, system, measured))
+        });
+        let Some((shared, system, measured)) = grouped else {
+            return (self.filler.prompt(&nonce, units), planned);
+        };
+        let group = shared.group_of(measured);
+        // Unique prefixes: a system prompt per request, keyed past every group's.
+        let key = if shared.unique_prefixes {
+            shared.groups.get_ref().saturating_add(measured)
+        } else {
+            group
+        };
+        let system_nonce = nonce_for(self.seed, self.salt ^ SYSTEM_SALT, trial, point.id, key);
+        let system_units = self.units(system);
+        let question_units = units.saturating_sub(system_units + NONCE_WORDS);
+        let mut prompt = self.filler.prompt(&system_nonce, system_units);
+        prompt.push(' ');
+        prompt.push_str(&self.filler.prompt(&nonce, question_units));
+        planned.cached_tokens = shared.expected_cached(input, measured);
+        planned.prefix_group = Some(group);
+        (prompt, planned)
+    }
+}
+
+/// Workload keys that make two runs comparable, beyond the point parameters.
+pub(crate) fn comparability_keys(w: &Workload) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(s) = &w.shared_prefix {
+        out.push((
+            "shared_prefix".into(),
+            format!(
+                "{} groups x {} prompts, system {} tokens{}",
+                s.groups.get_ref(),
+                s.prompts_per_group.get_ref(),
+                s.system_tokens.get_ref(),
+                if s.unique_prefixes {
+                    ", unique prefixes"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    if let Some(m) = &w.multi_turn {
+        out.push((
+            "multi_turn".into(),
+            format!(
+                "{} turns, user {} tokens, think {} s",
+                m.turns(),
+                m.user_tokens.get_ref(),
+                m.think_time_s()
+            ),
+        ));
+    }
+    if let Some(d) = &w.dataset {
+        out.push((
+            "dataset".into(),
+            format!(
+                "{} ({:?}), words {}..{}",
+                d.path.get_ref(),
+                d.format(),
+                d.min_words.unwrap_or(0),
+                d.max_words.map_or("".into(), |m| m.to_string())
+            ),
+        ));
+    }
+    for (key, lengths) in [
+        ("input_lengths", &w.input_lengths),
+        ("output_lengths", &w.output_lengths),
+    ] {
+        if let Some(l) = lengths {
+            let (min, max) = l.bounds();
+            out.push((
+                key.into(),
+                format!(
+                    "{:?} std_dev {} min {min} max {max}",
+                    l.distribution.get_ref(),
+                    l.std_dev()
+                )
+                .to_lowercase(),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_client::CountMethod;
+    use toml::Spanned;
+
+    fn calibration(tokens: u32, units: usize) -> (u32, Calibration) {
+        let c = Calibration {
+            target_tokens: tokens,
+            units,
+            measured_tokens: tokens,
+            method: CountMethod::Tokenize,
+            probes: 1,
+        };
+        (tokens, c)
+    }
+
+    fn point(input: u32) -> Point {
+        Point {
+            id: 2,
+            concurrency: 1,
+            input_tokens: input,
+            output_tokens: 10,
+            requests: 4,
+            warmup: 1,
+            open_loop: None,
+        }
+    }
+
+    #[test]
+    fn grouped_prompts_share_their_system_prompt_and_keep_their_length() {
+        let filler = Filler::new(1, 500);
+        let cal: BTreeMap<u32, Calibration> = [calibration(300, 284), calibration(200, 184)].into();
+        let shared = SharedPrefix {
+            groups: Spanned::new(0..0, 2),
+            prompts_per_group: Spanned::new(0..0, 2),
+            system_tokens: Spanned::new(0..0, 200),
+            unique_prefixes: false,
+        };
+        let prompts = Prompts {
+            filler: &filler,
+            seed: 1,
+            salt: 2,
+            shared: Some(&shared),
+            input_lengths: None,
+            output_lengths: None,
+            dataset: None,
+            multi_turn: None,
+            trace: None,
+            calibrations: &cal,
+        };
+        let p = point(300);
+        let built: Vec<(String, Planned)> = (0..5).map(|i| prompts.request(1, &p, i)).collect();
+        for (prompt, _) in &built {
+            assert_eq!(prompt.split(' ').count(), 16 + 284, "{prompt}");
+        }
+        let system = |s: &str| s.split(' ').take(16 + 184).collect::<Vec<_>>().join(" ");
+        // Index 0 is the warmup: unique, no group.
+        assert_eq!(built[0].1.prefix_group, None);
+        assert_ne!(system(&built[0].0), system(&built[1].0));
+        assert_eq!(system(&built[1].0), system(&built[3].0), "group 0");
+        assert_eq!(system(&built[2].0), system(&built[4].0), "group 1");
+        assert_ne!(system(&built[1].0), system(&built[2].0));
+        assert_ne!(built[1].0, built[3].0, "questions differ");
+        let cached: Vec<u32> = built.iter().map(|(_, p)| p.cached_tokens).collect();
+        assert_eq!(cached, [0, 0, 0, 200, 200]);
+        // Another trial gets other system prompts.
+        assert_ne!(system(&prompts.request(2, &p, 1).0), system(&built[1].0));
+
+        let busted = SharedPrefix {
+            unique_prefixes: true,
+            ..shared.clone()
+        };
+        let prompts = Prompts {
+            shared: Some(&busted),
+            ..prompts
+        };
+        let a = prompts.request(1, &p, 1).0;
+        let b = prompts.request(1, &p, 3).0;
+        assert_ne!(system(&a), system(&b));
+        assert_eq!(a.split(' ').count(), 16 + 284);
+    }
+}

@@ -1,0 +1,159 @@
+//! The open-loop scheduler on a fake backend and tokio's paused clock:
+//! requests leave at their planned offsets whatever the server does, and a
+//! cap on requests in flight delays sends without moving their schedule.
+
+use qexp_client::{Api, GenRequest, Outcome};
+use qexp_runner::{run_open_loop, Backend, Job, OpenLoopSpec, Timer};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A server that takes `service` per request and notes when each arrived.
+struct Fake {
+    start: Instant,
+    service: Duration,
+    sends: Mutex<Vec<(u32, Duration)>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+impl Fake {
+    fn new(service_ms: u64) -> Arc<Fake> {
+        Arc::new(Fake {
+            start: Instant::now(),
+            service: Duration::from_millis(service_ms),
+            sends: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl Backend for Fake {
+    async fn send(&self, req: GenRequest) -> Outcome {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        self.sends
+            .lock()
+            .unwrap()
+            .push((req.max_tokens, self.start.elapsed()));
+        tokio::time::sleep(self.service).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Outcome {
+            first_token_s: Some(0.01),
+            last_token_s: Some(self.service.as_secs_f64()),
+            content_chunks: 1,
+            client_tokens: 1,
+            ..Outcome::default()
+        }
+    }
+}
+
+/// Jobs whose `max_tokens` is their index, so the fake can tell them apart.
+fn jobs(n: u32) -> Vec<Job> {
+    (0..n)
+        .map(|index| Job {
+            index,
+            request: GenRequest {
+                api: Api::Chat,
+                model: "m".into(),
+                prompt: "p".into(),
+                max_tokens: index,
+                extra: Default::default(),
+                history: None,
+            },
+        })
+        .collect()
+}
+
+fn spec(offsets_ms: &[u64], cap: Option<u32>) -> OpenLoopSpec {
+    OpenLoopSpec {
+        offsets: offsets_ms.iter().map(|&m| m as f64 / 1000.0).collect(),
+        max_in_flight: cap,
+        timer: Timer::Coarse,
+    }
+}
+
+fn sent_at_ms(fake: &Fake) -> Vec<(u32, u128)> {
+    let mut s: Vec<(u32, u128)> = fake
+        .sends
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(i, d)| (*i, d.as_millis()))
+        .collect();
+    s.sort();
+    s
+}
+
+#[tokio::test(start_paused = true)]
+async fn sends_on_schedule_even_when_the_server_is_slow() {
+    // Each request takes 1 s, arrivals every 100 ms: a closed loop of one
+    // would send at 0, 1000, 2000 ms; the open loop keeps the schedule.
+    let fake = Fake::new(1000);
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let offsets = [0, 100, 200, 300, 400];
+    let done = run_open_loop(fake.clone(), jobs(5), spec(&offsets, None), rx, |_| {}).await;
+    assert_eq!(done.len(), 5);
+    let sent = sent_at_ms(&fake);
+    assert_eq!(sent, vec![(0, 0), (1, 100), (2, 200), (3, 300), (4, 400)]);
+    assert_eq!(fake.max_in_flight.load(Ordering::SeqCst), 5);
+    // Scheduled times keep the planned spacing.
+    let sched: Vec<f64> = done.iter().map(|f| f.scheduled_unix_s).collect();
+    for (w, off) in sched.windows(2).zip(offsets.windows(2)) {
+        let planned = (off[1] - off[0]) as f64 / 1000.0;
+        assert!((w[1] - w[0] - planned).abs() < 1e-6, "{sched:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cap_delays_sends_but_not_their_schedule() {
+    let fake = Fake::new(1000);
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let done = run_open_loop(
+        fake.clone(),
+        jobs(4),
+        spec(&[0, 100, 200, 300], Some(2)),
+        rx,
+        |_| {},
+    )
+    .await;
+    assert_eq!(fake.max_in_flight.load(Ordering::SeqCst), 2);
+    // Two slots: requests 2 and 3 wait for the first two to finish.
+    assert_eq!(
+        sent_at_ms(&fake),
+        vec![(0, 0), (1, 100), (2, 1000), (3, 1100)]
+    );
+    let sched: Vec<f64> = done
+        .iter()
+        .map(|f| f.scheduled_unix_s - done[0].scheduled_unix_s)
+        .collect();
+    assert!(
+        (sched[2] - 0.2).abs() < 1e-6 && (sched[3] - 0.3).abs() < 1e-6,
+        "{sched:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_stops_dispatch_and_keeps_in_flight_rows() {
+    let fake = Fake::new(1000);
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let stopper = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        tx.send(true).unwrap();
+    });
+    let done = run_open_loop(
+        fake.clone(),
+        jobs(10),
+        spec(&[0, 100, 200, 300, 400, 500, 600, 700, 800, 900], None),
+        rx,
+        |_| {},
+    )
+    .await;
+    stopper.await.unwrap();
+    // Three were sent before the stop; each ends as a cancelled row.
+    assert_eq!(done.len(), 3);
+    assert!(done.iter().all(|f| f.outcome.error.is_some()));
+    assert_eq!(fake.sends.lock().unwrap().len(), 3);
+}
