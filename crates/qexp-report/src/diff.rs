@@ -12,12 +12,13 @@ pub use render::{render_diff, write_diff, DiffFormat, DiffTemplates};
 
 use crate::format::{num, spread};
 use crate::labels;
-use qexp_analysis::diff::{KeyRow, MetricDiff, RunSide, Untested, Verdict};
+use qexp_analysis::diff::{
+    KeyRow, MetricDiff, RunSide, Scale, ThresholdSource, Untested, Verdict, NEEDED_POWER,
+};
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Axis, DiffMetric, RunDiff};
 use qexp_plan::Point;
 use serde::Serialize;
-use std::collections::BTreeSet;
 
 /// Everything the diff templates see.
 #[derive(Debug, Clone, Serialize)]
@@ -48,6 +49,8 @@ pub struct DiffContext {
     pub notes: Vec<String>,
     /// Alpha, as printed.
     pub alpha: String,
+    /// The practical threshold in percent, as printed (`2%`).
+    pub min_change: String,
     /// Interval coverage in percent, as printed.
     pub level: String,
     /// The ratio chart, filled in by the renderer.
@@ -105,20 +108,22 @@ pub struct RowView {
     pub a: String,
     /// B: median with min–max.
     pub b: String,
-    /// median(B)/median(A).
+    /// The estimated change: ratio B/A of geometric means (`1.098`), or a difference for failures (`Δ +2.0`).
     pub ratio: String,
-    /// Interval of the ratio, `[lo, hi]`.
+    /// Interval of the estimate, `[lo, hi]`.
     pub ci: String,
-    /// Raw p-value, or why there is none.
+    /// Raw p-value of "no change", or why there is none.
     pub p: String,
     /// Holm-adjusted p-value, or why there is none.
     pub p_holm: String,
-    /// `better`, `worse`, `~` or `–`.
+    /// Holm-adjusted equivalence (TOST) p-value, or `–`.
+    pub p_equivalent: String,
+    /// `better`, `worse`, `=`, `~` or `–`.
     pub verdict: String,
-    /// `better`, `worse`, `same` or `untested`: for styling.
+    /// `better`, `worse`, `equivalent`, `same` or `untested`: for styling.
     pub class: String,
-    /// Footnote markers (`†`).
-    pub marks: String,
+    /// For a `~`: trials per side that would likely decide (`12`, `>1000`), else empty.
+    pub needed: String,
 }
 
 /// A point without a partner.
@@ -142,9 +147,6 @@ pub struct DiffChartView {
     /// The SVG document.
     pub svg: String,
 }
-
-/// Footnote marker for sample sizes that can never reach alpha.
-pub const CANNOT_REACH: &str = "†";
 
 fn side(name: &str, s: &RunSide) -> SideView {
     SideView {
@@ -192,6 +194,28 @@ pub fn p_value(p: f64) -> String {
     }
 }
 
+/// A signed difference, e.g. `Δ +2.0`, `Δ −0.4`.
+fn difference(d: f64) -> String {
+    let sign = if d < 0.0 { "−" } else { "+" };
+    format!("Δ {sign}{}", num(d.abs()))
+}
+
+/// An interval on the estimate's scale.
+fn interval(scale: Scale, (lo, hi): (f64, f64)) -> String {
+    match scale {
+        Scale::Ratio => format!("[{}, {}]", ratio(lo), ratio(hi)),
+        Scale::Difference => format!("[{}, {}]", signed(lo), signed(hi)),
+    }
+}
+
+fn signed(x: f64) -> String {
+    if x < 0.0 {
+        format!("−{}", num(-x))
+    } else {
+        num(x)
+    }
+}
+
 /// Median with min–max, e.g. `505 [498–510]`; counts without decimals where whole.
 fn cell(metric: DiffMetric, s: &Option<Summary>) -> String {
     let count = |v: f64| {
@@ -220,7 +244,12 @@ fn row(point: &str, first: bool, m: &MetricDiff) -> RowView {
         (Some(t), _) => (p_value(t.p), p_value(t.p_holm)),
         (None, Some(Untested::AllEqual)) => ("all equal".into(), "–".into()),
         (None, Some(Untested::NoData(s))) => (format!("no data in {s}"), "–".into()),
+        (None, Some(Untested::OneTrial(s))) => (format!("1 trial in {s}"), "–".into()),
         (None, None) => ("–".into(), "–".into()),
+    };
+    let estimate = match m.scale {
+        Scale::Ratio => m.ratio.map(ratio),
+        Scale::Difference => m.difference.map(difference),
     };
     RowView {
         point: point.into(),
@@ -229,24 +258,26 @@ fn row(point: &str, first: bool, m: &MetricDiff) -> RowView {
         metric_key: m.metric.key().into(),
         a: cell(m.metric, &m.a),
         b: cell(m.metric, &m.b),
-        ratio: m.ratio.map_or("–".into(), ratio),
-        ci: m.ci.map_or("–".into(), |(lo, hi)| {
-            format!("[{}, {}]", ratio(lo), ratio(hi))
-        }),
+        ratio: estimate.unwrap_or_else(|| "–".into()),
+        ci: m.ci.map_or("–".into(), |ci| interval(m.scale, ci)),
         p,
         p_holm,
+        p_equivalent: m
+            .test
+            .and_then(|t| t.p_equivalent_holm)
+            .map_or("–".into(), p_value),
         verdict: m.verdict.symbol().into(),
         class: match m.verdict {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
+            Verdict::Equivalent => "equivalent",
             Verdict::NoChange => "same",
             Verdict::NotTested => "untested",
         }
         .into(),
-        marks: if m.cannot_reach.is_some() {
-            CANNOT_REACH.into()
-        } else {
-            String::new()
+        needed: match m.undecided {
+            Some(u) => u.needed.map_or(">1000".into(), |n| n.to_string()),
+            None => String::new(),
         },
     }
 }
@@ -287,61 +318,25 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
     }
     let alpha = format!("{}", d.alpha);
     let level = format!("{}", d.level * 100.0);
+    let min_change = format!("{}%", d.min_change * 100.0);
     let t = &d.tally;
     let summary = format!(
-        "{} better, {} worse, {} ~{} — {} over {} × {}, Holm-corrected at α = {alpha}.",
+        "{} better, {} worse, {} =, {} ~{} — {} and {} over {} × {}, Holm-corrected at α = {alpha}; changes under {min_change} are never better or worse.",
         t.better,
         t.worse,
+        t.equivalent,
         t.no_change,
         if t.not_tested > 0 {
-            format!(", {} not tested (no data)", t.not_tested)
+            format!(", {} not tested", t.not_tested)
         } else {
             String::new()
         },
-        plural(d.tests, "Mann–Whitney test", "Mann–Whitney tests"),
+        plural(d.tests, "test of change", "tests of change"),
+        plural(d.equivalence_tests, "equivalence test", "equivalence tests"),
         plural(d.pairs.len(), "paired point", "paired points"),
         plural(d.metrics.len(), "metric", "metrics"),
     );
-    let mut notes = vec![
-        format!(
-            "B/A is median(B) / median(A) across trials; the interval is a {level}% percentile bootstrap of that ratio ({} resamples, seed {}). \
-             p is a two-sided Mann–Whitney U test over the trial values (exact when there are no ties), then Holm-adjusted over all {} of this diff.",
-            d.resamples,
-            d.seed,
-            plural(d.tests, "test", "tests")
-        ),
-        format!(
-            "Verdicts know direction: higher is better for tok/s, lower for seconds and failures. `~`: no significant change (Holm-adjusted p > {alpha}).",
-        ),
-    ];
-    if d.all_equal > 0 {
-        notes.push(format!(
-            "\"all equal\": every trial value on both sides is the same number (e.g. no failures anywhere); there is nothing to test, so {} not counted among the tests.",
-            if d.all_equal == 1 { "it is" } else { "they are" }
-        ));
-    }
-    let reach: BTreeSet<(usize, usize, usize)> = d
-        .pairs
-        .iter()
-        .flat_map(|p| &p.metrics)
-        .filter_map(|m| m.cannot_reach.map(|c| (c.n_a, c.n_b, c.needed)))
-        .collect();
-    for (n_a, n_b, needed) in reach {
-        notes.push(format!(
-            "{CANNOT_REACH} {n_a} vs {n_b} trials can never give p ≤ {alpha} in a Mann–Whitney test, whatever the data: run at least {needed} trials per side (qexp run --trials {needed})."
-        ));
-    }
-    if let Some(f) = d.family_note {
-        notes.push(format!(
-            "With {} tests, Holm's first rejection needs a raw p ≤ {alpha}/{} = {}; these trial counts allow at best p = {}, so no verdict of this diff can be significant. \
-             Run at least {} trials per side, or compare fewer metrics (--metric).",
-            f.tests,
-            f.tests,
-            p_value(f.threshold),
-            p_value(f.best_p),
-            f.needed
-        ));
-    }
+    let notes = notes(d, &alpha, &level, &min_change);
     let deployment: Vec<KeyView> = d.deployment.iter().map(key_view).collect();
     DiffContext {
         a: side("A", &d.a),
@@ -365,7 +360,59 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
         summary,
         notes,
         alpha,
+        min_change,
         level,
         chart: None,
     }
+}
+
+/// How to read the table: what was tested, how many tests, and the footnotes this diff needs.
+fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String> {
+    let source = match d.min_change_source {
+        ThresholdSource::Plan => "run A's plan, analysis.min_change",
+        ThresholdSource::Option => "--min-change",
+        ThresholdSource::Default => "the default: run A's plan no longer parses",
+    };
+    let comparisons = || d.pairs.iter().flat_map(|p| &p.metrics);
+    let mut notes = vec![
+        format!(
+            "The trial is the unit: each trial contributes one value per metric (per-request metrics as the median over its requests). \
+             B/A is the ratio of geometric means of the trial values, exp(mean ln B − mean ln A); the interval is its {level}% Student t-interval, not adjusted for multiplicity."
+        ),
+        format!(
+            "p: two-sided Student t-test on the log trial values (pooled variance when both runs have as many trials, Welch otherwise), Holm-adjusted over all {} of this diff. \
+             p=: Schuirmann's two one-sided tests that the change lies within ±{min_change} ({source}), Holm-adjusted over all {}.",
+            plural(d.tests, "test of change", "tests of change"),
+            plural(d.equivalence_tests, "equivalence test", "equivalence tests"),
+        ),
+        format!(
+            "Verdicts know direction (higher is better for tok/s, lower for seconds and failures): better/worse need a Holm-adjusted p ≤ {alpha} and an estimated change of at least {min_change}; \
+             `=`: the change is shown to lie within ±{min_change} (Holm-adjusted p= ≤ {alpha}); `~`: neither."
+        ),
+    ];
+    if comparisons().any(|m| m.scale == Scale::Difference && m.untested.is_none()) {
+        notes.push(format!(
+            "Δ rows (failures, or a metric with a value ≤ 0): the difference B − A in the mean per trial, tested by an exact permutation test (counts are often all zero, so no t); \
+             a change counts when it is at least {min_change} of the point's requests (of A's mean for another metric); these rows have no `=`."
+        ));
+    }
+    if d.all_equal > 0 {
+        notes.push(format!(
+            "\"all equal\": every trial value on both sides is the same number (e.g. no failures anywhere); there is nothing to test, so {} not counted among the tests.",
+            if d.all_equal == 1 { "it is" } else { "they are" }
+        ));
+    }
+    if comparisons().any(|m| m.undecided.is_some()) {
+        notes.push(format!(
+            "trials to decide: for a `~`, the trials per side with which the comparison would likely ({:.0}% power) reach a verdict if the true change is the one observed, at the observed spread: \
+             better/worse when the change is at least {min_change}, `=` when it is smaller (at α divided by the number of tests, a safe bound for Holm).",
+            NEEDED_POWER * 100.0
+        ));
+    }
+    if comparisons().any(|m| matches!(m.untested, Some(Untested::OneTrial(_)))) {
+        notes.push(
+            "\"1 trial\": a run with one trial at a point has no trial-to-trial spread to test against; run at least 3 trials per side (qexp run --trials 3).".into(),
+        );
+    }
+    notes
 }

@@ -65,7 +65,14 @@ pub struct ProfileError {
     pub reason: &'static str,
 }
 
-const NAMES: &[&str] = &["founding", "fast", "fast-nospec", "fast-reasoning", "exact"];
+const NAMES: &[&str] = &[
+    "founding",
+    "fast",
+    "fast-nospec",
+    "fast-reasoning",
+    "exact",
+    "exact-slow",
+];
 
 impl SimProfile {
     /// The built-in profile called `name`, if there is one (see [`SimProfile::names`]).
@@ -100,6 +107,13 @@ impl SimProfile {
                 prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
                 prefix_cache_block: 16,
                 reasoning_tokens: 0,
+            }),
+            // `exact` with 10% longer decode steps (decode 91 instead of 100
+            // tok/s): a second deployment whose difference `qexp diff` must find.
+            "exact-slow" => Some(SimProfile {
+                name: "exact-slow".to_owned(),
+                step_base_s: 0.011,
+                ..SimProfile::by_name("exact")?
             }),
             _ => None,
         }

@@ -1,5 +1,6 @@
 //! `qexp diff RUN_A RUN_B`: analyse both runs, compare them, print and write
-//! the result, and turn "a significant regression" into an exit code for CI.
+//! the result, and turn "a significant regression" into an exit code for CI
+//! that is never confused with "could not do the work".
 
 use crate::CliError;
 use anyhow::anyhow;
@@ -11,6 +12,16 @@ use std::path::{Path, PathBuf};
 
 /// Exit code of `--fail-on-regression` when a comparison is a significant regression.
 pub const EXIT_REGRESSION: u8 = 1;
+/// Exit code when the diff could not be made or written: bad input, runs that are not comparable, a failed write.
+pub const EXIT_NOT_DONE: u8 = crate::EXIT_BAD_INPUT;
+
+/// Could not do the work: exit [`EXIT_NOT_DONE`], whatever the cause.
+fn not_done(e: impl Into<anyhow::Error>) -> CliError {
+    CliError {
+        error: e.into(),
+        code: EXIT_NOT_DONE,
+    }
+}
 
 /// Where `qexp diff` sends its output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -39,7 +50,10 @@ pub struct DiffArgs {
     /// Family-wise significance level, after Holm's correction over every test of the diff.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    /// Exit 1 when any comparison is a significant regression (for CI gates).
+    /// Practical threshold: a relative change smaller than this (0.02 = 2%) is never better/worse, and `=` proves a change is within it [default: run A's analysis.min_change].
+    #[arg(long, value_name = "FRACTION")]
+    pub min_change: Option<f64>,
+    /// Exit 1 when any comparison is a significant regression of at least the threshold (for CI gates).
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Compare even though this workload key differs (repeatable); the output says so.
@@ -48,7 +62,7 @@ pub struct DiffArgs {
     /// Compare only this metric (repeatable) [default: all].
     #[arg(long = "metric", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(DiffMetric::NAMES))]
     pub metrics: Vec<String>,
-    /// Seed of the bootstrap intervals.
+    /// Seed of the random permutations (only used beyond the exact test's size).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where run ids are looked up.
@@ -72,12 +86,12 @@ fn resolve(run: &Path, results: &Path) -> Result<PathBuf, CliError> {
         .collect();
     match found.as_slice() {
         [one] if !name.is_empty() && !name.contains(std::path::MAIN_SEPARATOR) => Ok(one.clone()),
-        [_, _, ..] if !name.contains(std::path::MAIN_SEPARATOR) => Err(CliError::input(anyhow!(
+        [_, _, ..] if !name.contains(std::path::MAIN_SEPARATOR) => Err(not_done(anyhow!(
             "run id {name:?} matches {} runs under {}; give more of it or the folder",
             found.len(),
             results.display()
         ))),
-        _ => Err(CliError::input(anyhow!(
+        _ => Err(not_done(anyhow!(
             "no run at {}: not a folder with {}, nor a run id under {}",
             run.display(),
             qexp_store::MANIFEST_FILE,
@@ -86,18 +100,18 @@ fn resolve(run: &Path, results: &Path) -> Result<PathBuf, CliError> {
     }
 }
 
-/// `qexp diff`: returns 0, or 1 for a significant regression under `--fail-on-regression`.
+/// `qexp diff`: returns 0, or 1 for a significant regression under `--fail-on-regression`; errors exit [`EXIT_NOT_DONE`].
 pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
     let dir_a = resolve(&args.run_a, &args.results)?;
     let dir_b = resolve(&args.run_b, &args.results)?;
     let analyse = |dir: &Path| {
-        qexp_analysis::analyze(dir).map_err(|e| {
-            CliError::input(anyhow!(e).context(format!("cannot analyse {}", dir.display())))
-        })
+        qexp_analysis::analyze(dir)
+            .map_err(|e| not_done(anyhow!(e).context(format!("cannot analyse {}", dir.display()))))
     };
     let (a, b) = (analyse(&dir_a)?, analyse(&dir_b)?);
     let opts = DiffOptions {
         alpha: args.alpha,
+        min_change: args.min_change,
         ignore: args.ignore.clone(),
         metrics: args
             .metrics
@@ -108,7 +122,9 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
         ..DiffOptions::default()
     };
     let d = qexp_analysis::diff(&a, &b, &opts).map_err(|e| match e {
-        DiffError::Incomparable { .. } | DiffError::BadAlpha(_) => CliError::input(e),
+        DiffError::Incomparable { .. } | DiffError::BadAlpha(_) | DiffError::BadMinChange(_) => {
+            not_done(e)
+        }
     })?;
     for w in &d.warnings {
         eprintln!("warning: {w}");
@@ -131,8 +147,8 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
         .collect();
     if !files.is_empty() {
         let templates = match &args.templates {
-            Some(dir) => DiffTemplates::from_dir(dir).map_err(CliError::input)?,
-            None => DiffTemplates::builtin().map_err(CliError::failure)?,
+            Some(dir) => DiffTemplates::from_dir(dir).map_err(not_done)?,
+            None => DiffTemplates::builtin().map_err(not_done)?,
         };
         let out = match args.out.clone() {
             Some(out) => out,
@@ -144,15 +160,24 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
                 PathBuf::from("reports").join("diff").join(name)
             }
         };
-        for f in diff::write_diff(&d, &templates, &files, &out).map_err(CliError::failure)? {
+        for f in diff::write_diff(&d, &templates, &files, &out).map_err(not_done)? {
             println!("diff: {}", f.display());
         }
     }
     Ok(if args.fail_on_regression && d.has_regression() {
+        let worse: Vec<String> = d
+            .pairs
+            .iter()
+            .flat_map(|p| p.metrics.iter().map(move |m| (p, m)))
+            .filter(|(_, m)| m.verdict == qexp_analysis::diff::Verdict::Worse)
+            .map(|(p, m)| format!("{} at {}", m.metric.key(), p.point_a.label()))
+            .collect();
         eprintln!(
-            "qexp diff: {} significant regression{} (--fail-on-regression)",
+            "qexp diff: {} significant regression{} of at least {}% (--fail-on-regression): {}",
             d.tally.worse,
-            if d.tally.worse == 1 { "" } else { "s" }
+            if d.tally.worse == 1 { "" } else { "s" },
+            d.min_change * 100.0,
+            worse.join(", ")
         );
         EXIT_REGRESSION
     } else {

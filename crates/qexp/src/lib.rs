@@ -69,7 +69,8 @@ Examples:
   qexp diff RUN_A RUN_B --metric agg_tok_s --metric ttft_s --fail-on-regression
   qexp diff RUN_A RUN_B --ignore output_tokens     # compare different workloads anyway
 Exit codes: 0 no significant regression (or no --fail-on-regression), 1 a significant
-regression with --fail-on-regression, 2 bad input (a missing run, workloads that differ).")]
+regression with --fail-on-regression, 2 could not do the work (a missing run, workloads
+that differ, a bad option, a failed write).")]
     Diff(DiffArgs),
     /// Serve the embedded simulated OpenAI-compatible server until Ctrl-C.
     #[command(after_help = "\

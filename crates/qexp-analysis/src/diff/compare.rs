@@ -1,33 +1,56 @@
-//! One (point, metric) comparison: both samples' summaries, the ratio of
-//! medians B/A with a seeded percentile-bootstrap interval
-//! ([`bootstrap_ratio_ci`]), a two-sided Mann–Whitney U test over the trial
-//! values ([`mann_whitney_u`], exact for small samples without ties), then,
-//! once every test of the diff is known, Holm's adjustment ([`holm_adjust`])
-//! and a verdict that knows which way the metric improves.
+//! One (point, metric) comparison and the decision rule of `qexp diff`.
 //!
-//! The direction of a significant change is read from U itself (B's values
-//! tend to be larger when A's U is below `n_a n_b / 2`), so the verdict never
-//! contradicts the test that made it significant.
+//! The trial is the experimental unit: requests inside a trial share server
+//! state, so they are not independent, and per-request metrics (TTFT, decode
+//! rate, E2E) enter as each trial's median over its many requests — precise
+//! trial values, with the nesting respected. Per comparison:
+//!
+//! - **Ratio scale** (every metric except failures): the logs of the trial
+//!   values are compared with Student's t ([`mean_diff`]: pooled when both
+//!   sides have as many trials, Welch otherwise). The estimate is the ratio of
+//!   geometric means `exp(mean ln B - mean ln A)`, with the t-interval turned
+//!   into a ratio interval; the p-value tests "no change"; Schuirmann's TOST
+//!   tests "the change is within ±`min_change`" (bounds `1/(1+δ)` and `1+δ`,
+//!   symmetric on the log scale, so swapping A and B mirrors the verdicts).
+//! - **Difference scale** (failed requests, and any metric with a value ≤ 0,
+//!   which has no log): the mean difference per trial, tested by an exact
+//!   permutation test ([`permutation_p`]), which stays valid for counts that
+//!   are constant (0 failures in every trial) or tied. The practical threshold
+//!   is `min_change` of the point's requests (a failure-rate change of 2
+//!   points by default) or of A's mean for another metric. There is no `=`.
+//!
+//! Then, once every comparison of the diff is known, [`adjust`] runs Holm's
+//! correction over every "no change" test of the diff and, separately, over
+//! every equivalence test, and decides: `better` / `worse` when the
+//! Holm-adjusted p is at most alpha AND the estimated change is at least the
+//! threshold; `=` when the Holm-adjusted TOST p is at most alpha (the change
+//! is shown to lie within ±threshold); `~` otherwise, with the trials per side
+//! that would likely decide at the observed spread and change.
 
 use super::metric::{DiffMetric, Direction};
 use super::pairing::Side;
 use crate::stats::{
-    bootstrap_ratio_ci, holm_adjust, mann_whitney_u, min_attainable_p, sorted_finite,
-    trials_needed, Summary,
+    holm_adjust, mean_diff, min_attainable_p, permutation_p, sorted_finite, trials_needed,
+    trials_to_decide, Summary,
 };
 use serde::Serialize;
+
+/// The power [`Undecided::needed`] aims at.
+pub const NEEDED_POWER: f64 = 0.8;
 
 /// What a comparison concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Significant after correction, in the metric's good direction.
+    /// A significant change of at least the threshold, in the metric's good direction.
     Better,
-    /// Significant after correction, in the metric's bad direction: a regression.
+    /// A significant change of at least the threshold, in the metric's bad direction: a regression.
     Worse,
-    /// Not significant after correction (printed `~`).
+    /// The change is shown to lie within ±threshold (printed `=`).
+    Equivalent,
+    /// Neither (printed `~`).
     NoChange,
-    /// No test: a side has no data.
+    /// No test: a side has no data, or a single trial on the ratio scale.
     NotTested,
 }
 
@@ -37,25 +60,56 @@ impl Verdict {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
+            Verdict::Equivalent => "=",
             Verdict::NoChange => "~",
             Verdict::NotTested => "–",
         }
     }
 }
 
-/// The Mann–Whitney test of one comparison.
+/// The scale a metric is compared on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scale {
+    /// Logs of the trial values: the estimate is a ratio B/A.
+    Ratio,
+    /// The trial values themselves: the estimate is a difference B − A.
+    Difference,
+}
+
+/// The test behind a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Student's t with pooled variance (equal trial counts).
+    PooledT,
+    /// Welch's t (unequal trial counts).
+    WelchT,
+    /// Exact (or, for many trials, seeded random) permutation test of the mean difference.
+    Permutation,
+}
+
+/// The tests of one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MwTest {
-    /// U of sample A.
-    pub u: f64,
-    /// Two-sided p-value.
+pub struct Test {
+    /// How p was computed.
+    pub method: Method,
+    /// Degrees of freedom of the t statistic (None for a permutation test).
+    pub df: Option<f64>,
+    /// The estimated change on the test's scale: `ln(B/A)` or `B − A`.
+    pub estimate: f64,
+    /// The practical threshold on the same scale: `ln(1 + min_change)` or the absolute difference.
+    pub margin: f64,
+    /// Spread of one trial value on the test's scale (pooled SD), when estimated.
+    pub sd: Option<f64>,
+    /// Two-sided p of "no change".
     pub p: f64,
-    /// Holm-adjusted p-value over every test of the diff.
+    /// `p` Holm-adjusted over every test of the diff.
     pub p_holm: f64,
-    /// True when `p` comes from the exact null distribution.
-    pub exact: bool,
-    /// True when B's values tend to be larger than A's.
-    pub b_larger: bool,
+    /// TOST p of "the change is at least the threshold" (t-tests only).
+    pub p_equivalent: Option<f64>,
+    /// `p_equivalent` Holm-adjusted over every equivalence test of the diff.
+    pub p_equivalent_holm: Option<f64>,
 }
 
 /// Why a comparison was not tested.
@@ -66,19 +120,17 @@ pub enum Untested {
     NoData(Side),
     /// Every value on both sides is the same number (e.g. 0 failures): there is no change to test, and it is not counted among the tests.
     AllEqual,
+    /// This side has one trial, so there is no trial-to-trial spread to test against.
+    OneTrial(Side),
 }
 
-/// Sample sizes too small for the exact test ever to reach alpha.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct CannotReach {
-    /// Trials with a value in A.
-    pub n_a: usize,
-    /// Trials with a value in B.
-    pub n_b: usize,
-    /// The smallest p-value these sizes can give.
-    pub min_p: f64,
-    /// Trials per side that could reach alpha.
-    pub needed: usize,
+/// What a `~` would need to become a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Undecided {
+    /// Trials per side that would likely decide (power [`NEEDED_POWER`] if the true change is the observed one); None: more than any practical count.
+    pub needed: Option<usize>,
+    /// True when the observed change is below the threshold, so more trials would aim at `=`; false when they would aim at better/worse.
+    pub towards_equivalence: bool,
 }
 
 /// One metric at one paired point.
@@ -90,54 +142,59 @@ pub struct MetricDiff {
     pub a: Option<Summary>,
     /// B's trial values summarised.
     pub b: Option<Summary>,
-    /// median(B) / median(A); None when median(A) is 0 or a side has no data.
+    /// The scale of the estimate and the test.
+    pub scale: Scale,
+    /// Ratio scale: `exp(mean ln B − mean ln A)`, the ratio of geometric means.
     pub ratio: Option<f64>,
-    /// Bootstrap interval of the ratio at the diff's level.
+    /// Difference scale: `mean(B) − mean(A)` per trial.
+    pub difference: Option<f64>,
+    /// Interval of the estimate (ratio or difference) at the diff's level, not adjusted for multiplicity.
     pub ci: Option<(f64, f64)>,
-    /// The test, when one was made.
-    pub test: Option<MwTest>,
+    /// The tests, when made.
+    pub test: Option<Test>,
     /// Why no test was made.
     pub untested: Option<Untested>,
     /// The conclusion.
     pub verdict: Verdict,
-    /// Set when the sample sizes can never give p <= alpha.
-    pub cannot_reach: Option<CannotReach>,
+    /// For a `~`: the trials per side that would likely decide.
+    pub undecided: Option<Undecided>,
 }
 
 /// Settings shared by every comparison of a diff.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Settings {
-    pub alpha: f64,
     pub level: f64,
-    pub resamples: usize,
+    pub min_change: f64,
 }
 
-/// Compares one metric's trial values; the verdict waits for [`adjust`].
+/// Compares one metric's trial values at a point of `requests` requests per trial; the verdict waits for [`adjust`].
 pub(crate) fn compare(
     metric: DiffMetric,
     a: &[f64],
     b: &[f64],
+    requests: u32,
     s: Settings,
     seed: u64,
 ) -> MetricDiff {
     let (sa, sb) = (sorted_finite(a), sorted_finite(b));
-    let (summary_a, summary_b) = (Summary::of(&sa), Summary::of(&sb));
-    let ratio = match (&summary_a, &summary_b) {
-        (Some(x), Some(y)) if x.median != 0.0 => {
-            Some(y.median / x.median).filter(|r| r.is_finite())
-        }
-        _ => None,
+    let positive = sa.iter().chain(&sb).all(|&v| v > 0.0);
+    let scale = if metric == DiffMetric::Failures || !positive {
+        Scale::Difference
+    } else {
+        Scale::Ratio
     };
     let mut d = MetricDiff {
         metric,
-        a: summary_a,
-        b: summary_b,
-        ratio,
+        a: Summary::of(&sa),
+        b: Summary::of(&sb),
+        scale,
+        ratio: None,
+        difference: None,
         ci: None,
         test: None,
         untested: None,
         verdict: Verdict::NotTested,
-        cannot_reach: None,
+        undecided: None,
     };
     if sa.is_empty() {
         d.untested = Some(Untested::NoData(Side::A));
@@ -147,162 +204,316 @@ pub(crate) fn compare(
         d.untested = Some(Untested::NoData(Side::B));
         return d;
     }
-    d.ci = bootstrap_ratio_ci(&sa, &sb, s.level, s.resamples, seed);
-    let first = sa[0];
-    if sa.iter().chain(&sb).all(|&v| v == first) {
+    if sa.iter().chain(&sb).all(|&v| v == sa[0]) {
         d.untested = Some(Untested::AllEqual);
         d.verdict = Verdict::NoChange;
         return d;
     }
-    if let Some(r) = mann_whitney_u(&sa, &sb) {
-        let (n_a, n_b) = (sa.len(), sb.len());
-        d.test = Some(MwTest {
-            u: r.u,
-            p: r.p_value,
-            p_holm: f64::NAN,
-            exact: r.exact,
-            b_larger: r.u < (n_a * n_b) as f64 / 2.0,
-        });
-        let min_p = min_attainable_p(n_a, n_b);
-        if min_p > s.alpha {
-            d.cannot_reach = Some(CannotReach {
-                n_a,
-                n_b,
-                min_p,
-                needed: trials_needed(s.alpha),
-            });
-        }
+    match scale {
+        Scale::Ratio => ratio_test(&mut d, &sa, &sb, s, seed),
+        Scale::Difference => difference_test(&mut d, &sa, &sb, requests, s, seed),
     }
     d
 }
 
-/// Holm-adjusts every test made across `diffs` and sets the verdicts; returns the number of tests.
-pub(crate) fn adjust(diffs: &mut [&mut MetricDiff], alpha: f64) -> usize {
+fn ratio_test(d: &mut MetricDiff, sa: &[f64], sb: &[f64], s: Settings, seed: u64) {
+    let (la, lb): (Vec<f64>, Vec<f64>) = (
+        sa.iter().map(|v| v.ln()).collect(),
+        sb.iter().map(|v| v.ln()).collect(),
+    );
+    let Some(md) = mean_diff(&la, &lb) else {
+        let side = if la.len() < 2 { Side::A } else { Side::B };
+        d.untested = Some(Untested::OneTrial(side));
+        let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        d.ratio = Some((mean(&lb) - mean(&la)).exp());
+        return;
+    };
+    let margin = s.min_change.ln_1p();
+    d.ratio = Some(md.diff.exp());
+    d.ci = md.interval(s.level).map(|(lo, hi)| (lo.exp(), hi.exp()));
+    // Both sides constant but different: no spread for t, the permutation p is exact.
+    let (method, p, df, sd) = match md.p_two_sided() {
+        Some(p) if md.pooled => (Method::PooledT, p, Some(md.df), Some(md.sd())),
+        Some(p) => (Method::WelchT, p, Some(md.df), Some(md.sd())),
+        None => (
+            Method::Permutation,
+            permutation_p(&la, &lb, seed).unwrap_or(1.0),
+            None,
+            None,
+        ),
+    };
+    d.test = Some(Test {
+        method,
+        df,
+        estimate: md.diff,
+        margin,
+        sd,
+        p,
+        p_holm: f64::NAN,
+        p_equivalent: md.p_equivalent(margin),
+        p_equivalent_holm: None,
+    });
+}
+
+fn difference_test(
+    d: &mut MetricDiff,
+    sa: &[f64],
+    sb: &[f64],
+    requests: u32,
+    s: Settings,
+    seed: u64,
+) {
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let estimate = mean(sb) - mean(sa);
+    let reference = if d.metric == DiffMetric::Failures {
+        f64::from(requests)
+    } else {
+        mean(sa).abs()
+    };
+    d.difference = Some(estimate);
+    let md = mean_diff(sa, sb);
+    d.ci = md.and_then(|m| m.interval(s.level));
+    d.test = Some(Test {
+        method: Method::Permutation,
+        df: None,
+        estimate,
+        margin: s.min_change * reference,
+        sd: md.map(|m| m.sd()),
+        p: permutation_p(sa, sb, seed).unwrap_or(1.0),
+        p_holm: f64::NAN,
+        p_equivalent: None,
+        p_equivalent_holm: None,
+    });
+}
+
+/// Test counts of a diff: the two Holm families.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Families {
+    /// Tests of "no change" (the family of better/worse).
+    pub tests: usize,
+    /// Equivalence tests (the family of `=`).
+    pub equivalence_tests: usize,
+}
+
+/// Holm-adjusts every test across `diffs`, sets the verdicts and the trials a `~` would need.
+pub(crate) fn adjust(diffs: &mut [&mut MetricDiff], alpha: f64) -> Families {
     let raw: Vec<f64> = diffs
         .iter()
         .map(|d| d.test.map_or(f64::NAN, |t| t.p))
         .collect();
-    let adjusted = holm_adjust(&raw);
-    for (d, p_holm) in diffs.iter_mut().zip(adjusted) {
+    let raw_eq: Vec<f64> = diffs
+        .iter()
+        .map(|d| d.test.and_then(|t| t.p_equivalent).unwrap_or(f64::NAN))
+        .collect();
+    let fam = Families {
+        tests: raw.iter().filter(|p| !p.is_nan()).count(),
+        equivalence_tests: raw_eq.iter().filter(|p| !p.is_nan()).count(),
+    };
+    let (adj, adj_eq) = (holm_adjust(&raw), holm_adjust(&raw_eq));
+    for ((d, p_holm), p_eq_holm) in diffs.iter_mut().zip(adj).zip(adj_eq) {
         let metric = d.metric;
+        let (n_a, n_b) = (
+            d.a.as_ref().map_or(0, |s| s.n),
+            d.b.as_ref().map_or(0, |s| s.n),
+        );
         let Some(t) = d.test.as_mut() else { continue };
         t.p_holm = p_holm;
-        let good = match metric.direction() {
-            Direction::HigherIsBetter => t.b_larger,
-            Direction::LowerIsBetter => !t.b_larger,
-        };
-        d.verdict = if p_holm <= alpha {
+        t.p_equivalent_holm = t.p_equivalent.map(|_| p_eq_holm);
+        let large = t.estimate.abs() >= t.margin;
+        d.verdict = if p_holm <= alpha && large {
+            let up = t.estimate > 0.0;
+            let good = match metric.direction() {
+                Direction::HigherIsBetter => up,
+                Direction::LowerIsBetter => !up,
+            };
             if good {
                 Verdict::Better
             } else {
                 Verdict::Worse
             }
+        } else if t.p_equivalent_holm.is_some_and(|p| p <= alpha) {
+            Verdict::Equivalent
         } else {
             Verdict::NoChange
         };
+        if d.verdict == Verdict::NoChange {
+            d.undecided = undecided(t, n_a, n_b, alpha, fam);
+        }
     }
-    raw.iter().filter(|p| !p.is_nan()).count()
+    fam
+}
+
+/// The trials per side that would likely turn a `~` into a verdict, at the
+/// family's Bonferroni level (Holm's first step, so a safe bound).
+fn undecided(t: &Test, n_a: usize, n_b: usize, alpha: f64, fam: Families) -> Option<Undecided> {
+    let towards_equivalence = t.estimate.abs() < t.margin;
+    if t.method == Method::Permutation {
+        // Without equivalence, only the exact test's floor can be named.
+        let level = alpha / fam.tests.max(1) as f64;
+        return (min_attainable_p(n_a, n_b) > level).then(|| Undecided {
+            needed: Some(trials_needed(level)).filter(|&n| n != usize::MAX),
+            towards_equivalence: false,
+        });
+    }
+    let family = if towards_equivalence {
+        fam.equivalence_tests
+    } else {
+        fam.tests
+    };
+    let level = alpha / family.max(1) as f64;
+    Some(Undecided {
+        needed: trials_to_decide(t.sd?, t.estimate, t.margin, level, NEEDED_POWER),
+        towards_equivalence,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const ALPHA: f64 = 0.05;
     const S: Settings = Settings {
-        alpha: 0.05,
         level: 0.95,
-        resamples: 500,
+        min_change: 0.02,
     };
 
     fn run(metric: DiffMetric, a: &[f64], b: &[f64]) -> MetricDiff {
-        let mut d = compare(metric, a, b, S, 1);
-        adjust(&mut [&mut d], S.alpha);
+        let mut d = compare(metric, a, b, 8, S, 1);
+        adjust(&mut [&mut d], ALPHA);
         d
     }
 
+    const LOW: [f64; 5] = [10.0, 10.1, 10.2, 10.05, 9.95];
+    const HIGH: [f64; 5] = [11.0, 11.1, 11.2, 11.05, 10.95];
+
     #[test]
     fn separated_samples_get_a_direction_aware_verdict() {
-        let low = [10.0, 10.1, 10.2, 10.3, 10.4];
-        let high = [11.0, 11.1, 11.2, 11.3, 11.4];
         // Higher throughput in B: better. Higher latency in B: worse.
         assert_eq!(
-            run(DiffMetric::AggTokS, &low, &high).verdict,
+            run(DiffMetric::AggTokS, &LOW, &HIGH).verdict,
             Verdict::Better
         );
-        assert_eq!(run(DiffMetric::TtftS, &low, &high).verdict, Verdict::Worse);
+        assert_eq!(run(DiffMetric::TtftS, &LOW, &HIGH).verdict, Verdict::Worse);
         assert_eq!(
-            run(DiffMetric::AggTokS, &high, &low).verdict,
+            run(DiffMetric::AggTokS, &HIGH, &LOW).verdict,
             Verdict::Worse
         );
-        assert_eq!(run(DiffMetric::E2eS, &high, &low).verdict, Verdict::Better);
-        let d = run(DiffMetric::AggTokS, &low, &high);
-        assert_eq!(d.ratio, Some(11.2 / 10.2));
+        assert_eq!(run(DiffMetric::E2eS, &HIGH, &LOW).verdict, Verdict::Better);
+        let d = run(DiffMetric::AggTokS, &LOW, &HIGH);
+        let r = d.ratio.unwrap_or(f64::NAN);
+        assert!((r - 1.099_410_496_816_731).abs() < 1e-12, "{r}"); // numpy: exp(mean(ln HIGH) - mean(ln LOW))
+        let (lo, hi) = d.ci.unwrap_or((f64::NAN, f64::NAN));
+        assert!(lo < r && r < hi && hi - lo < 0.03, "{lo} {hi}");
         let t = d.test.unwrap_or_else(|| panic!("tested"));
-        assert!(
-            t.exact && t.b_larger && t.p == t.p_holm && t.p < 0.01,
-            "{t:?}"
-        );
-        assert_eq!(d.cannot_reach, None);
+        assert_eq!((t.method, t.df), (Method::PooledT, Some(8.0)));
+        assert!(t.p == t.p_holm && t.p < 1e-6, "{t:?}");
+        assert_eq!(d.undecided, None);
     }
 
     #[test]
-    fn overlapping_samples_are_no_change() {
+    fn a_certain_change_below_the_threshold_is_equivalent_not_better() {
+        // B is 1% faster in every trial, with 0.1% noise: certain, but under 2%.
+        let a = [100.0, 100.1, 99.9, 100.05, 99.95];
+        let b: Vec<f64> = a.iter().rev().map(|v| v * 1.01).collect();
+        let d = run(DiffMetric::AggTokS, &a, &b);
+        let t = d.test.unwrap_or_else(|| panic!("tested"));
+        assert!(t.p < 1e-6, "significant: {t:?}");
+        assert_eq!(d.verdict, Verdict::Equivalent);
+        assert_eq!(d.verdict.symbol(), "=");
+        // With 3% the same certainty is a verdict.
+        let b: Vec<f64> = a.iter().map(|v| v * 1.03).collect();
+        assert_eq!(run(DiffMetric::AggTokS, &a, &b).verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn overlapping_noisy_samples_are_no_change_and_say_what_n_would_decide() {
         let d = run(
             DiffMetric::AggTokS,
-            &[1.0, 3.0, 5.0, 7.0],
-            &[2.0, 4.0, 6.0, 8.0],
+            &[10.0, 11.0, 9.0, 10.5],
+            &[10.4, 11.2, 9.6, 11.0],
         );
         assert_eq!(d.verdict, Verdict::NoChange);
         assert_eq!(d.verdict.symbol(), "~");
+        let u = d.undecided.unwrap_or_else(|| panic!("undecided"));
+        // A ~4% change with ~8% spread: dozens of trials, towards a verdict.
+        assert!(!u.towards_equivalence);
+        let n = u.needed.unwrap_or(0);
+        assert!((20..200).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn swapping_sides_mirrors_ratio_and_interval() {
+        let x = run(DiffMetric::TtftS, &LOW, &HIGH);
+        let y = run(DiffMetric::TtftS, &HIGH, &LOW);
+        let (rx, ry) = (x.ratio.unwrap_or(0.0), y.ratio.unwrap_or(0.0));
+        assert!((rx * ry - 1.0).abs() < 1e-12);
+        let ((lx, hx), (ly, hy)) = (x.ci.unwrap_or_default(), y.ci.unwrap_or_default());
+        assert!((lx * hy - 1.0).abs() < 1e-12 && (hx * ly - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn failures_use_a_permutation_test_of_the_difference() {
+        // Every B trial fails 2 of 8 requests: 25 points of failure rate.
+        let d = run(DiffMetric::Failures, &[0.0; 5], &[2.0; 5]);
+        assert_eq!(d.scale, Scale::Difference);
+        assert_eq!((d.ratio, d.difference), (None, Some(2.0)));
+        let t = d.test.unwrap_or_else(|| panic!("tested"));
+        assert_eq!(t.method, Method::Permutation);
+        assert!((t.p - 2.0 / 252.0).abs() < 1e-15);
+        assert_eq!(d.verdict, Verdict::Worse);
+        // One failure in one of five trials is no evidence.
+        let d = run(DiffMetric::Failures, &[0.0; 5], &[0.0, 0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(d.verdict, Verdict::NoChange);
+        // Three trials per side can never reach 0.05 by permutation: say how many can.
+        let d = run(DiffMetric::Failures, &[0.0; 3], &[2.0; 3]);
+        assert_eq!(d.verdict, Verdict::NoChange);
+        let u = d.undecided.unwrap_or_else(|| panic!("undecided"));
+        assert_eq!(u.needed, Some(4));
     }
 
     #[test]
     fn all_equal_is_not_a_test() {
-        let d = run(DiffMetric::Failures, &[0.0; 3], &[0.0; 5]);
+        let mut d = compare(DiffMetric::Failures, &[0.0; 3], &[0.0; 5], 8, S, 1);
+        assert_eq!(adjust(&mut [&mut d], 0.05), Families::default());
         assert_eq!(d.untested, Some(Untested::AllEqual));
-        assert_eq!(
-            (d.verdict, d.test, d.ratio),
-            (Verdict::NoChange, None, None)
-        );
-        let mut d = compare(DiffMetric::Failures, &[0.0; 3], &[0.0; 5], S, 1);
-        assert_eq!(adjust(&mut [&mut d], 0.05), 0);
+        assert_eq!((d.verdict, d.test), (Verdict::NoChange, None));
     }
 
     #[test]
-    fn missing_side_is_not_tested() {
+    fn non_positive_values_fall_back_to_the_difference_scale() {
+        let d = run(DiffMetric::AggTokS, &[0.0, 10.0, 10.0], &[10.0, 10.0, 10.0]);
+        assert_eq!(d.scale, Scale::Difference);
+        assert!(d.ratio.is_none() && d.difference.is_some());
+    }
+
+    #[test]
+    fn missing_side_and_single_trials_are_not_tested() {
         let d = run(DiffMetric::TtftS, &[f64::NAN, f64::NAN], &[1.0, 2.0]);
         assert_eq!(d.untested, Some(Untested::NoData(Side::A)));
         assert_eq!(d.verdict, Verdict::NotTested);
         let d = run(DiffMetric::TtftS, &[1.0], &[]);
         assert_eq!(d.untested, Some(Untested::NoData(Side::B)));
+        let d = run(DiffMetric::TtftS, &[1.0, 1.1], &[2.0]);
+        assert_eq!(d.untested, Some(Untested::OneTrial(Side::B)));
+        assert_eq!((d.verdict, d.ratio.is_some()), (Verdict::NotTested, true));
     }
 
     #[test]
-    fn tiny_samples_say_they_cannot_reach_alpha() {
-        let d = run(DiffMetric::AggTokS, &[1.0, 1.1], &[2.0, 2.1]);
-        let c = d.cannot_reach.unwrap_or_else(|| panic!("flagged"));
-        assert_eq!((c.n_a, c.n_b, c.needed), (2, 2, 4));
-        assert!((c.min_p - 1.0 / 3.0).abs() < 1e-12);
-        assert_eq!(d.verdict, Verdict::NoChange);
-        assert_eq!(
-            run(DiffMetric::AggTokS, &[1.0; 4], &[2.0; 4]).cannot_reach,
-            None
-        );
+    fn two_trials_per_side_can_decide_a_large_clean_change() {
+        let d = run(DiffMetric::DecodeTokS, &[70.0, 70.7], &[84.0, 84.5]);
+        assert_eq!(d.verdict, Verdict::Better);
     }
 
     #[test]
     fn holm_counts_every_test_made() {
-        let sep = ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]); // exact p = 2/70
-        let mut x = compare(DiffMetric::AggTokS, &sep.0, &sep.1, S, 1);
-        let mut y = compare(DiffMetric::AggTokS, &sep.0, &sep.1, S, 2);
-        let mut z = compare(DiffMetric::Failures, &[0.0; 4], &[0.0; 4], S, 3);
-        assert_eq!(adjust(&mut [&mut x, &mut y, &mut z], 0.05), 2);
-        let p = x.test.map(|t| t.p_holm).unwrap_or(f64::NAN);
-        assert!((p - 4.0 / 70.0).abs() < 1e-12, "{p}");
-        // 2/70 alone is significant at 0.05, two of them are not.
-        assert_eq!(
-            (x.verdict, y.verdict),
-            (Verdict::NoChange, Verdict::NoChange)
-        );
+        let (a, b) = ([1.0, 1.2, 1.1, 0.9], [1.3, 1.5, 1.4, 1.2]);
+        let mut x = compare(DiffMetric::AggTokS, &a, &b, 8, S, 1);
+        let mut y = compare(DiffMetric::AggTokS, &a, &b, 8, S, 2);
+        let mut z = compare(DiffMetric::Failures, &[0.0; 4], &[0.0; 4], 8, S, 3);
+        let p = x.test.map_or(f64::NAN, |t| t.p);
+        let fam = adjust(&mut [&mut x, &mut y, &mut z], 0.05);
+        assert_eq!((fam.tests, fam.equivalence_tests), (2, 2));
+        let p_holm = x.test.map_or(f64::NAN, |t| t.p_holm);
+        assert!((p_holm - 2.0 * p).abs() < 1e-15, "{p} {p_holm}");
     }
 }

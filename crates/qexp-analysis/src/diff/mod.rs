@@ -1,17 +1,22 @@
 //! `qexp diff`: compares two analysed runs point by point. Points are paired
 //! by their plan parameters ([`pairing`]); the runs must have asked for the
 //! same workload ([`compat`]) unless the user ignores named keys; each
-//! (point, metric) gets the ratio of medians B/A with a seeded bootstrap
-//! interval and a Mann–Whitney U test, and Holm's correction runs over every
-//! test of the diff ([`compare`]). Rendering is qexp-report's job.
+//! (point, metric) gets an estimate of the change (a ratio B/A of geometric
+//! means over the trials, or a difference for failures) with an interval and
+//! tests, Holm's correction runs over every test of the diff, and a change
+//! below the practical threshold (`min_change`) is never better/worse
+//! ([`compare`] states the rule). Rendering is qexp-report's job.
 
 pub mod compare;
 pub mod compat;
 mod metric;
 pub mod pairing;
+pub mod power;
 mod warning;
 
-pub use compare::{CannotReach, MetricDiff, MwTest, Untested, Verdict};
+pub use compare::{
+    Families, Method, MetricDiff, Scale, Test, Undecided, Untested, Verdict, NEEDED_POWER,
+};
 pub use compat::{KeyRow, WorkloadCheck};
 pub use metric::{DiffMetric, Direction};
 pub use pairing::Side;
@@ -19,28 +24,27 @@ pub use warning::DiffWarning;
 
 use crate::anomaly::{Flag, Severity};
 use crate::load::RunAnalysis;
-use crate::stats::{min_attainable_p, trials_needed};
 use qexp_plan::Point;
 use qexp_store::RunStatus;
 use serde::Serialize;
 
 /// Version of the serialised [`RunDiff`]; bumped on incompatible change.
-pub const DIFF_SCHEMA_VERSION: u32 = 1;
+pub const DIFF_SCHEMA_VERSION: u32 = 2;
 
 /// How to compare.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffOptions {
     /// Family-wise significance level, after Holm's correction.
     pub alpha: f64,
+    /// Practical threshold: a relative change smaller than this is never better/worse; None: run A's `analysis.min_change`.
+    pub min_change: Option<f64>,
     /// Workload keys allowed to differ.
     pub ignore: Vec<String>,
     /// Metrics to compare, in display order; empty means all.
     pub metrics: Vec<DiffMetric>,
-    /// Coverage of the bootstrap interval of each ratio.
+    /// Coverage of the interval of each estimate.
     pub level: f64,
-    /// Bootstrap resamples per ratio.
-    pub resamples: usize,
-    /// Bootstrap seed; each comparison derives its own stream from it.
+    /// Seed of the random permutations (used only beyond the exact test's size); each comparison derives its own stream from it.
     pub seed: u64,
 }
 
@@ -48,10 +52,10 @@ impl Default for DiffOptions {
     fn default() -> DiffOptions {
         DiffOptions {
             alpha: 0.05,
+            min_change: None,
             ignore: Vec::new(),
             metrics: Vec::new(),
             level: 0.95,
-            resamples: 2000,
             seed: 0,
         }
     }
@@ -74,6 +78,9 @@ pub enum DiffError {
     /// alpha outside (0, 1).
     #[error("alpha must be between 0 and 1 (exclusive), got {0}")]
     BadAlpha(f64),
+    /// min_change outside (0, 1).
+    #[error("the practical threshold (min change) must be between 0 and 1 (exclusive, e.g. 0.02 for 2%), got {0}")]
+    BadMinChange(f64),
 }
 
 /// One run as the diff names it.
@@ -141,27 +148,28 @@ pub struct UnpairedPoint {
     pub n: usize,
 }
 
-/// Set when no test of the diff can be significant after Holm's correction.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct FamilyNote {
-    /// Tests in the family.
-    pub tests: usize,
-    /// Holm's first rejection needs a raw p at most alpha / tests.
-    pub threshold: f64,
-    /// The smallest p any test's sample sizes allow.
-    pub best_p: f64,
-    /// Trials per side that could reach the threshold.
-    pub needed: usize,
+/// Where the practical threshold came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdSource {
+    /// Run A's plan, `[analysis] min_change`.
+    Plan,
+    /// The plan's default, because run A's plan text no longer parses.
+    Default,
+    /// The command line (`--min-change`).
+    Option,
 }
 
 /// Counts of verdicts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {
-    /// Significant improvements.
+    /// Significant improvements of at least the threshold.
     pub better: usize,
-    /// Significant regressions.
+    /// Significant regressions of at least the threshold.
     pub worse: usize,
-    /// Not significant (including all-equal comparisons).
+    /// Changes shown to lie within ±threshold.
+    pub equivalent: usize,
+    /// Neither (including all-equal comparisons).
     pub no_change: usize,
     /// Not tested for lack of data.
     pub not_tested: usize,
@@ -178,11 +186,13 @@ pub struct RunDiff {
     pub b: RunSide,
     /// Family-wise alpha.
     pub alpha: f64,
-    /// Bootstrap interval coverage.
+    /// Practical threshold (relative change).
+    pub min_change: f64,
+    /// Where it came from.
+    pub min_change_source: ThresholdSource,
+    /// Interval coverage.
     pub level: f64,
-    /// Bootstrap resamples.
-    pub resamples: usize,
-    /// Bootstrap seed.
+    /// Seed of the random permutations.
     pub seed: u64,
     /// Metrics compared.
     pub metrics: Vec<DiffMetric>,
@@ -194,14 +204,14 @@ pub struct RunDiff {
     pub pairs: Vec<PairDiff>,
     /// Points of either run without a partner.
     pub unpaired: Vec<UnpairedPoint>,
-    /// Mann–Whitney tests made (the Holm family size).
+    /// Tests of "no change" made (the Holm family of better/worse).
     pub tests: usize,
+    /// Equivalence tests made (the Holm family of `=`).
+    pub equivalence_tests: usize,
     /// Comparisons not tested because every value on both sides was equal.
     pub all_equal: usize,
     /// Verdict counts.
     pub tally: Tally,
-    /// Set when no test could be significant with these sample sizes and this many tests.
-    pub family_note: Option<FamilyNote>,
     /// Caveats.
     pub warnings: Vec<DiffWarning>,
 }
@@ -214,6 +224,7 @@ impl Tally {
             match d.verdict {
                 Verdict::Better => tally.better += 1,
                 Verdict::Worse => tally.worse += 1,
+                Verdict::Equivalent => tally.equivalent += 1,
                 Verdict::NoChange => tally.no_change += 1,
                 Verdict::NotTested => tally.not_tested += 1,
             }
@@ -229,7 +240,7 @@ impl RunDiff {
     }
 }
 
-/// A comparison's bootstrap seed: SplitMix64's increment spreads neighbouring indices apart.
+/// A comparison's permutation seed: SplitMix64's increment spreads neighbouring indices apart.
 fn seed_for(base: u64, index: usize) -> u64 {
     base.wrapping_add((index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
@@ -238,6 +249,13 @@ fn seed_for(base: u64, index: usize) -> u64 {
 pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunDiff, DiffError> {
     if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
         return Err(DiffError::BadAlpha(opts.alpha));
+    }
+    let (min_change, min_change_source) = match opts.min_change {
+        Some(m) => (m, ThresholdSource::Option),
+        None => plan_min_change(a),
+    };
+    if !(min_change > 0.0 && min_change < 1.0) {
+        return Err(DiffError::BadMinChange(min_change));
     }
     let (ca, cb) = (&a.manifest.comparability, &b.manifest.comparability);
     let workload = compat::check_workload(ca, cb, &opts.ignore);
@@ -257,9 +275,8 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
             .collect()
     };
     let settings = compare::Settings {
-        alpha: opts.alpha,
         level: opts.level,
-        resamples: opts.resamples,
+        min_change,
     };
     let (pairs_idx, only_a, only_b) = pairing::pair(&a.points, &b.points);
     let mut index = 0;
@@ -272,7 +289,8 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
                 .map(|&m| {
                     index += 1;
                     let seed = seed_for(opts.seed, index);
-                    compare::compare(m, &m.values(pa), &m.values(pb), settings, seed)
+                    let requests = pa.point.requests;
+                    compare::compare(m, &m.values(pa), &m.values(pb), requests, settings, seed)
                 })
                 .collect();
             PairDiff {
@@ -286,7 +304,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         .iter_mut()
         .flat_map(|p| p.metrics.iter_mut())
         .collect();
-    let tests = compare::adjust(&mut all, opts.alpha);
+    let families = compare::adjust(&mut all, opts.alpha);
 
     let mut unpaired = Vec::new();
     for (side, run, idx) in [(Side::A, a, &only_a), (Side::B, b, &only_b)] {
@@ -308,25 +326,25 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
     let all_equal = comparisons()
         .filter(|d| d.untested == Some(Untested::AllEqual))
         .count();
-    let family_note = family_note(comparisons(), tests, opts.alpha);
 
     Ok(RunDiff {
         schema_version: DIFF_SCHEMA_VERSION,
         a: RunSide::of(a),
         b: RunSide::of(b),
         alpha: opts.alpha,
+        min_change,
+        min_change_source,
         level: opts.level,
-        resamples: opts.resamples,
         seed: opts.seed,
         metrics,
         deployment: compat::rows(&ca.deployment, &cb.deployment),
         workload,
         pairs,
         unpaired,
-        tests,
+        tests: families.tests,
+        equivalence_tests: families.equivalence_tests,
         all_equal,
         tally,
-        family_note,
         warnings,
     })
 }
@@ -400,28 +418,12 @@ fn quality_flags(side: Side, r: &RunAnalysis) -> Option<DiffWarning> {
     })
 }
 
-/// Holm's first rejection needs some raw p <= alpha / m; when no test's
-/// sample sizes allow that, nothing in the diff can be significant.
-fn family_note<'a>(
-    comparisons: impl Iterator<Item = &'a MetricDiff>,
-    tests: usize,
-    alpha: f64,
-) -> Option<FamilyNote> {
-    if tests == 0 {
-        return None;
-    }
-    let threshold = alpha / tests as f64;
-    let best_p = comparisons
-        .filter(|d| d.test.is_some())
-        .filter_map(|d| {
-            let (a, b) = (d.a.as_ref()?, d.b.as_ref()?);
-            Some(min_attainable_p(a.n, b.n))
-        })
-        .fold(f64::INFINITY, f64::min);
-    (best_p > threshold).then(|| FamilyNote {
-        tests,
-        threshold,
-        best_p,
-        needed: trials_needed(threshold),
-    })
+/// Run A's `analysis.min_change` as its analysis read it from the recorded
+/// plan, or the plan default when that plan no longer parses.
+fn plan_min_change(r: &RunAnalysis) -> (f64, ThresholdSource) {
+    let source = match r.threshold_source {
+        crate::anomaly::ThresholdSource::Plan => ThresholdSource::Plan,
+        crate::anomaly::ThresholdSource::Defaults { .. } => ThresholdSource::Default,
+    };
+    (r.thresholds.min_change, source)
 }

@@ -1,5 +1,5 @@
 //! The diff's one chart: a forest plot of the ratio B/A per paired point,
-//! one row per point and one coloured mark per metric, with the bootstrap
+//! one row per point and one coloured mark per metric, with the t-interval
 //! interval as a whisker and a reference line at 1 (no change). A filled
 //! mark is a significant verdict, a hollow one is `~`. Like the report's
 //! charts it is SVG text drawn by plotters without font files, so a diff

@@ -62,7 +62,7 @@ pub fn render_diff(
     formats: &[DiffFormat],
 ) -> Result<Vec<(String, String)>, RenderError> {
     let mut ctx = diff_context(d);
-    let title = "Ratio B/A per point, with its bootstrap interval".to_string();
+    let title = "Ratio B/A per point, with its t-interval".to_string();
     ctx.chart = ratio_chart(d, &pair_labels(d), &title)?.map(|svg| DiffChartView {
         file: CHART_FILE.into(),
         title,

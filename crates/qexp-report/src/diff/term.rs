@@ -156,7 +156,9 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
                 } else {
                     r.p_holm.clone()
                 },
-                format!("{}{}", r.verdict, r.marks),
+                r.p_equivalent.clone(),
+                r.verdict.clone(),
+                r.needed.clone(),
             ]
         })
         .collect();
@@ -171,13 +173,15 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
             "B/A",
             &ci_head,
             p_head,
+            "p= (Holm)",
             "verdict",
+            "trials to decide",
         ],
-        &[L, L, R, R, R, L, R, L],
+        &[L, L, R, R, R, L, R, R, L, R],
         &rows,
         &|r, c, s| match (c, classes[r]) {
-            (7, "better") => paint(color, GREEN, &s),
-            (7, "worse") => paint(color, RED, &s),
+            (8, "better") => paint(color, GREEN, &s),
+            (8, "worse") => paint(color, RED, &s),
             _ => s,
         },
     ));
