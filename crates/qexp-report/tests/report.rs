@@ -159,6 +159,19 @@ fn rerendering_gives_identical_bytes() {
     }
 }
 
+/// The run analysed again from its (edited) manifest and summaries: flags
+/// and thresholds follow the edit.
+fn reanalysed(run: qexp_analysis::RunAnalysis) -> qexp_analysis::RunAnalysis {
+    qexp_analysis::RunAnalysis::new(
+        run.dir,
+        run.manifest,
+        run.points,
+        run.turns,
+        run.reasoning,
+        run.schedule,
+    )
+}
+
 #[test]
 fn run_text_is_escaped_in_html() {
     let mut run = fixture::longctx();
@@ -167,14 +180,7 @@ fn run_text_is_escaped_in_html() {
     let p = &run.points[2];
     run.points[2] = qexp_analysis::PointSummary::new(p.point.clone(), p.trials.clone());
     // Analyse again: the invalid trial is a flag whose sentence quotes the reason.
-    let run = qexp_analysis::RunAnalysis::new(
-        run.dir,
-        run.manifest,
-        run.points,
-        run.turns,
-        run.reasoning,
-        run.schedule,
-    );
+    let run = reanalysed(run);
     let tmp = tempfile::tempdir().unwrap();
     let notebook = tmp.path().join("n.md");
     std::fs::write(
@@ -381,14 +387,7 @@ fn a_run_without_data_still_renders() {
     for p in &mut run.points {
         *p = qexp_analysis::PointSummary::new(p.point.clone(), Vec::new());
     }
-    let run = qexp_analysis::RunAnalysis::new(
-        run.dir,
-        run.manifest,
-        run.points,
-        run.turns,
-        run.reasoning,
-        run.schedule,
-    );
+    let run = reanalysed(run);
     let r = render(
         &run,
         &builtin(),
