@@ -157,7 +157,7 @@ fn side(name: &str, s: &RunSide) -> SideView {
         target: s.target.clone(),
         model: s.model.clone(),
         trials: s.trials,
-        status: format!("{:?}", s.status).to_lowercase(),
+        status: s.status.as_str().into(),
         simulated: s.simulated,
     }
 }

@@ -6,6 +6,7 @@
 //! renders to the same bytes everywhere.
 
 use crate::charts::{ChartError, Keyed};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use qexp_analysis::diff::{Direction, Verdict};
 use qexp_analysis::RunDiff;
@@ -159,153 +160,219 @@ pub fn ratio_chart(
         .map_err(err("ratios"))
 }
 
-fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<String, String> {
-    let e = |e: &dyn std::fmt::Display| e.to_string();
-    let n = d.pairs.len();
-    let k = d.metrics.len().max(1);
-    let row_px = (14 * k as u32).max(30);
-    let height = 150 + row_px * n as u32;
+/// The chart's drawing surface: ratio (x) against row (y).
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Keyed, Keyed>>;
+
+/// A plotters error as the chart's message.
+fn msg(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// The row layout: one row per pair, `k` marks stacked within a row.
+struct Rows<'l> {
+    n: usize,
+    k: usize,
+    labels: &'l [String],
+}
+
+impl Rows<'_> {
+    /// Image height: a fixed frame plus a band per row, wide enough for its marks.
+    fn height(&self) -> u32 {
+        let row_px = (14 * self.k as u32).max(30);
+        150 + row_px * self.n as u32
+    }
+
+    /// Width of the row labels' area, from the longest label.
+    fn label_area(&self) -> u32 {
+        let longest = self
+            .labels
+            .iter()
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(4);
+        (12 + 8 * longest as u32).clamp(50, 280)
+    }
+
+    /// Plot y of a metric's mark; row i is drawn at y = n - 1 - i, so the first point is at the top.
+    fn y(&self, row: usize, metric: usize) -> f64 {
+        let (n, k) = (self.n, self.k);
+        let step = 0.8 / k as f64;
+        (n - 1 - row) as f64 + ((k as f64 - 1.0) / 2.0 - metric as f64) * step
+    }
+
+    /// The label of the row nearest a plot y.
+    fn label(&self, y: &f64) -> String {
+        let i = self.n as f64 - 1.0 - y.round();
+        self.labels.get(i as usize).cloned().unwrap_or_default()
+    }
+}
+
+/// The smallest and largest ratio or interval end among the marks, 1 always included.
+fn ratio_span(marks: &[Mark]) -> (f64, f64) {
     let (mut lo, mut hi) = (1.0f64, 1.0f64);
     for m in marks {
         let (a, b) = m.ci.unwrap_or((m.ratio, m.ratio));
         lo = lo.min(a).min(m.ratio);
         hi = hi.max(b).max(m.ratio);
     }
-    let x = RatioAxis::new(lo, hi);
-    let (xlo, xhi) = (x.t(x.lo), x.t(x.hi));
-    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(4);
-    let label_area = (12 + 8 * longest as u32).clamp(50, 280);
-    // Row i is drawn at y = n - 1 - i, so the first point is at the top.
-    let y_of = |row: usize, metric: usize| {
-        let step = 0.8 / k as f64;
-        (n - 1 - row) as f64 + ((k as f64 - 1.0) / 2.0 - metric as f64) * step
-    };
-    let row_label = |y: &f64| {
-        let i = n as f64 - 1.0 - y.round();
-        labels.get(i as usize).cloned().unwrap_or_default()
-    };
+    (lo, hi)
+}
 
+/// The chart as SVG text: axes, row frame, every mark, then the legend.
+fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<String, String> {
+    let rows = Rows {
+        n: d.pairs.len(),
+        k: d.metrics.len().max(1),
+        labels,
+    };
+    let (lo, hi) = ratio_span(marks);
+    let x = RatioAxis::new(lo, hi);
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let root = SVGBackend::with_string(&mut out, (WIDTH, rows.height())).into_drawing_area();
+        root.fill(&WHITE).map_err(msg)?;
         let (plot_area, legend_area) = root.split_horizontally(WIDTH - LEGEND_W);
-        let mut chart = ChartBuilder::on(&plot_area)
-            .caption(title, (FONT, 20))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(label_area)
-            .build_cartesian_2d(
-                x.coord(),
-                Keyed::new(-0.5, n as f64 - 0.5, (0..n).map(|i| i as f64).collect()),
-            )
-            .map_err(|x| e(&x))?;
-        let xl = |v: &f64| x.label(*v);
-        chart
-            .configure_mesh()
-            .x_desc(if x.log {
-                "Ratio B/A of medians (log scale; 1 = no change)"
-            } else {
-                "Ratio B/A of medians (1 = no change)"
-            })
-            .x_label_formatter(&xl)
-            .y_label_formatter(&row_label)
-            .disable_y_mesh()
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .bold_line_style(RGBColor(215, 215, 215))
-            .light_line_style(TRANSPARENT)
-            .draw()
-            .map_err(|x| e(&x))?;
-        let sep = RGBColor(225, 225, 225);
-        chart
-            .draw_series((1..n).map(|i| {
-                let y = i as f64 - 0.5;
-                PathElement::new(vec![(xlo, y), (xhi, y)], sep.stroke_width(1))
-            }))
-            .map_err(|x| e(&x))?;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(x.t(1.0), -0.5), (x.t(1.0), n as f64 - 0.5)],
-                RGBColor(90, 90, 90).stroke_width(1),
-            )))
-            .map_err(|x| e(&x))?;
+        let mut chart = axes(&plot_area, title, &x, &rows)?;
+        frame(&mut chart, &x, rows.n)?;
         for m in marks {
-            let color = PALETTE[m.metric % PALETTE.len()];
-            let y = y_of(m.row, m.metric);
-            let r = x.t(m.ratio);
-            if let Some((a, b)) = m.ci {
-                let (a, b) = (x.t(a), x.t(b));
-                let style = color.stroke_width(2);
-                chart
-                    .draw_series([PathElement::new(vec![(a, y), (b, y)], style)])
-                    .map_err(|x| e(&x))?;
-                chart
-                    .draw_series([a, b].map(|v| {
-                        EmptyElement::at((v, y)) + PathElement::new(vec![(0, -4), (0, 4)], style)
-                    }))
-                    .map_err(|x| e(&x))?;
-            }
-            let dot = if m.significant {
-                Circle::new((r, y), 5, color.filled())
-            } else {
-                Circle::new((r, y), 5, ShapeStyle::from(&WHITE).filled())
-            };
-            chart.draw_series([dot]).map_err(|x| e(&x))?;
-            chart
-                .draw_series([Circle::new((r, y), 5, color.stroke_width(2))])
-                .map_err(|x| e(&x))?;
+            draw_mark(&mut chart, &x, &rows, m)?;
         }
-
-        let text = (FONT, 14).into_font().color(&BLACK);
-        let small = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
-        let mut y = 60;
-        legend_area
-            .draw(&Text::new("Metric (better is)", (10, y), text.clone()))
-            .map_err(|x| e(&x))?;
-        for (i, metric) in d.metrics.iter().enumerate() {
-            y += 22;
-            let color = PALETTE[i % PALETTE.len()];
-            legend_area
-                .draw(&Circle::new((18, y + 7), 5, color.filled()))
-                .map_err(|x| e(&x))?;
-            let way = match metric.direction() {
-                Direction::HigherIsBetter => "higher",
-                Direction::LowerIsBetter => "lower",
-            };
-            legend_area
-                .draw(&Text::new(
-                    format!("{} ({way})", metric.key()),
-                    (30, y),
-                    text.clone(),
-                ))
-                .map_err(|x| e(&x))?;
-        }
-        y += 34;
-        legend_area
-            .draw(&Circle::new((18, y + 7), 5, BLACK.filled()))
-            .map_err(|x| e(&x))?;
-        legend_area
-            .draw(&Text::new("significant", (30, y), small.clone()))
-            .map_err(|x| e(&x))?;
-        y += 22;
-        legend_area
-            .draw(&Circle::new((18, y + 7), 5, BLACK.stroke_width(2)))
-            .map_err(|x| e(&x))?;
-        legend_area
-            .draw(&Text::new("~ (not significant)", (30, y), small.clone()))
-            .map_err(|x| e(&x))?;
-        y += 22;
-        legend_area
-            .draw(&Text::new(
-                format!("whisker: {}% interval", d.level * 100.0),
-                (10, y),
-                small,
-            ))
-            .map_err(|x| e(&x))?;
-        root.present().map_err(|x| e(&x))?;
+        legend(&legend_area, d)?;
+        root.present().map_err(msg)?;
     }
     Ok(out)
+}
+
+/// The title, the ratio axis with its ticks and grid, and the row labels.
+fn axes<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    x: &RatioAxis,
+    rows: &Rows,
+) -> Result<Plot<'a, 'b>, String> {
+    let n = rows.n;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, 20))
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(rows.label_area())
+        .build_cartesian_2d(
+            x.coord(),
+            Keyed::new(-0.5, n as f64 - 0.5, (0..n).map(|i| i as f64).collect()),
+        )
+        .map_err(msg)?;
+    let xl = |v: &f64| x.label(*v);
+    let yl = |y: &f64| rows.label(y);
+    chart
+        .configure_mesh()
+        .x_desc(if x.log {
+            "Ratio B/A of medians (log scale; 1 = no change)"
+        } else {
+            "Ratio B/A of medians (1 = no change)"
+        })
+        .x_label_formatter(&xl)
+        .y_label_formatter(&yl)
+        .disable_y_mesh()
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .light_line_style(TRANSPARENT)
+        .draw()
+        .map_err(msg)?;
+    Ok(chart)
+}
+
+/// Light separators between the `n` rows and the reference line at ratio 1.
+fn frame(chart: &mut Plot, x: &RatioAxis, n: usize) -> Result<(), String> {
+    let (xlo, xhi) = (x.t(x.lo), x.t(x.hi));
+    let sep = RGBColor(225, 225, 225);
+    chart
+        .draw_series((1..n).map(|i| {
+            let y = i as f64 - 0.5;
+            PathElement::new(vec![(xlo, y), (xhi, y)], sep.stroke_width(1))
+        }))
+        .map_err(msg)?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(x.t(1.0), -0.5), (x.t(1.0), n as f64 - 0.5)],
+            RGBColor(90, 90, 90).stroke_width(1),
+        )))
+        .map_err(msg)?;
+    Ok(())
+}
+
+/// One mark: its interval as a capped whisker, then a filled (significant) or hollow dot.
+fn draw_mark(chart: &mut Plot, x: &RatioAxis, rows: &Rows, m: &Mark) -> Result<(), String> {
+    let color = PALETTE[m.metric % PALETTE.len()];
+    let y = rows.y(m.row, m.metric);
+    let r = x.t(m.ratio);
+    if let Some((a, b)) = m.ci {
+        let (a, b) = (x.t(a), x.t(b));
+        let style = color.stroke_width(2);
+        chart
+            .draw_series([PathElement::new(vec![(a, y), (b, y)], style)])
+            .map_err(msg)?;
+        chart
+            .draw_series(
+                [a, b].map(|v| {
+                    EmptyElement::at((v, y)) + PathElement::new(vec![(0, -4), (0, 4)], style)
+                }),
+            )
+            .map_err(msg)?;
+    }
+    let dot = if m.significant {
+        Circle::new((r, y), 5, color.filled())
+    } else {
+        Circle::new((r, y), 5, ShapeStyle::from(&WHITE).filled())
+    };
+    chart.draw_series([dot]).map_err(msg)?;
+    chart
+        .draw_series([Circle::new((r, y), 5, color.stroke_width(2))])
+        .map_err(msg)?;
+    Ok(())
+}
+
+/// The legend beside the plot: each metric's colour and better direction, the dot styles, the whisker.
+fn legend(area: &DrawingArea<SVGBackend, Shift>, d: &RunDiff) -> Result<(), String> {
+    let text = (FONT, 14).into_font().color(&BLACK);
+    let small = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
+    let mut y = 60;
+    area.draw(&Text::new("Metric (better is)", (10, y), text.clone()))
+        .map_err(msg)?;
+    for (i, metric) in d.metrics.iter().enumerate() {
+        y += 22;
+        let color = PALETTE[i % PALETTE.len()];
+        area.draw(&Circle::new((18, y + 7), 5, color.filled()))
+            .map_err(msg)?;
+        let way = match metric.direction() {
+            Direction::HigherIsBetter => "higher",
+            Direction::LowerIsBetter => "lower",
+        };
+        area.draw(&Text::new(
+            format!("{} ({way})", metric.key()),
+            (30, y),
+            text.clone(),
+        ))
+        .map_err(msg)?;
+    }
+    y += 34;
+    area.draw(&Circle::new((18, y + 7), 5, BLACK.filled()))
+        .map_err(msg)?;
+    area.draw(&Text::new("significant", (30, y), small.clone()))
+        .map_err(msg)?;
+    y += 22;
+    area.draw(&Circle::new((18, y + 7), 5, BLACK.stroke_width(2)))
+        .map_err(msg)?;
+    area.draw(&Text::new("~ (not significant)", (30, y), small.clone()))
+        .map_err(msg)?;
+    y += 22;
+    area.draw(&Text::new(
+        format!("whisker: {}% interval", d.level * 100.0),
+        (10, y),
+        small,
+    ))
+    .map_err(msg)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! output is a terminal; columns are padded by characters, not bytes, so the
 //! en dashes and markers line up.
 
-use super::DiffContext;
+use super::{DiffContext, RowView};
 
 const GREEN: &str = "\x1b[1;32m";
 const RED: &str = "\x1b[1;31m";
@@ -63,6 +63,16 @@ fn table(
 
 /// Renders the diff for a terminal; `color` adds ANSI colours (verdicts, differing keys, warnings).
 pub fn render_term(ctx: &DiffContext, color: bool) -> String {
+    let mut out = header(ctx, color);
+    out.push_str(&deployment(ctx, color));
+    out.push_str(&workload(ctx));
+    out.push_str(&comparison(ctx, color));
+    out.push_str(&footer(ctx));
+    out
+}
+
+/// One line per run (name, experiment/run id, target, model, trials, status), then the warnings.
+fn header(ctx: &DiffContext, color: bool) -> String {
     let mut out = String::new();
     for s in [&ctx.a, &ctx.b] {
         out.push_str(&format!(
@@ -82,12 +92,16 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
             out.push_str(&format!("{} {w}\n", paint(color, YELLOW, "warning:")));
         }
     }
+    out
+}
 
-    out.push_str(&format!(
+/// The deployment keys of both runs side by side, differing ones marked ≠ (and yellow).
+fn deployment(ctx: &DiffContext, color: bool) -> String {
+    let mut out = format!(
         "\nDeployment ({} of {} keys differ, marked ≠)\n",
         ctx.deployment_differs,
         ctx.deployment.len()
-    ));
+    );
     let rows: Vec<Vec<String>> = ctx
         .deployment
         .iter()
@@ -113,11 +127,16 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
             }
         },
     ));
+    out
+}
+
+/// One line: how many workload keys the runs share, and the ignored ones with both values.
+fn workload(ctx: &DiffContext) -> String {
     let same = ctx.workload.iter().filter(|k| !k.differs).count();
-    out.push_str(&format!(
+    let mut out = format!(
         "\nWorkload: {same} of {} keys the same in both runs",
         ctx.workload.len()
-    ));
+    );
     if ctx.workload_ignored.is_empty() {
         out.push('\n');
     } else {
@@ -128,40 +147,18 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
             .collect();
         out.push_str(&format!("; ignored: {}\n", ignored.join(", ")));
     }
+    out
+}
 
-    out.push('\n');
+/// The per-point, per-metric comparison table, verdicts in green (better) or red (worse).
+fn comparison(ctx: &DiffContext, color: bool) -> String {
+    let mut out = String::from("\n");
     if !ctx.fixed.is_empty() {
         out.push_str(&format!("Every point: {}\n", ctx.fixed));
     }
     let p_head = "p (Holm)";
     let ci_head = format!("{}% CI", ctx.level);
-    let rows: Vec<Vec<String>> = ctx
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                if r.first {
-                    r.point.clone()
-                } else {
-                    String::new()
-                },
-                r.metric.clone(),
-                r.a.clone(),
-                r.b.clone(),
-                r.ratio.clone(),
-                r.ci.clone(),
-                // Untested rows say why ("all equal", "no data in A") in the p column.
-                if r.p_holm == "–" {
-                    r.p.clone()
-                } else {
-                    r.p_holm.clone()
-                },
-                r.p_equivalent.clone(),
-                r.verdict.clone(),
-                r.needed.clone(),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = ctx.rows.iter().map(comparison_cells).collect();
     let classes: Vec<&str> = ctx.rows.iter().map(|r| r.class.as_str()).collect();
     use Align::{Left as L, Right as R};
     out.push_str(&table(
@@ -185,6 +182,37 @@ pub fn render_term(ctx: &DiffContext, color: bool) -> String {
             _ => s,
         },
     ));
+    out
+}
+
+/// One comparison row's cells; the point is named only on its first metric's row.
+fn comparison_cells(r: &RowView) -> Vec<String> {
+    vec![
+        if r.first {
+            r.point.clone()
+        } else {
+            String::new()
+        },
+        r.metric.clone(),
+        r.a.clone(),
+        r.b.clone(),
+        r.ratio.clone(),
+        r.ci.clone(),
+        // Untested rows say why ("all equal", "no data in A") in the p column.
+        if r.p_holm == "–" {
+            r.p.clone()
+        } else {
+            r.p_holm.clone()
+        },
+        r.p_equivalent.clone(),
+        r.verdict.clone(),
+        r.needed.clone(),
+    ]
+}
+
+/// The points only one run has, then the summary line and its notes.
+fn footer(ctx: &DiffContext) -> String {
+    let mut out = String::new();
     if !ctx.unpaired.is_empty() {
         out.push_str("\nNot compared (no point with the same parameters in the other run):\n");
         for u in &ctx.unpaired {
