@@ -125,6 +125,29 @@ pub struct OpenLoop {
 }
 
 impl OpenLoop {
+    /// The load's shape as an explicit, stable string (arrival process, cap,
+    /// steps, trace content): what two points must share to be compared.
+    pub fn fingerprint(&self) -> String {
+        let stages: Vec<String> = self
+            .stages
+            .iter()
+            .map(|s| format!("{}/s*{}", s.rate, s.requests))
+            .collect();
+        let cap = self
+            .max_in_flight
+            .map_or_else(|| "none".to_string(), |c| c.to_string());
+        let trace = self.trace.as_ref().map_or_else(
+            || "none".to_string(),
+            |t| format!("{}@{}", t.sha256, t.speed),
+        );
+        format!(
+            "arrival={} burstiness={} max_in_flight={cap} stages={} trace={trace}",
+            self.arrival.as_str(),
+            self.burstiness,
+            stages.join(",")
+        )
+    }
+
     /// Planned mean rate, requests per second: requests over planned span.
     pub fn rate(&self) -> f64 {
         if let Some(t) = &self.trace {

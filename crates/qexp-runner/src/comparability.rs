@@ -32,6 +32,17 @@ pub(crate) fn workload(
     w.insert("requests".into(), f.run.requests().fingerprint());
     w.insert("warmup_requests".into(), f.run.warmup_requests.to_string());
     w.insert("prompt".into(), f.workload.prompt.fingerprint().to_string());
+    // Only open-loop plans carry the key, so closed-loop runs keep their hash.
+    let loads: BTreeSet<String> = points
+        .iter()
+        .filter_map(|p| p.open_loop.as_ref().map(qexp_plan::OpenLoop::fingerprint))
+        .collect();
+    if !loads.is_empty() {
+        w.insert(
+            "load".into(),
+            loads.into_iter().collect::<Vec<_>>().join("; "),
+        );
+    }
     w.extend(crate::workload::comparability_keys(&f.workload));
     if let Some(sha) = dataset_sha256 {
         w.insert("dataset_sha256".into(), sha.to_string());

@@ -74,6 +74,19 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             plan_path.display()
         )));
     }
+    // The runner indexes the points by the recorded order: every trial's
+    // order must be a permutation of the point ids.
+    let ids: Vec<u32> = (0..manifest.points.len() as u32).collect();
+    let bad_order = manifest.point_order.iter().any(|order| {
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        sorted != ids
+    });
+    if bad_order {
+        return Err(refuse(
+            "its manifest's point_order does not list each point once per trial".into(),
+        ));
+    }
     let original_target = manifest.overrides.get("target").cloned();
     let target = r.target.clone().or(original_target);
     if let Some(t) = &r.target {

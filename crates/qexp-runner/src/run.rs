@@ -495,7 +495,9 @@ async fn run_trials<B: Backend>(
                 writer.write_incomplete_point(&rows, &prow)?;
             }
             bar.finish(point_line(&label, &prow, &measured));
-            if f.tolerance.exceeded(prow.failures, prow.requests_done) {
+            // A point cut by an interrupt counts its cancelled requests as
+            // failures; the tolerance judges only whole points.
+            if whole && f.tolerance.exceeded(prow.failures, prow.requests_done) {
                 over_tolerance.push(format!(
                     "{label}: {} of {} requests failed ({})",
                     prow.failures,

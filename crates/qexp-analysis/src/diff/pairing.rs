@@ -1,6 +1,7 @@
 //! Pairs the points of two runs by their plan parameters. A point's id is
 //! its index in one plan's expansion, so it says nothing about the other
-//! run; the parameters (concurrency, input and output length) do.
+//! run; the parameters (concurrency, input and output length, an open-loop
+//! point's load) do.
 
 use crate::metrics::PointSummary;
 use qexp_plan::Point;
@@ -24,9 +25,17 @@ impl std::fmt::Display for Side {
     }
 }
 
-/// The parameters two points must share to be compared.
-pub fn pair_key(p: &Point) -> (u32, u32, u32) {
-    (p.concurrency, p.input_tokens, p.output_tokens)
+/// The parameters two points must share to be compared: concurrency, input
+/// and output length, and for an open-loop point the shape of its load (rate
+/// steps, arrival process, cap, trace), since every rate of a sweep shares
+/// the same concurrency.
+pub fn pair_key(p: &Point) -> (u32, u32, u32, Option<String>) {
+    (
+        p.concurrency,
+        p.input_tokens,
+        p.output_tokens,
+        p.open_loop.as_ref().map(qexp_plan::OpenLoop::fingerprint),
+    )
 }
 
 /// Paired indices into `a` and `b` (in A's order) and the indices left over on each side.
@@ -93,6 +102,29 @@ mod tests {
         let (pairs, only_a, only_b) = pair(&[pt(0, 1, 1000, 500)], &[pt(0, 1, 1000, 200)]);
         assert!(pairs.is_empty());
         assert_eq!((only_a, only_b), (vec![0], vec![0]));
+    }
+
+    fn rate_point(id: u32, rate: f64) -> PointSummary {
+        let mut p = pt(id, 8, 1000, 500);
+        p.point.open_loop = Some(qexp_plan::OpenLoop {
+            arrival: qexp_plan::Arrival::Poisson,
+            burstiness: 1.0,
+            max_in_flight: Some(8),
+            stages: vec![qexp_plan::Stage { rate, requests: 40 }],
+            trace: None,
+        });
+        p
+    }
+
+    #[test]
+    fn open_loop_points_pair_by_rate_not_by_their_cap() {
+        // Every rate of a sweep has the cap as its concurrency: rate 1 of A
+        // must not meet rate 2 of B, nor a closed-loop point at c=8.
+        let a = [rate_point(0, 1.0), rate_point(1, 2.0), rate_point(2, 4.0)];
+        let b = [rate_point(0, 2.0), rate_point(1, 4.0), pt(2, 8, 1000, 500)];
+        let (pairs, only_a, only_b) = pair(&a, &b);
+        assert_eq!(pairs, [(1, 0), (2, 1)]);
+        assert_eq!((only_a, only_b), (vec![0], vec![2]));
     }
 
     #[test]
