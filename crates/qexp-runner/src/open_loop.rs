@@ -6,8 +6,7 @@
 //! disappearing from the percentiles (coordinated omission).
 
 use crate::backend::Backend;
-use crate::scheduler::{cancelled, unix_now, Finished, Job};
-use crate::stop::cut_after_grace;
+use crate::scheduler::{send_due, unix_now, Finished, Job};
 use crate::timer::Timer;
 use crate::Cancel;
 use std::sync::Arc;
@@ -78,14 +77,11 @@ async fn dispatch<B: Backend>(
             None => None,
         };
         let scheduled_unix_s = start_unix + offset;
-        let (backend, tx, mut cancel) = (backend.clone(), tx.clone(), cancel.clone());
+        let (backend, tx, cancel) = (backend.clone(), tx.clone(), cancel.clone());
         tokio::spawn(async move {
-            let outcome = tokio::select! {
-                o = backend.send(job.request.clone()) => o,
-                _ = cut_after_grace(&mut cancel) => cancelled(scheduled_unix_s),
-            };
+            let f = send_due(&*backend, job.index, job.request, cancel, scheduled_unix_s).await;
             drop(permit);
-            let _ = tx.send(Finished::of(&job, scheduled_unix_s, outcome));
+            let _ = tx.send(f);
         });
     }
 }

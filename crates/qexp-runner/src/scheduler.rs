@@ -105,9 +105,20 @@ pub(crate) async fn send<B: Backend>(
     backend: &B,
     index: u32,
     request: GenRequest,
-    mut cancel: Cancel,
+    cancel: Cancel,
 ) -> Finished {
-    let scheduled_unix_s = unix_now();
+    send_due(backend, index, request, cancel, unix_now()).await
+}
+
+/// [`send`] for a request that was due at `scheduled_unix_s` (an open-loop
+/// arrival time), which is also where a cut request's times count from.
+pub(crate) async fn send_due<B: Backend>(
+    backend: &B,
+    index: u32,
+    request: GenRequest,
+    mut cancel: Cancel,
+    scheduled_unix_s: f64,
+) -> Finished {
     let outcome = tokio::select! {
         o = backend.send(request) => o,
         _ = cut_after_grace(&mut cancel) => cancelled(scheduled_unix_s),
@@ -116,16 +127,6 @@ pub(crate) async fn send<B: Backend>(
         index,
         scheduled_unix_s,
         outcome,
-    }
-}
-
-impl Finished {
-    pub(crate) fn of(job: &Job, scheduled_unix_s: f64, outcome: Outcome) -> Finished {
-        Finished {
-            index: job.index,
-            scheduled_unix_s,
-            outcome,
-        }
     }
 }
 
