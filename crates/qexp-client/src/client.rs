@@ -354,27 +354,44 @@ impl Client {
         }
         let mut stream = resp.bytes_stream();
         let mut parser = SseParser::new();
-        let mut events = Vec::new();
         let mut state = StreamState::default();
+        // One timer for the whole stream, not one per chunk: `wait` moves on
+        // with every read, and the timer, set for an earlier deadline, only
+        // re-arms for the current one when it fires.
         let mut wait = first_byte;
+        let timer = tokio::time::sleep_until(wait.at);
+        tokio::pin!(timer);
+        out.chunk_offsets_s
+            .reserve(req.max_tokens.min(1 << 16) as usize);
         loop {
-            let next = match tokio::time::timeout_at(wait.at, stream.next()).await {
-                Err(_) => return fail(out, since(Instant::now()), wait.class, &wait.message()),
-                Ok(n) => n,
+            let next = tokio::select! {
+                biased;
+                n = stream.next() => n,
+                () = &mut timer => {
+                    if tokio::time::Instant::now() >= wait.at {
+                        return fail(out, since(Instant::now()), wait.class, &wait.message());
+                    }
+                    timer.as_mut().reset(wait.at);
+                    continue;
+                }
             };
-            let arrived = since(Instant::now());
+            // The arrival time is taken before anything of the read is parsed.
+            let now = Instant::now();
+            let arrived = since(now);
             wait = Limit::earliest(
                 total,
                 Limit {
-                    at: tokio::time::Instant::now() + self.timeouts.idle,
+                    at: tokio::time::Instant::from_std(now) + self.timeouts.idle,
                     class: ErrorClass::IdleTimeout,
                     after: self.timeouts.idle,
                 },
             );
+            if wait.at < timer.deadline() {
+                timer.as_mut().reset(wait.at);
+            }
             match next {
                 None => {
-                    parser.finish(&mut events);
-                    if let Some(err) = read(&parser, &mut state, &mut out, &mut events, arrived) {
+                    if let Some(err) = read(&mut parser, &mut state, &mut out, None, arrived) {
                         return fail(out, arrived, err.class, &err.message);
                     }
                     break;
@@ -389,8 +406,9 @@ impl Client {
                     return fail(out, arrived, class, &err.message);
                 }
                 Some(Ok(bytes)) => {
-                    parser.feed(&bytes, &mut events);
-                    if let Some(err) = read(&parser, &mut state, &mut out, &mut events, arrived) {
+                    if let Some(err) =
+                        read(&mut parser, &mut state, &mut out, Some(&bytes), arrived)
+                    {
                         return fail(out, arrived, err.class, &err.message);
                     }
                     if state.done {

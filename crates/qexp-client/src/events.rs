@@ -1,23 +1,43 @@
 //! Reading the parsed events of a stream into an [`Outcome`]: content
 //! chunks and their arrival times, usage, finish reason, `[DONE]`, and the
 //! failures the events or the parser show.
+//!
+//! One event arrives per streamed token, so each is read for the few fields
+//! qexp measures, into borrowed text ([`Chunk`]); only an event that does not
+//! fit that shape (a `null` where an object was expected, a duplicated key,
+//! a number where text was expected) is read again as a whole
+//! `serde_json::Value`, which gives every such event the same meaning it
+//! always had.
 
 use crate::classify::{error_text, excerpt};
 use crate::outcome::{ErrorClass, Outcome, RequestError};
 use crate::parse_usage;
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::{Event, SseParser};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use std::borrow::Cow;
 
-/// Applies the events parsed from one read, or returns the failure they or
-/// the parser show. An over-long line fails before its (cut) event is read
-/// as JSON; the events before a line that is not UTF-8 still count.
+/// Feeds one read to the parser and applies the events it completes, or
+/// returns the failure they or the parser show. An over-long line fails
+/// first (before its cut event's JSON error); the events before a line that
+/// is not UTF-8 still count. `bytes` of `None` is the end of the stream.
 pub(crate) fn read(
-    parser: &SseParser,
+    parser: &mut SseParser,
     state: &mut StreamState,
     out: &mut Outcome,
-    events: &mut Vec<SseEvent>,
+    bytes: Option<&[u8]>,
     arrived: f64,
 ) -> Option<RequestError> {
+    let mut failed = None;
+    let mut apply = |ev: Event<'_>| {
+        if failed.is_none() {
+            failed = state.apply(out, ev, arrived);
+        }
+    };
+    match bytes {
+        Some(b) => parser.feed(b, &mut apply),
+        None => parser.finish(&mut apply),
+    }
     if parser.saw_oversized_line() {
         return Some(RequestError {
             class: ErrorClass::OversizedEvent,
@@ -27,12 +47,11 @@ pub(crate) fn read(
             ),
         });
     }
-    if let Some(err) = state.apply(out, events.drain(..), arrived) {
-        return Some(err);
-    }
-    parser.saw_invalid_utf8().then(|| RequestError {
-        class: ErrorClass::InvalidUtf8,
-        message: "a stream line is not valid UTF-8".to_string(),
+    failed.or_else(|| {
+        parser.saw_invalid_utf8().then(|| RequestError {
+            class: ErrorClass::InvalidUtf8,
+            message: "a stream line is not valid UTF-8".to_string(),
+        })
     })
 }
 
@@ -41,105 +60,256 @@ pub(crate) struct StreamState {
     pub done: bool,
 }
 
-impl StreamState {
-    /// Applies parsed events to the outcome; returns an error that ends the request.
-    fn apply(
-        &mut self,
-        out: &mut Outcome,
-        events: impl Iterator<Item = SseEvent>,
-        arrived: f64,
-    ) -> Option<RequestError> {
-        for ev in events {
-            let data = ev.data.trim();
-            if data == "[DONE]" {
-                self.done = true;
-                continue;
-            }
-            if data.is_empty() {
-                continue;
-            }
-            let v: Value = match serde_json::from_str(data) {
-                Ok(v) => v,
-                Err(e) => {
-                    return Some(RequestError {
-                        class: ErrorClass::MalformedJson,
-                        message: format!("stream event is not JSON ({e}): {}", excerpt(data)),
-                    })
-                }
-            };
-            if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-                return Some(RequestError {
-                    class: ErrorClass::ServerError,
-                    message: format!("server error in stream: {}", error_text(&err.to_string())),
-                });
-            }
-            if ev.event.as_deref() == Some("error") {
-                return Some(RequestError {
-                    class: ErrorClass::ServerError,
-                    message: format!("server error event: {}", excerpt(data)),
-                });
-            }
-            if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-                out.usage = parse_usage(u);
-            }
-            let choice = v.get("choices").and_then(|c| c.get(0));
-            if let Some(choice) = choice {
-                let (answer_len, reasoning_len) = text_lens(choice);
-                if reasoning_len > 0 {
-                    out.first_reasoning_s.get_or_insert(arrived);
-                    out.reasoning_chunks += 1;
-                }
-                if answer_len > 0 {
-                    out.first_answer_s.get_or_insert(arrived);
-                    if let Some(text) = &mut out.text {
-                        text.push_str(answer_text(choice));
-                    }
-                }
-                let text_len = answer_len + reasoning_len;
-                if text_len > 0 {
-                    out.first_token_s.get_or_insert(arrived);
-                    out.last_token_s = Some(arrived);
-                    out.chunk_offsets_s.push(arrived);
-                    out.content_chunks += 1;
-                    out.client_tokens += 1;
-                    out.output_chars += text_len as u64;
-                }
-                if let Some(fr) = choice.get("finish_reason").and_then(Value::as_str) {
-                    out.finish_reason = Some(fr.to_string());
-                }
-            } else if v.get("choices").is_none() && v.get("usage").is_none() {
-                return Some(RequestError {
-                    class: ErrorClass::Protocol,
-                    message: format!(
-                        "stream event has neither choices nor usage: {}",
-                        excerpt(data)
-                    ),
-                });
-            }
+/// What one event says, as far as qexp reads it.
+#[derive(Debug, Default, PartialEq)]
+struct Chunk<'a> {
+    /// `choices` was there (even empty or null).
+    has_choices: bool,
+    /// The first choice.
+    choice: Option<ChoiceText<'a>>,
+    /// `usage`, as sent (even null).
+    usage: Option<Value>,
+    /// `error`, as sent (even null).
+    error: Option<Value>,
+}
+
+/// The first choice's text and finish reason.
+#[derive(Debug, Default, PartialEq)]
+struct ChoiceText<'a> {
+    /// `delta.content`, or a completion's `text`.
+    answer: Cow<'a, str>,
+    /// Bytes of `delta.reasoning_content` + `delta.reasoning`.
+    reasoning_len: usize,
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+impl<'a> Chunk<'a> {
+    /// Reads one event's JSON: the typed reading, or the whole value when
+    /// the event is shaped otherwise; `Err` when it is not JSON at all.
+    fn parse(data: &'a str) -> Result<Chunk<'a>, serde_json::Error> {
+        match serde_json::from_str::<wire::Chunk<'a>>(data) {
+            Ok(c) => Ok(c.into()),
+            Err(_) => serde_json::from_str::<Value>(data).map(|v| Chunk::from_value(&v)),
         }
-        None
+    }
+
+    /// The same reading over a whole JSON value.
+    fn from_value(v: &Value) -> Chunk<'static> {
+        fn text(v: Option<&Value>) -> &str {
+            v.and_then(Value::as_str).unwrap_or_default()
+        }
+        let choice = v.get("choices").and_then(|c| c.get(0)).map(|c| {
+            let (answer, reasoning_len) = match c.get("delta") {
+                Some(d) => (
+                    text(d.get("content")),
+                    text(d.get("reasoning_content")).len() + text(d.get("reasoning")).len(),
+                ),
+                None => (text(c.get("text")), 0),
+            };
+            ChoiceText {
+                answer: Cow::Owned(answer.to_string()),
+                reasoning_len,
+                finish_reason: c
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .map(|f| Cow::Owned(f.to_string())),
+            }
+        });
+        Chunk {
+            has_choices: v.get("choices").is_some(),
+            choice,
+            usage: v.get("usage").cloned(),
+            error: v.get("error").cloned(),
+        }
     }
 }
 
-/// The answer text of one choice (`content`, or a completion's `text`).
-fn answer_text(choice: &Value) -> &str {
-    let text = match choice.get("delta") {
-        Some(d) => d.get("content"),
-        None => choice.get("text"),
-    };
-    text.and_then(Value::as_str).unwrap_or_default()
+/// The typed reading of an OpenAI-compatible stream chunk. Every field is
+/// optional; unknown fields are skipped without being built.
+mod wire {
+    use super::*;
+
+    #[derive(Deserialize)]
+    pub(super) struct Chunk<'a> {
+        #[serde(borrow, default, deserialize_with = "present")]
+        choices: Option<FirstChoice<'a>>,
+        #[serde(default, deserialize_with = "present")]
+        usage: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        error: Option<Value>,
+    }
+
+    /// The first element of `choices`; the rest are skipped.
+    struct FirstChoice<'a>(Option<Choice<'a>>);
+
+    #[derive(Deserialize)]
+    struct Choice<'a> {
+        #[serde(borrow, default, deserialize_with = "present")]
+        delta: Option<Delta<'a>>,
+        #[serde(borrow, default)]
+        text: Option<Text<'a>>,
+        #[serde(borrow, default)]
+        finish_reason: Option<Text<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Delta<'a> {
+        #[serde(borrow, default)]
+        content: Option<Text<'a>>,
+        #[serde(borrow, default)]
+        reasoning_content: Option<Text<'a>>,
+        #[serde(borrow, default)]
+        reasoning: Option<Text<'a>>,
+    }
+
+    /// A JSON string, borrowed from the event unless it holds escapes
+    /// (serde's own `Cow` always copies).
+    struct Text<'a>(Cow<'a, str>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+                type Value = Text<'a>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'a>, E> {
+                    Ok(Text(Cow::Borrowed(v)))
+                }
+                fn visit_str<E>(self, v: &str) -> Result<Text<'a>, E> {
+                    Ok(Text(Cow::Owned(v.to_string())))
+                }
+            }
+            d.deserialize_str(Visit(std::marker::PhantomData))
+        }
+    }
+
+    /// A field that is there, whatever its value (`null` included, which
+    /// then has to be readable as `T`): tells a `null` from a missing key.
+    fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        T::deserialize(d).map(Some)
+    }
+
+    impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+                type Value = FirstChoice<'a>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a list of choices")
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Self::Value, A::Error> {
+                    let first = seq.next_element::<Choice<'a>>()?;
+                    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                    Ok(FirstChoice(first))
+                }
+            }
+            d.deserialize_seq(Visit(std::marker::PhantomData))
+        }
+    }
+
+    impl<'a> From<Chunk<'a>> for super::Chunk<'a> {
+        fn from(c: Chunk<'a>) -> super::Chunk<'a> {
+            let len = |t: &Option<Text<'_>>| t.as_ref().map_or(0, |t| t.0.len());
+            let text = |t: Option<Text<'a>>| t.map(|t| t.0);
+            let has_choices = c.choices.is_some();
+            let choice = c.choices.and_then(|f| f.0).map(|ch| match ch.delta {
+                Some(d) => super::ChoiceText {
+                    reasoning_len: len(&d.reasoning_content) + len(&d.reasoning),
+                    answer: text(d.content).unwrap_or_default(),
+                    finish_reason: text(ch.finish_reason),
+                },
+                None => super::ChoiceText {
+                    answer: text(ch.text).unwrap_or_default(),
+                    reasoning_len: 0,
+                    finish_reason: text(ch.finish_reason),
+                },
+            });
+            super::Chunk {
+                has_choices,
+                choice,
+                usage: c.usage,
+                error: c.error,
+            }
+        }
+    }
 }
 
-/// Characters of (answer, reasoning) text in one choice: `content` or a
-/// completion's `text`; `reasoning_content` (vLLM, SGLang) or `reasoning`.
-fn text_lens(choice: &Value) -> (usize, usize) {
-    let s = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
-    match choice.get("delta") {
-        Some(d) => (
-            s(d.get("content")),
-            s(d.get("reasoning_content")) + s(d.get("reasoning")),
-        ),
-        None => (s(choice.get("text")), 0),
+impl StreamState {
+    /// Applies one event to the outcome; returns an error that ends the request.
+    fn apply(&mut self, out: &mut Outcome, ev: Event<'_>, arrived: f64) -> Option<RequestError> {
+        let data = ev.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return None;
+        }
+        if data.is_empty() {
+            return None;
+        }
+        let chunk = match Chunk::parse(data) {
+            Ok(c) => c,
+            Err(e) => {
+                return Some(RequestError {
+                    class: ErrorClass::MalformedJson,
+                    message: format!("stream event is not JSON ({e}): {}", excerpt(data)),
+                })
+            }
+        };
+        if let Some(err) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            return Some(RequestError {
+                class: ErrorClass::ServerError,
+                message: format!("server error in stream: {}", error_text(&err.to_string())),
+            });
+        }
+        if ev.event == Some("error") {
+            return Some(RequestError {
+                class: ErrorClass::ServerError,
+                message: format!("server error event: {}", excerpt(data)),
+            });
+        }
+        if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+            out.usage = parse_usage(u);
+        }
+        if let Some(choice) = chunk.choice {
+            let answer_len = choice.answer.len();
+            if choice.reasoning_len > 0 {
+                out.first_reasoning_s.get_or_insert(arrived);
+                out.reasoning_chunks += 1;
+            }
+            if answer_len > 0 {
+                out.first_answer_s.get_or_insert(arrived);
+                if let Some(text) = &mut out.text {
+                    text.push_str(&choice.answer);
+                }
+            }
+            let text_len = answer_len + choice.reasoning_len;
+            if text_len > 0 {
+                out.first_token_s.get_or_insert(arrived);
+                out.last_token_s = Some(arrived);
+                out.chunk_offsets_s.push(arrived);
+                out.content_chunks += 1;
+                out.client_tokens += 1;
+                out.output_chars += text_len as u64;
+            }
+            if let Some(fr) = choice.finish_reason {
+                out.finish_reason = Some(fr.into_owned());
+            }
+        } else if !chunk.has_choices && chunk.usage.is_none() {
+            return Some(RequestError {
+                class: ErrorClass::Protocol,
+                message: format!(
+                    "stream event has neither choices nor usage: {}",
+                    excerpt(data)
+                ),
+            });
+        }
+        None
     }
 }
 
@@ -147,11 +317,8 @@ fn text_lens(choice: &Value) -> (usize, usize) {
 mod tests {
     use super::*;
 
-    fn event(data: &str) -> SseEvent {
-        SseEvent {
-            event: None,
-            data: data.to_string(),
-        }
+    fn event(data: &str) -> Event<'_> {
+        Event { event: None, data }
     }
 
     #[test]
@@ -164,9 +331,7 @@ mod tests {
         let apply = |out: &mut Outcome| {
             let mut state = StreamState::default();
             for (i, data) in steps.iter().enumerate() {
-                assert!(state
-                    .apply(out, [event(data)].into_iter(), i as f64)
-                    .is_none());
+                assert!(state.apply(out, event(data), i as f64).is_none());
             }
         };
         let mut kept = Outcome {
@@ -200,9 +365,7 @@ mod tests {
             (0.45, chunk("{\"content\":\".\"}")),
         ];
         for (at, data) in &steps {
-            assert!(state
-                .apply(&mut out, [event(data)].into_iter(), *at)
-                .is_none());
+            assert!(state.apply(&mut out, event(data), *at).is_none());
         }
         assert_eq!(out.first_token_s, Some(0.20), "TTFT counts reasoning");
         assert_eq!(out.first_reasoning_s, Some(0.20));
@@ -216,13 +379,49 @@ mod tests {
         let mut out = Outcome::default();
         let mut state = StreamState::default();
         let data = "{\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":null}]}";
-        assert!(state
-            .apply(&mut out, [event(data)].into_iter(), 0.3)
-            .is_none());
+        assert!(state.apply(&mut out, event(data), 0.3).is_none());
         assert_eq!(
             (out.first_answer_s, out.first_reasoning_s),
             (Some(0.3), None)
         );
         assert_eq!(out.reasoning_chunks, 0);
+    }
+
+    #[test]
+    fn the_typed_reading_means_what_the_whole_value_means() {
+        // Usual chunks, and every odd shape that sends the typed reading to
+        // the fallback: both readings must agree on all of them.
+        let cases = [
+            r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"content":"a\nb \u00e9"},"finish_reason":"stop"}],"usage":null}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"hm","reasoning":"m"}}]}"#,
+            r#"{"choices":[{"text":" x","finish_reason":"length"},{"text":"second"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            r#"{"choices":null}"#,
+            r#"{"choices":{}}"#,
+            r#"{"choices":[5]}"#,
+            r#"{"choices":[{"delta":null,"text":"t"}]}"#,
+            r#"{"choices":[{"delta":{"content":5}}]}"#,
+            r#"{"choices":[{"delta":{"content":null},"finish_reason":7}]}"#,
+            r#"{"choices":[{"delta":{"content":"a","content":"bb"}}]}"#,
+            r#"{"usage":null}"#,
+            r#"{"usage":5}"#,
+            r#"{"error":null,"choices":[]}"#,
+            r#"{"error":{"message":"overloaded"}}"#,
+            r#"{"object":"error","message":"no"}"#,
+            r#"[1,2]"#,
+            r#"[]"#,
+            r#"{"choices":[{}]}"#,
+            r#""text""#,
+        ];
+        for data in cases {
+            let value: Value = serde_json::from_str(data).unwrap();
+            assert_eq!(
+                Chunk::parse(data).unwrap(),
+                Chunk::from_value(&value),
+                "{data}"
+            );
+        }
+        assert!(Chunk::parse("{not json").is_err());
     }
 }

@@ -4,13 +4,28 @@
 //! Bytes may arrive split anywhere: inside a line, between `\r` and `\n`,
 //! inside a multi-byte character. The parser keeps the partial line and
 //! emits an event only at the blank line that ends it. A line longer than
-//! [`MAX_LINE_BYTES`] is dropped and noted, so a server cannot make the
-//! client hold an unbounded line in memory.
+//! [`MAX_LINE_BYTES`] is cut and noted, so a server cannot make the client
+//! hold an unbounded line in memory.
+//!
+//! It is on the load generator's hot path (one event per streamed token), so
+//! it works over the bytes as read: lines that arrive whole are read in
+//! place, events are handed out borrowed, and its buffers are reused from
+//! one line and one event to the next (no allocation per event once they
+//! have grown to the stream's line length).
 
 /// The longest line kept: a streamed delta is a few tokens, far below this.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// One dispatched event.
+/// One dispatched event, borrowed from the parser until the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// The `event:` field, when the server sent one.
+    pub event: Option<&'a str>,
+    /// All `data:` lines of the event, joined with `\n`.
+    pub data: &'a str,
+}
+
+/// An [`Event`] that owns its text (for keeping events past the next one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event:` field, when the server sent one.
@@ -19,13 +34,28 @@ pub struct SseEvent {
     pub data: String,
 }
 
+impl From<Event<'_>> for SseEvent {
+    fn from(e: Event<'_>) -> SseEvent {
+        SseEvent {
+            event: e.event.map(str::to_string),
+            data: e.data.to_string(),
+        }
+    }
+}
+
 /// Parser state across reads.
 #[derive(Debug, Default)]
 pub struct SseParser {
-    line: Vec<u8>,
+    /// The start of a line whose end has not arrived yet.
+    partial: Vec<u8>,
+    /// The last read ended in `\r`: a `\n` opening the next one belongs to it.
     after_cr: bool,
-    data: Option<String>,
-    event: Option<String>,
+    /// The pending event's data (valid when `has_data`).
+    data: String,
+    has_data: bool,
+    /// The pending event's name (valid when `has_event`).
+    event: String,
+    has_event: bool,
     invalid_utf8: bool,
     oversized: bool,
 }
@@ -36,34 +66,46 @@ impl SseParser {
         SseParser::default()
     }
 
-    /// Feeds one read; completed events are pushed to `out`.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
-        for &b in bytes {
-            match b {
-                b'\n' if self.after_cr => self.after_cr = false,
-                b'\n' | b'\r' => {
-                    self.after_cr = b == b'\r';
-                    self.end_line(out);
-                }
-                _ => {
-                    self.after_cr = false;
-                    if self.line.len() < MAX_LINE_BYTES {
-                        self.line.push(b);
-                    } else {
-                        self.oversized = true;
-                    }
+    /// Feeds one read; `emit` hears each event it completes, in order.
+    pub fn feed(&mut self, bytes: &[u8], mut emit: impl FnMut(Event<'_>)) {
+        let mut rest = bytes;
+        if self.after_cr && !rest.is_empty() {
+            self.after_cr = false;
+            if rest[0] == b'\n' {
+                rest = &rest[1..];
+            }
+        }
+        while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            if self.partial.is_empty() {
+                self.line(&rest[..end], &mut emit);
+            } else {
+                self.keep(&rest[..end]);
+                let line = std::mem::take(&mut self.partial);
+                self.line(&line, &mut emit);
+                self.partial = line;
+                self.partial.clear();
+            }
+            let cr = rest[end] == b'\r';
+            rest = &rest[end + 1..];
+            if cr {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
                 }
             }
         }
+        self.keep(rest);
     }
 
     /// Ends the stream: an unterminated final event is dispatched, as many
     /// servers omit the last blank line before closing.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
-        if !self.line.is_empty() {
-            self.end_line(out);
+    pub fn finish(&mut self, mut emit: impl FnMut(Event<'_>)) {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&line, &mut emit);
         }
-        self.dispatch(out);
+        self.dispatch(&mut emit);
     }
 
     /// True when a line that was not valid UTF-8 was seen (and skipped).
@@ -76,13 +118,29 @@ impl SseParser {
         self.oversized
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+    /// Adds the bytes of an unfinished line, up to [`MAX_LINE_BYTES`].
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = MAX_LINE_BYTES - self.partial.len();
+        if bytes.len() > room {
+            self.oversized = true;
+        }
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// Handles one complete line (without its end).
+    fn line(&mut self, line: &[u8], emit: &mut impl FnMut(Event<'_>)) {
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(emit);
             return;
         }
-        let Ok(line) = String::from_utf8(line) else {
+        let line = if line.len() > MAX_LINE_BYTES {
+            self.oversized = true;
+            &line[..MAX_LINE_BYTES]
+        } else {
+            line
+        };
+        let Ok(line) = std::str::from_utf8(line) else {
             self.invalid_utf8 = true;
             return;
         };
@@ -91,26 +149,36 @@ impl SseParser {
         }
         let (field, value) = match line.split_once(':') {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line.as_str(), ""),
+            None => (line, ""),
         };
         match field {
-            "data" => match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
                 }
-                None => self.data = Some(value.to_string()),
-            },
-            "event" => self.event = Some(value.to_string()),
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => {
+                self.event.clear();
+                self.event.push_str(value);
+                self.has_event = true;
+            }
             _ => {} // id, retry and unknown fields carry nothing qexp measures
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        let event = self.event.take();
-        if let Some(data) = self.data.take() {
-            out.push(SseEvent { event, data });
+    fn dispatch(&mut self, emit: &mut impl FnMut(Event<'_>)) {
+        if self.has_data {
+            emit(Event {
+                event: self.has_event.then_some(self.event.as_str()),
+                data: &self.data,
+            });
         }
+        self.data.clear();
+        self.event.clear();
+        self.has_data = false;
+        self.has_event = false;
     }
 }
 
@@ -129,9 +197,9 @@ data: [DONE]\n\n";
         let mut p = SseParser::new();
         let mut out = Vec::new();
         for piece in pieces {
-            p.feed(piece, &mut out);
+            p.feed(piece, |e| out.push(e.into()));
         }
-        p.finish(&mut out);
+        p.finish(|e| out.push(e.into()));
         out
     }
 
@@ -189,7 +257,9 @@ data: [DONE]\n\n";
     fn invalid_utf8_line_is_skipped_and_noted() {
         let mut p = SseParser::new();
         let mut out = Vec::new();
-        p.feed(b"data: \xff\xfe\n\ndata: ok\n\n", &mut out);
+        p.feed(b"data: \xff\xfe\n\ndata: ok\n\n", |e| {
+            out.push(SseEvent::from(e))
+        });
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data, "ok");
         assert!(p.saw_invalid_utf8());
@@ -201,8 +271,22 @@ data: [DONE]\n\n";
         let mut out = Vec::new();
         let mut big = b"data: ".to_vec();
         big.resize(MAX_LINE_BYTES + 10, b'x');
-        p.feed(&big, &mut out);
-        p.feed(b"\n\ndata: ok\n\n", &mut out);
+        p.feed(&big, |e| out.push(SseEvent::from(e)));
+        p.feed(b"\n\ndata: ok\n\n", |e| out.push(SseEvent::from(e)));
+        assert!(p.saw_oversized_line());
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].data.len(), MAX_LINE_BYTES - 6);
+        assert_eq!(out[1].data, "ok");
+    }
+
+    #[test]
+    fn an_oversized_line_read_whole_is_cut_the_same_way() {
+        let mut big = b"data: ".to_vec();
+        big.resize(MAX_LINE_BYTES + 10, b'x');
+        let whole = [big.as_slice(), b"\n\ndata: ok\n\n"].concat();
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        p.feed(&whole, |e| out.push(SseEvent::from(e)));
         assert!(p.saw_oversized_line());
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].data.len(), MAX_LINE_BYTES - 6);

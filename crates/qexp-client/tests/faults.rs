@@ -156,6 +156,20 @@ async fn a_stall_longer_than_the_total_ends_at_the_total_timeout() {
 }
 
 #[tokio::test]
+async fn a_stream_that_flows_outlives_its_idle_limit() {
+    // 50 ms to the first token, then 10 ms gaps: 0.13 s of stream, longer
+    // than the 100 ms idle limit, every silence far inside it.
+    let timeouts = Timeouts {
+        idle: Duration::from_millis(100),
+        ..short()
+    };
+    let o = with_faults(FaultPlan::default(), timeouts).await;
+    assert!(o.ok(), "{:?}", o.error);
+    assert_eq!(o.content_chunks, 8);
+    assert!(o.end_s > 0.1, "the stream lasted {} s", o.end_s);
+}
+
+#[tokio::test]
 async fn slow_response_headers_end_at_the_first_byte_timeout() {
     let o = with_fault(Fault::SlowHeaders(3600.0)).await;
     assert_eq!(class(&o), ErrorClass::FirstByteTimeout, "{}", message(&o));

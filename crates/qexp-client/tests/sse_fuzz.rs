@@ -15,9 +15,9 @@ fn parse(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool, bool) {
     let mut p = SseParser::new();
     let mut out = Vec::new();
     for piece in pieces {
-        p.feed(piece, &mut out);
+        p.feed(piece, |e| out.push(SseEvent::from(e)));
     }
-    p.finish(&mut out);
+    p.finish(|e| out.push(SseEvent::from(e)));
     (out, p.saw_invalid_utf8(), p.saw_oversized_line())
 }
 
