@@ -2,6 +2,7 @@ use crate::classify::{classify, error_text, excerpt, header_text, stale_connecti
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome, RequestError, Usage};
 use crate::secret::Redactor;
+use crate::sent::StampedBody;
 use crate::sse::SseParser;
 use crate::timeouts::{Limit, Timeouts};
 use futures_util::StreamExt;
@@ -280,7 +281,8 @@ impl Client {
     }
 
     async fn measure(&self, req: &GenRequest) -> Outcome {
-        let body = req.body(true);
+        // Serialized once; every attempt sends the same bytes.
+        let body = bytes::Bytes::from(req.body(true).to_string());
         let started = tokio::time::Instant::now();
         let limit = |after: Duration, class| Limit {
             at: started + after,
@@ -292,29 +294,29 @@ impl Client {
             total,
             limit(self.timeouts.first_byte, ErrorClass::FirstByteTimeout),
         );
-        let mut t0 = Instant::now();
+        let (mut t0, mut unix0) = (Instant::now(), unix_now());
         let mut out = Outcome {
-            sent_unix_s: unix_now(),
+            sent_unix_s: unix0,
             text: req.history.as_ref().map(|_| String::new()),
             ..Outcome::default()
         };
-        let resp = loop {
+        let mut on_wire;
+        let sent = loop {
+            let (stamped, read_at) = StampedBody::new(body.clone());
+            on_wire = read_at;
             let send = self
                 .request_maybe_fresh(out.retries > 0, reqwest::Method::POST, req.path())
-                .json(&body)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(reqwest::Body::wrap(stamped))
                 .send();
-            let since_t0 = |t: Instant| t.duration_since(t0).as_secs_f64();
             match tokio::time::timeout_at(first_byte.at, send).await {
-                Err(_) => {
-                    let at = since_t0(Instant::now());
-                    return fail(out, at, first_byte.class, &first_byte.message());
-                }
+                Err(_) => break Err((first_byte.class, first_byte.message())),
                 // Nothing of this attempt reached the server's generator: the
                 // measurement restarts with the retry, and the row says so.
                 Ok(Err(e)) if out.retries == 0 && stale_connection(&e) => {
                     out.retries += 1;
-                    t0 = Instant::now();
-                    out.sent_unix_s = unix_now();
+                    (t0, unix0) = (Instant::now(), unix_now());
+                    out.sent_unix_s = unix0;
                 }
                 Ok(Err(e)) => {
                     let closed = stale_connection(&e);
@@ -327,9 +329,25 @@ impl Client {
                             err.message
                         );
                     }
-                    return fail(out, since_t0(Instant::now()), err.class, &err.message);
+                    break Err((err.class, err.message));
                 }
-                Ok(Ok(r)) => break r,
+                Ok(Ok(r)) => break Ok(r),
+            }
+        };
+        // Times count from the moment the request went to the wire, when
+        // the connection read its body (see `sent`); a request that never
+        // got that far counts from when qexp began it.
+        if let Some(&wire) = on_wire.get() {
+            if wire > t0 {
+                out.sent_unix_s = unix0 + (wire - t0).as_secs_f64();
+                t0 = wire;
+            }
+        }
+        let resp = match sent {
+            Ok(r) => r,
+            Err((class, message)) => {
+                let at = Instant::now().saturating_duration_since(t0).as_secs_f64();
+                return fail(out, at, class, &message);
             }
         };
         let since = |t: Instant| t.duration_since(t0).as_secs_f64();

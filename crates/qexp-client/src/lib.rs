@@ -19,6 +19,7 @@ mod outcome;
 mod probe;
 pub mod prompt;
 mod secret;
+mod sent;
 pub mod sse;
 mod timeouts;
 

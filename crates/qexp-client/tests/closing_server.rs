@@ -98,3 +98,39 @@ async fn no_request_is_lost_when_the_server_closes_after_each_stream() {
     // Back-to-back requests reuse the pooled connection inside the 20 ms window.
     assert!(retries > 0, "the test never hit a closed connection");
 }
+
+/// The kernel completes the TCP handshake and holds the request while the
+/// server is slow to accept it: the request is on the wire, and that wait is
+/// the server's, so it stays inside TTFT (qexp's own set-up time does not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if let Ok((sock, _)) = listener.accept().await {
+            serve_one_then_close(sock).await;
+        }
+    });
+    let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
+    let req = GenRequest {
+        api: Api::Completions,
+        model: "m".into(),
+        prompt: "p".into(),
+        max_tokens: 1,
+        extra: Default::default(),
+        history: None,
+    };
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let o = client.stream(&req).await;
+    assert!(o.ok(), "{:?}", o.error);
+    let (sent_after, ttft) = (o.sent_unix_s - before, o.ttft_s().unwrap());
+    assert!(
+        (0.0..0.2).contains(&sent_after),
+        "sent {sent_after} s after the call"
+    );
+    assert!(ttft >= 0.29, "TTFT {ttft} s left out the server's wait");
+}
