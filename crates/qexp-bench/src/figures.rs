@@ -26,6 +26,9 @@ pub struct CeilingRow {
     pub wall_s: f64,
     /// CPU seconds per million output tokens.
     pub cpu_s_per_million: f64,
+    /// Cores the bench server's process used meanwhile (CPU s / wall s).
+    #[serde(default)]
+    pub server_cores: f64,
     /// Failed requests.
     pub failures: u64,
 }
@@ -53,6 +56,9 @@ pub struct FidelityRow {
     pub server_gap_p99_ms: f64,
     /// qexp process CPU seconds / wall seconds (cores used).
     pub cores_used: f64,
+    /// Cores the bench server's process used meanwhile (CPU s / wall s).
+    #[serde(default)]
+    pub server_cores: f64,
     /// Failed requests.
     pub failures: u64,
 }
@@ -135,28 +141,29 @@ impl BenchResults {
             }
         );
         if !self.ceiling.is_empty() {
-            s.push_str("| C | tokens/stream | client tok/s | server tok/s | CPU s / M tokens | cores used | failures |\n|---|---|---|---|---|---|---|\n");
+            s.push_str("| C | tokens/stream | client tok/s | server tok/s | CPU s / M tokens | cores used | server cores | failures |\n|---|---|---|---|---|---|---|---|\n");
             for r in &self.ceiling {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.concurrency,
                     r.tokens_per_stream,
                     f(r.client_tok_s, 0),
                     f(r.server_tok_s, 0),
                     f(r.cpu_s_per_million, 2),
                     f(r.cpu_s / r.wall_s, 2),
+                    f(r.server_cores, 2),
                     r.failures
                 );
             }
             s.push('\n');
         }
         if !self.fidelity.is_empty() {
-            s.push_str("| C | server TTFT / gap (ms) | TTFT error p50 (ms) | TTFT error p99 (ms) | gap error p50 (ms) | gap error p99 (ms) | server gap p99 (ms) | cores used | failures |\n|---|---|---|---|---|---|---|---|---|\n");
+            s.push_str("| C | server TTFT / gap (ms) | TTFT error p50 (ms) | TTFT error p99 (ms) | gap error p50 (ms) | gap error p99 (ms) | server gap p99 (ms) | cores used | server cores | failures |\n|---|---|---|---|---|---|---|---|---|---|\n");
             for r in &self.fidelity {
                 let _ = writeln!(
                     s,
-                    "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.concurrency,
                     f(r.server_ttft_ms, 0),
                     f(r.server_itl_ms, 0),
@@ -166,6 +173,7 @@ impl BenchResults {
                     f(r.gap_p99_error_ms, 2),
                     f(r.server_gap_p99_ms, 2),
                     f(r.cores_used, 2),
+                    f(r.server_cores, 2),
                     r.failures
                 );
             }

@@ -219,6 +219,7 @@ pub async fn ceiling(
         cpu_s: m.cpu_s,
         wall_s: m.wall_s,
         cpu_s_per_million: m.cpu_s / rows.tokens as f64 * 1e6,
+        server_cores: m.server.cpu_s / m.wall_s,
         failures: rows.failures,
     })
 }
@@ -261,6 +262,7 @@ pub async fn fidelity(
         server_ttft_p99_ms: ms(q(&s_ttft, 0.99)),
         server_gap_p99_ms: ms(q(&s_gaps, 0.99)),
         cores_used: m.cpu_s / m.wall_s,
+        server_cores: m.server.cpu_s / m.wall_s,
         failures: rows.failures,
     })
 }

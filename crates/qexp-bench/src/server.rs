@@ -42,6 +42,10 @@ pub struct ServerReport {
     pub window_s: f64,
     /// Timed requests, one record each.
     pub records: Vec<ServerRecord>,
+    /// CPU seconds the server's process spent since the last drain (the
+    /// client's too when both share one process, as in tests).
+    #[serde(default)]
+    pub cpu_s: f64,
 }
 
 #[derive(Default)]
@@ -51,6 +55,8 @@ struct Shared {
     first_ns: AtomicU64,
     last_ns: AtomicU64,
     records: Mutex<Vec<ServerRecord>>,
+    /// The process's CPU seconds at the last drain.
+    cpu_at_drain: Mutex<f64>,
 }
 
 struct ServerState {
@@ -139,7 +145,12 @@ async fn drain(State(s): State<Arc<ServerState>>) -> Json<ServerReport> {
     let records = std::mem::take(&mut *sh.records.lock().unwrap_or_else(|e| e.into_inner()));
     let first = sh.first_ns.swap(0, Ordering::SeqCst);
     let last = sh.last_ns.swap(0, Ordering::SeqCst);
+    let cpu_s = crate::process::cpu_s().map_or(f64::NAN, |now| {
+        let mut at = sh.cpu_at_drain.lock().unwrap_or_else(|e| e.into_inner());
+        now - std::mem::replace(&mut *at, now)
+    });
     Json(ServerReport {
+        cpu_s,
         tokens: sh.tokens.swap(0, Ordering::SeqCst),
         window_s: last.saturating_sub(first) as f64 / 1e9,
         records,
