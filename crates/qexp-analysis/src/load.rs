@@ -295,6 +295,8 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
                 token_mismatches: mism[i] as u32,
                 agg_tok_s: f64::NAN,
                 send_lag_max_s: 0.0,
+                client_loop_lag_p99_s: f64::NAN,
+                client_cpu_cores: f64::NAN,
                 ..TrialMetrics::default()
             };
             ((pid[i], trial[i]), m)
@@ -319,25 +321,31 @@ fn add_point_rows(
         .into_iter()
         .map(|c| (c, qexp_store::server_column(c)))
         .collect();
+    // Columns a run made before they existed lacks read as NaN.
+    let or_nan = |name: &str| {
+        if schema.contains(name) {
+            col(name).cast(F)
+        } else {
+            lit(f64::NAN).alias(name)
+        }
+    };
     let mut select = vec![
         col(pt::TRIAL),
         col(pt::POINT_ID),
         col(pt::AGG_OUTPUT_TOK_S).cast(F),
         col(pt::SEND_LAG_MAX_S).cast(F),
+        or_nan(pt::CLIENT_LOOP_LAG_P99_S),
+        or_nan(pt::CLIENT_CPU_CORES),
         col(pt::INVALID_REASON),
     ];
-    select.extend(counters.iter().map(|(_, name)| {
-        if schema.contains(name) {
-            col(name.as_str()).cast(F)
-        } else {
-            lit(f64::NAN).alias(name.as_str())
-        }
-    }));
+    select.extend(counters.iter().map(|(_, name)| or_nan(name)));
     let points = scan.select(select).collect().map_err(q)?;
     let ptrial = u32s(&points, pt::TRIAL).map_err(q)?;
     let ppid = u32s(&points, pt::POINT_ID).map_err(q)?;
     let agg = f64s(&points, pt::AGG_OUTPUT_TOK_S).map_err(q)?;
     let lag = f64s(&points, pt::SEND_LAG_MAX_S).map_err(q)?;
+    let loop_lag = f64s(&points, pt::CLIENT_LOOP_LAG_P99_S).map_err(q)?;
+    let cores = f64s(&points, pt::CLIENT_CPU_CORES).map_err(q)?;
     let server = counters
         .iter()
         .map(|(c, name)| Ok((*c, f64s(&points, name)?)))
@@ -353,6 +361,8 @@ fn add_point_rows(
             .or_insert_with(|| TrialMetrics::without_requests(ptrial[i], ppid[i]));
         m.agg_tok_s = agg[i];
         m.send_lag_max_s = lag[i];
+        m.client_loop_lag_p99_s = loop_lag[i];
+        m.client_cpu_cores = cores[i];
         m.invalid_reason = invalid.get(i).map(str::to_string);
         m.server = server
             .iter()

@@ -51,6 +51,10 @@ pub struct TrialMetrics {
     pub token_mismatches: u32,
     /// Largest scheduled → sent lag.
     pub send_lag_max_s: f64,
+    /// qexp's event-loop lag p99 while the point ran (NaN when not recorded).
+    pub client_loop_lag_p99_s: f64,
+    /// qexp's cores used while the point ran (NaN when not recorded).
+    pub client_cpu_cores: f64,
     /// Why the point's numbers are invalid, if so.
     pub invalid_reason: Option<String>,
     /// The server's own counters over the (trial, point) (scraped
@@ -66,6 +70,8 @@ impl TrialMetrics {
             trial,
             point_id,
             agg_tok_s: f64::NAN,
+            client_loop_lag_p99_s: f64::NAN,
+            client_cpu_cores: f64::NAN,
             decode_tok_s: f64::NAN,
             ttft_s: f64::NAN,
             ttft_p90_s: f64::NAN,

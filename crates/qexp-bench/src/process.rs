@@ -3,18 +3,7 @@
 //! from `/proc/self`, and the open-file limit it raises for many streams.
 
 /// User + system CPU seconds of this process so far (10 ms resolution).
-pub fn cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is parenthesised and may hold spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 here.
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / CLOCK_TICKS_PER_S)
-}
-
-/// `sysconf(_SC_CLK_TCK)`, 100 on every Linux architecture qexp runs on.
-const CLOCK_TICKS_PER_S: f64 = 100.0;
+pub use qexp_runner::health::process_cpu_s as cpu_s;
 
 /// A `kB` line of `/proc/self/status`, in MB.
 fn status_mb(key: &str) -> Option<f64> {

@@ -12,6 +12,7 @@ mod backend;
 mod comparability;
 mod dataset;
 mod error;
+pub mod health;
 mod journaling;
 mod open_loop;
 mod preflight;

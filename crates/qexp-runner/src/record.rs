@@ -120,6 +120,8 @@ pub(crate) fn point_row(
         output_tokens,
         agg_output_tok_s: agg,
         send_lag_max_s,
+        client_cpu_cores: None,
+        client_loop_lag_p99_s: None,
         prompt_units,
         invalid_reason: interrupted(measured, ctx.point.requests)
             .or_else(|| prompt_mismatch(&ok, tolerance)),

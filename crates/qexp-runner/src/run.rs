@@ -1,6 +1,7 @@
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
+use crate::health::Probe;
 use crate::journaling::{all_finished, Journaling};
 use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::preflight::check_context;
@@ -412,6 +413,7 @@ async fn run_trials<B: Backend>(
                 bar.inc(f.outcome.error.is_some());
                 journal.record(&ctx, f, false, plan_of(f));
             };
+            let probe = Probe::start();
             let done = match (&f.workload.multi_turn, &point.open_loop) {
                 (None, None) => {
                     run_closed_loop(
@@ -461,6 +463,7 @@ async fn run_trials<B: Backend>(
                     .await
                 }
             };
+            let health = probe.finish().await;
             let journal_failure = journal.failure();
             // A later turn's planned length is known only now (plan_turns).
             let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
@@ -473,6 +476,8 @@ async fn run_trials<B: Backend>(
                 .map(|d| request_row(&ctx, d, false, plan_of(d)))
                 .collect();
             let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
+            prow.client_cpu_cores = health.cpu_cores;
+            prow.client_loop_lag_p99_s = health.loop_lag_p99_s;
             if let (Some(m), Some(before)) = (&prep.metrics, before) {
                 // Counters are updated as the engine finishes each step; let
                 // the last completions land before reading them.

@@ -271,6 +271,11 @@ stored_row! {
         AGG_OUTPUT_TOK_S agg_output_tok_s: Option<f64>,
         /// Largest scheduled → sent lag (load-generator health).
         SEND_LAG_MAX_S send_lag_max_s: f64,
+        /// qexp's CPU seconds per wall second while the point ran (load-generator health).
+        CLIENT_CPU_CORES client_cpu_cores: Option<f64>,
+        /// p99 of how late qexp's event loop woke a due timer while the point
+        /// ran, s (load-generator health: arrivals are stamped that late too).
+        CLIENT_LOOP_LAG_P99_S client_loop_lag_p99_s: Option<f64>,
         /// Filler words per prompt after calibration.
         PROMPT_UNITS prompt_units: u32,
         /// Why the point's numbers are not valid (e.g. prompt length off), if so.
@@ -341,8 +346,8 @@ mod tests {
             pts.join(","),
             "run_id,trial,point_id,point_order,concurrency,input_tokens_target,\
              output_tokens_target,requests_planned,requests_done,failures,window_start_unix_s,\
-             window_end_unix_s,output_tokens,agg_output_tok_s,send_lag_max_s,prompt_units,\
-             invalid_reason,server_prefix_cache_queries,server_prefix_cache_hits,\
+             window_end_unix_s,output_tokens,agg_output_tok_s,send_lag_max_s,client_cpu_cores,\
+             client_loop_lag_p99_s,prompt_units,invalid_reason,server_prefix_cache_queries,server_prefix_cache_hits,\
              server_cached_prompt_tokens,server_preemptions,server_ttft_count,server_ttft_sum_s,\
              server_spec_drafts,server_spec_accepted_tokens,server_spec_acceptance_length,\
              server_counters_json"

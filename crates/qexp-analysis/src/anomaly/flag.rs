@@ -164,6 +164,20 @@ pub enum Flag {
         /// The limit it crossed, seconds.
         limit_s: f64,
     },
+    /// qexp's own event loop was slow to run tasks that were due, so chunk
+    /// arrivals (and sends) were stamped late: the client may have set the pace.
+    ClientBusy {
+        /// The point.
+        point_id: u32,
+        /// Trials over the limit.
+        trials: Vec<u32>,
+        /// Largest event-loop lag p99 among them, seconds.
+        loop_lag_p99_s: f64,
+        /// qexp's cores used in that trial (NaN when unknown).
+        cpu_cores: f64,
+        /// The limit it crossed, seconds.
+        limit_s: f64,
+    },
     /// Response time from the schedule exceeds the service latency: requests
     /// waited before they were sent, in the client or behind the in-flight cap.
     ScheduleDelay {
@@ -212,6 +226,7 @@ impl Flag {
             | Flag::UnexpectedCacheHits { point_id, .. }
             | Flag::SaturationKnee { point_id, .. }
             | Flag::LoadGeneratorBehind { point_id, .. }
+            | Flag::ClientBusy { point_id, .. }
             | Flag::ScheduleDelay { point_id, .. }
             | Flag::RateShortfall { point_id, .. }
             | Flag::PointInvalid { point_id, .. } => *point_id,
@@ -242,6 +257,7 @@ impl Flag {
             Flag::UnexpectedCacheHits { .. } => "Unexpected cache hits",
             Flag::SaturationKnee { .. } => "Saturation knee",
             Flag::LoadGeneratorBehind { .. } => "Load generator behind",
+            Flag::ClientBusy { .. } => "Load generator busy",
             Flag::ScheduleDelay { .. } => "Waiting before the send",
             Flag::RateShortfall { .. } => "Rate below schedule",
             Flag::PointInvalid { .. } => "Invalid trial",
@@ -259,9 +275,10 @@ impl Flag {
             Flag::UnexpectedCacheHits { .. } => 5,
             Flag::SaturationKnee { .. } => 6,
             Flag::LoadGeneratorBehind { .. } => 7,
-            Flag::ScheduleDelay { .. } => 8,
-            Flag::RateShortfall { .. } => 9,
-            Flag::PointInvalid { .. } => 10,
+            Flag::ClientBusy { .. } => 8,
+            Flag::ScheduleDelay { .. } => 9,
+            Flag::RateShortfall { .. } => 10,
+            Flag::PointInvalid { .. } => 11,
         }
     }
 }

@@ -7,6 +7,11 @@
 //! small against the latencies measured cannot change what they say). The
 //! founding run's C = 1 point (TTFT 0.3 s) thus tolerates 15 ms, its C = 100
 //! point (TTFT 61 s) about 3 s; a 5 ms TTFT tolerates only the 10 ms floor.
+//!
+//! The same limit holds for qexp's own event-loop lag (p99 of how late a
+//! due timer was woken while the point ran, recorded by the runner): chunk
+//! arrivals are stamped that late, so a trial above it is flagged as the
+//! client having been too busy to time the server.
 
 use super::{Flag, Thresholds};
 use crate::metrics::PointSummary;
@@ -28,6 +33,37 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
                 trials: late.iter().map(|l| l.0).collect(),
                 send_lag_s: worst.1,
                 limit_s: worst.2,
+            })
+        })
+        .collect()
+}
+
+/// One flag per point with at least one trial whose event loop lagged.
+pub fn detect_busy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
+    points
+        .iter()
+        .filter_map(|p| {
+            let busy: Vec<(u32, f64, f64, f64)> = p
+                .trials
+                .iter()
+                .map(|tr| {
+                    let limit = t.send_lag_limit(tr.ttft_s);
+                    (
+                        tr.trial,
+                        tr.client_loop_lag_p99_s,
+                        tr.client_cpu_cores,
+                        limit,
+                    )
+                })
+                .filter(|&(_, lag, _, limit)| lag.is_finite() && lag > limit)
+                .collect();
+            let worst = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some(Flag::ClientBusy {
+                point_id: p.point.id,
+                trials: busy.iter().map(|b| b.0).collect(),
+                loop_lag_p99_s: worst.1,
+                cpu_cores: worst.2,
+                limit_s: worst.3,
             })
         })
         .collect()
@@ -93,5 +129,43 @@ mod tests {
             ..Thresholds::default()
         };
         assert!(detect(&pts, &stricter).is_empty());
+    }
+
+    #[test]
+    fn a_lagging_event_loop_is_flagged_and_a_quiet_one_is_not() {
+        let mut p = founding_throughput().swap_remove(0);
+        // C = 1, TTFT about 0.3 s: limit about 15 ms.
+        for (tr, (lag, cores)) in
+            p.trials
+                .iter_mut()
+                .zip([(0.002, 0.3), (0.040, 1.9), (f64::NAN, f64::NAN)])
+        {
+            tr.client_loop_lag_p99_s = lag;
+            tr.client_cpu_cores = cores;
+        }
+        let flags = detect_busy(&[resummarise(&p)], &Thresholds::default());
+        let [Flag::ClientBusy {
+            point_id,
+            trials,
+            loop_lag_p99_s,
+            cpu_cores,
+            limit_s,
+        }] = flags.as_slice()
+        else {
+            panic!("one flag expected: {flags:?}");
+        };
+        assert_eq!((*point_id, trials.as_slice()), (p.point.id, &[2][..]));
+        assert_eq!((*loop_lag_p99_s, *cpu_cores), (0.040, 1.9));
+        assert!((0.014..0.016).contains(limit_s), "{limit_s}");
+        let text = flags[0].to_string();
+        assert!(
+            text.contains("1.90 cores") && text.contains("trial 2"),
+            "{text}"
+        );
+
+        for tr in &mut p.trials {
+            tr.client_loop_lag_p99_s = 0.012;
+        }
+        assert!(detect_busy(&[resummarise(&p)], &Thresholds::default()).is_empty());
     }
 }

@@ -60,6 +60,7 @@ pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     flags.extend(tokens::detect(points, t));
     flags.extend(knee::detect(points, t));
     flags.extend(loadgen::detect(points, t));
+    flags.extend(loadgen::detect_busy(points, t));
     sort(points, &mut flags);
     flags
 }

@@ -49,6 +49,7 @@ impl fmt::Display for Flag {
             Flag::UnexpectedCacheHits { .. } => unexpected_cache_hits(self, f),
             Flag::SaturationKnee { .. } => saturation_knee(self, f),
             Flag::LoadGeneratorBehind { .. } => load_generator_behind(self, f),
+            Flag::ClientBusy { .. } => client_busy(self, f),
             Flag::ScheduleDelay { .. } => schedule_delay(self, f),
             Flag::RateShortfall { .. } => rate_shortfall(self, f),
             Flag::PointInvalid { .. } => point_invalid(self, f),
@@ -199,6 +200,33 @@ fn load_generator_behind(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result
          Give qexp more CPU, lower the concurrency, or split the load across client \
          machines and merge the results.",
         seconds(*send_lag_s),
+        trials(ts),
+        seconds(*limit_s)
+    )
+}
+
+fn client_busy(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::ClientBusy {
+        trials: ts,
+        loop_lag_p99_s,
+        cpu_cores,
+        limit_s,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let cores = if cpu_cores.is_finite() {
+        format!(", using {cpu_cores:.2} cores")
+    } else {
+        String::new()
+    };
+    write!(
+        f,
+        "qexp's event loop woke up to {} late (p99) in {}{cores} (limit {}): chunk arrivals \
+         and sends were stamped that late, so the client may have set the pace. Give qexp \
+         more CPU, lower the concurrency, or split the load across client machines.",
+        seconds(*loop_lag_p99_s),
         trials(ts),
         seconds(*limit_s)
     )
