@@ -1,6 +1,7 @@
 use crate::classify::{classify, error_text, excerpt, header_text, stale_connection, status_error};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome, RequestError, Usage};
+use crate::raw::RawHttp;
 use crate::secret::Redactor;
 use crate::sent::StampedBody;
 use crate::sse::SseParser;
@@ -90,6 +91,8 @@ pub struct Client {
     api_key: Option<String>,
     redact: Redactor,
     timeouts: Timeouts,
+    /// The streaming path for plain `http://` servers (see `raw`).
+    raw: Option<std::sync::Arc<RawHttp>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -130,6 +133,7 @@ impl Client {
         Ok(Client {
             http,
             fresh,
+            raw: RawHttp::for_base(&base, api_key.as_deref()).map(std::sync::Arc::new),
             base,
             redact: Redactor::new(api_key.as_deref()),
             api_key,
@@ -300,6 +304,11 @@ impl Client {
             text: req.history.as_ref().map(|_| String::new()),
             ..Outcome::default()
         };
+        if let Some(raw) = &self.raw {
+            return raw
+                .measure(req.path(), &body, &self.timeouts, out, req.max_tokens)
+                .await;
+        }
         let mut on_wire;
         let sent = loop {
             let (stamped, read_at) = StampedBody::new(body.clone());
@@ -436,30 +445,7 @@ impl Client {
             }
         }
         out.end_s = since(Instant::now());
-        let end = if !state.done && out.finish_reason.is_none() {
-            Some((
-                ErrorClass::StreamBroken,
-                "the stream closed before [DONE] or a finish_reason",
-            ))
-        } else if !state.done {
-            Some((
-                ErrorClass::MissingDone,
-                "the stream ended after its finish_reason without data: [DONE]",
-            ))
-        } else if out.content_chunks == 0 {
-            Some((
-                ErrorClass::NoOutput,
-                "the stream finished without generated content",
-            ))
-        } else {
-            None
-        };
-        if let Some((class, message)) = end {
-            out.error = Some(RequestError {
-                class,
-                message: message.into(),
-            });
-        }
+        settle(&mut out, state.done);
         out
     }
 }
@@ -488,7 +474,36 @@ fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome 
     out
 }
 
-fn unix_now() -> f64 {
+/// The failure a stream that ended shows, if any: closed before `[DONE]`
+/// and a finish reason, ended without `[DONE]`, or without any content.
+pub(crate) fn settle(out: &mut Outcome, done: bool) {
+    let end = if !done && out.finish_reason.is_none() {
+        Some((
+            ErrorClass::StreamBroken,
+            "the stream closed before [DONE] or a finish_reason",
+        ))
+    } else if !done {
+        Some((
+            ErrorClass::MissingDone,
+            "the stream ended after its finish_reason without data: [DONE]",
+        ))
+    } else if out.content_chunks == 0 {
+        Some((
+            ErrorClass::NoOutput,
+            "the stream finished without generated content",
+        ))
+    } else {
+        None
+    };
+    if let Some((class, message)) = end {
+        out.error = Some(RequestError {
+            class,
+            message: message.into(),
+        });
+    }
+}
+
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

@@ -18,6 +18,7 @@ pub mod metrics;
 mod outcome;
 mod probe;
 pub mod prompt;
+mod raw;
 mod secret;
 mod sent;
 pub mod sse;

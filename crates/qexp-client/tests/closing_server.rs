@@ -132,5 +132,6 @@ async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
         (0.0..0.2).contains(&sent_after),
         "sent {sent_after} s after the call"
     );
-    assert!(ttft >= 0.29, "TTFT {ttft} s left out the server's wait");
+    // The 300 ms began before the client did: allow for its set-up.
+    assert!(ttft >= 0.25, "TTFT {ttft} s left out the server's wait");
 }
