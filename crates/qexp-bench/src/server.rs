@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
@@ -93,6 +94,11 @@ impl BenchServer {
             .route("/bench/drain", get(drain))
             .with_state(state);
         let (stop, mut stopped) = watch::channel(false);
+        // Every chunk goes out the moment it is written (no Nagle batching,
+        // as inference servers set up their sockets).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = stopped.wait_for(|s| *s).await;
         });

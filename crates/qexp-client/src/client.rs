@@ -141,6 +141,16 @@ impl Client {
         })
     }
 
+    /// Opens connections until `n` stand ready for streamed requests, so a
+    /// point's first requests do not each set one up (and queue at the
+    /// server's accept) while they are measured. Only the plain-HTTP path
+    /// keeps a pool it can fill; otherwise this does nothing.
+    pub async fn warm_connections(&self, n: u32) {
+        if let Some(raw) = &self.raw {
+            raw.warm(n as usize, self.timeouts.connect).await;
+        }
+    }
+
     /// The server's base URL, without `/v1`.
     pub fn base_url(&self) -> &str {
         &self.base

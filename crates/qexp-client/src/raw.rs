@@ -297,6 +297,31 @@ impl RawHttp {
         out
     }
 
+    /// Opens connections until `n` are idle, a few at a time; one that
+    /// cannot be opened ends the warm-up (the requests will say why).
+    pub(crate) async fn warm(&self, n: usize, connect: Duration) {
+        const AT_ONCE: usize = 64;
+        let have = self.idle.lock().map_or(0, |i| i.len());
+        let mut missing = n.saturating_sub(have);
+        while missing > 0 {
+            let batch = missing.min(AT_ONCE);
+            let opened = futures_util::future::join_all((0..batch).map(|_| async {
+                let s = tokio::time::timeout(connect, TcpStream::connect(&self.connect_to)).await;
+                s.ok().and_then(Result::ok)
+            }))
+            .await;
+            let ok = opened.iter().filter(|s| s.is_some()).count();
+            for sock in opened.into_iter().flatten() {
+                let _ = sock.set_nodelay(true);
+                push(&self.idle, sock);
+            }
+            if ok < batch {
+                return;
+            }
+            missing -= batch;
+        }
+    }
+
     /// A new connection, within the connect limit and the first-byte deadline.
     async fn connect(
         &self,

@@ -135,3 +135,36 @@ async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
     // The 300 ms began before the client did: allow for its set-up.
     assert!(ttft >= 0.25, "TTFT {ttft} s left out the server's wait");
 }
+
+/// Connections opened before a point stand ready: the requests that follow
+/// use them instead of setting up their own while they are measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warmed_connections_carry_the_requests() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(serve_one_then_close(sock));
+        }
+    });
+    let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
+    client.warm_connections(4).await;
+    client.warm_connections(4).await; // already warm: opens none
+    let req = GenRequest {
+        api: Api::Chat,
+        model: "m".into(),
+        prompt: "p".into(),
+        max_tokens: 1,
+        extra: Default::default(),
+        history: None,
+    };
+    let o = client.stream(&req).await;
+    assert!(o.ok(), "{:?}", o.error);
+    assert_eq!(o.retries, 0);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(n, 4, "the request opened a connection of its own");
+}

@@ -413,6 +413,13 @@ async fn run_trials<B: Backend>(
                 bar.inc(f.outcome.error.is_some());
                 journal.record(&ctx, f, false, plan_of(f));
             };
+            // As many connections as the point keeps requests in flight
+            // (its in-flight cap for an open loop), opened before it is measured.
+            let in_flight = match &point.open_loop {
+                Some(ol) => ol.max_in_flight.unwrap_or(0),
+                None => point.concurrency,
+            };
+            backend.prepare(in_flight).await;
             let probe = Probe::start();
             let done = match (&f.workload.multi_turn, &point.open_loop) {
                 (None, None) => {
