@@ -5,7 +5,7 @@ use crate::raw::RawHttp;
 use crate::secret::Redactor;
 use crate::sent::StampedBody;
 use crate::sse::SseParser;
-use crate::timeouts::{Limit, Timeouts};
+use crate::timeouts::{Limit, StreamDeadline, Timeouts};
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -139,6 +139,14 @@ impl Client {
             api_key,
             timeouts,
         })
+    }
+
+    /// This client with streamed requests sent through reqwest even to a
+    /// plain-HTTP server, as `QEXP_HTTP_CLIENT=reqwest` does (for setting
+    /// the two paths against each other).
+    pub fn over_reqwest(mut self) -> Client {
+        self.raw = None;
+        self
     }
 
     /// Opens connections until `n` stand ready for streamed requests, so a
@@ -392,40 +400,21 @@ impl Client {
         let mut stream = resp.bytes_stream();
         let mut parser = SseParser::new();
         let mut state = StreamState::default();
-        // One timer for the whole stream, not one per chunk: `wait` moves on
-        // with every read, and the timer, set for an earlier deadline, only
-        // re-arms for the current one when it fires.
-        let mut wait = first_byte;
-        let timer = tokio::time::sleep_until(wait.at);
-        tokio::pin!(timer);
+        let mut deadline = StreamDeadline::new(first_byte, total, self.timeouts.idle);
         out.chunk_offsets_s
             .reserve(req.max_tokens.min(1 << 16) as usize);
         loop {
             let next = tokio::select! {
                 biased;
                 n = stream.next() => n,
-                () = &mut timer => {
-                    if tokio::time::Instant::now() >= wait.at {
-                        return fail(out, since(Instant::now()), wait.class, &wait.message());
-                    }
-                    timer.as_mut().reset(wait.at);
-                    continue;
+                lim = deadline.expired() => {
+                    return fail(out, since(Instant::now()), lim.class, &lim.message());
                 }
             };
             // The arrival time is taken before anything of the read is parsed.
             let now = Instant::now();
             let arrived = since(now);
-            wait = Limit::earliest(
-                total,
-                Limit {
-                    at: tokio::time::Instant::from_std(now) + self.timeouts.idle,
-                    class: ErrorClass::IdleTimeout,
-                    after: self.timeouts.idle,
-                },
-            );
-            if wait.at < timer.deadline() {
-                timer.as_mut().reset(wait.at);
-            }
+            deadline.read_at(now);
             match next {
                 None => {
                     if let Some(err) = read(&mut parser, &mut state, &mut out, None, arrived) {

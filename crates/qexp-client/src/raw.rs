@@ -20,7 +20,7 @@ use crate::classify::{error_text, excerpt, status_error};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome};
 use crate::sse::SseParser;
-use crate::timeouts::{Limit, Timeouts};
+use crate::timeouts::{Limit, StreamDeadline, Timeouts};
 use bytes::{Buf, BytesMut};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -204,9 +204,7 @@ impl RawHttp {
         let mut body = Decoder::new(head.framing);
         // Bytes that came with the head arrived when it did.
         let mut arrived = out.headers_s.unwrap_or_default();
-        let mut wait = first_byte;
-        let timer = tokio::time::sleep_until(wait.at);
-        tokio::pin!(timer);
+        let mut deadline = StreamDeadline::new(first_byte, total, timeouts.idle);
         let mut ended = false;
         loop {
             if !buf.is_empty() {
@@ -238,28 +236,14 @@ impl RawHttp {
             let n = tokio::select! {
                 biased;
                 n = sock.read_buf(&mut buf) => n,
-                () = &mut timer => {
-                    if tokio::time::Instant::now() >= wait.at {
-                        return fail(out, since(t0), wait.class, &wait.message());
-                    }
-                    timer.as_mut().reset(wait.at);
-                    continue;
+                lim = deadline.expired() => {
+                    return fail(out, since(t0), lim.class, &lim.message());
                 }
             };
             // The arrival time is taken before anything of the read is parsed.
             let now = Instant::now();
             arrived = now.saturating_duration_since(t0).as_secs_f64();
-            wait = Limit::earliest(
-                total,
-                Limit {
-                    at: tokio::time::Instant::from_std(now) + timeouts.idle,
-                    class: ErrorClass::IdleTimeout,
-                    after: timeouts.idle,
-                },
-            );
-            if wait.at < timer.deadline() {
-                timer.as_mut().reset(wait.at);
-            }
+            deadline.read_at(now);
             match n {
                 Ok(0) if body.ends_at_close() => body.close(),
                 Ok(0) => {

@@ -43,6 +43,18 @@ async fn read_request(sock: &mut TcpStream) -> Option<()> {
     }
 }
 
+/// A request for one token.
+fn one_token(api: Api) -> GenRequest {
+    GenRequest {
+        api,
+        model: "m".into(),
+        prompt: "p".into(),
+        max_tokens: 1,
+        extra: Default::default(),
+        history: None,
+    }
+}
+
 async fn serve_one_then_close(mut sock: TcpStream) {
     if read_request(&mut sock).await.is_none() {
         return;
@@ -67,14 +79,7 @@ async fn no_request_is_lost_when_the_server_closes_after_each_stream() {
     });
     let client =
         Arc::new(Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap());
-    let req = GenRequest {
-        api: Api::Chat,
-        model: "m".into(),
-        prompt: "p".into(),
-        max_tokens: 1,
-        extra: Default::default(),
-        history: None,
-    };
+    let req = one_token(Api::Chat);
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let (client, req) = (client.clone(), req.clone());
@@ -113,14 +118,7 @@ async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
         }
     });
     let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
-    let req = GenRequest {
-        api: Api::Completions,
-        model: "m".into(),
-        prompt: "p".into(),
-        max_tokens: 1,
-        extra: Default::default(),
-        history: None,
-    };
+    let req = one_token(Api::Completions);
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -153,14 +151,7 @@ async fn warmed_connections_carry_the_requests() {
     let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
     client.warm_connections(4).await;
     client.warm_connections(4).await; // already warm: opens none
-    let req = GenRequest {
-        api: Api::Chat,
-        model: "m".into(),
-        prompt: "p".into(),
-        max_tokens: 1,
-        extra: Default::default(),
-        history: None,
-    };
+    let req = one_token(Api::Chat);
     let o = client.stream(&req).await;
     assert!(o.ok(), "{:?}", o.error);
     assert_eq!(o.retries, 0);

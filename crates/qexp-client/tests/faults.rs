@@ -35,9 +35,25 @@ async fn with_faults(faults: FaultPlan, timeouts: Timeouts) -> Outcome {
     profile.faults = faults;
     let sim = SimServer::start(profile).await.unwrap();
     let client = Client::with_timeouts(&sim.base_url(), None, timeouts).unwrap();
-    let out = tokio::time::timeout(Duration::from_secs(20), client.stream(&request(8)))
-        .await
-        .expect("the client ends every request by its timeouts");
+    let measure = |client: Client| async move {
+        tokio::time::timeout(Duration::from_secs(20), client.stream(&request(8)))
+            .await
+            .expect("the client ends every request by its timeouts")
+    };
+    // Both ways of streaming (qexp's own reader for http://, reqwest for
+    // https:// and proxies) must tell the same story of every fault.
+    let via_reqwest = measure(client.clone().over_reqwest()).await;
+    let out = measure(client).await;
+    let story = |o: &Outcome| {
+        (
+            o.error.as_ref().map(|e| e.class),
+            o.content_chunks,
+            o.retries,
+            o.http_status,
+            o.headers_s.is_some(),
+        )
+    };
+    assert_eq!(story(&out), story(&via_reqwest), "{out:?}\n{via_reqwest:?}");
     drop(sim);
     out
 }
