@@ -133,7 +133,9 @@ impl RawHttp {
             total,
             limit(timeouts.first_byte, ErrorClass::FirstByteTimeout),
         );
+        // `sent_unix_s` and `t0` name the same moment; both move to the wire below.
         let mut t0 = Instant::now();
+        out.sent_unix_s = crate::client::unix_now();
         let since = |t0: Instant| Instant::now().saturating_duration_since(t0).as_secs_f64();
         let (mut sock, mut buf, head) = loop {
             let fresh_only = out.retries > 0;
