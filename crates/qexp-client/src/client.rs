@@ -65,7 +65,7 @@ impl GenRequest {
         body
     }
 
-    fn path(&self) -> &'static str {
+    pub(crate) fn path(&self) -> &'static str {
         match self.api {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
@@ -323,9 +323,8 @@ impl Client {
             ..Outcome::default()
         };
         if let Some(raw) = &self.raw {
-            return raw
-                .measure(req.path(), &body, &self.timeouts, out, req.max_tokens)
-                .await;
+            let limits = (first_byte, total);
+            return raw.measure(req, &body, &self.timeouts, limits, out).await;
         }
         let mut on_wire;
         let sent = loop {
@@ -464,7 +463,7 @@ pub fn parse_usage(u: &Value) -> Usage {
     }
 }
 
-fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome {
+pub(crate) fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome {
     out.end_s = at;
     out.error = Some(RequestError {
         class,

@@ -17,6 +17,7 @@
 //! when `QEXP_HTTP_CLIENT=reqwest` is set.
 
 use crate::classify::{error_text, excerpt, status_error};
+use crate::client::{fail, settle, unix_now, GenRequest};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome};
 use crate::sse::SseParser;
@@ -115,27 +116,16 @@ impl RawHttp {
     /// does over reqwest: the same limits, classes and retry.
     pub(crate) async fn measure(
         &self,
-        path: &str,
+        req: &GenRequest,
         body: &[u8],
         timeouts: &Timeouts,
+        (first_byte, total): (Limit, Limit),
         mut out: Outcome,
-        max_tokens: u32,
     ) -> Outcome {
-        let request = self.request_bytes(path, body);
-        let started = tokio::time::Instant::now();
-        let limit = |after: Duration, class| Limit {
-            at: started + after,
-            class,
-            after,
-        };
-        let total = limit(timeouts.total, ErrorClass::Timeout);
-        let first_byte = Limit::earliest(
-            total,
-            limit(timeouts.first_byte, ErrorClass::FirstByteTimeout),
-        );
+        let request = self.request_bytes(req.path(), body);
         // `sent_unix_s` and `t0` name the same moment; both move to the wire below.
         let mut t0 = Instant::now();
-        out.sent_unix_s = crate::client::unix_now();
+        out.sent_unix_s = unix_now();
         let since = |t0: Instant| Instant::now().saturating_duration_since(t0).as_secs_f64();
         let (mut sock, mut buf, head) = loop {
             let fresh_only = out.retries > 0;
@@ -200,7 +190,7 @@ impl RawHttp {
             }
         }
         out.chunk_offsets_s
-            .reserve(max_tokens.min(1 << 16) as usize);
+            .reserve(req.max_tokens.min(1 << 16) as usize);
         let mut parser = SseParser::new();
         let mut state = StreamState::default();
         let mut body = Decoder::new(head.framing);
@@ -260,7 +250,7 @@ impl RawHttp {
             }
         }
         out.end_s = since(t0);
-        crate::client::settle(&mut out, state.done);
+        settle(&mut out, state.done);
         if head.keep_alive {
             if ended {
                 if buf.is_empty() {
@@ -359,15 +349,6 @@ fn closed_under(e: &std::io::Error) -> bool {
         e.kind(),
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
     )
-}
-
-fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome {
-    out.end_s = at;
-    out.error = Some(crate::outcome::RequestError {
-        class,
-        message: message.to_string(),
-    });
-    out
 }
 
 /// How a response body ends.
