@@ -307,3 +307,26 @@ fn unpaired_points_are_listed() {
         ]
     );
 }
+
+#[test]
+fn runs_timed_by_different_clients_are_said_to_be() {
+    let a = run("a", &[4], 3, 1.0, &mut uniform(1, 0.01), &WORKLOAD);
+    let mut b = run("b", &[4], 3, 1.0, &mut uniform(2, 0.01), &WORKLOAD);
+    // Neither recorded (older runs): nothing to say.
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    b.manifest.client_timing = Some("qexp-http1, from the wire".into());
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    assert_eq!(
+        d.warnings,
+        [DiffWarning::ClientTiming {
+            a: None,
+            b: Some("qexp-http1, from the wire".into())
+        }]
+    );
+    let text = d.warnings[0].to_string();
+    assert!(
+        text.contains("older qexp") && text.contains("B: qexp-http1"),
+        "{text}"
+    );
+}

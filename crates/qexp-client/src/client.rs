@@ -141,6 +141,16 @@ impl Client {
         })
     }
 
+    /// How this client times streamed requests, as runs record it: qexp's
+    /// own HTTP/1.1 reader, or reqwest; either way from the wire.
+    pub fn timing(&self) -> &'static str {
+        if self.raw.is_some() {
+            "qexp-http1, from the wire"
+        } else {
+            "reqwest, from the wire"
+        }
+    }
+
     /// This client with streamed requests sent through reqwest even to a
     /// plain-HTTP server, as `QEXP_HTTP_CLIENT=reqwest` does (for setting
     /// the two paths against each other).

@@ -261,6 +261,7 @@ async fn run_on(
         status: RunStatus::Running,
         stop_reason: None,
         resumes: Vec::new(),
+        client_timing: Some(target.client.timing().to_string()),
     };
     let mut writer = match resuming {
         None => RunWriter::create(&opts.out, manifest)?,

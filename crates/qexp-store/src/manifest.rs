@@ -146,6 +146,11 @@ pub struct Manifest {
     /// Each `qexp run --resume` of this run, oldest first.
     #[serde(default)]
     pub resumes: Vec<Resume>,
+    /// How qexp timed the streamed requests (`Client::timing`): which HTTP
+    /// client, sent counted from the wire. Absent in runs made before it
+    /// was recorded, which timed from before each request was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_timing: Option<String>,
 }
 
 /// One `qexp run --resume`.

@@ -86,6 +86,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
         status: RunStatus::Running,
         stop_reason: None,
         resumes: Vec::new(),
+        client_timing: None,
     };
     let mut w = RunWriter::create(out, manifest).expect("create run");
     let parts = points.len() * trials as usize;

@@ -68,6 +68,11 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
     let result = run(opts(tmp.path(), PLAN), rx).await.expect("run succeeds");
     assert_eq!(result.manifest.status, qexp_store::RunStatus::Complete);
     assert!(result.manifest.target.simulated);
+    // The simulator is plain HTTP: qexp's own reader timed it.
+    assert_eq!(
+        result.manifest.client_timing.as_deref(),
+        Some("qexp-http1, from the wire")
+    );
 
     let df = qexp_store::scan_requests(&result.dir)
         .unwrap()

@@ -41,6 +41,14 @@ pub enum DiffWarning {
         /// Labels of the flagged points.
         points: Vec<String>,
     },
+    /// The runs were timed by different qexp clients (or one before the
+    /// client was recorded, when sends were timed before the request was built).
+    ClientTiming {
+        /// Run A's client timing, `None` when not recorded.
+        a: Option<String>,
+        /// Run B's.
+        b: Option<String>,
+    },
     /// Points that have no partner in the other run.
     Unpaired {
         /// The run that has them.
@@ -94,6 +102,19 @@ impl std::fmt::Display for DiffWarning {
                 kinds.join(", ").to_lowercase(),
                 points.join("; ")
             ),
+            DiffWarning::ClientTiming { a, b } => {
+                let said = |t: &Option<String>| {
+                    t.clone().unwrap_or_else(|| {
+                        "an older qexp that timed from before each request was built".into()
+                    })
+                };
+                write!(
+                    f,
+                    "the runs were timed by different qexp clients (A: {}; B: {}): at high concurrency their TTFT and E2E can differ by the client's own overhead, not the deployment's",
+                    said(a),
+                    said(b)
+                )
+            }
             DiffWarning::Unpaired { side, count } => write!(
                 f,
                 "{count} point{} of run {side} {} no partner with the same parameters in the other run and {} not compared (listed below)",
