@@ -33,6 +33,20 @@ pub(crate) fn status_error(status: u16, text: &str, retry_after: Option<String>)
     RequestError { class, message }
 }
 
+/// The failure of an answer whose `Content-Type` is not an event stream.
+pub(crate) fn not_event_stream(content_type: &str) -> Option<RequestError> {
+    let ok = content_type
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream");
+    (!ok).then(|| RequestError {
+        class: ErrorClass::ContentType,
+        message: format!(
+            "the answer is `{}`, not an event stream",
+            excerpt(content_type)
+        ),
+    })
+}
+
 /// How servers say a request does not fit the context: vLLM, SGLang,
 /// llama.cpp, TGI and OpenAI's wordings.
 const CONTEXT_PHRASES: &[&str] = &[

@@ -1,4 +1,6 @@
-use crate::classify::{classify, error_text, excerpt, header_text, stale_connection, status_error};
+use crate::classify::{
+    classify, error_text, header_text, not_event_stream, stale_connection, status_error,
+};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome, RequestError, Usage};
 use crate::raw::RawHttp;
@@ -330,6 +332,8 @@ impl Client {
         let mut out = Outcome {
             sent_unix_s: unix0,
             text: req.history.as_ref().map(|_| String::new()),
+            // One arrival time per token, for the tokens asked for.
+            chunk_offsets_s: Vec::with_capacity(req.max_tokens.min(1 << 16) as usize),
             ..Outcome::default()
         };
         if let Some(raw) = &self.raw {
@@ -400,18 +404,14 @@ impl Client {
             let err = status_error(status.as_u16(), &error_text(&text), retry_after);
             return fail(out, since(Instant::now()), err.class, &err.message);
         }
-        if let Some(ct) = header_text(&resp, reqwest::header::CONTENT_TYPE) {
-            if !ct.to_ascii_lowercase().starts_with("text/event-stream") {
-                let msg = format!("the answer is `{}`, not an event stream", excerpt(&ct));
-                return fail(out, since(Instant::now()), ErrorClass::ContentType, &msg);
-            }
+        let content_type = header_text(&resp, reqwest::header::CONTENT_TYPE);
+        if let Some(err) = content_type.as_deref().and_then(not_event_stream) {
+            return fail(out, since(Instant::now()), err.class, &err.message);
         }
         let mut stream = resp.bytes_stream();
         let mut parser = SseParser::new();
         let mut state = StreamState::default();
         let mut deadline = StreamDeadline::new(first_byte, total, self.timeouts.idle);
-        out.chunk_offsets_s
-            .reserve(req.max_tokens.min(1 << 16) as usize);
         loop {
             let next = tokio::select! {
                 biased;

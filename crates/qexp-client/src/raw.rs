@@ -16,7 +16,7 @@
 //! (probes, metrics, tokenizing) go through reqwest, as does every request
 //! when `QEXP_HTTP_CLIENT=reqwest` is set.
 
-use crate::classify::{error_text, excerpt, status_error};
+use crate::classify::{error_text, excerpt, not_event_stream, status_error};
 use crate::client::{fail, settle, unix_now, GenRequest};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome};
@@ -183,14 +183,9 @@ impl RawHttp {
             let err = status_error(head.status, &error_text(&text), head.retry_after);
             return fail(out, since(t0), err.class, &err.message);
         }
-        if let Some(ct) = &head.content_type {
-            if !ct.to_ascii_lowercase().starts_with("text/event-stream") {
-                let msg = format!("the answer is `{}`, not an event stream", excerpt(ct));
-                return fail(out, since(t0), ErrorClass::ContentType, &msg);
-            }
+        if let Some(err) = head.content_type.as_deref().and_then(not_event_stream) {
+            return fail(out, since(t0), err.class, &err.message);
         }
-        out.chunk_offsets_s
-            .reserve(req.max_tokens.min(1 << 16) as usize);
         let mut parser = SseParser::new();
         let mut state = StreamState::default();
         let mut body = Decoder::new(head.framing);
