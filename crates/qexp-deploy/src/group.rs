@@ -1,0 +1,219 @@
+//! The server's process group and the guard that outlives qexp.
+//!
+//! The server leads its own process group, so one signal reaches every
+//! process it started. A guard `sh`, in a group of its own, blocks reading a
+//! pipe whose write end only qexp holds: when qexp dies in any way, even by
+//! SIGKILL, the pipe closes and the guard stops the server's group.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::LaunchError;
+
+/// Reads its stdin until EOF, then TERMs group `$1`, waits `$2` s, KILLs it.
+const GUARD_SCRIPT: &str = r#"while read line; do :; done
+kill -s TERM -- -"$1" 2>/dev/null
+sleep "$2"
+kill -s KILL -- -"$1" 2>/dev/null"#;
+
+/// How long a synchronous reap (in `Drop`) waits for a KILLed process.
+const SYNC_REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// A running server group, KILLed and reaped when dropped.
+pub(crate) struct ProcessGroup {
+    leader: Child,
+    pgid: Pid,
+    guard: Option<Guard>,
+}
+
+struct Guard {
+    child: Child,
+    /// The pipe's write end; closing it sets the guard off.
+    stdin: Option<ChildStdin>,
+}
+
+impl ProcessGroup {
+    /// Spawns `argv` leading a new process group, then its guard.
+    pub(crate) fn spawn(
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        log: &File,
+        grace: Duration,
+    ) -> Result<Self, LaunchError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(LaunchError::EmptyCommand);
+        };
+        let spawn_err = |argv0: &str| {
+            let argv0 = argv0.to_owned();
+            move |source| LaunchError::Spawn { argv0, source }
+        };
+        let log_err = |source| LaunchError::Spawn {
+            argv0: program.clone(),
+            source,
+        };
+        let leader = Command::new(program)
+            .args(args)
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(log_err)?)
+            .stderr(log.try_clone().map_err(log_err)?)
+            .process_group(0)
+            .spawn()
+            .map_err(spawn_err(program))?;
+        let pgid = Pid::from_raw(i32::try_from(leader.id()).unwrap_or(i32::MAX));
+        let mut group = Self {
+            leader,
+            pgid,
+            guard: None,
+        };
+        // If the guard cannot start, `group` is dropped here: the server is KILLed.
+        let guard = Command::new("sh")
+            .args(["-c", GUARD_SCRIPT, "qexp-guard"])
+            .arg(pgid.to_string())
+            .arg(format!("{:.3}", grace.as_secs_f64()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(spawn_err("sh (qexp-guard)"))?;
+        group.guard = Some(Guard {
+            stdin: None,
+            child: guard,
+        });
+        if let Some(g) = group.guard.as_mut() {
+            g.stdin = g.child.stdin.take();
+        }
+        Ok(group)
+    }
+
+    /// The leader's pid, which is the group's id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.leader.id()
+    }
+
+    /// How the leader exited, if it has (reaping it).
+    pub(crate) fn exit_status(&mut self) -> Option<String> {
+        match self.leader.try_wait() {
+            Ok(None) => None,
+            Ok(Some(status)) => Some(status.to_string()),
+            Err(e) => Some(format!("unknown ({e})")),
+        }
+    }
+
+    /// Sends `signal` to every process of the group; `Ok` if any received it.
+    pub(crate) fn signal(&self, signal: Signal) -> nix::Result<()> {
+        killpg(self.pgid, signal)
+    }
+
+    /// Whether the group is gone: no process in it, or only zombies that an
+    /// init which does not reap keeps around (they hold no port or memory).
+    pub(crate) fn is_gone(&self) -> bool {
+        killpg(self.pgid, None) == Err(Errno::ESRCH) || only_zombies_in(self.pgid)
+    }
+
+    /// KILLs and reaps the guard so it can never signal this group again.
+    pub(crate) fn disarm_guard(&mut self) {
+        if let Some(mut guard) = self.guard.take() {
+            if let Ok(pid) = i32::try_from(guard.child.id()) {
+                // The guard is unreaped, so its pid cannot have been reused.
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            let _ = guard.child.wait();
+            drop(guard.stdin);
+        }
+    }
+
+    /// Closes the guard's pipe and forgets the group, as qexp's death would.
+    pub(crate) fn abandon(mut self) {
+        if let Some(guard) = self.guard.as_mut() {
+            drop(guard.stdin.take());
+        }
+        std::mem::forget(self);
+    }
+
+    /// KILLs the group and reaps the leader, waiting at most `limit`.
+    fn kill_and_reap_blocking(&mut self, limit: Duration) {
+        // Sent before the leader is reaped, so the pgid cannot have been reused.
+        let _ = self.signal(Signal::SIGKILL);
+        let deadline = Instant::now() + limit;
+        while self.exit_status().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.disarm_guard();
+        if self.exit_status().is_none() || !self.is_gone() {
+            self.kill_and_reap_blocking(SYNC_REAP_WAIT);
+            tracing::debug!(pgid = %self.pgid, "server group KILLed on drop");
+        }
+    }
+}
+
+/// Whether every process in group `pgid` is a zombie, read from `/proc`;
+/// false where `/proc` cannot be read, so callers rely on `killpg` alone.
+fn only_zombies_in(pgid: Pid) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return false;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        match fs::read_to_string(entry.path().join("stat")) {
+            Ok(stat) => match state_and_pgrp(&stat) {
+                Some((state, pgrp)) if pgrp == pgid.as_raw() && state != 'Z' => return false,
+                Some(_) => {}
+                None => return false,
+            },
+            // A process that exited between listing and reading is gone;
+            // any other failure means we cannot tell.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) if kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// The state letter and process group of a `/proc/<pid>/stat` line.
+fn state_and_pgrp(stat: &str) -> Option<(char, i32)> {
+    // The command name may contain spaces and parentheses; it ends at the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_odd_command_names() {
+        let stat = "4242 (my (odd) srv) S 1 4242 4242 0 -1 4194560";
+        assert_eq!(state_and_pgrp(stat), Some(('S', 4242)));
+        assert_eq!(state_and_pgrp("1 (x) Z 0 77 77"), Some(('Z', 77)));
+        assert_eq!(state_and_pgrp("garbage"), None);
+    }
+
+    #[test]
+    fn own_group_is_not_only_zombies() {
+        let own = nix::unistd::getpgrp();
+        assert!(!only_zombies_in(own));
+    }
+}

@@ -1,0 +1,85 @@
+//! The lifecycle of an inference server that qexp launches for a benchmark.
+//!
+//! This crate owns one thing: a server process, from launch to the moment
+//! nothing of it is left. [`launch`] refuses a port that is already serving,
+//! resolves the command's placeholders, starts the server as the leader of
+//! its own process group with stdout and stderr in one log file per start,
+//! and returns only once the process is alive, its readiness path answers
+//! 2xx and `/v1/models` names the expected model. [`Server::stop`] sends TERM
+//! to the whole group, waits the grace period, KILLs the group, reaps the
+//! leader and waits for the port to be free. Dropping a [`Server`] KILLs the
+//! group at once, and a guard process stops the group if qexp itself dies.
+//!
+//! It knows nothing about plans, Parquet or reports: the runner builds a
+//! [`LaunchSpec`], keeps the [`StartRecord`] and [`StopRecord`] it is given,
+//! and decides what to do with them.
+
+mod error;
+mod group;
+mod logfile;
+mod net;
+mod placeholder;
+mod ready;
+mod record;
+mod server;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use error::LaunchError;
+pub use record::{StartRecord, StopHow, StopRecord, REDACTED};
+pub use server::{launch, Server};
+
+/// How to launch one deployment: its argv, environment, address and limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSpec {
+    /// The deployment's name, e.g. `mtp`; also the `{name}` placeholder.
+    pub name: String,
+    /// The argv (not a shell string); arguments may contain placeholders.
+    pub command: Vec<String>,
+    /// Extra environment for the server; values may contain placeholders.
+    pub env: BTreeMap<String, String>,
+    /// The host the server listens on and qexp connects to.
+    pub host: String,
+    /// The port; `None` picks a free one at launch.
+    pub port: Option<u16>,
+    /// The path polled for readiness: 2xx is ready, anything else is loading.
+    pub ready_path: String,
+    /// How long the server may take to become ready.
+    pub ready_timeout: Duration,
+    /// How long the server has to exit after TERM before it is KILLed.
+    pub stop_grace: Duration,
+    /// The model `/v1/models` must name; `None` accepts any non-empty list.
+    pub model: Option<String>,
+    /// Extra placeholders from the caller (e.g. `model`, `run_dir`, `qexp`).
+    pub placeholders: BTreeMap<String, String>,
+}
+
+impl LaunchSpec {
+    /// A spec with the defaults: 127.0.0.1, auto port, `/health`, 10 min to
+    /// become ready, 10 s of grace, any model.
+    pub fn new(name: impl Into<String>, command: Vec<String>) -> Self {
+        Self {
+            name: name.into(),
+            command,
+            env: BTreeMap::new(),
+            host: "127.0.0.1".to_owned(),
+            port: None,
+            ready_path: "/health".to_owned(),
+            ready_timeout: Duration::from_secs(600),
+            stop_grace: Duration::from_secs(10),
+            model: None,
+            placeholders: BTreeMap::new(),
+        }
+    }
+}
+
+/// One start of a deployment: its id and where its log goes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StartRequest {
+    /// Names the start; the log is `<log_dir>/<start_id>.log`.
+    pub start_id: String,
+    /// The folder for the log file; created if missing.
+    pub log_dir: PathBuf,
+}

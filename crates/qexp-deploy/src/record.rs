@@ -1,0 +1,120 @@
+//! What a start and a stop leave on record for the run folder.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The value recorded in place of a secret-looking environment variable.
+pub const REDACTED: &str = "<redacted>";
+
+/// Parts of a variable name that mark its value as secret.
+const SECRET_MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"];
+
+/// One start of a server, as it happened.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StartRecord {
+    /// The start's id, also the log file's stem.
+    pub start_id: String,
+    /// The deployment's name.
+    pub name: String,
+    /// The argv that was run, placeholders resolved.
+    pub argv: Vec<String>,
+    /// The extra environment, secret-looking values redacted.
+    pub env: BTreeMap<String, String>,
+    /// The port the server listens on.
+    pub port: u16,
+    /// `http://host:port`.
+    pub base_url: String,
+    /// The server's pid, which is also its process group id.
+    pub pid: u32,
+    /// The log file with the server's stdout and stderr.
+    pub log: PathBuf,
+    /// When the server was spawned.
+    pub started_at: DateTime<Utc>,
+    /// Seconds from spawn to the first poll that found it ready.
+    pub time_to_ready_s: f64,
+    /// How many readiness polls it took.
+    pub polls: u32,
+}
+
+/// How a server's stop went.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopHow {
+    /// The server exited within the grace period after TERM.
+    Term,
+    /// The server outlived the grace period and was KILLed.
+    Kill,
+    /// The server had already exited when the stop began.
+    AlreadyExited,
+}
+
+/// One stop of a server, as it happened.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StopRecord {
+    /// Whether TERM sufficed, KILL was needed, or it was already gone.
+    pub how: StopHow,
+    /// How the leader exited, e.g. `exit status: 0` or `signal: 9 (SIGKILL)`.
+    pub exit: Option<String>,
+    /// Seconds the stop took, port check included.
+    pub took_s: f64,
+    /// Whether the port stopped accepting connections within the wait.
+    pub port_freed: bool,
+    /// Whether processes of the group outlived the leader and were KILLed.
+    pub leftovers_killed: bool,
+    /// Whether the process group was seen gone (only zombies, if any, left).
+    pub group_gone: bool,
+}
+
+/// The environment as recorded: values of secret-looking names redacted.
+pub(crate) fn redact(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    env.iter()
+        .map(|(name, value)| {
+            let upper = name.to_ascii_uppercase();
+            let secret = SECRET_MARKS.iter().any(|mark| upper.contains(mark));
+            let shown = if secret { REDACTED } else { value.as_str() };
+            (name.clone(), shown.to_owned())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_secret_looking_names_only() {
+        let env: BTreeMap<String, String> = [
+            ("HF_TOKEN", "abc"),
+            ("openai_api_key", "k"),
+            ("Db_Password", "p"),
+            ("AUTHORIZATION", "a"),
+            ("MY_SECRET_X", "s"),
+            ("MODE", "x"),
+            ("CUDA_VISIBLE_DEVICES", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let shown = redact(&env);
+        for name in [
+            "HF_TOKEN",
+            "openai_api_key",
+            "Db_Password",
+            "AUTHORIZATION",
+            "MY_SECRET_X",
+        ] {
+            assert_eq!(shown[name], REDACTED, "{name}");
+        }
+        assert_eq!(shown["MODE"], "x");
+        assert_eq!(shown["CUDA_VISIBLE_DEVICES"], "0");
+    }
+
+    #[test]
+    fn stop_how_serialises_in_snake_case() {
+        let json = serde_json::to_string(&StopHow::AlreadyExited).unwrap_or_default();
+        assert_eq!(json, "\"already_exited\"");
+    }
+}

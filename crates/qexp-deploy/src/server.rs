@@ -1,0 +1,232 @@
+//! Launching a server until it is ready, and stopping it until nothing is left.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use nix::sys::signal::Signal;
+
+use crate::group::ProcessGroup;
+use crate::placeholder::resolve;
+use crate::ready::{Poller, Readiness};
+use crate::record::redact;
+use crate::{
+    logfile, net, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow, StopRecord,
+};
+
+/// How long the stop waits for a KILLed leader, the group, and the port.
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
+/// The pause between checks while a stop waits.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// A ready server; stopped by [`Server::stop`], or KILLed when dropped.
+pub struct Server {
+    record: StartRecord,
+    group: ProcessGroup,
+    grace: Duration,
+    host: String,
+}
+
+/// Launches `spec`'s server for one start and returns once it is ready.
+///
+/// On any error nothing is left running: a server that was spawned has been
+/// KILLed and reaped before the error is returned.
+pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, LaunchError> {
+    if spec.command.is_empty() {
+        return Err(LaunchError::EmptyCommand);
+    }
+    let port = match spec.port {
+        Some(port) => port,
+        None => net::free_port(&spec.host)?,
+    };
+    let base_url = net::base_url(&spec.host, port);
+    let values = placeholder_values(spec, port);
+    let argv = spec
+        .command
+        .iter()
+        .map(|arg| resolve(arg, &values))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = spec
+        .env
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), resolve(v, &values)?)))
+        .collect::<Result<BTreeMap<_, _>, LaunchError>>()?;
+    if net::accepts(&spec.host, port).await {
+        return Err(LaunchError::PortBusy { port, base_url });
+    }
+    let poller = Poller::new(&base_url, spec)?;
+    let log = logfile::path_for(start);
+    let log_file = logfile::open(&log)?;
+
+    let started_at = Utc::now();
+    let spawned = Instant::now();
+    let mut group = ProcessGroup::spawn(&argv, &env, &log_file, spec.stop_grace)?;
+    tracing::info!(name = %spec.name, pid = group.pid(), %base_url, "server launched");
+    let polls = match poller.wait(&mut group, spec.ready_timeout).await {
+        Readiness::Ready { polls } => polls,
+        Readiness::Exited { status } => {
+            drop(group);
+            let tail = logfile::tail(&log);
+            return Err(LaunchError::Exited { status, log, tail });
+        }
+        Readiness::TimedOut { last } => {
+            let waited_s = spawned.elapsed().as_secs_f64();
+            drop(group);
+            let tail = logfile::tail(&log);
+            return Err(LaunchError::NotReady {
+                waited_s,
+                last,
+                log,
+                tail,
+            });
+        }
+    };
+    let record = StartRecord {
+        start_id: start.start_id.clone(),
+        name: spec.name.clone(),
+        argv,
+        env: redact(&env),
+        port,
+        base_url,
+        pid: group.pid(),
+        log,
+        started_at,
+        time_to_ready_s: spawned.elapsed().as_secs_f64(),
+        polls,
+    };
+    tracing::info!(name = %spec.name, time_to_ready_s = record.time_to_ready_s, "server ready");
+    Ok(Server {
+        record,
+        group,
+        grace: spec.stop_grace,
+        host: spec.host.clone(),
+    })
+}
+
+/// The caller's placeholders with `port`, `host` and `name`, which win.
+fn placeholder_values(spec: &LaunchSpec, port: u16) -> BTreeMap<String, String> {
+    let mut values = spec.placeholders.clone();
+    values.insert("port".to_owned(), port.to_string());
+    values.insert("host".to_owned(), spec.host.clone());
+    values.insert("name".to_owned(), spec.name.clone());
+    values
+}
+
+impl Server {
+    /// Where the server answers: `http://host:port`.
+    pub fn base_url(&self) -> &str {
+        &self.record.base_url
+    }
+
+    /// How the server was started.
+    pub fn record(&self) -> &StartRecord {
+        &self.record
+    }
+
+    /// Whether the server's leader process is still running.
+    pub fn is_alive(&mut self) -> bool {
+        self.group.exit_status().is_none()
+    }
+
+    /// Stops the server: TERM to the group, the grace, KILL, then waits until
+    /// the group is gone and the port free. Never fails; the record says how.
+    pub async fn stop(mut self) -> StopRecord {
+        let began = Instant::now();
+        self.group.disarm_guard();
+        let (how, exit) = match self.group.exit_status() {
+            Some(status) => (StopHow::AlreadyExited, Some(status)),
+            None => self.terminate().await,
+        };
+        // Whatever the leader did, children it left in its group die now.
+        let leftovers_killed = !self.group.is_gone();
+        let _ = self.group.signal(Signal::SIGKILL);
+        let group = &self.group;
+        let group_gone = settle(|| async { group.is_gone() }).await;
+        let port = self.record.port;
+        let host = self.host.as_str();
+        let port_freed = settle(|| async { !net::accepts(host, port).await }).await;
+        let record = StopRecord {
+            how,
+            exit,
+            took_s: began.elapsed().as_secs_f64(),
+            port_freed,
+            leftovers_killed,
+            group_gone,
+        };
+        tracing::info!(name = %self.record.name, ?record, "server stopped");
+        record
+    }
+
+    /// TERM, up to the grace for the leader to exit, then KILL.
+    async fn terminate(&mut self) -> (StopHow, Option<String>) {
+        let _ = self.group.signal(Signal::SIGTERM);
+        if let Some(status) = self.wait_exit(self.grace).await {
+            return (StopHow::Term, Some(status));
+        }
+        let _ = self.group.signal(Signal::SIGKILL);
+        (StopHow::Kill, self.wait_exit(SETTLE_WAIT).await)
+    }
+
+    async fn wait_exit(&mut self, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.group.exit_status() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(STOP_POLL).await;
+        }
+    }
+
+    /// Closes the guard's pipe and forgets the server without stopping it,
+    /// as qexp's death would; only for testing the guard.
+    #[doc(hidden)]
+    pub fn abandon(self) {
+        self.group.abandon();
+    }
+}
+
+/// Polls `check` until it holds or [`SETTLE_WAIT`] passes; whether it held.
+async fn settle<F, Fut>(check: F) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + SETTLE_WAIT;
+    loop {
+        if check().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(STOP_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send<T: Send>(_: &T) {}
+
+    #[test]
+    fn servers_and_launches_can_move_between_tasks() {
+        // Built but never polled: only the types are under test, and the
+        // runner spawns launches and holds servers across tasks.
+        let spec = LaunchSpec::new("x", vec!["true".to_owned()]);
+        let start = StartRequest {
+            start_id: "s".to_owned(),
+            log_dir: std::env::temp_dir(),
+        };
+        let launching = launch(&spec, &start);
+        send(&launching);
+        fn server_is_send(server: Server) -> impl Send {
+            server
+        }
+        let _ = server_is_send;
+    }
+}
