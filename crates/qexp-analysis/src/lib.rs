@@ -8,6 +8,7 @@
 //! derived from the server's counters) and [`format`] (numbers for people).
 
 pub mod anomaly;
+pub mod deployments;
 pub mod diff;
 pub mod format;
 mod load;
@@ -20,6 +21,7 @@ pub mod stats;
 mod turns;
 
 pub use anomaly::{Flag, Severity, Thresholds};
+pub use deployments::{compare_deployments, DeploymentComparison, DeploymentWarning};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
 pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATCH_ROWS};
 pub use metric::{Direction, Metric, MetricSpec, Unit};

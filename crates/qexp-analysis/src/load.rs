@@ -59,6 +59,9 @@ pub struct RunAnalysis {
     /// Response time from the schedule, achieved rate, goodput and capacity;
     /// None unless the run has open-loop points or `[slo]`.
     pub schedule: Option<ScheduleAnalysis>,
+    /// A run with deployments: each against the baseline, paired by block;
+    /// None otherwise.
+    pub deployments: Option<crate::deployments::DeploymentComparison>,
 }
 
 impl RunAnalysis {
@@ -90,9 +93,16 @@ impl RunAnalysis {
             turns,
             reasoning,
             schedule,
+            deployments: None,
         };
         // The schedule's flags need `run.schedule`, so they run on the whole value.
         run.flags = anomaly::detect(&run, &run.thresholds);
+        // The comparison's verdicts use the plan's threshold; a plan that
+        // validated cannot give a bad one, so an error leaves it out.
+        run.deployments =
+            crate::deployments::compare_deployments(&run, &crate::DiffOptions::default())
+                .ok()
+                .flatten();
         run
     }
 }
@@ -295,6 +305,7 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
                 token_mismatches: mism[i] as u32,
                 agg_tok_s: f64::NAN,
                 send_lag_max_s: 0.0,
+                window_start_unix_s: f64::NAN,
                 client_loop_lag_p99_s: f64::NAN,
                 client_cpu_cores: f64::NAN,
                 ..TrialMetrics::default()
@@ -334,6 +345,7 @@ fn add_point_rows(
         col(pt::POINT_ID),
         col(pt::AGG_OUTPUT_TOK_S).cast(F),
         col(pt::SEND_LAG_MAX_S).cast(F),
+        col(pt::WINDOW_START_UNIX_S).cast(F),
         or_nan(pt::CLIENT_LOOP_LAG_P99_S),
         or_nan(pt::CLIENT_CPU_CORES),
         col(pt::INVALID_REASON),
@@ -344,6 +356,7 @@ fn add_point_rows(
     let ppid = u32s(&points, pt::POINT_ID).map_err(q)?;
     let agg = f64s(&points, pt::AGG_OUTPUT_TOK_S).map_err(q)?;
     let lag = f64s(&points, pt::SEND_LAG_MAX_S).map_err(q)?;
+    let window_start = f64s(&points, pt::WINDOW_START_UNIX_S).map_err(q)?;
     let loop_lag = f64s(&points, pt::CLIENT_LOOP_LAG_P99_S).map_err(q)?;
     let cores = f64s(&points, pt::CLIENT_CPU_CORES).map_err(q)?;
     let server = counters
@@ -361,6 +374,7 @@ fn add_point_rows(
             .or_insert_with(|| TrialMetrics::without_requests(ptrial[i], ppid[i]));
         m.agg_tok_s = agg[i];
         m.send_lag_max_s = lag[i];
+        m.window_start_unix_s = window_start[i];
         m.client_loop_lag_p99_s = loop_lag[i];
         m.client_cpu_cores = cores[i];
         m.invalid_reason = invalid.get(i).map(str::to_string);

@@ -51,6 +51,8 @@ pub struct TrialMetrics {
     pub token_mismatches: u32,
     /// Largest scheduled → sent lag.
     pub send_lag_max_s: f64,
+    /// First measured send, Unix seconds (NaN when not recorded).
+    pub window_start_unix_s: f64,
     /// qexp's event-loop lag p99 while the point ran (NaN when not recorded).
     pub client_loop_lag_p99_s: f64,
     /// qexp's cores used while the point ran (NaN when not recorded).

@@ -70,6 +70,7 @@ fn run(
                 requests: 4 * c,
                 warmup: 1,
                 open_loop: None,
+                deployment: None,
             };
             let t = (1..=trials)
                 .map(|n| TrialMetrics {

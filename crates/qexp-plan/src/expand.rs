@@ -2,8 +2,9 @@ use crate::open_loop::{requests_for, OpenLoop};
 use crate::schema::{PlanFile, Requests};
 use serde::{Deserialize, Serialize};
 
-/// One combination of the swept axes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One combination of the swept axes (and, in a plan with deployments, of
+/// the deployment it runs against).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Index in plan order, stable across trials.
     pub id: u32,
@@ -21,13 +22,22 @@ pub struct Point {
     /// is the cap on requests in flight, 0 for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
+    /// The `[[deployment]]` this point runs against; None in a plan without
+    /// deployments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<String>,
 }
 
 impl Point {
-    /// A short human label, e.g. `c=4 in=1000 out=500`.
+    /// A short human label, e.g. `c=4 in=1000 out=500`, led by the
+    /// deployment (`mtp: c=4 …`) when the plan has deployments.
     pub fn label(&self) -> String {
+        let lead = self
+            .deployment
+            .as_ref()
+            .map_or_else(String::new, |d| format!("{d}: "));
         format!(
-            "{} in={} out={}",
+            "{lead}{} in={} out={}",
             self.load_label(),
             self.input_tokens,
             self.output_tokens
@@ -87,7 +97,7 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
             .map(|e| e.output_tokens)
             .max()
             .unwrap_or(1);
-        return vec![Point {
+        let point = Point {
             id: 0,
             concurrency: cap,
             input_tokens: max_in,
@@ -95,7 +105,9 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
             requests: n,
             warmup,
             open_loop: Some(load.with_stages(Vec::new(), Some(t.clone()))),
-        }];
+            deployment: None,
+        };
+        return with_deployments(vec![point], &plan.deployments);
     } else if let Some(rates) = &plan.sweep.rate {
         rates
             .get_ref()
@@ -139,8 +151,28 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
                     requests: *n,
                     warmup,
                     open_loop: open_loop.clone(),
+                    deployment: None,
                 });
             }
+        }
+    }
+    with_deployments(out, &plan.deployments)
+}
+
+/// Each point once per deployment, deployment-major: ids `d × P + p`, so
+/// a deployment's points are consecutive and in the plan's order.
+fn with_deployments(points: Vec<Point>, deployments: &[crate::DeploymentSpec]) -> Vec<Point> {
+    if deployments.is_empty() {
+        return points;
+    }
+    let mut out = Vec::with_capacity(points.len() * deployments.len());
+    for d in deployments {
+        for p in &points {
+            out.push(Point {
+                id: out.len() as u32,
+                deployment: Some(d.name().to_string()),
+                ..p.clone()
+            });
         }
     }
     out

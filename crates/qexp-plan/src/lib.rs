@@ -2,6 +2,7 @@
 //! file:line:col diagnostics, expansion into points × trials, and the plan's
 //! content hash. It knows nothing about HTTP, Parquet or reports.
 
+mod deploy;
 mod error;
 mod expand;
 mod limits;
@@ -13,6 +14,7 @@ mod slo;
 mod trace;
 mod workload;
 
+pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;
 pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
@@ -116,9 +118,43 @@ impl Plan {
         raw_value(&self.text, dotted).is_some()
     }
 
-    /// Number of trials (each trial runs every point once).
+    /// Number of trials (each trial runs every point once); with
+    /// deployments, the number of blocks.
     pub fn trials(&self) -> u32 {
         self.file.run.trials
+    }
+
+    /// The `[[deployment]]` tables, in plan order (empty: one server at
+    /// `target.base_url`).
+    pub fn deployments(&self) -> &[DeploymentSpec] {
+        &self.file.deployments
+    }
+
+    /// The deployment the others are compared with: `analysis.baseline`,
+    /// else the first; None without deployments.
+    pub fn baseline(&self) -> Option<&str> {
+        match &self.file.analysis.baseline {
+            Some(b) => Some(b.get_ref().as_str()),
+            None => self.file.deployments.first().map(DeploymentSpec::name),
+        }
+    }
+
+    /// `[run] order` (interleaved unless the plan says blocked).
+    pub fn order(&self) -> Order {
+        self.file
+            .run
+            .order
+            .as_ref()
+            .map_or_else(Order::default, |o| *o.get_ref())
+    }
+
+    /// `[run] restart` (per block unless the plan says once).
+    pub fn restart(&self) -> Restart {
+        self.file
+            .run
+            .restart
+            .as_ref()
+            .map_or_else(Restart::default, |r| *r.get_ref())
     }
 }
 

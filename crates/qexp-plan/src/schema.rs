@@ -41,6 +41,10 @@ pub struct PlanFile {
     /// `[tolerance]`: failed requests a point may have.
     #[serde(default)]
     pub tolerance: ToleranceSection,
+    /// `[[deployment]]`: the server configurations the run compares (none:
+    /// the one server at `target.base_url`).
+    #[serde(default, rename = "deployment")]
+    pub deployments: Vec<crate::deploy::DeploymentSpec>,
 }
 
 /// `[experiment]`.
@@ -88,7 +92,9 @@ impl std::fmt::Display for ApiKind {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSection {
-    /// `http(s)://host:port` of an OpenAI-compatible server, or `sim:<profile>`.
+    /// `http(s)://host:port` of an OpenAI-compatible server, or `sim:<profile>`;
+    /// empty in a plan whose `[[deployment]]` tables say where the servers are.
+    #[serde(default = "no_base_url")]
     pub base_url: Spanned<String>,
     /// Model name to request; defaults to the first model `/v1/models` lists.
     #[serde(default)]
@@ -109,6 +115,10 @@ pub struct TargetSection {
     /// `http(s)://` URL or a path on the server; default `/metrics` when it answers.
     #[serde(default)]
     pub metrics_url: Option<Spanned<String>>,
+}
+
+fn no_base_url() -> Spanned<String> {
+    Spanned::new(0..0, String::new())
 }
 
 fn default_api() -> ApiKind {
@@ -248,6 +258,12 @@ pub struct RunSection {
     /// Shuffle the order of points within each trial (seeded); the order is recorded.
     #[serde(default)]
     pub shuffle: bool,
+    /// With `[[deployment]]`: `interleaved` (default) or `blocked`.
+    #[serde(default)]
+    pub order: Option<Spanned<crate::deploy::Order>>,
+    /// With launched deployments: `per_block` (default) or `once`.
+    #[serde(default)]
+    pub restart: Option<Spanned<crate::deploy::Restart>>,
 }
 
 fn default_requests() -> Spanned<RequestsRaw> {
@@ -269,6 +285,8 @@ impl Default for RunSection {
             trials: default_trials(),
             seed: 0,
             shuffle: false,
+            order: None,
+            restart: None,
         }
     }
 }
@@ -317,6 +335,9 @@ pub struct AnalysisSection {
     /// Send lag as a fraction of the trial's median TTFT above which the load generator fell behind, if also above `send_lag_s`.
     #[serde(default = "default_send_lag_fraction")]
     pub send_lag_fraction: f64,
+    /// With `[[deployment]]`: the deployment the others are compared with (default: the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Spanned<String>>,
 }
 
 fn default_cv() -> f64 {
@@ -343,6 +364,7 @@ impl Default for AnalysisSection {
             min_change: default_min_change(),
             send_lag_s: default_send_lag_s(),
             send_lag_fraction: default_send_lag_fraction(),
+            baseline: None,
         }
     }
 }
@@ -364,6 +386,31 @@ fn check_list(list: &Option<Spanned<Vec<u32>>>, key: &str) -> Result<(), Invalid
 }
 
 impl PlanFile {
+    /// The deployments, the keys that refer to them, and `target.base_url`
+    /// beside them.
+    fn validate_deployments(&self) -> Result<(), Invalid> {
+        crate::deploy::validate(&self.deployments, self.analysis.baseline.as_ref())?;
+        if self.deployments.is_empty() {
+            for (key, span) in [
+                ("run.order", self.run.order.as_ref().map(Spanned::span)),
+                ("run.restart", self.run.restart.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = span {
+                    return invalid(span, key, "needs [[deployment]] tables to order or restart");
+                }
+            }
+            return Ok(());
+        }
+        if !self.target.base_url.get_ref().is_empty() {
+            return invalid(
+                self.target.base_url.span(),
+                "target.base_url",
+                "a plan with [[deployment]] tables takes its servers from them; remove target.base_url",
+            );
+        }
+        Ok(())
+    }
+
     /// Checks what serde cannot: ranges, names, URL schemes.
     pub(crate) fn validate(&mut self) -> Result<(), Invalid> {
         let name = &self.experiment.name;
@@ -374,8 +421,20 @@ impl PlanFile {
                 "use only letters, digits, '-', '_' and '.' (it names a folder)",
             );
         }
+        self.validate_deployments()?;
         let url = self.target.base_url.get_ref();
-        if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim:")) {
+        if !self.deployments.is_empty() {
+            // The deployments say where the servers are.
+        } else if url.is_empty() {
+            return invalid(
+                0..0,
+                "target.base_url",
+                "missing: give the server's http://host:port (or sim:<profile>), or [[deployment]] tables",
+            );
+        } else if !(url.starts_with("http://")
+            || url.starts_with("https://")
+            || url.starts_with("sim:"))
+        {
             return invalid(
                 self.target.base_url.span(),
                 "target.base_url",

@@ -79,6 +79,8 @@ pub struct ReportContext {
     pub charts: Vec<ChartView>,
     /// The rendered narrative notebook, filled in by the renderer when there is one.
     pub narrative: Option<NarrativeView>,
+    /// A run with deployments: who was compared, and each against the baseline.
+    pub deployments: Option<crate::deployments::DeploymentsView>,
 }
 
 /// One server self-description document, shortened.
@@ -384,5 +386,9 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         flags,
         charts: Vec::new(),
         narrative: None,
+        deployments: a
+            .deployments
+            .as_ref()
+            .map(crate::deployments::deployments_view),
     }
 }

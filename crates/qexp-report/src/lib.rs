@@ -15,6 +15,7 @@
 
 pub mod charts;
 mod context;
+mod deployments;
 pub mod diff;
 pub mod format;
 mod headline;
@@ -29,6 +30,7 @@ pub use context::{
     report_context, ChartView, FlagView, Headline, NarrativeView, ReportContext, Row, ServerDoc,
     Table,
 };
+pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,

@@ -16,20 +16,30 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
     let mut out = Vec::new();
     for &axis in &axes {
         let others: Vec<Axis> = labels::AXES.into_iter().filter(|a| *a != axis).collect();
-        let mut groups: Vec<(Vec<u32>, Vec<&PointSummary>)> = Vec::new();
+        // A run with deployments has one table per deployment and combination.
+        type Key = (Option<String>, Vec<u32>);
+        let mut groups: Vec<(Key, Vec<&PointSummary>)> = Vec::new();
         for p in points {
-            let key: Vec<u32> = others.iter().map(|a| a.value(&p.point)).collect();
+            let key: Key = (
+                p.point.deployment.clone(),
+                others.iter().map(|a| a.value(&p.point)).collect(),
+            );
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(p),
                 None => groups.push((key, vec![p])),
             }
         }
-        for (key, mut group) in groups {
+        for ((deployment, key), mut group) in groups {
             group.sort_by_key(|p| axis.value(&p.point));
-            let fixed = others
+            let fixed = deployment
                 .iter()
-                .zip(&key)
-                .map(|(a, v)| format!("{} = {v}", a.header()))
+                .map(|d| format!("deployment {d}"))
+                .chain(
+                    others
+                        .iter()
+                        .zip(&key)
+                        .map(|(a, v)| format!("{} = {v}", a.header())),
+                )
                 .collect::<Vec<_>>()
                 .join(", ");
             let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
@@ -371,6 +381,7 @@ mod tests {
             requests: 4,
             warmup: 0,
             open_loop: None,
+            deployment: None,
         };
         let trials = (1..=3)
             .map(|trial| TrialMetrics {

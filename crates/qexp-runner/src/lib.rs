@@ -9,13 +9,18 @@
 
 mod arrivals;
 mod backend;
+pub mod blocks;
 mod comparability;
 mod dataset;
+mod deployed;
 mod error;
+mod fleet;
 pub mod health;
 mod journaling;
 mod open_loop;
+mod point;
 mod preflight;
+mod prepare;
 mod progress;
 mod record;
 mod resume;

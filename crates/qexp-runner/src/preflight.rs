@@ -77,6 +77,7 @@ mod tests {
             requests: 1,
             warmup: 0,
             open_loop: None,
+            deployment: None,
         }
     }
 

@@ -14,6 +14,32 @@ pub(crate) struct Context<'a> {
     pub trial: u32,
     pub point: &'a Point,
     pub point_order: u32,
+    /// The deployment and start that answered, in a run with deployments.
+    pub deployment: Option<&'a DeploymentTag>,
+}
+
+/// What every row of a deployment's start carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeploymentTag {
+    /// The deployment's name.
+    pub name: String,
+    /// Its definition's hash.
+    pub hash: String,
+    /// The start that answered (None for a deployment qexp does not launch).
+    pub start_id: Option<String>,
+}
+
+impl Context<'_> {
+    fn deployment_columns(&self) -> (Option<String>, Option<String>, Option<String>) {
+        match self.deployment {
+            Some(d) => (
+                Some(d.name.clone()),
+                Some(d.hash.clone()),
+                d.start_id.clone(),
+            ),
+            None => (None, None, None),
+        }
+    }
 }
 
 pub(crate) fn request_row(
@@ -33,7 +59,11 @@ pub(crate) fn request_row(
             Some(max),
         )
     };
+    let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
     RequestRow {
+        deployment,
+        deployment_hash,
+        start_id,
         run_id: ctx.run_id.to_string(),
         client_host: ctx.client_host.to_string(),
         trial: ctx.trial,
@@ -104,7 +134,11 @@ pub(crate) fn point_row(
     let window = end - start;
     let agg = (window > 0.0 && !ok.is_empty()).then(|| output_tokens as f64 / window);
     let send_lag_max_s = measured.iter().map(|r| r.queue_s).fold(0.0, f64::max);
+    let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
     PointRow {
+        deployment,
+        deployment_hash,
+        start_id,
         run_id: ctx.run_id.to_string(),
         trial: ctx.trial,
         point_id: ctx.point.id,

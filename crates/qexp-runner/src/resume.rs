@@ -180,6 +180,39 @@ impl Resuming {
     }
 }
 
+impl Resuming {
+    /// [`Resuming::reopen`] for a run with deployments: each deployment of
+    /// the plan must still be defined as it was (its hash), unless `--force`;
+    /// each server's fingerprint is recorded again at its next start.
+    pub(crate) fn reopen_deployed(
+        mut self,
+        plan: &Plan,
+        points: &[Point],
+        trials: u32,
+    ) -> Result<RunWriter, RunError> {
+        for d in plan.deployments() {
+            let then = self
+                .manifest
+                .deployments
+                .iter()
+                .find(|r| r.name == d.name());
+            match then {
+                Some(r) if r.hash == d.hash() => {}
+                Some(_) => self.differences.push(format!(
+                    "deployment `{}` is defined differently than when the run started",
+                    d.name()
+                )),
+                None => self.differences.push(format!(
+                    "deployment `{}` was not in the run as started",
+                    d.name()
+                )),
+            }
+        }
+        let now = self.manifest.fingerprint.clone().unwrap_or_default();
+        self.reopen(&now, points, trials)
+    }
+}
+
 /// One phrase per fingerprint field that changed.
 pub(crate) fn fingerprint_changes(then: &Fingerprint, now: &Fingerprint) -> Vec<String> {
     let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());

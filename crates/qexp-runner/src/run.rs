@@ -1,35 +1,23 @@
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
-use crate::health::Probe;
-use crate::journaling::{all_finished, Journaling};
-use crate::open_loop::{run_open_loop, OpenLoopSpec};
-use crate::preflight::check_context;
-use crate::progress::PointProgress;
-use crate::record::{point_row, request_row, Context};
+use crate::point::PointRunner;
+use crate::prepare::{prepare, Prepared};
 use crate::resume::{ResumeOptions, Resuming};
-use crate::scheduler::{run_closed_loop, Job};
-use crate::session::{plan_turns, run_sessions};
 use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
-use crate::timer::Timer;
 use crate::workload::Prompts;
 use crate::Cancel;
 use chrono::Utc;
-use qexp_client::prompt::Filler;
-use qexp_client::{
-    calibrate, nonce_for, Api, Calibration, Counter, ErrorClass, Fingerprint, GenRequest,
-    MetricsSource, ServerCounters, ServerInfo, Timeouts,
-};
-use qexp_plan::{Plan, Point, Trace};
+use qexp_client::Timeouts;
+use qexp_plan::{Plan, Point};
 use qexp_store::{Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What `qexp run` was asked to do.
 #[derive(Debug, Clone)]
@@ -58,6 +46,9 @@ pub struct RunResult {
     /// The (trial, point)s whose failed requests exceeded the plan's
     /// `[tolerance]`, one line each; empty when none did.
     pub over_tolerance: Vec<String>,
+    /// One sentence per deployment that failed to start or become ready
+    /// (its remaining cells were skipped); empty when none did.
+    pub failed_deployments: Vec<String>,
 }
 
 /// Runs a plan end to end. Nothing is written until the target answers and
@@ -78,11 +69,24 @@ async fn run_or_resume(
     resuming: Option<Resuming>,
     cancel: Cancel,
 ) -> Result<RunResult, RunError> {
-    let t = &opts.plan.file.target;
+    if !opts.plan.deployments().is_empty() {
+        return crate::deployed::run(opts, resuming, cancel).await;
+    }
     let given = opts
         .target
         .clone()
-        .unwrap_or_else(|| t.base_url.get_ref().clone());
+        .unwrap_or_else(|| opts.plan.file.target.base_url.get_ref().clone());
+    let (api_key, timeouts) = connection(&opts)?;
+    let target = resolve_target(&given, api_key, timeouts).await?;
+    let result = run_on(&opts, &target, resuming, cancel).await;
+    target.shutdown().await;
+    result
+}
+
+/// The API key (read from the variable the plan names) and request limits
+/// every target of the plan is reached with.
+pub(crate) fn connection(opts: &RunOptions) -> Result<(Option<String>, Timeouts), RunError> {
+    let t = &opts.plan.file.target;
     let api_key = match &t.api_key_env {
         Some(name) => Some(std::env::var(name).map_err(|_| RunError::MissingApiKey(name.clone()))?),
         None => None,
@@ -94,118 +98,7 @@ async fn run_or_resume(
         idle: limits.idle,
         total: limits.total,
     };
-    let target = resolve_target(&given, api_key, timeouts).await?;
-    let result = run_on(&opts, &target, resuming, cancel).await;
-    target.shutdown().await;
-    result
-}
-
-struct Prepared {
-    model: String,
-    api: Api,
-    extra: Map<String, Value>,
-    filler: Filler,
-    calibrations: BTreeMap<u32, Calibration>,
-    dataset: Option<crate::dataset::DatasetPrompts>,
-    info: ServerInfo,
-    fingerprint: Fingerprint,
-    metrics: Option<MetricsSource>,
-    trace: Option<Trace>,
-}
-
-/// The trace a plan replays, read again and checked against the plan's hash.
-fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
-    let Some(tref) = opts
-        .plan
-        .points()
-        .into_iter()
-        .find_map(|p| p.open_loop.and_then(|o| o.trace))
-    else {
-        return Ok(None);
-    };
-    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
-    if trace.sha256 != tref.sha256 {
-        return Err(format!(
-            "trace {} changed after the plan was loaded; run again",
-            tref.path
-        ));
-    }
-    Ok(Some(trace))
-}
-
-async fn prepare(opts: &RunOptions, target: &Target) -> Result<Prepared, RunError> {
-    let f = &opts.plan.file;
-    let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
-    let info = qexp_client::probe(&target.client, metrics_url).await?;
-    let model = opts
-        .model
-        .clone()
-        .or_else(|| f.target.model.clone())
-        .or_else(|| info.models.first().cloned())
-        .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
-    let api = f.target.api;
-    let extra = match serde_json::to_value(&f.target.extra_body) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let points = opts.plan.points();
-    let fingerprint = Fingerprint::from_info(&info, Some(&model));
-    tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
-    // Before any request that costs the server work: calibration already does.
-    check_context(&points, &fingerprint, target.client.base_url())?;
-    // A metrics URL the plan names is scraped even if the probe found nothing there yet.
-    let metrics = metrics_url
-        .or(info.metrics_url.as_deref())
-        .map(|u| MetricsSource::new(&target.client, u));
-    let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
-    // Drawn lengths may run past the longest point (up to their clamp).
-    let drawn_max = f
-        .workload
-        .input_lengths
-        .as_ref()
-        .map_or(0, |l| l.bounds().1.min(max_input.saturating_mul(16)));
-    let filler = Filler::new(f.run.seed, max_input.max(drawn_max) as usize + 16);
-    let tolerance = *f.workload.input_tolerance.get_ref();
-    let mut counter = Counter::new(&target.client, api, &model, &extra);
-    let mut calibrations = BTreeMap::new();
-    let dataset = match &f.workload.dataset {
-        Some(source) => {
-            let trials = opts.trials.unwrap_or(opts.plan.trials());
-            Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
-        }
-        None => None,
-    };
-    // Dataset prompts are counted whole; there is no filler to calibrate.
-    let lengths = if dataset.is_some() {
-        Vec::new()
-    } else {
-        Prompts::lengths(&f.workload, &points)
-    };
-    for input in lengths {
-        let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
-        let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
-            .await
-            .map_err(|source| RunError::Calibration { input, source })?;
-        tracing::info!(
-            input,
-            units = cal.units,
-            measured = cal.measured_tokens,
-            "calibrated prompt length"
-        );
-        calibrations.insert(input, cal);
-    }
-    Ok(Prepared {
-        model,
-        api,
-        extra,
-        filler,
-        calibrations,
-        dataset,
-        info,
-        fingerprint,
-        metrics,
-        trace: load_trace(opts).map_err(RunError::Trace)?,
-    })
+    Ok((api_key, timeouts))
 }
 
 async fn run_on(
@@ -214,7 +107,7 @@ async fn run_on(
     resuming: Option<Resuming>,
     cancel: Cancel,
 ) -> Result<RunResult, RunError> {
-    let prep = prepare(opts, target).await?;
+    let prep = prepare(opts, target, None, None).await?;
     let plan = &opts.plan;
     let points = plan.points();
     let trials = opts.trials.unwrap_or(plan.trials());
@@ -262,6 +155,11 @@ async fn run_on(
         stop_reason: None,
         resumes: Vec::new(),
         client_timing: Some(target.client.timing().to_string()),
+        deployments: Vec::new(),
+        schedule: Vec::new(),
+        order: None,
+        restart: None,
+        baseline: None,
     };
     let mut writer = match resuming {
         None => RunWriter::create(&opts.out, manifest)?,
@@ -275,40 +173,45 @@ async fn run_on(
     );
     let backend = Arc::new(target.client.clone());
     let stop = Stop::following(&cancel);
-    let mut over_tolerance = Vec::new();
-    let outcome = run_trials(
-        opts,
-        &prep,
-        &points,
-        trials,
-        &mut writer,
-        backend,
-        &stop,
-        &mut over_tolerance,
-    )
-    .await;
+    let outcome = run_trials(opts, &prep, &points, trials, &mut writer, backend, &stop).await;
+    finish(writer, outcome, &cancel, Vec::new())
+}
+
+/// Ends a run: its status (complete, or interrupted and why: an error, the
+/// user, or deployments that failed to start), the parts merged and the
+/// manifest saved even after a failure — the first failure is the one
+/// reported.
+pub(crate) fn finish(
+    writer: RunWriter,
+    outcome: Result<Vec<String>, RunError>,
+    cancel: &Cancel,
+    failed_deployments: Vec<String>,
+) -> Result<RunResult, RunError> {
     let (status, reason) = match (&outcome, *cancel.borrow()) {
         (Err(e), _) => (RunStatus::Interrupted, Some(e.to_string())),
-        (Ok(()), true) => (
+        (Ok(_), true) => (
             RunStatus::Interrupted,
             Some("interrupted by the user (Ctrl-C or SIGTERM)".into()),
         ),
-        (Ok(()), false) => (RunStatus::Complete, None),
+        (Ok(_), false) if !failed_deployments.is_empty() => {
+            (RunStatus::Interrupted, Some(failed_deployments.join(" ")))
+        }
+        (Ok(_), false) => (RunStatus::Complete, None),
     };
-    // Even after a failure, merge and record what was written; the first
-    // failure is the one reported.
     let finished = writer.finish(status, reason);
-    outcome?;
+    let over_tolerance = outcome?;
     let dir = finished?;
     let manifest = qexp_store::read_manifest(&dir)?;
     Ok(RunResult {
         dir,
         manifest,
         over_tolerance,
+        failed_deployments,
     })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Runs every (trial, point) of a plan without deployments against one
+/// target, in each trial's recorded (or newly drawn) order.
 async fn run_trials<B: Backend>(
     opts: &RunOptions,
     prep: &Prepared,
@@ -317,26 +220,10 @@ async fn run_trials<B: Backend>(
     writer: &mut RunWriter,
     backend: Arc<B>,
     stop: &Stop,
-    over_tolerance: &mut Vec<String>,
-) -> Result<(), RunError> {
+) -> Result<Vec<String>, RunError> {
     let cancel = stop.receiver();
     let f = &opts.plan.file;
-    let run_id = writer.manifest().run_id.clone();
-    let host = writer.manifest().host.hostname.clone().unwrap_or_default();
-    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
-    let tolerance = *f.workload.input_tolerance.get_ref();
-    let prompts = Prompts {
-        filler: &prep.filler,
-        seed: f.run.seed,
-        salt,
-        shared: f.workload.shared_prefix.as_ref(),
-        input_lengths: f.workload.input_lengths.as_ref(),
-        output_lengths: f.workload.output_lengths.as_ref(),
-        dataset: prep.dataset.as_ref(),
-        multi_turn: f.workload.multi_turn.as_ref(),
-        trace: prep.trace.as_ref(),
-        calibrations: &prep.calibrations,
-    };
+    let mut runner = point_runner(opts, prep, writer, backend, stop, trials, None);
     for trial in 1..=trials {
         let order = match writer.manifest().point_order.get(trial as usize - 1) {
             // A resumed run keeps the order each trial started with.
@@ -353,213 +240,60 @@ async fn run_trials<B: Backend>(
         };
         for (pos, &pid) in order.iter().enumerate() {
             if *cancel.borrow() {
-                return Ok(());
+                return Ok(runner.over_tolerance);
             }
             if writer.is_complete(trial, pid) {
                 // Resumed: measured already.
                 continue;
             }
-            let point = &points[pid as usize];
-            let units = prep
-                .calibrations
-                .get(&point.input_tokens)
-                .map_or(0, |c| c.units);
-            let mut planned = BTreeMap::new();
-            let mut make = |index: u32| {
-                let (prompt, plan) = prompts.request(trial, point, index);
-                planned.insert(index, plan);
-                Job {
-                    index,
-                    request: GenRequest {
-                        api: prep.api,
-                        model: prep.model.clone(),
-                        prompt,
-                        max_tokens: plan.output_tokens,
-                        extra: prep.extra.clone(),
-                        history: None,
-                    },
-                }
-            };
-            let ctx = Context {
-                run_id: &run_id,
-                client_host: &host,
-                trial,
-                point,
-                point_order: pos as u32,
-            };
-            let label = format!("trial {trial}/{trials} {}", point.label());
-            let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
-            let warm: Vec<Job> = (0..point.warmup).map(&mut make).collect();
-            let measured_jobs: Vec<Job> = (point.warmup..point.warmup + point.requests)
-                .map(&mut make)
-                .collect();
-            let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
-            writer.begin_point(trial, pid)?;
-            let mut journal = Journaling::new(writer, stop);
-            // Warmups run closed-loop, at most as many at once as the point allows.
-            let warm_c = match point.concurrency {
-                0 => point.warmup.max(1),
-                c => c.min(point.warmup.max(1)),
-            };
-            let warm_done = run_closed_loop(backend.clone(), warm, warm_c, cancel.clone(), |f| {
-                bar.inc(f.outcome.error.is_some());
-                journal.record(&ctx, f, true, plan_of(f));
-            })
-            .await;
-            let before = match &prep.metrics {
-                Some(m) => m.scrape().await,
-                None => None,
-            };
-            let mut on_measured = |f: &crate::Finished| {
-                bar.inc(f.outcome.error.is_some());
-                journal.record(&ctx, f, false, plan_of(f));
-            };
-            // As many connections as the point keeps requests in flight
-            // (its in-flight cap for an open loop), opened before it is measured.
-            let in_flight = match &point.open_loop {
-                Some(ol) => ol.max_in_flight.unwrap_or(0),
-                None => point.concurrency,
-            };
-            backend.prepare(in_flight).await;
-            let probe = Probe::start();
-            let done = match (&f.workload.multi_turn, &point.open_loop) {
-                (None, None) => {
-                    run_closed_loop(
-                        backend.clone(),
-                        measured_jobs,
-                        point.concurrency,
-                        cancel.clone(),
-                        &mut on_measured,
-                    )
-                    .await
-                }
-                (Some(m), _) => {
-                    // Jobs are session-major: a session's turns are consecutive.
-                    let sessions = measured_jobs
-                        .chunks(m.turns() as usize)
-                        .map(<[Job]>::to_vec)
-                        .collect();
-                    let think = Duration::from_secs_f64(m.think_time_s());
-                    let done = run_sessions(
-                        backend.clone(),
-                        sessions,
-                        point.concurrency,
-                        think,
-                        cancel.clone(),
-                        &mut on_measured,
-                    )
-                    .await;
-                    plan_turns(&mut planned, &done);
-                    done
-                }
-                (None, Some(ol)) => {
-                    // Arrivals differ per trial and point, yet repeat run to run.
-                    let seed = f.run.seed ^ (u64::from(trial) << 32) ^ u64::from(pid);
-                    let spec = OpenLoopSpec {
-                        offsets: crate::arrivals::offsets(ol, prep.trace.as_ref(), seed),
-                        max_in_flight: ol.max_in_flight,
-                        timer: Timer::Precise,
-                    };
-                    let jobs = measured_jobs;
-                    run_open_loop(
-                        backend.clone(),
-                        jobs,
-                        spec,
-                        cancel.clone(),
-                        &mut on_measured,
-                    )
-                    .await
-                }
-            };
-            let health = probe.finish().await;
-            let journal_failure = journal.failure();
-            // A later turn's planned length is known only now (plan_turns).
-            let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
-            let mut rows: Vec<_> = warm_done
-                .iter()
-                .map(|w| request_row(&ctx, w, true, plan_of(w)))
-                .collect();
-            let measured: Vec<_> = done
-                .iter()
-                .map(|d| request_row(&ctx, d, false, plan_of(d)))
-                .collect();
-            let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
-            prow.client_cpu_cores = health.cpu_cores;
-            prow.client_loop_lag_p99_s = health.loop_lag_p99_s;
-            if let (Some(m), Some(before)) = (&prep.metrics, before) {
-                // Counters are updated as the engine finishes each step; let
-                // the last completions land before reading them.
-                tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
-                if let Some(after) = m.scrape().await {
-                    prow.server = Some(ServerCounters::between(&before, &after));
-                }
-            }
-            rows.extend(measured.iter().cloned());
-            let whole =
-                all_finished(&warm_done, point.warmup) && all_finished(&done, point.requests);
-            if let Some(e) = journal_failure {
-                // Keep what can still be kept; the journal's failure is the one to report.
-                let _ = writer.write_incomplete_point(&rows, &prow);
-                return Err(e.into());
-            }
-            if whole {
-                writer.write_point(&rows, &prow)?;
-            } else {
-                writer.write_incomplete_point(&rows, &prow)?;
-            }
-            bar.finish(point_line(&label, &prow, &measured));
-            // A point cut by an interrupt counts its cancelled requests as
-            // failures; the tolerance judges only whole points.
-            if whole && f.tolerance.exceeded(prow.failures, prow.requests_done) {
-                over_tolerance.push(format!(
-                    "{label}: {} of {} requests failed ({})",
-                    prow.failures,
-                    prow.requests_done,
-                    failure_classes(&measured)
-                ));
-            }
+            runner
+                .run(writer, trial, pos as u32, &points[pid as usize])
+                .await?;
         }
     }
-    Ok(())
+    Ok(runner.over_tolerance)
 }
 
-/// Wait between a point's last completion and its closing metrics scrape.
-const METRICS_SETTLE_MS: u64 = 200;
-
-fn point_line(label: &str, p: &qexp_store::PointRow, rows: &[qexp_store::RequestRow]) -> String {
-    let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_s).collect();
-    ttft.sort_by(f64::total_cmp);
-    let mid = ttft
-        .get(ttft.len() / 2)
-        .map_or("-".into(), |t| format!("{t:.3} s"));
-    let agg = p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}"));
-    let mut line = format!(
-        "{label}: {} ok, {} failed, {agg} tok/s aggregate, TTFT ~{mid}",
-        p.requests_done - p.failures,
-        p.failures
-    );
-    if let Some(r) = &p.invalid_reason {
-        line.push_str(&format!(" — INVALID: {r}"));
+/// The per-point context for one target of a run.
+pub(crate) fn point_runner<'a, B: Backend>(
+    opts: &'a RunOptions,
+    prep: &'a Prepared,
+    writer: &RunWriter,
+    backend: Arc<B>,
+    stop: &'a Stop,
+    trials: u32,
+    deployment: Option<crate::record::DeploymentTag>,
+) -> PointRunner<'a, B> {
+    let f = &opts.plan.file;
+    let run_id = writer.manifest().run_id.clone();
+    let host = writer.manifest().host.hostname.clone().unwrap_or_default();
+    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
+    let per_deployment = (opts.plan.points().len() / opts.plan.deployments().len().max(1)) as u32;
+    let prompts = Prompts {
+        filler: &prep.filler,
+        seed: f.run.seed,
+        salt,
+        shared: f.workload.shared_prefix.as_ref(),
+        input_lengths: f.workload.input_lengths.as_ref(),
+        output_lengths: f.workload.output_lengths.as_ref(),
+        dataset: prep.dataset.as_ref(),
+        multi_turn: f.workload.multi_turn.as_ref(),
+        trace: prep.trace.as_ref(),
+        calibrations: &prep.calibrations,
+        per_deployment,
+    };
+    PointRunner {
+        plan: f,
+        prep,
+        prompts,
+        backend,
+        stop,
+        run_id,
+        host,
+        trials,
+        deployment,
+        over_tolerance: Vec::new(),
     }
-    line
-}
-
-/// `3 first_byte_timeout, 1 rate_limited`: the failures of some rows by class, most frequent first.
-fn failure_classes(rows: &[qexp_store::RequestRow]) -> String {
-    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
-    for class in rows
-        .iter()
-        .filter_map(|r| r.error_class.map(ErrorClass::as_str))
-    {
-        *counts.entry(class).or_default() += 1;
-    }
-    let mut counts: Vec<_> = counts.into_iter().collect();
-    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
-    counts
-        .iter()
-        .map(|(c, n)| format!("{n} {c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn target_info(opts: &RunOptions, target: &Target, prep: &Prepared) -> TargetInfo {

@@ -36,7 +36,22 @@ pub async fn resolve_target(
                 SimProfile::names().join(", ")
             ))
         })?;
-        profile.faults = FaultPlan::from_query(query)
+        // `drift=F` (per second, for tests of run orders); the rest is faults.
+        let (drift, faults): (Vec<&str>, Vec<&str>) =
+            query.split('&').partition(|p| p.starts_with("drift="));
+        if let Some(d) = drift.last() {
+            profile.drift_per_s = d["drift=".len()..]
+                .parse::<f64>()
+                .ok()
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .ok_or_else(|| {
+                    RunError::Target(format!(
+                        "target `{given}`: drift= takes a fraction per second, 0 or more"
+                    ))
+                })?;
+            profile.start_drift();
+        }
+        profile.faults = FaultPlan::from_query(&faults.join("&"))
             .map_err(|e| RunError::Target(format!("target `{given}`: {e}")))?;
         let sim = SimServer::start(profile).await.map_err(RunError::Sim)?;
         let client = Client::with_timeouts(&sim.base_url(), None, timeouts)?;

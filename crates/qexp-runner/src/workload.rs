@@ -62,6 +62,8 @@ pub(crate) struct Prompts<'a> {
     /// A replayed trace: measured request i takes the lengths of entry i.
     pub trace: Option<&'a qexp_plan::Trace>,
     pub calibrations: &'a BTreeMap<u32, Calibration>,
+    /// Points per deployment (all points in a plan without deployments).
+    pub per_deployment: u32,
 }
 
 /// The client's distribution for a plan's `lengths` around `mean`.
@@ -114,8 +116,12 @@ impl Prompts<'_> {
     }
 
     /// The `index`-th request of `point` in `trial` (warmups first) and what it should be.
+    /// Every deployment gets the same prompts in a block: requests are keyed
+    /// by the point's place in the sweep, not by its id (which counts the
+    /// deployment too).
     pub(crate) fn request(&self, trial: u32, point: &Point, index: u32) -> (String, Planned) {
-        let mut rng = length_rng(self.seed, trial, point.id, index);
+        let place = point.id % self.per_deployment.max(1);
+        let mut rng = length_rng(self.seed, trial, place, index);
         let input = self.input_lengths.map_or(point.input_tokens, |l| {
             dist(l, point.input_tokens).sample(&mut rng)
         });
@@ -132,7 +138,7 @@ impl Prompts<'_> {
         let units = (self.units(point.input_tokens) as i64 + i64::from(input)
             - i64::from(point.input_tokens))
         .max(0) as usize;
-        let nonce = nonce_for(self.seed, self.salt, trial, point.id, index);
+        let nonce = nonce_for(self.seed, self.salt, trial, place, index);
         let mut planned = Planned {
             input_tokens: input,
             output_tokens: output,
@@ -140,15 +146,15 @@ impl Prompts<'_> {
         };
         if let Some(d) = self.dataset {
             // The nonce first, as for filler prompts: no request reuses another's prefix.
-            let e = d.entry(self.seed, trial, point.id, index);
+            let e = d.entry(self.seed, trial, place, index);
             planned.input_tokens = d.tokens.get(&e).copied().unwrap_or(input);
             return (format!("{nonce} {}", d.prompts[e]), planned);
         }
-        let place = index
+        let turn_place = index
             .checked_sub(point.warmup)
             .zip(self.multi_turn)
             .map(|(measured, m)| (m, m.place(measured)));
-        if let Some((m, (session, turn))) = place {
+        if let Some((m, (session, turn))) = turn_place {
             planned.session = Some(session);
             planned.turn = Some(turn);
             if turn > 1 {
@@ -173,7 +179,7 @@ impl Prompts<'_> {
         } else {
             group
         };
-        let system_nonce = nonce_for(self.seed, self.salt ^ SYSTEM_SALT, trial, point.id, key);
+        let system_nonce = nonce_for(self.seed, self.salt ^ SYSTEM_SALT, trial, place, key);
         let system_units = self.units(system);
         let question_units = units.saturating_sub(system_units + NONCE_WORDS);
         let mut prompt = self.filler.prompt(&system_nonce, system_units);
@@ -275,6 +281,7 @@ mod tests {
             requests: 4,
             warmup: 1,
             open_loop: None,
+            deployment: None,
         }
     }
 
@@ -299,6 +306,7 @@ mod tests {
             multi_turn: None,
             trace: None,
             calibrations: &cal,
+            per_deployment: 1,
         };
         let p = point(300);
         let built: Vec<(String, Planned)> = (0..5).map(|i| prompts.request(1, &p, i)).collect();

@@ -51,7 +51,19 @@ pub struct SimProfile {
     /// Chat streams: the first this many generated tokens of each completion
     /// arrive as `reasoning_content` deltas, as a reasoning model's thinking does (0 = none).
     pub reasoning_tokens: u32,
+    /// Drift: every duration grows by this fraction per second of wall-clock
+    /// time since the first drifting simulator of the process started (0 =
+    /// none), as a machine that heats up or fills up would. For tests of run
+    /// orders: interleaved blocks must not read drift as a difference.
+    pub drift_per_s: f64,
+    /// The model id it serves; None: `sim-<name>`.
+    pub model: Option<String>,
 }
+
+/// When the first drifting simulator of this process started: every
+/// drifting simulator measures its drift from here, so two of them drift
+/// alike, as two deployments on one drifting machine would.
+static DRIFT_EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// A profile whose parameters cannot drive the simulator.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,6 +119,8 @@ impl SimProfile {
                 prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
                 prefix_cache_block: 16,
                 reasoning_tokens: 0,
+                drift_per_s: 0.0,
+                model: None,
             }),
             // `exact` with 10% longer decode steps (decode 91 instead of 100
             // tok/s): a second deployment whose difference `qexp diff` must find.
@@ -124,9 +138,11 @@ impl SimProfile {
         NAMES
     }
 
-    /// The model id the server reports, `sim-<name>`.
+    /// The model id the server reports: the one it was given, else `sim-<name>`.
     pub fn model_id(&self) -> String {
-        format!("sim-{}", self.name)
+        self.model
+            .clone()
+            .unwrap_or_else(|| format!("sim-{}", self.name))
     }
 
     /// Checks that every parameter is in range (finite, non-negative, non-zero caps).
@@ -174,7 +190,20 @@ impl SimProfile {
 
     /// Simulated seconds turned into wall-clock time (`time_scale` applied).
     pub(crate) fn scaled(&self, secs: f64) -> Duration {
-        Duration::try_from_secs_f64(secs * self.time_scale).unwrap_or(Duration::ZERO)
+        let drift = if self.drift_per_s > 0.0 {
+            let since = DRIFT_EPOCH.get_or_init(std::time::Instant::now);
+            1.0 + self.drift_per_s * since.elapsed().as_secs_f64()
+        } else {
+            1.0
+        };
+        Duration::try_from_secs_f64(secs * self.time_scale * drift).unwrap_or(Duration::ZERO)
+    }
+
+    /// Starts the drift clock (no-op without drift or when already started).
+    pub fn start_drift(&self) {
+        if self.drift_per_s > 0.0 {
+            DRIFT_EPOCH.get_or_init(std::time::Instant::now);
+        }
     }
 
     /// Unscaled prefill compute time for `n` prompt tokens, seconds.
@@ -220,6 +249,8 @@ fn founding() -> SimProfile {
         prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
         prefix_cache_block: 16,
         reasoning_tokens: 0,
+        drift_per_s: 0.0,
+        model: None,
     }
 }
 

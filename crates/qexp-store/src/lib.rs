@@ -16,7 +16,8 @@ mod writer;
 pub use error::StoreError;
 pub use journal::Journal;
 pub use manifest::{
-    Comparability, Manifest, Resume, RunStatus, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
+    Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, Manifest, Resume, RunStatus,
+    ScheduleCell, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
 };
 pub use reader::{
     find_runs, for_each_request_batch, latest_runs, read_manifest, scan_points, scan_requests,

@@ -151,6 +151,98 @@ pub struct Manifest {
     /// was recorded, which timed from before each request was built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_timing: Option<String>,
+    /// A run with `[[deployment]]` tables: each deployment, its starts and
+    /// its failures (empty for a run against one server).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deployments: Vec<DeploymentRun>,
+    /// The (block, deployment) cells in the order they are measured (empty
+    /// without deployments); `--resume` keeps it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<ScheduleCell>,
+    /// With deployments: `interleaved` or `blocked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<qexp_plan::Order>,
+    /// With deployments: `per_block` or `once`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<qexp_plan::Restart>,
+    /// With deployments: the one the others are compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+}
+
+/// One (block, deployment) cell of a run's schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleCell {
+    /// The block (the trial number), from 1.
+    pub block: u32,
+    /// The deployment's name.
+    pub deployment: String,
+}
+
+/// One `[[deployment]]` of a run and what happened to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentRun {
+    /// Its name.
+    pub name: String,
+    /// SHA-256 of its definition (`DeploymentSpec::hash`).
+    pub hash: String,
+    /// True when qexp launches it; false for a `base_url`.
+    pub launched: bool,
+    /// The `base_url` of a deployment qexp does not launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The plan's labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The model requested from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What its first ready start said about itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<qexp_client::Fingerprint>,
+    /// Every start (launched deployments) or connection (others), in order.
+    #[serde(default)]
+    pub starts: Vec<DeploymentStart>,
+    /// Starts that failed, in order.
+    #[serde(default)]
+    pub failures: Vec<DeploymentFailure>,
+}
+
+/// One start of a deployment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentStart {
+    /// `<deployment>-bBBBB` (per block) or `<deployment>-once`, plus `-rN` on a resume.
+    pub start_id: String,
+    /// The blocks it served.
+    pub blocks: Vec<u32>,
+    /// The launch: command, env names, port, pid, log, time to ready (launched deployments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<qexp_deploy::StartRecord>,
+    /// How it was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<qexp_deploy::StopRecord>,
+    /// What the server said about itself at this start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<qexp_client::Fingerprint>,
+}
+
+/// A start that failed: the deployment's remaining cells are skipped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentFailure {
+    /// The start that failed.
+    pub start_id: String,
+    /// The block it was for.
+    pub block: u32,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// One sentence: what went wrong.
+    pub message: String,
+    /// The server's log, when it was launched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// The last lines of that log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
 }
 
 /// One `qexp run --resume`.

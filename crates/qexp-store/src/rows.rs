@@ -231,6 +231,12 @@ stored_row! {
         /// Times the request was sent again after its connection closed under it
         /// before any response byte (timing counts from the last send).
         RETRIES retries: u32,
+        /// The `[[deployment]]` the request went to; null in a run without deployments.
+        DEPLOYMENT deployment: Option<String>,
+        /// SHA-256 of that deployment's definition (`DeploymentSpec::hash`).
+        DEPLOYMENT_HASH deployment_hash: Option<String>,
+        /// The server start that answered (`<deployment>-bBBBB` / `<deployment>-once`), for launched deployments.
+        START_ID start_id: Option<String>,
     }
 
     /// Column names of `requests.parquet`.
@@ -286,6 +292,12 @@ stored_row! {
         /// `server_column`), then `server_spec_acceptance_length` and
         /// `server_counters_json`.
         SERVER server: Option<ServerCounters>,
+        /// The `[[deployment]]` of the point; null in a run without deployments.
+        DEPLOYMENT deployment: Option<String>,
+        /// SHA-256 of that deployment's definition.
+        DEPLOYMENT_HASH deployment_hash: Option<String>,
+        /// The server start that answered, for launched deployments.
+        START_ID start_id: Option<String>,
     }
 
     /// Column names of `points.parquet`.
@@ -334,7 +346,8 @@ mod tests {
              headers_s,ttft_s,ttft_reasoning_s,ttft_answer_s,e2e_s,tpot_s,end_s,chunks,\
              reasoning_chunks,itl_mean_s,itl_max_s,chunk_offsets_s,\
              prompt_tokens,completion_tokens,cached_tokens,client_tokens,output_chars,\
-             finish_reason,http_status,error_class,error_message,retries"
+             finish_reason,http_status,error_class,error_message,retries,deployment,\
+             deployment_hash,start_id"
         );
         assert_eq!(
             names(requests_frame(&[])),
@@ -350,7 +363,7 @@ mod tests {
              client_loop_lag_p99_s,prompt_units,invalid_reason,server_prefix_cache_queries,server_prefix_cache_hits,\
              server_cached_prompt_tokens,server_preemptions,server_ttft_count,server_ttft_sum_s,\
              server_spec_drafts,server_spec_accepted_tokens,server_spec_acceptance_length,\
-             server_counters_json"
+             server_counters_json,deployment,deployment_hash,start_id"
         );
         assert_eq!(names(points_frame(&[])), pts);
         assert_eq!(requests::ERROR_CLASS, "error_class");

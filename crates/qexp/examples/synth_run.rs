@@ -87,6 +87,11 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
         stop_reason: None,
         resumes: Vec::new(),
         client_timing: None,
+        deployments: Vec::new(),
+        schedule: Vec::new(),
+        order: None,
+        restart: None,
+        baseline: None,
     };
     let mut w = RunWriter::create(out, manifest).expect("create run");
     let parts = points.len() * trials as usize;
@@ -162,6 +167,9 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                     error_class: None,
                     error_message: None,
                     retries: 0,
+                    deployment: None,
+                    deployment_hash: None,
+                    start_id: None,
                 });
             }
             let window = n as f64 * 0.01 + 1.0;

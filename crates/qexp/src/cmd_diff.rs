@@ -37,9 +37,9 @@ pub enum Format {
 /// `qexp diff`.
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
-    /// The baseline: a run folder (results/<experiment>/<run-id>) or a run id under --results.
+    /// The baseline: a run folder (results/<experiment>/<run-id>) or a run id under --results; `RUN#NAME` takes one deployment of a run with deployments.
     pub run_a: PathBuf,
-    /// The candidate, compared against A (ratios are B/A).
+    /// The candidate, compared against A (ratios are B/A); two deployments of one run (`RUN#a RUN#b`) are compared paired by block.
     pub run_b: PathBuf,
     /// Outputs, comma-separated or repeated: term (stdout), md, html (written to --out).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "term")]
@@ -73,6 +73,25 @@ pub struct DiffArgs {
     pub templates: Option<PathBuf>,
 }
 
+/// `RUN#NAME` → (`RUN`, `NAME`); anything else is a run alone.
+fn split_deployment(arg: &Path) -> (PathBuf, Option<String>) {
+    let text = arg.to_string_lossy();
+    match text.rsplit_once('#') {
+        Some((run, name)) if !name.is_empty() && !name.contains(std::path::MAIN_SEPARATOR) => {
+            (PathBuf::from(run), Some(name.to_string()))
+        }
+        _ => (arg.to_path_buf(), None),
+    }
+}
+
+/// True when both paths name the same folder.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// A run folder, or the folder of the run with this id (or unique id prefix) under `results`.
 fn resolve(run: &Path, results: &Path) -> Result<PathBuf, CliError> {
     if run.join(qexp_store::MANIFEST_FILE).is_file() {
@@ -102,13 +121,36 @@ fn resolve(run: &Path, results: &Path) -> Result<PathBuf, CliError> {
 
 /// `qexp diff`: returns 0, or 1 for a significant regression under `--fail-on-regression`; errors exit [`EXIT_NOT_DONE`].
 pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
-    let dir_a = resolve(&args.run_a, &args.results)?;
-    let dir_b = resolve(&args.run_b, &args.results)?;
-    let analyse = |dir: &Path| {
-        qexp_analysis::analyze(dir)
-            .map_err(|e| not_done(anyhow!(e).context(format!("cannot analyse {}", dir.display()))))
+    let (run_a, dep_a) = split_deployment(&args.run_a);
+    let (run_b, dep_b) = split_deployment(&args.run_b);
+    let dir_a = resolve(&run_a, &args.results)?;
+    let dir_b = resolve(&run_b, &args.results)?;
+    let analyse = |dir: &Path, deployment: Option<&str>| {
+        let run = qexp_analysis::analyze(dir).map_err(|e| {
+            not_done(anyhow!(e).context(format!("cannot analyse {}", dir.display())))
+        })?;
+        match deployment {
+            None => Ok(run),
+            Some(name) => run.deployment_view(name).ok_or_else(|| {
+                let names = run.deployment_names();
+                not_done(anyhow!(
+                    "{} has no deployment `{name}`{}",
+                    dir.display(),
+                    if names.is_empty() {
+                        " (it ran without deployments)".to_string()
+                    } else {
+                        format!("; it has {}", names.join(", "))
+                    }
+                ))
+            }),
+        }
     };
-    let (a, b) = (analyse(&dir_a)?, analyse(&dir_b)?);
+    let (a, b) = (
+        analyse(&dir_a, dep_a.as_deref())?,
+        analyse(&dir_b, dep_b.as_deref())?,
+    );
+    // Two deployments of one run were measured block by block: pair them.
+    let paired = dep_a.is_some() && dep_b.is_some() && same_dir(&dir_a, &dir_b);
     let opts = DiffOptions {
         alpha: args.alpha,
         min_change: args.min_change,
@@ -119,6 +161,7 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
             .filter_map(|m| DiffMetric::from_key(m))
             .collect(),
         seed: args.seed,
+        paired,
         ..DiffOptions::default()
     };
     let d = qexp_analysis::diff(&a, &b, &opts).map_err(|e| match e {
@@ -153,7 +196,7 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
         let out = match args.out.clone() {
             Some(out) => out,
             None => {
-                let name = format!("{}_vs_{}", d.a.run_id, d.b.run_id);
+                let name = format!("{}_vs_{}", d.a.run_id, d.b.run_id).replace('#', "-");
                 let name = qexp_plan::safe_component(&name)
                     .context("a run's manifest names an unusable run id")
                     .map_err(CliError::input)?;

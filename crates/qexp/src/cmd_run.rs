@@ -20,6 +20,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
             };
             qexp_runner::resume(r, cancel).await
         }
+        (None, Some(plan)) if args.dry_run => return dry_run(&options(&args, plan)?),
         (None, Some(plan)) => qexp_runner::run(options(&args, plan)?, cancel).await,
         // clap requires one of the two.
         (None, None) => {
@@ -61,6 +62,9 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     for line in &result.over_tolerance {
         eprintln!("qexp: over the failure tolerance: {line}");
     }
+    for line in &result.failed_deployments {
+        eprintln!("qexp: {line}");
+    }
     if !complete {
         println!(
             "the run is incomplete; finish it with: qexp run --resume {}",
@@ -74,6 +78,44 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     } else {
         0
     })
+}
+
+/// `qexp run --dry-run`: what the run would do, with nothing started.
+fn dry_run(opts: &RunOptions) -> Result<u8, CliError> {
+    let plan = &opts.plan;
+    let trials = opts.trials.unwrap_or(plan.trials());
+    let points = plan.points();
+    if plan.deployments().is_empty() {
+        println!(
+            "{} points × {trials} trials against {}",
+            points.len(),
+            opts.target
+                .as_deref()
+                .unwrap_or(plan.file.target.base_url.get_ref())
+        );
+    } else {
+        print!("{}", qexp_runner::blocks::describe(plan, trials));
+        for d in plan.deployments() {
+            match (&d.command, &d.base_url) {
+                (Some(c), _) => println!("  {}: launch {}", d.name(), c.get_ref().join(" ")),
+                (None, Some(u)) => println!("  {}: already running at {}", d.name(), u.get_ref()),
+                (None, None) => {}
+            }
+        }
+    }
+    for p in plan.points().iter().take(50) {
+        println!(
+            "  point {}: {} ({} requests, {} warmup)",
+            p.id,
+            p.label(),
+            p.requests,
+            p.warmup
+        );
+    }
+    if points.len() > 50 {
+        println!("  … {} more points", points.len() - 50);
+    }
+    Ok(0)
 }
 
 /// The runner's options for a new run of `plan`.

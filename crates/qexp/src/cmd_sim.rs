@@ -12,6 +12,7 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
     })?;
     profile.faults = FaultPlan::parse(args.faults.as_deref().unwrap_or(""), args.fault_seed)
         .map_err(CliError::input)?;
+    profile.model = args.model.clone();
     let server = SimServer::start_on(profile, args.port)
         .await
         .map_err(CliError::failure)?;
@@ -20,7 +21,25 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
         args.profile,
         server.base_url()
     );
-    let _ = tokio::signal::ctrl_c().await;
+    // Ctrl-C, or TERM from whoever launched it (`qexp run` stops the
+    // deployments it started with TERM).
+    wait_for_stop().await;
     server.shutdown().await;
     Ok(0)
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+async fn wait_for_stop() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -120,6 +120,10 @@ pub struct RunArgs {
     /// Reports root, for the report rendered after the run.
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
+    /// Print the schedule (blocks, the deployment order in each, server
+    /// starts) and the points, then exit without starting or sending anything.
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
 }
 
 /// `qexp report`.
@@ -150,6 +154,9 @@ pub struct SimArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// The model id to serve [default: sim-<profile>].
+    #[arg(long)]
+    pub model: Option<String>,
     /// Faults injected into a fraction of streamed requests, e.g. `reset=3:0.1,http_503=5:0.05`
     /// (names: close, reset, http_429, http_500, http_503, malformed_json, no_done, stall,
     /// slow_headers, huge_chunk, invalid_utf8, wrong_content_type, context_length).

@@ -56,6 +56,7 @@ fn write_run(
             requests: 2 * c,
             warmup: 0,
             open_loop: None,
+            deployment: None,
         })
         .collect();
     let mut w = RunWriter::create(root, manifest(run_id, profile, output_tokens, &points))

@@ -441,3 +441,102 @@ async fn llamacpp_preflight_names_the_per_slot_context() {
     assert!(msg.contains("33024") && msg.contains("--ctx-size"), "{msg}");
     assert!(!tmp.path().join("results").exists());
 }
+
+/// qexp launches llama.cpp itself twice, with 1 and with 4 parallel slots,
+/// and measures both at concurrency 4 in 3 interleaved blocks: 4 slots
+/// decode the 4 streams as one batch, 1 slot queues them, so the report
+/// must call 4 slots better on aggregate throughput — and no server may be
+/// left afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
+    // The running server only proves that .ci/run installed llama.cpp.
+    let Some(_url) = server("QEXP_LLAMACPP_URL") else {
+        return;
+    };
+    let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} (env.sh)"));
+    let (venv, gguf, scripts) = (
+        var("QEXP_LLAMA_VENV"),
+        var("QEXP_TINY_GGUF"),
+        var("QEXP_REAL_SCRIPTS"),
+    );
+    let _guard = SERVERS.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let deployment = |name: &str, slots: u32| {
+        format!(
+            "[[deployment]]\nname = \"{name}\"\n\
+             command = [\"{venv}/bin/python\", \"{scripts}/serve_llamacpp.py\", \"--model\", \"{gguf}\", \
+             \"--alias\", \"{{model}}\", \"--host\", \"{{host}}\", \"--port\", \"{{port}}\", \
+             \"--slots\", \"{slots}\", \"--ctx-per-slot\", \"1024\", \"--threads\", \"2\"]\n\
+             env = {{ PYTHONUNBUFFERED = \"1\" }}\nready_path = \"/health\"\n\
+             ready_timeout_s = 120\nstop_grace_s = 10\n"
+        )
+    };
+    let text = format!(
+        "[experiment]\nname = \"slots\"\nversion = 1\n\n\
+         [target]\nmodel = \"{MODEL}\"\napi = \"chat\"\nextra_body = {{ ignore_eos = true }}\n\n\
+         [workload]\ninput_tokens = 64\noutput_tokens = 48\n\n\
+         [sweep]\nconcurrency = [4]\n\n\
+         [run]\nrequests = \"4x\"\nwarmup_requests = 2\ntrials = 3\nseed = 4\n\n\
+         [analysis]\nbaseline = \"slots-1\"\n\n{}\n{}",
+        deployment("slots-1", 1),
+        deployment("slots-4", 4)
+    );
+    let path = tmp.path().join("slots.toml");
+    std::fs::write(&path, text).unwrap();
+    let opts = RunOptions {
+        plan: Plan::load(&path).unwrap(),
+        trials: None,
+        target: None,
+        model: None,
+        out: tmp.path().join("results"),
+        overrides: Default::default(),
+    };
+    let started = std::time::Instant::now();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let r = run(opts, rx).await.expect("run succeeds");
+    assert!(
+        r.failed_deployments.is_empty(),
+        "{:?}",
+        r.failed_deployments
+    );
+    assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
+    assert_exact(&measured(&r), 64.0, 48.0);
+    // Every start stopped, its process gone and its port free.
+    for d in &r.manifest.deployments {
+        assert_eq!(d.starts.len(), 3, "{}", d.name);
+        for s in &d.starts {
+            let l = s.launch.as_ref().unwrap();
+            let stop = s.stop.as_ref().unwrap();
+            assert!(stop.port_freed, "{stop:?}");
+            let alive = std::process::Command::new("kill")
+                .args(["-0", &l.pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap()
+                .success();
+            assert!(!alive, "{} still running", s.start_id);
+            eprintln!(
+                "{}: ready after {:.2} s, stopped in {:.2} s ({:?})",
+                s.start_id, l.time_to_ready_s, stop.took_s, stop.how
+            );
+        }
+    }
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let c = a.deployments.as_ref().expect("compared");
+    let agg = c.diffs[0].pairs[0]
+        .metrics
+        .iter()
+        .find(|m| m.metric == qexp_analysis::DiffMetric::AggTokS)
+        .unwrap();
+    eprintln!(
+        "llama.cpp 4 slots / 1 slot at c=4, aggregate tok/s: ratio {:?}, CI {:?}, p_holm {:?}, verdict {:?}; A {:?}, B {:?}; whole run {:.0} s",
+        agg.ratio,
+        agg.ci,
+        agg.test.map(|t| t.p_holm),
+        agg.verdict,
+        agg.a.as_ref().map(|s| s.median),
+        agg.b.as_ref().map(|s| s.median),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(agg.verdict, qexp_analysis::diff::Verdict::Better, "{agg:?}");
+}

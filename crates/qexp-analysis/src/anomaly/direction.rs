@@ -97,18 +97,23 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     flags
 }
 
-/// Points sharing every parameter but `axis`, each group ordered along it; groups in plan order.
+/// Points sharing every parameter but `axis` (the deployment included),
+/// each group ordered along it; groups in plan order.
 pub(super) fn groups(points: &[PointSummary], axis: Axis) -> Vec<Vec<&PointSummary>> {
     let key = |p: &PointSummary| {
         let q = &p.point;
         let other = |a: Axis, v: u32| if a == axis { 0 } else { v };
-        [
-            other(Axis::Concurrency, q.concurrency),
-            other(Axis::InputTokens, q.input_tokens),
-            other(Axis::OutputTokens, q.output_tokens),
-        ]
+        (
+            [
+                other(Axis::Concurrency, q.concurrency),
+                other(Axis::InputTokens, q.input_tokens),
+                other(Axis::OutputTokens, q.output_tokens),
+            ],
+            q.deployment.clone(),
+        )
     };
-    let mut out: Vec<([u32; 3], Vec<&PointSummary>)> = Vec::new();
+    type Key = ([u32; 3], Option<String>);
+    let mut out: Vec<(Key, Vec<&PointSummary>)> = Vec::new();
     for p in points {
         match out.iter_mut().find(|(k, _)| *k == key(p)) {
             Some((_, g)) => g.push(p),

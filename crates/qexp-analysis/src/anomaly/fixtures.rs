@@ -38,6 +38,7 @@ pub(crate) fn point(
         requests: 4 * c,
         warmup: 1,
         open_loop: None,
+        deployment: None,
     };
     let trials = trials
         .into_iter()

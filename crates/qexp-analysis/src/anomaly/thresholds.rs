@@ -231,6 +231,7 @@ mod tests {
             min_change: 0.03,
             send_lag_s: 0.05,
             send_lag_fraction: 0.1,
+            baseline: None,
         };
         let t = Thresholds::from_plan(&a);
         assert_eq!(

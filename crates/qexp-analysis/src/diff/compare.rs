@@ -30,8 +30,8 @@
 use super::metric::{DiffMetric, Direction};
 use super::pairing::Side;
 use crate::stats::{
-    holm_adjust, mean_diff, min_attainable_p, permutation_p, sorted_finite, trials_needed,
-    trials_to_decide, Summary,
+    holm_adjust, mean_diff, min_attainable_p, paired_diff, permutation_p, sorted_finite,
+    trials_needed, trials_to_decide, Summary,
 };
 use serde::Serialize;
 
@@ -85,6 +85,9 @@ pub enum Method {
     PooledT,
     /// Welch's t (unequal trial counts).
     WelchT,
+    /// The paired t over blocks (deployments of one run): the one-sample t
+    /// of the per-block log ratios.
+    PairedT,
     /// Exact (or, for many trials, seeded random) permutation test of the mean difference.
     Permutation,
 }
@@ -176,6 +179,33 @@ pub(crate) fn compare(
     s: Settings,
     seed: u64,
 ) -> MetricDiff {
+    compare_with(metric, a, b, None, requests, s, seed)
+}
+
+/// [`compare`] for values paired by block: `a[i]` and `b[i]` were measured
+/// in the same block. The ratio scale uses the paired t over the blocks
+/// where both sides have a value; the difference scale (failures) keeps
+/// the two-sample permutation test.
+pub(crate) fn compare_paired(
+    metric: DiffMetric,
+    a: &[f64],
+    b: &[f64],
+    requests: u32,
+    s: Settings,
+    seed: u64,
+) -> MetricDiff {
+    compare_with(metric, a, b, Some((a, b)), requests, s, seed)
+}
+
+fn compare_with(
+    metric: DiffMetric,
+    a: &[f64],
+    b: &[f64],
+    pairs: Option<(&[f64], &[f64])>,
+    requests: u32,
+    s: Settings,
+    seed: u64,
+) -> MetricDiff {
     let (sa, sb) = (sorted_finite(a), sorted_finite(b));
     let positive = sa.iter().chain(&sb).all(|&v| v > 0.0);
     let scale = if metric == DiffMetric::Failures || !positive {
@@ -209,11 +239,49 @@ pub(crate) fn compare(
         d.verdict = Verdict::NoChange;
         return d;
     }
-    match scale {
-        Scale::Ratio => ratio_test(&mut d, &sa, &sb, s, seed),
-        Scale::Difference => difference_test(&mut d, &sa, &sb, requests, s, seed),
+    match (scale, pairs) {
+        (Scale::Ratio, Some((pa, pb))) => paired_ratio_test(&mut d, pa, pb, s),
+        (Scale::Ratio, None) => ratio_test(&mut d, &sa, &sb, s, seed),
+        (Scale::Difference, _) => difference_test(&mut d, &sa, &sb, requests, s, seed),
     }
     d
+}
+
+/// The paired t over the per-block log ratios `ln b_i − ln a_i`.
+fn paired_ratio_test(d: &mut MetricDiff, a: &[f64], b: &[f64], s: Settings) {
+    let (la, lb): (Vec<f64>, Vec<f64>) = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .map(|(x, y)| (x.ln(), y.ln()))
+        .unzip();
+    let Some(md) = paired_diff(&la, &lb) else {
+        d.untested = Some(Untested::OneTrial(Side::A));
+        return;
+    };
+    let margin = s.min_change.ln_1p();
+    d.ratio = Some(md.diff.exp());
+    d.ci = md.interval(s.level).map(|(lo, hi)| (lo.exp(), hi.exp()));
+    // Every block moved by the same ratio: no spread, and the sign test of
+    // n identical signs is the exact p.
+    let p = md.p_two_sided().unwrap_or_else(|| {
+        if md.diff == 0.0 {
+            1.0
+        } else {
+            0.5f64.powi(la.len() as i32 - 1)
+        }
+    });
+    d.test = Some(Test {
+        method: Method::PairedT,
+        df: Some(md.df),
+        estimate: md.diff,
+        margin,
+        sd: Some(md.sd()),
+        p,
+        p_holm: f64::NAN,
+        p_equivalent: md.p_equivalent(margin),
+        p_equivalent_holm: None,
+    });
 }
 
 fn ratio_test(d: &mut MetricDiff, sa: &[f64], sb: &[f64], s: Settings, seed: u64) {

@@ -46,6 +46,9 @@ pub struct DiffOptions {
     pub level: f64,
     /// Seed of the random permutations (used only beyond the exact test's size); each comparison derives its own stream from it.
     pub seed: u64,
+    /// Pair the trials by number (the blocks of one run with deployments,
+    /// each of which measured both sides): the paired t over blocks.
+    pub paired: bool,
 }
 
 impl Default for DiffOptions {
@@ -57,6 +60,7 @@ impl Default for DiffOptions {
             metrics: Vec::new(),
             level: 0.95,
             seed: 0,
+            paired: false,
         }
     }
 }
@@ -290,7 +294,12 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
                     index += 1;
                     let seed = seed_for(opts.seed, index);
                     let requests = pa.point.requests;
-                    compare::compare(m, &m.values(pa), &m.values(pb), requests, settings, seed)
+                    if opts.paired {
+                        let (va, vb) = by_block(m, pa, pb);
+                        compare::compare_paired(m, &va, &vb, requests, settings, seed)
+                    } else {
+                        compare::compare(m, &m.values(pa), &m.values(pb), requests, settings, seed)
+                    }
                 })
                 .collect();
             PairDiff {
@@ -347,6 +356,38 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         tally,
         warnings,
     })
+}
+
+/// The values of `m` at two points, aligned by trial (block) number: the
+/// blocks where both sides have a trial.
+fn by_block(
+    m: DiffMetric,
+    a: &crate::PointSummary,
+    b: &crate::PointSummary,
+) -> (Vec<f64>, Vec<f64>) {
+    a.trials
+        .iter()
+        .filter_map(|ta| {
+            let tb = b.trials.iter().find(|tb| tb.trial == ta.trial)?;
+            Some((m.of_trial(ta), m.of_trial(tb)))
+        })
+        .unzip()
+}
+
+/// Holm's correction over every comparison of several diffs at once (a
+/// run's deployments against its baseline: one table, one family), with
+/// the verdicts, test counts and tallies set again.
+pub fn adjust_jointly(diffs: &mut [RunDiff], alpha: f64) {
+    let mut all: Vec<&mut MetricDiff> = diffs
+        .iter_mut()
+        .flat_map(|d| d.pairs.iter_mut().flat_map(|p| p.metrics.iter_mut()))
+        .collect();
+    let families = compare::adjust(&mut all, alpha);
+    for d in diffs.iter_mut() {
+        d.tests = families.tests;
+        d.equivalence_tests = families.equivalence_tests;
+        d.tally = Tally::of(d.pairs.iter().flat_map(|p| p.metrics.iter()));
+    }
 }
 
 /// What the reader of a diff must know about the runs themselves: ignored

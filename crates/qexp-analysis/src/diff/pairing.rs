@@ -28,13 +28,14 @@ impl std::fmt::Display for Side {
 /// The parameters two points must share to be compared: concurrency, input
 /// and output length, and for an open-loop point the shape of its load (rate
 /// steps, arrival process, cap, trace), since every rate of a sweep shares
-/// the same concurrency.
-pub fn pair_key(p: &Point) -> (u32, u32, u32, Option<String>) {
+/// the same concurrency; in runs with deployments, the deployment.
+pub fn pair_key(p: &Point) -> (u32, u32, u32, Option<String>, Option<&str>) {
     (
         p.concurrency,
         p.input_tokens,
         p.output_tokens,
         p.open_loop.as_ref().map(qexp_plan::OpenLoop::fingerprint),
+        p.deployment.as_deref(),
     )
 }
 
@@ -74,6 +75,7 @@ mod tests {
             requests: 4,
             warmup: 1,
             open_loop: None,
+            deployment: None,
         };
         PointSummary::new(point, Vec::new())
     }

@@ -46,11 +46,15 @@ pub struct Capacity {
     pub bound: CapacityBound,
     /// Goodput (requests/s meeting every SLO) at the highest load that held, if any.
     pub goodput_rps: Option<f64>,
+    /// The deployment of the group, in a run with deployments.
+    pub deployment: Option<String>,
 }
 
-/// Capacity per (input, output) group with at least two loads.
+/// Capacity per (input, output, deployment) group with at least two loads.
 pub fn capacity(points: &[SchedulePoint], slo: &SloSection) -> Vec<Capacity> {
-    let mut groups: Vec<((u32, u32), Vec<&SchedulePoint>)> = Vec::new();
+    // (input, output, deployment)
+    type Key = (u32, u32, Option<String>);
+    let mut groups: Vec<(Key, Vec<&SchedulePoint>)> = Vec::new();
     for p in points {
         // Multi-stage and trace points have no single load value.
         let single = p
@@ -61,7 +65,11 @@ pub fn capacity(points: &[SchedulePoint], slo: &SloSection) -> Vec<Capacity> {
         if !single {
             continue;
         }
-        let key = (p.point.input_tokens, p.point.output_tokens);
+        let key = (
+            p.point.input_tokens,
+            p.point.output_tokens,
+            p.point.deployment.clone(),
+        );
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.1.push(p),
             None => groups.push((key, vec![p])),
@@ -69,7 +77,7 @@ pub fn capacity(points: &[SchedulePoint], slo: &SloSection) -> Vec<Capacity> {
     }
     groups
         .into_iter()
-        .filter_map(|((input_tokens, output_tokens), mut ps)| {
+        .filter_map(|((input_tokens, output_tokens, deployment), mut ps)| {
             let open = ps[0].point.open_loop.is_some();
             let load = |p: &SchedulePoint| {
                 if open {
@@ -111,6 +119,7 @@ pub fn capacity(points: &[SchedulePoint], slo: &SloSection) -> Vec<Capacity> {
                 value,
                 bound,
                 goodput_rps: at.and_then(|p| p.median.goodput_rps),
+                deployment,
             })
         })
         .collect()
@@ -137,6 +146,7 @@ mod tests {
                 stages: vec![Stage { rate, requests: 10 }],
                 trace: None,
             }),
+            deployment: None,
         };
         SchedulePoint {
             planned_rate: point.rate(),

@@ -36,7 +36,7 @@ pub use quantile::{median, quantile, quantile_in_place, sorted_finite};
 pub use rng::Rng;
 pub use student::{t_isf, t_sf};
 pub use summary::Summary;
-pub use ttest::{mean_diff, trials_to_decide, MeanDiff};
+pub use ttest::{mean_diff, paired_diff, trials_to_decide, MeanDiff};
 
 /// Asserts `got` is within `rel` (relative) of `want`, for reference values from scipy.
 #[cfg(test)]

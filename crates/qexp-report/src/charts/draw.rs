@@ -156,6 +156,9 @@ pub(crate) struct Plot {
     pub series: Vec<Series>,
     /// Where the legend goes (the corner the data leaves empty).
     pub legend: SeriesLabelPosition,
+    /// Shift series at the same x a few pixels apart (true for charts over
+    /// a swept axis); false where series share points on purpose.
+    pub dodge: bool,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -196,7 +199,11 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
         let clamp = |v: f64| y.t(v.clamp(ylo, yhi));
         // Several series at the same x are dodged apart by a few pixels so their whiskers stay visible.
         let n = plot.series.len() as f64;
-        let step = 0.008 * (x.t(x.ticks.hi) - x.t(x.ticks.lo));
+        let step = if plot.dodge {
+            0.008 * (x.t(x.ticks.hi) - x.t(x.ticks.lo))
+        } else {
+            0.0
+        };
         let mut flagged: Vec<(f64, f64, &str)> = Vec::new();
         for (i, s) in plot.series.iter().enumerate() {
             let dx = (i as f64 - (n - 1.0) / 2.0) * step;

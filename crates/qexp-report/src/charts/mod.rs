@@ -4,11 +4,13 @@
 //! parameters, and a ring with the flag's marker on flagged points. A chart
 //! whose axis the run does not sweep is not drawn (its function returns None).
 
+mod deployments;
 mod draw;
 mod ticks;
 
 use crate::format;
 use crate::labels;
+pub use deployments::{over_time, pareto};
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series};
 use plotters::prelude::SeriesLabelPosition;
@@ -79,11 +81,13 @@ type MakeChart = fn(&[PointSummary], &[FlagMark]) -> Result<Option<Chart>, Chart
 
 /// Every chart this run sweeps for, in report order.
 pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, ChartError> {
-    let makers: [MakeChart; 4] = [
+    let makers: [MakeChart; 6] = [
+        pareto,
         agg_vs_concurrency,
         ttft_vs_concurrency,
         decode_vs_input,
         ttft_vs_input,
+        over_time,
     ];
     let mut out = Vec::new();
     for make in makers {
@@ -200,10 +204,14 @@ fn chart(
         .filter(|a| !swept.contains(a))
         .collect();
 
-    let mut groups: BTreeMap<Vec<u32>, Vec<&PointSummary>> = BTreeMap::new();
+    // One series per deployment and combination of the other swept axes.
+    let mut groups: BTreeMap<(Option<String>, Vec<u32>), Vec<&PointSummary>> = BTreeMap::new();
     for p in points {
         groups
-            .entry(varying.iter().map(|a| a.value(&p.point)).collect())
+            .entry((
+                p.point.deployment.clone(),
+                varying.iter().map(|a| a.value(&p.point)).collect(),
+            ))
             .or_default()
             .push(p);
     }
@@ -228,10 +236,13 @@ fn chart(
         if marks.is_empty() {
             continue;
         }
-        series.push(Series {
-            label: labels::pairs(&group[0].point, &varying, ", "),
-            marks,
-        });
+        let pairs = labels::pairs(&group[0].point, &varying, ", ");
+        let label = match (&group[0].point.deployment, pairs.is_empty()) {
+            (Some(d), true) => d.clone(),
+            (Some(d), false) => format!("{d}: {pairs}"),
+            (None, _) => pairs,
+        };
+        series.push(Series { label, marks });
     }
     let Some(first) = points.first() else {
         return Ok(None);
@@ -294,6 +305,7 @@ fn chart(
         y,
         series,
         legend: spec.legend.clone(),
+        dodge: true,
     };
     let svg = draw::svg(&plot).map_err(|message| ChartError {
         name: spec.name,

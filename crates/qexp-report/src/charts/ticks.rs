@@ -15,6 +15,16 @@ pub(crate) struct Ticks {
     pub light: Vec<f64>,
 }
 
+/// The smallest step of 1, 2, 2.5 or 5 × 10^k that is at least `raw`.
+fn round_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
 /// A linear axis from 0 to a little above `max`, with about six steps.
 pub(crate) fn linear(max: f64) -> Ticks {
     let max = if max.is_finite() && max > 0.0 {
@@ -22,19 +32,45 @@ pub(crate) fn linear(max: f64) -> Ticks {
     } else {
         1.0
     };
-    let raw = max / 6.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
+    let step = round_step(max / 6.0);
     let steps = (max * 1.05 / step).ceil().max(1.0) as usize;
     let bold: Vec<f64> = (0..=steps).map(|i| i as f64 * step).collect();
     let light = (0..steps).map(|i| (i as f64 + 0.5) * step).collect();
     Ticks {
         lo: 0.0,
         hi: steps as f64 * step,
+        bold,
+        light,
+    }
+}
+
+/// A linear axis around `lo..hi` (not from zero), in round steps of 1, 2,
+/// 2.5 or 5 × 10^k: for values that sit far from zero, such as ratios near 1.
+pub(crate) fn around(lo: f64, hi: f64) -> Ticks {
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() && hi >= lo {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    };
+    // One value: a small range around it.
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        let half = (hi.abs() * 0.05).max(1e-9);
+        (lo - half, hi + half)
+    };
+    let step = round_step((hi - lo) / 5.0);
+    let first = (lo / step).floor();
+    let last = (hi / step).ceil().max(first + 1.0);
+    let bold: Vec<f64> = (0..=(last - first) as usize)
+        .map(|i| (first + i as f64) * step)
+        .collect();
+    let light = (0..(last - first) as usize)
+        .map(|i| (first + i as f64 + 0.5) * step)
+        .collect();
+    Ticks {
+        lo: first * step,
+        hi: last * step,
         bold,
         light,
     }
@@ -130,6 +166,18 @@ pub(crate) fn label(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn around_covers_the_values_in_round_steps() {
+        let t = around(0.93, 1.08);
+        assert!(t.lo <= 0.93 && t.hi >= 1.08, "{t:?}");
+        assert!(t.lo > 0.5, "not from zero: {t:?}");
+        assert_eq!(t.bold.first().copied(), Some(t.lo));
+        assert_eq!(t.bold.last().copied(), Some(t.hi));
+        // One value: a small range around it.
+        let t = around(1.0, 1.0);
+        assert!(t.lo < 1.0 && t.hi > 1.0, "{t:?}");
+    }
 
     #[test]
     fn linear_steps_are_round() {

@@ -1,0 +1,214 @@
+//! Charts of a run with deployments: the trade-off between per-user speed
+//! and total throughput (the chart people who size deployments read first),
+//! and each deployment's throughput over the run's wall-clock time, where
+//! drift would show. Runs without deployments get neither.
+
+use super::draw::{self, AxisSpec, Mark, Plot, Series};
+use super::{ticks, Chart, ChartError, FlagMark};
+use plotters::prelude::SeriesLabelPosition;
+use qexp_analysis::PointSummary;
+use std::collections::BTreeMap;
+
+fn has_deployments(points: &[PointSummary]) -> bool {
+    points.iter().any(|p| p.point.deployment.is_some())
+}
+
+fn err(name: &'static str) -> impl Fn(String) -> ChartError {
+    move |message| ChartError { name, message }
+}
+
+/// Per-request decode tok/s against aggregate output tok/s, one curve per
+/// deployment through its points (in the order of their load), and the
+/// Pareto front over every deployment's points: those that no other point
+/// beats on both (Deb et al., NSGA-II, 2002, for the non-dominated set).
+pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Chart>, ChartError> {
+    const NAME: &str = "pareto";
+    if !has_deployments(points) {
+        return Ok(None);
+    }
+    let mut by: BTreeMap<&str, Vec<&PointSummary>> = BTreeMap::new();
+    for p in points {
+        if let Some(d) = &p.point.deployment {
+            by.entry(d.as_str()).or_default().push(p);
+        }
+    }
+    let mark = |p: &PointSummary| {
+        let (agg, dec) = (p.agg_tok_s.as_ref()?, p.decode_tok_s.as_ref()?);
+        (agg.median.is_finite() && dec.median.is_finite()).then_some(Mark {
+            x: agg.median,
+            median: dec.median,
+            min: dec.min,
+            max: dec.max,
+            flag: None,
+        })
+    };
+    let mut series: Vec<Series> = Vec::new();
+    for (d, mut ps) in by {
+        ps.sort_by_key(|p| {
+            (
+                p.point.concurrency,
+                p.point.rate().map(|r| (r * 1000.0) as u64),
+            )
+        });
+        let marks: Vec<Mark> = ps.iter().filter_map(|p| mark(p)).collect();
+        if !marks.is_empty() {
+            series.push(Series {
+                label: d.to_string(),
+                marks,
+            });
+        }
+    }
+    let all: Vec<Mark> = series
+        .iter()
+        .flat_map(|s| s.marks.iter().cloned())
+        .collect();
+    if all.is_empty() {
+        return Ok(None);
+    }
+    let mut front: Vec<Mark> = all
+        .iter()
+        .filter(|m| {
+            !all.iter()
+                .any(|o| o.x >= m.x && o.median >= m.median && (o.x > m.x || o.median > m.median))
+        })
+        .map(|m| Mark {
+            min: m.median,
+            max: m.median,
+            ..m.clone()
+        })
+        .collect();
+    front.sort_by(|a, b| a.x.total_cmp(&b.x));
+    series.push(Series {
+        label: "Pareto front (no point beats it on both)".into(),
+        marks: front,
+    });
+    let xmax = all.iter().map(|m| m.x).fold(0.0, f64::max);
+    let ymax = all.iter().map(|m| m.max.max(m.median)).fold(0.0, f64::max);
+    let title = "Per-user decode rate vs aggregate throughput, by deployment".to_string();
+    let plot = Plot {
+        title: title.clone(),
+        x: AxisSpec {
+            desc: "Aggregate output (tok/s)".into(),
+            log: false,
+            ticks: ticks::linear(xmax),
+            label: ticks::label,
+        },
+        y: AxisSpec {
+            desc: "Per-request decode (tok/s)".into(),
+            log: false,
+            ticks: ticks::linear(ymax),
+            label: ticks::label,
+        },
+        series,
+        legend: SeriesLabelPosition::LowerRight,
+        dodge: false,
+    };
+    let svg = draw::svg(&plot).map_err(err(NAME))?;
+    Ok(Some(Chart {
+        name: NAME,
+        title,
+        svg,
+    }))
+}
+
+/// Each (block, point)'s aggregate throughput in percent off the median of
+/// the same deployment at that point over its blocks, against minutes since
+/// the run's first send, one line per deployment. Every line hovers at 0
+/// when nothing drifts; a trend shared by the lines is drift, which
+/// interleaved blocks spread over every deployment alike.
+pub fn over_time(
+    points: &[PointSummary],
+    _marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    const NAME: &str = "over_time";
+    if !has_deployments(points) {
+        return Ok(None);
+    }
+    // Each (deployment, point) is its own reference.
+    let key = |p: &PointSummary| p.point.id;
+    let mut reference: BTreeMap<_, Vec<f64>> = BTreeMap::new();
+    for p in points {
+        let v = reference.entry(key(p)).or_default();
+        v.extend(
+            p.trials
+                .iter()
+                .map(|t| t.agg_tok_s)
+                .filter(|v| v.is_finite() && *v > 0.0),
+        );
+    }
+    let reference: BTreeMap<_, f64> = reference
+        .into_iter()
+        .filter_map(|(k, mut v)| Some((k, qexp_analysis::stats::quantile_in_place(&mut v, 0.5)?)))
+        .collect();
+    let start = points
+        .iter()
+        .flat_map(|p| p.trials.iter().map(|t| t.window_start_unix_s))
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    if !start.is_finite() {
+        return Ok(None);
+    }
+    let mut by: BTreeMap<&str, Vec<Mark>> = BTreeMap::new();
+    for p in points {
+        let (Some(d), Some(r)) = (&p.point.deployment, reference.get(&key(p))) else {
+            continue;
+        };
+        for t in &p.trials {
+            let v = (t.agg_tok_s / r - 1.0) * 100.0;
+            if v.is_finite() && t.window_start_unix_s.is_finite() {
+                by.entry(d.as_str()).or_default().push(Mark {
+                    x: (t.window_start_unix_s - start) / 60.0,
+                    median: v,
+                    min: v,
+                    max: v,
+                    flag: None,
+                });
+            }
+        }
+    }
+    let series: Vec<Series> = by
+        .into_iter()
+        .map(|(d, mut marks)| {
+            marks.sort_by(|a, b| a.x.total_cmp(&b.x));
+            Series {
+                label: d.to_string(),
+                marks,
+            }
+        })
+        .collect();
+    let values = series.iter().flat_map(|s| s.marks.iter());
+    let (lo, hi) = values
+        .clone()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), m| {
+            (lo.min(m.median), hi.max(m.median))
+        });
+    let xmax = values.map(|m| m.x).fold(0.0, f64::max);
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let title = "Aggregate throughput over the run, by deployment".to_string();
+    let plot = Plot {
+        title: title.clone(),
+        x: AxisSpec {
+            desc: "Minutes since the run's first measured send".into(),
+            log: false,
+            ticks: ticks::linear(xmax.max(1.0 / 60.0)),
+            label: ticks::label,
+        },
+        y: AxisSpec {
+            desc: "Aggregate tok/s, % off its median at the point".into(),
+            log: false,
+            ticks: ticks::around(lo, hi),
+            label: ticks::label,
+        },
+        series,
+        legend: SeriesLabelPosition::LowerLeft,
+        dodge: false,
+    };
+    let svg = draw::svg(&plot).map_err(err(NAME))?;
+    Ok(Some(Chart {
+        name: NAME,
+        title,
+        svg,
+    }))
+}

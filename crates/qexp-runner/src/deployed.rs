@@ -1,0 +1,235 @@
+//! A run of a plan with `[[deployment]]` tables: the run folder first (the
+//! servers' logs go in it), then the schedule's (block, deployment) cells
+//! one after another. Each cell asks the [`Fleet`] for a ready target,
+//! measures that deployment's points with the block's prompts, and hands
+//! the target back. A deployment that fails to start is recorded and
+//! skipped; the others go on. Every server qexp started is stopped before
+//! the run returns, whatever happened.
+
+use crate::blocks::{cell_points, schedule};
+use crate::comparability::{comparability, workload};
+use crate::error::RunError;
+use crate::fleet::{Fleet, Live};
+use crate::resume::Resuming;
+use crate::run::{connection, finish, point_runner, RunOptions, RunResult};
+use crate::stop::Stop;
+use crate::Cancel;
+use chrono::Utc;
+use qexp_plan::Point;
+use qexp_store::{DeploymentRun, Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
+use std::sync::Arc;
+
+/// Runs (or resumes) a plan with deployments.
+pub(crate) async fn run(
+    opts: RunOptions,
+    resuming: Option<Resuming>,
+    cancel: Cancel,
+) -> Result<RunResult, RunError> {
+    if opts.target.is_some() {
+        return Err(RunError::Target(
+            "--target cannot be used with a plan that has [[deployment]] tables: each deployment \
+             names its own server (command or base_url)"
+                .into(),
+        ));
+    }
+    let (api_key, timeouts) = connection(&opts)?;
+    let points = opts.plan.points();
+    let trials = opts.trials.unwrap_or(opts.plan.trials());
+    let mut writer = match resuming {
+        None => RunWriter::create(&opts.out, new_manifest(&opts, &points, trials))?,
+        Some(r) => r.reopen_deployed(&opts.plan, &points, trials)?,
+    };
+    tracing::info!(
+        target: crate::PROGRESS_TARGET,
+        "qexp: run {} → {} ({} deployments × {trials} blocks, {} order)",
+        writer.manifest().run_id,
+        writer.dir().display(),
+        opts.plan.deployments().len(),
+        opts.plan.order().as_str(),
+    );
+    let stop = Stop::following(&cancel);
+    let mut fleet = Fleet::new(&opts, api_key, timeouts, writer.dir().to_path_buf());
+    let outcome = run_cells(&opts, &points, trials, &mut writer, &mut fleet, &stop).await;
+    // Every server still up is stopped, whatever the outcome.
+    fleet.stop_all(&mut writer).await;
+    finish(writer, outcome, &cancel, fleet.failures())
+}
+
+/// Measures every cell of the recorded schedule that is not complete yet.
+async fn run_cells(
+    opts: &RunOptions,
+    points: &[Point],
+    trials: u32,
+    writer: &mut RunWriter,
+    fleet: &mut Fleet<'_>,
+    stop: &Stop,
+) -> Result<Vec<String>, RunError> {
+    let cancel = stop.receiver();
+    let cells = writer.manifest().schedule.clone();
+    let mut over_tolerance = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if *cancel.borrow() {
+            break;
+        }
+        let order = writer
+            .manifest()
+            .point_order
+            .get(cell.block as usize - 1)
+            .cloned()
+            .unwrap_or_default();
+        let todo: Vec<(u32, u32)> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, &pid)| {
+                points[pid as usize].deployment.as_deref() == Some(cell.deployment.as_str())
+            })
+            .map(|(pos, &pid)| (pos as u32, pid))
+            .filter(|&(_, pid)| !writer.is_complete(cell.block, pid))
+            .collect();
+        if todo.is_empty() || fleet.has_failed(&cell.deployment) {
+            continue;
+        }
+        let again = cells[i + 1..]
+            .iter()
+            .any(|c| c.deployment == cell.deployment);
+        let Some(live) = fleet
+            .acquire(&cell.deployment, cell.block, writer, &cancel)
+            .await?
+        else {
+            continue;
+        };
+        let result =
+            measure_cell(opts, points, trials, writer, live, stop, cell.block, &todo).await;
+        fleet.release(&cell.deployment, again, writer).await;
+        over_tolerance.extend(result?);
+    }
+    Ok(over_tolerance)
+}
+
+/// Measures the `todo` (position, point id) pairs of one cell on `live`.
+#[allow(clippy::too_many_arguments)]
+async fn measure_cell(
+    opts: &RunOptions,
+    points: &[Point],
+    trials: u32,
+    writer: &mut RunWriter,
+    live: &Live,
+    stop: &Stop,
+    block: u32,
+    todo: &[(u32, u32)],
+) -> Result<Vec<String>, RunError> {
+    let cancel = stop.receiver();
+    let backend = Arc::new(live.target.client.clone());
+    let mut runner = point_runner(
+        opts,
+        &live.prep,
+        writer,
+        backend,
+        stop,
+        trials,
+        Some(live.tag.clone()),
+    );
+    for &(pos, pid) in todo {
+        if *cancel.borrow() {
+            break;
+        }
+        runner
+            .run(writer, block, pos, &points[pid as usize])
+            .await?;
+    }
+    Ok(runner.over_tolerance)
+}
+
+/// The manifest of a new run with deployments: the schedule and each
+/// block's point order drawn now (and kept by `--resume`), the target
+/// fields naming the deployments (what each start said about itself is
+/// recorded per deployment as the run goes).
+fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
+    let plan = &opts.plan;
+    let f = &plan.file;
+    let names: Vec<String> = plan
+        .deployments()
+        .iter()
+        .map(|d| d.name().to_string())
+        .collect();
+    let cells = schedule(plan.order(), trials, &names, f.run.seed);
+    let point_order = (1..=trials)
+        .map(|b| {
+            cells
+                .iter()
+                .filter(|c| c.block == b)
+                .flat_map(|c| cell_points(points, &c.deployment, b, f.run.seed, f.run.shuffle))
+                .collect()
+        })
+        .collect();
+    let started_at = Utc::now();
+    let host = qexp_provenance::host_info();
+    let extra = match serde_json::to_value(&f.target.extra_body) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let model = f.target.model.clone().unwrap_or_default();
+    let fingerprint = qexp_client::Fingerprint::default();
+    let info = qexp_client::ServerInfo::default();
+    Manifest {
+        schema_version: SCHEMA_VERSION,
+        qexp_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: qexp_store::new_run_id(started_at),
+        experiment: plan.name().to_string(),
+        plan_path: plan.path.display().to_string(),
+        plan_hash: plan.hash(),
+        plan_text: plan.text.clone(),
+        overrides: opts.overrides.clone(),
+        trials,
+        points: points.to_vec(),
+        point_order,
+        target: TargetInfo {
+            base_url: format!("deployments: {}", names.join(", ")),
+            model: model.clone(),
+            api: f.target.api,
+            simulated: false,
+            sim_profile: None,
+            sim_time_scale: None,
+            api_key_env: f.target.api_key_env.clone(),
+        },
+        server: serde_json::Value::Null,
+        fingerprint: None,
+        calibration: Vec::new(),
+        git: qexp_provenance::git_info(&plan.path),
+        comparability: comparability(
+            plan,
+            None,
+            &model,
+            workload(plan, &extra, None),
+            &fingerprint,
+            &info,
+            &host,
+        ),
+        host,
+        started_at,
+        ended_at: None,
+        status: RunStatus::Running,
+        stop_reason: None,
+        resumes: Vec::new(),
+        client_timing: None,
+        deployments: plan
+            .deployments()
+            .iter()
+            .map(|d| DeploymentRun {
+                name: d.name().to_string(),
+                hash: d.hash(),
+                launched: d.is_launched(),
+                base_url: d.base_url.as_ref().map(|u| u.get_ref().clone()),
+                labels: d.labels.clone(),
+                model: d.model.clone().or_else(|| f.target.model.clone()),
+                fingerprint: None,
+                starts: Vec::new(),
+                failures: Vec::new(),
+            })
+            .collect(),
+        schedule: cells,
+        order: Some(plan.order()),
+        restart: Some(plan.restart()),
+        baseline: plan.baseline().map(str::to_string),
+    }
+}

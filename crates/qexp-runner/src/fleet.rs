@@ -1,0 +1,426 @@
+//! The servers of a run with deployments: the runner asks for a ready
+//! target for (deployment, block) and hands it back; the fleet launches
+//! (through qexp-deploy), reuses (`restart = "once"`, with the plan's cache
+//! reset between blocks), probes and calibrates, records every start, stop
+//! and failure in the manifest, and stops every server it started.
+
+use crate::error::RunError;
+use crate::prepare::{prepare, Prepared};
+use crate::record::DeploymentTag;
+use crate::run::RunOptions;
+use crate::target::{resolve_target, Target};
+use crate::Cancel;
+use chrono::Utc;
+use qexp_client::{Calibration, Client, Timeouts};
+use qexp_deploy::{LaunchError, LaunchSpec, Server, StartRequest};
+use qexp_plan::{DeploymentSpec, Restart};
+use qexp_store::{DeploymentFailure, DeploymentStart, RunWriter};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A deployment ready to be measured.
+pub(crate) struct Live {
+    /// Where its requests go.
+    pub target: Target,
+    /// Its probe, model and calibrations.
+    pub prep: Prepared,
+    /// What its rows carry.
+    pub tag: DeploymentTag,
+    /// The server qexp launched for it (None for a `base_url`).
+    server: Option<Server>,
+    /// Its entry in the manifest's `starts`.
+    start: usize,
+    /// Blocks it has served.
+    blocks: u32,
+}
+
+/// Every deployment's live server, calibrations and failures.
+pub(crate) struct Fleet<'a> {
+    opts: &'a RunOptions,
+    api_key: Option<String>,
+    timeouts: Timeouts,
+    run_dir: PathBuf,
+    live: BTreeMap<String, Live>,
+    calibrations: BTreeMap<String, BTreeMap<u32, Calibration>>,
+    failed: BTreeMap<String, String>,
+}
+
+impl<'a> Fleet<'a> {
+    /// An empty fleet for the run in `run_dir`.
+    pub(crate) fn new(
+        opts: &'a RunOptions,
+        api_key: Option<String>,
+        timeouts: Timeouts,
+        run_dir: PathBuf,
+    ) -> Fleet<'a> {
+        Fleet {
+            opts,
+            api_key,
+            timeouts,
+            run_dir,
+            live: BTreeMap::new(),
+            calibrations: BTreeMap::new(),
+            failed: BTreeMap::new(),
+        }
+    }
+
+    /// True when `name` failed to start earlier in this run.
+    pub(crate) fn has_failed(&self, name: &str) -> bool {
+        self.failed.contains_key(name)
+    }
+
+    /// One sentence per deployment that failed to start, in name order.
+    pub(crate) fn failures(&self) -> Vec<String> {
+        self.failed.values().cloned().collect()
+    }
+
+    fn spec(&self, name: &str) -> Option<&'a DeploymentSpec> {
+        self.opts
+            .plan
+            .deployments()
+            .iter()
+            .find(|d| d.name() == name)
+    }
+
+    /// A ready target for `name` in `block`: the running one (reset between
+    /// blocks) or a new start. None when it failed to start (recorded in
+    /// the manifest and remembered; the run goes on without it).
+    pub(crate) async fn acquire(
+        &mut self,
+        name: &str,
+        block: u32,
+        writer: &mut RunWriter,
+        cancel: &Cancel,
+    ) -> Result<Option<&Live>, RunError> {
+        let Some(spec) = self.spec(name) else {
+            return Ok(None);
+        };
+        if let Some(live) = self.live.get_mut(name) {
+            live.blocks += 1;
+            if let Some(path) = &spec.reset_path {
+                reset(&live.target.client, path).await;
+            }
+            push_block(writer, name, live.start, block)?;
+            return Ok(self.live.get(name));
+        }
+        let start_id = start_id(writer, name, block, self.opts.plan.restart());
+        match self.start(spec, &start_id, cancel).await {
+            Ok((target, server)) => {
+                let known = self.calibrations.get(name);
+                let prepared = prepare(self.opts, &target, spec.model.as_deref(), known).await;
+                match prepared {
+                    Ok(prep) => {
+                        self.calibrations
+                            .insert(name.to_string(), prep.calibrations.clone());
+                        let start = record_start(writer, spec, &start_id, block, &server, &prep)?;
+                        // Every start is timed by the same kind of client.
+                        writer.manifest_mut().client_timing =
+                            Some(target.client.timing().to_string());
+                        let tag = DeploymentTag {
+                            name: name.to_string(),
+                            hash: spec.hash(),
+                            start_id: spec.is_launched().then(|| start_id.clone()),
+                        };
+                        let live = Live {
+                            target,
+                            prep,
+                            tag,
+                            server,
+                            start,
+                            blocks: 1,
+                        };
+                        self.live.insert(name.to_string(), live);
+                        Ok(self.live.get(name))
+                    }
+                    Err(e) => {
+                        if let Some(s) = server {
+                            s.stop().await;
+                        }
+                        target.shutdown().await;
+                        let failure = Failure::message(format!("{e}"));
+                        self.fail(writer, name, &start_id, block, failure)?;
+                        Ok(None)
+                    }
+                }
+            }
+            Err(failure) if failure.cancelled => Ok(None),
+            Err(failure) => {
+                self.fail(writer, name, &start_id, block, failure)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Launches `spec` (or connects to its `base_url`).
+    async fn start(
+        &self,
+        spec: &DeploymentSpec,
+        start_id: &str,
+        cancel: &Cancel,
+    ) -> Result<(Target, Option<Server>), Failure> {
+        if let Some(url) = &spec.base_url {
+            let target = resolve_target(url.get_ref(), self.api_key.clone(), self.timeouts)
+                .await
+                .map_err(|e| Failure::message(e.to_string()))?;
+            return Ok((target, None));
+        }
+        let launch = launch_spec(spec, self.opts, &self.run_dir);
+        let request = StartRequest {
+            start_id: start_id.to_string(),
+            log_dir: self.run_dir.join("deployments"),
+        };
+        tracing::info!(
+            target: crate::PROGRESS_TARGET,
+            "qexp: starting deployment {} ({start_id})",
+            spec.name()
+        );
+        let mut cancel = cancel.clone();
+        let server = tokio::select! {
+            r = qexp_deploy::launch(&launch, &request) => r.map_err(Failure::from)?,
+            _ = cancel.wait_for(|c| *c) => {
+                // The launch future is dropped, and with it the half-started server.
+                return Err(Failure {
+                    cancelled: true,
+                    ..Failure::message("the run was interrupted while it started".into())
+                })
+            }
+        };
+        let client = Client::with_timeouts(server.base_url(), self.api_key.clone(), self.timeouts)
+            .map_err(|e| Failure::message(e.to_string()))?;
+        tracing::info!(
+            target: crate::PROGRESS_TARGET,
+            "qexp: {} ready at {} after {:.1} s",
+            spec.name(),
+            server.base_url(),
+            server.record().time_to_ready_s
+        );
+        let target = Target {
+            client,
+            given: server.base_url().to_string(),
+            sim: None,
+        };
+        Ok((target, Some(server)))
+    }
+
+    fn fail(
+        &mut self,
+        writer: &mut RunWriter,
+        name: &str,
+        start_id: &str,
+        block: u32,
+        failure: Failure,
+    ) -> Result<(), RunError> {
+        let sentence = format!(
+            "deployment `{name}` did not start for block {block}: {}{}",
+            failure.message,
+            failure
+                .log
+                .as_ref()
+                .map_or_else(String::new, |l| format!(" (log: {l})"))
+        );
+        tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {sentence}");
+        if let Some(d) = deployment_mut(writer, name) {
+            d.failures.push(DeploymentFailure {
+                start_id: start_id.to_string(),
+                block,
+                at: Utc::now(),
+                message: failure.message,
+                log: failure.log,
+                log_tail: failure.tail,
+            });
+        }
+        writer.save_manifest()?;
+        self.failed.insert(name.to_string(), sentence);
+        Ok(())
+    }
+
+    /// Hands `name` back after a cell: stopped under `per_block`, or when
+    /// no later cell needs it; kept running otherwise.
+    pub(crate) async fn release(&mut self, name: &str, needed_again: bool, writer: &mut RunWriter) {
+        let keep = needed_again && self.opts.plan.restart() == Restart::Once;
+        if keep {
+            return;
+        }
+        if let Some(live) = self.live.remove(name) {
+            stop_live(live, name, writer).await;
+        }
+    }
+
+    /// Stops every server still running.
+    pub(crate) async fn stop_all(&mut self, writer: &mut RunWriter) {
+        for (name, live) in std::mem::take(&mut self.live) {
+            stop_live(live, &name, writer).await;
+        }
+    }
+}
+
+/// Stops a live deployment and records how.
+async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) {
+    live.target.shutdown().await;
+    if let Some(server) = live.server {
+        let record = server.stop().await;
+        if let Some(s) = deployment_mut(writer, name).and_then(|d| d.starts.get_mut(live.start)) {
+            s.stop = Some(record);
+        }
+        if let Err(e) = writer.save_manifest() {
+            tracing::warn!("cannot record the stop of {name}: {e}");
+        }
+    }
+}
+
+/// Why a start failed, for the manifest and the user.
+struct Failure {
+    message: String,
+    log: Option<String>,
+    tail: Option<String>,
+    /// The user stopped the run: not the deployment's failure.
+    cancelled: bool,
+}
+
+impl Failure {
+    fn message(message: String) -> Failure {
+        Failure {
+            message,
+            log: None,
+            tail: None,
+            cancelled: false,
+        }
+    }
+}
+
+impl From<LaunchError> for Failure {
+    fn from(e: LaunchError) -> Failure {
+        // The log's last lines go beside the sentence, not into it.
+        let (message, log, tail) = match &e {
+            LaunchError::Exited { status, log, tail } => (
+                format!("the server exited before it was ready ({status})"),
+                Some(log.display().to_string()),
+                Some(tail.clone()),
+            ),
+            LaunchError::NotReady {
+                waited_s,
+                last,
+                log,
+                tail,
+            } => (
+                format!("the server was not ready after {waited_s:.1} s ({last})"),
+                Some(log.display().to_string()),
+                Some(tail.clone()),
+            ),
+            _ => (e.to_string(), None, None),
+        };
+        Failure {
+            message,
+            log,
+            tail,
+            cancelled: false,
+        }
+    }
+}
+
+/// `<name>-bBBBB` or `<name>-once`, with `-rN` on the Nth resume (a start
+/// id is never used twice in one run folder).
+fn start_id(writer: &RunWriter, name: &str, block: u32, restart: Restart) -> String {
+    let base = match restart {
+        Restart::PerBlock => format!("{name}-b{block:04}"),
+        Restart::Once => format!("{name}-once"),
+    };
+    match writer.manifest().resumes.len() {
+        0 => base,
+        n => format!("{base}-r{n}"),
+    }
+}
+
+/// What qexp-deploy needs to launch `spec` for this run.
+fn launch_spec(spec: &DeploymentSpec, opts: &RunOptions, run_dir: &std::path::Path) -> LaunchSpec {
+    let mut placeholders = BTreeMap::new();
+    if let Some(m) = spec.model.as_ref().or(opts.plan.file.target.model.as_ref()) {
+        placeholders.insert("model".to_string(), m.clone());
+    }
+    placeholders.insert("run_dir".to_string(), run_dir.display().to_string());
+    if let Ok(exe) = std::env::current_exe() {
+        placeholders.insert("qexp".to_string(), exe.display().to_string());
+    }
+    LaunchSpec {
+        name: spec.name().to_string(),
+        command: spec
+            .command
+            .as_ref()
+            .map(|c| c.get_ref().clone())
+            .unwrap_or_default(),
+        env: spec.env.clone(),
+        host: spec.host.clone(),
+        port: spec.port.as_ref().and_then(|p| p.get_ref().fixed()),
+        ready_path: spec.ready_path.clone(),
+        ready_timeout: Duration::from_secs_f64(*spec.ready_timeout_s.get_ref()),
+        stop_grace: Duration::from_secs_f64(*spec.stop_grace_s.get_ref()),
+        model: spec
+            .model
+            .clone()
+            .or_else(|| opts.plan.file.target.model.clone()),
+        placeholders,
+    }
+}
+
+/// POSTs the plan's cache-reset path; a failure is a warning (the block
+/// is measured anyway, and the report's cache flags will show it).
+async fn reset(client: &Client, path: &str) {
+    match client.post_json(path, &serde_json::json!({})).await {
+        Ok((status, _)) if (200..300).contains(&status) => {}
+        Ok((status, _)) => tracing::warn!("cache reset {path} answered {status}"),
+        Err(e) => tracing::warn!("cache reset {path} failed: {}", e.message),
+    }
+}
+
+fn deployment_mut<'w>(
+    writer: &'w mut RunWriter,
+    name: &str,
+) -> Option<&'w mut qexp_store::DeploymentRun> {
+    writer
+        .manifest_mut()
+        .deployments
+        .iter_mut()
+        .find(|d| d.name == name)
+}
+
+fn push_block(
+    writer: &mut RunWriter,
+    name: &str,
+    start: usize,
+    block: u32,
+) -> Result<(), RunError> {
+    if let Some(s) = deployment_mut(writer, name).and_then(|d| d.starts.get_mut(start)) {
+        s.blocks.push(block);
+    }
+    writer.save_manifest()?;
+    Ok(())
+}
+
+/// Records a ready start; returns its index in the deployment's `starts`.
+fn record_start(
+    writer: &mut RunWriter,
+    spec: &DeploymentSpec,
+    start_id: &str,
+    block: u32,
+    server: &Option<Server>,
+    prep: &Prepared,
+) -> Result<usize, RunError> {
+    let mut index = 0;
+    if let Some(d) = deployment_mut(writer, spec.name()) {
+        if d.fingerprint.is_none() {
+            d.fingerprint = Some(prep.fingerprint.clone());
+        }
+        d.model = Some(prep.model.clone());
+        d.starts.push(DeploymentStart {
+            start_id: start_id.to_string(),
+            blocks: vec![block],
+            launch: server.as_ref().map(|s| s.record().clone()),
+            stop: None,
+            fingerprint: Some(prep.fingerprint.clone()),
+        });
+        index = d.starts.len() - 1;
+    }
+    writer.save_manifest()?;
+    Ok(index)
+}

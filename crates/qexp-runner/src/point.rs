@@ -1,0 +1,271 @@
+//! Measures one (trial, point): warmups, the before/after metrics scrapes,
+//! the measured requests under the point's load (closed loop, sessions or
+//! open loop), its rows journaled as they finish and written when it ends.
+
+use crate::backend::Backend;
+use crate::error::RunError;
+use crate::health::Probe;
+use crate::journaling::{all_finished, Journaling};
+use crate::open_loop::{run_open_loop, OpenLoopSpec};
+use crate::prepare::Prepared;
+use crate::progress::PointProgress;
+use crate::record::{point_row, request_row, Context, DeploymentTag};
+use crate::scheduler::{run_closed_loop, Job};
+use crate::session::{plan_turns, run_sessions};
+use crate::stop::Stop;
+use crate::timer::Timer;
+use crate::workload::{Planned, Prompts};
+use qexp_client::{ErrorClass, GenRequest, ServerCounters};
+use qexp_plan::{PlanFile, Point};
+use qexp_store::{PointRow, RequestRow, RunWriter};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Wait between a point's last completion and its closing metrics scrape.
+const METRICS_SETTLE_MS: u64 = 200;
+
+/// What every point of one target shares.
+pub(crate) struct PointRunner<'a, B: Backend> {
+    pub plan: &'a PlanFile,
+    pub prep: &'a Prepared,
+    pub prompts: Prompts<'a>,
+    pub backend: Arc<B>,
+    pub stop: &'a Stop,
+    pub run_id: String,
+    pub host: String,
+    pub trials: u32,
+    pub deployment: Option<DeploymentTag>,
+    /// One line per whole (trial, point) whose failures exceeded `[tolerance]`.
+    pub over_tolerance: Vec<String>,
+}
+
+impl<B: Backend> PointRunner<'_, B> {
+    /// Measures (`trial`, `point`) at position `pos` of its trial and writes it.
+    pub(crate) async fn run(
+        &mut self,
+        writer: &mut RunWriter,
+        trial: u32,
+        pos: u32,
+        point: &Point,
+    ) -> Result<(), RunError> {
+        let cancel = self.stop.receiver();
+        let ctx = Context {
+            run_id: &self.run_id,
+            client_host: &self.host,
+            trial,
+            point,
+            point_order: pos,
+            deployment: self.deployment.as_ref(),
+        };
+        let mut planned = BTreeMap::new();
+        let (warm, measured_jobs) = self.jobs(trial, point, &mut planned);
+        let label = format!("trial {trial}/{} {}", self.trials, point.label());
+        let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
+        let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
+        writer.begin_point(trial, point.id)?;
+        let mut journal = Journaling::new(writer, self.stop);
+        // Warmups run closed-loop, at most as many at once as the point allows.
+        let warm_c = match point.concurrency {
+            0 => point.warmup.max(1),
+            c => c.min(point.warmup.max(1)),
+        };
+        let warm_done = run_closed_loop(self.backend.clone(), warm, warm_c, cancel.clone(), |f| {
+            bar.inc(f.outcome.error.is_some());
+            journal.record(&ctx, f, true, plan_of(f));
+        })
+        .await;
+        let before = match &self.prep.metrics {
+            Some(m) => m.scrape().await,
+            None => None,
+        };
+        let mut on_measured = |f: &crate::Finished| {
+            bar.inc(f.outcome.error.is_some());
+            journal.record(&ctx, f, false, plan_of(f));
+        };
+        // As many connections as the point keeps requests in flight
+        // (its in-flight cap for an open loop), opened before it is measured.
+        let in_flight = match &point.open_loop {
+            Some(ol) => ol.max_in_flight.unwrap_or(0),
+            None => point.concurrency,
+        };
+        self.backend.prepare(in_flight).await;
+        let probe = Probe::start();
+        let done = self
+            .measure(trial, point, measured_jobs, &mut on_measured)
+            .await;
+        let health = probe.finish().await;
+        let journal_failure = journal.failure();
+        if self.plan.workload.multi_turn.is_some() {
+            // A later turn's planned length is known only now.
+            plan_turns(&mut planned, &done);
+        }
+        let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
+        let mut rows: Vec<RequestRow> = warm_done
+            .iter()
+            .map(|w| request_row(&ctx, w, true, plan_of(w)))
+            .collect();
+        let measured: Vec<RequestRow> = done
+            .iter()
+            .map(|d| request_row(&ctx, d, false, plan_of(d)))
+            .collect();
+        let units = self
+            .prep
+            .calibrations
+            .get(&point.input_tokens)
+            .map_or(0, |c| c.units);
+        let tolerance = *self.plan.workload.input_tolerance.get_ref();
+        let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
+        prow.client_cpu_cores = health.cpu_cores;
+        prow.client_loop_lag_p99_s = health.loop_lag_p99_s;
+        if let (Some(m), Some(before)) = (&self.prep.metrics, before) {
+            // Counters are updated as the engine finishes each step; let
+            // the last completions land before reading them.
+            tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
+            if let Some(after) = m.scrape().await {
+                prow.server = Some(ServerCounters::between(&before, &after));
+            }
+        }
+        rows.extend(measured.iter().cloned());
+        let whole = all_finished(&warm_done, point.warmup) && all_finished(&done, point.requests);
+        if let Some(e) = journal_failure {
+            // Keep what can still be kept; the journal's failure is the one to report.
+            let _ = writer.write_incomplete_point(&rows, &prow);
+            return Err(e.into());
+        }
+        if whole {
+            writer.write_point(&rows, &prow)?;
+        } else {
+            writer.write_incomplete_point(&rows, &prow)?;
+        }
+        bar.finish(point_line(&label, &prow, &measured));
+        // A point cut by an interrupt counts its cancelled requests as
+        // failures; the tolerance judges only whole points.
+        if whole
+            && self
+                .plan
+                .tolerance
+                .exceeded(prow.failures, prow.requests_done)
+        {
+            self.over_tolerance.push(format!(
+                "{label}: {} of {} requests failed ({})",
+                prow.failures,
+                prow.requests_done,
+                failure_classes(&measured)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The warmup and measured jobs of (`trial`, `point`); what each was
+    /// planned to be goes into `planned`.
+    fn jobs(
+        &self,
+        trial: u32,
+        point: &Point,
+        planned: &mut BTreeMap<u32, Planned>,
+    ) -> (Vec<Job>, Vec<Job>) {
+        let mut make = |index: u32| {
+            let (prompt, plan) = self.prompts.request(trial, point, index);
+            planned.insert(index, plan);
+            Job {
+                index,
+                request: GenRequest {
+                    api: self.prep.api,
+                    model: self.prep.model.clone(),
+                    prompt,
+                    max_tokens: plan.output_tokens,
+                    extra: self.prep.extra.clone(),
+                    history: None,
+                },
+            }
+        };
+        let warm: Vec<Job> = (0..point.warmup).map(&mut make).collect();
+        let measured = (point.warmup..point.warmup + point.requests)
+            .map(&mut make)
+            .collect();
+        (warm, measured)
+    }
+
+    /// Sends the measured jobs under the point's load.
+    async fn measure(
+        &self,
+        trial: u32,
+        point: &Point,
+        jobs: Vec<Job>,
+        on_measured: &mut impl FnMut(&crate::Finished),
+    ) -> Vec<crate::Finished> {
+        let cancel = self.stop.receiver();
+        let backend = self.backend.clone();
+        match (&self.plan.workload.multi_turn, &point.open_loop) {
+            (None, None) => {
+                run_closed_loop(backend, jobs, point.concurrency, cancel, on_measured).await
+            }
+            (Some(m), _) => {
+                // Jobs are session-major: a session's turns are consecutive.
+                let sessions = jobs
+                    .chunks(m.turns() as usize)
+                    .map(<[Job]>::to_vec)
+                    .collect();
+                let think = Duration::from_secs_f64(m.think_time_s());
+                run_sessions(
+                    backend,
+                    sessions,
+                    point.concurrency,
+                    think,
+                    cancel,
+                    on_measured,
+                )
+                .await
+            }
+            (None, Some(ol)) => {
+                // Arrivals differ per trial and point, yet repeat run to run
+                // (and match between the deployments of a block).
+                let place = point.id % self.prompts.per_deployment.max(1);
+                let seed = self.plan.run.seed ^ (u64::from(trial) << 32) ^ u64::from(place);
+                let spec = OpenLoopSpec {
+                    offsets: crate::arrivals::offsets(ol, self.prep.trace.as_ref(), seed),
+                    max_in_flight: ol.max_in_flight,
+                    timer: Timer::Precise,
+                };
+                run_open_loop(backend, jobs, spec, cancel, on_measured).await
+            }
+        }
+    }
+}
+
+fn point_line(label: &str, p: &PointRow, rows: &[RequestRow]) -> String {
+    let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_s).collect();
+    ttft.sort_by(f64::total_cmp);
+    let mid = ttft
+        .get(ttft.len() / 2)
+        .map_or("-".into(), |t| format!("{t:.3} s"));
+    let agg = p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}"));
+    let mut line = format!(
+        "{label}: {} ok, {} failed, {agg} tok/s aggregate, TTFT ~{mid}",
+        p.requests_done - p.failures,
+        p.failures
+    );
+    if let Some(r) = &p.invalid_reason {
+        line.push_str(&format!(" — INVALID: {r}"));
+    }
+    line
+}
+
+/// `3 first_byte_timeout, 1 rate_limited`: the failures of some rows by class, most frequent first.
+fn failure_classes(rows: &[RequestRow]) -> String {
+    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+    for class in rows
+        .iter()
+        .filter_map(|r| r.error_class.map(ErrorClass::as_str))
+    {
+        *counts.entry(class).or_default() += 1;
+    }
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    counts
+        .iter()
+        .map(|(c, n)| format!("{n} {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

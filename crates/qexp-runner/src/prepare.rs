@@ -1,0 +1,138 @@
+//! Before a target is measured: its probe and fingerprint, the context
+//! check, the model, and prompt lengths made exact (calibrated) on it.
+
+use crate::error::RunError;
+use crate::preflight::check_context;
+use crate::run::RunOptions;
+use crate::target::Target;
+use crate::workload::Prompts;
+use qexp_client::prompt::Filler;
+use qexp_client::{
+    calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, MetricsSource, ServerInfo,
+};
+use qexp_plan::Trace;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// What a run needs to know of a target before it sends measured requests.
+pub(crate) struct Prepared {
+    pub model: String,
+    pub api: Api,
+    pub extra: Map<String, Value>,
+    pub filler: Filler,
+    pub calibrations: BTreeMap<u32, Calibration>,
+    pub dataset: Option<crate::dataset::DatasetPrompts>,
+    pub info: ServerInfo,
+    pub fingerprint: Fingerprint,
+    pub metrics: Option<MetricsSource>,
+    pub trace: Option<Trace>,
+}
+
+/// The trace a plan replays, read again and checked against the plan's hash.
+pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
+    let Some(tref) = opts
+        .plan
+        .points()
+        .into_iter()
+        .find_map(|p| p.open_loop.and_then(|o| o.trace))
+    else {
+        return Ok(None);
+    };
+    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
+    if trace.sha256 != tref.sha256 {
+        return Err(format!(
+            "trace {} changed after the plan was loaded; run again",
+            tref.path
+        ));
+    }
+    Ok(Some(trace))
+}
+
+/// Probes `target`, checks the plan's points against its context, and
+/// calibrates prompt lengths on it (or takes `known` calibrations, made on
+/// an earlier start of the same deployment). `model` is the deployment's
+/// own model, when it names one.
+pub(crate) async fn prepare(
+    opts: &RunOptions,
+    target: &Target,
+    model: Option<&str>,
+    known: Option<&BTreeMap<u32, Calibration>>,
+) -> Result<Prepared, RunError> {
+    let f = &opts.plan.file;
+    let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
+    let info = qexp_client::probe(&target.client, metrics_url).await?;
+    let model = opts
+        .model
+        .clone()
+        .or_else(|| model.map(str::to_string))
+        .or_else(|| f.target.model.clone())
+        .or_else(|| info.models.first().cloned())
+        .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
+    let api = f.target.api;
+    let extra = match serde_json::to_value(&f.target.extra_body) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let points = opts.plan.points();
+    let fingerprint = Fingerprint::from_info(&info, Some(&model));
+    tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
+    // Before any request that costs the server work: calibration already does.
+    check_context(&points, &fingerprint, target.client.base_url())?;
+    // A metrics URL the plan names is scraped even if the probe found nothing there yet.
+    let metrics = metrics_url
+        .or(info.metrics_url.as_deref())
+        .map(|u| MetricsSource::new(&target.client, u));
+    let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
+    // Drawn lengths may run past the longest point (up to their clamp).
+    let drawn_max = f
+        .workload
+        .input_lengths
+        .as_ref()
+        .map_or(0, |l| l.bounds().1.min(max_input.saturating_mul(16)));
+    let filler = Filler::new(f.run.seed, max_input.max(drawn_max) as usize + 16);
+    let tolerance = *f.workload.input_tolerance.get_ref();
+    let mut counter = Counter::new(&target.client, api, &model, &extra);
+    let mut calibrations = BTreeMap::new();
+    let dataset = match &f.workload.dataset {
+        Some(source) => {
+            let trials = opts.trials.unwrap_or(opts.plan.trials());
+            Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
+        }
+        None => None,
+    };
+    // Dataset prompts are counted whole; there is no filler to calibrate.
+    let lengths = if dataset.is_some() {
+        Vec::new()
+    } else {
+        Prompts::lengths(&f.workload, &points)
+    };
+    for input in lengths {
+        if let Some(cal) = known.and_then(|k| k.get(&input)) {
+            calibrations.insert(input, cal.clone());
+            continue;
+        }
+        let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
+        let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
+            .await
+            .map_err(|source| RunError::Calibration { input, source })?;
+        tracing::info!(
+            input,
+            units = cal.units,
+            measured = cal.measured_tokens,
+            "calibrated prompt length"
+        );
+        calibrations.insert(input, cal);
+    }
+    Ok(Prepared {
+        model,
+        api,
+        extra,
+        filler,
+        calibrations,
+        dataset,
+        info,
+        fingerprint,
+        metrics,
+        trace: load_trace(opts).map_err(RunError::Trace)?,
+    })
+}

@@ -1,0 +1,491 @@
+//! Deployments in the plan, end to end through the real `qexp` binary: it
+//! launches each configuration as a process of its own (`qexp sim` on a
+//! port it picks), interleaves them in blocks, records every start and
+//! stop, compares them paired by block, survives a deployment that never
+//! comes up, resumes exactly the missing cells, and leaves no process
+//! behind. A simulator that slows down as time passes shows why the blocks
+//! are interleaved.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// These tests time running processes: one at a time on a small machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const QEXP: &str = env!("CARGO_BIN_EXE_qexp");
+
+fn qexp(args: &[&str]) -> Command {
+    let mut c = Command::new(QEXP);
+    c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// A deployment table launching `qexp sim --profile PROFILE`.
+fn sim_deployment(name: &str, profile: &str) -> String {
+    format!(
+        r#"
+[[deployment]]
+name = "{name}"
+command = ["{QEXP}", "sim", "--profile", "{profile}", "--port", "{{port}}", "--model", "{{model}}"]
+ready_timeout_s = 30
+stop_grace_s = 5
+labels = {{ profile = "{profile}" }}
+"#
+    )
+}
+
+fn plan(name: &str, run: &str, deployments: &str) -> String {
+    format!(
+        r#"
+[experiment]
+name = "{name}"
+version = 1
+
+[target]
+model = "m"
+api = "chat"
+extra_body = {{ ignore_eos = true }}
+
+[workload]
+input_tokens = 100
+output_tokens = 12
+
+[sweep]
+concurrency = [1, 2]
+
+[run]
+{run}
+
+{deployments}
+"#
+    )
+}
+
+struct Dir {
+    tmp: tempfile::TempDir,
+}
+
+impl Dir {
+    fn new() -> Dir {
+        Dir {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.tmp.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn results(&self) -> PathBuf {
+        self.tmp.path().join("results")
+    }
+
+    /// `qexp run PLAN --out results --no-report`, waited for (bounded).
+    fn run(&self, plan: &Path, extra: &[&str]) -> Output {
+        let results = self.results();
+        let mut args = vec![
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            results.to_str().unwrap(),
+            "--no-report",
+        ];
+        args.extend_from_slice(extra);
+        wait(qexp(&args).spawn().unwrap(), 180)
+    }
+
+    /// The one run folder of `experiment`.
+    fn the_run(&self, experiment: &str) -> PathBuf {
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(self.results().join(experiment))
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        runs.remove(0)
+    }
+}
+
+fn wait(mut child: Child, limit_s: u64) -> Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(limit_s) {
+            let _ = child.kill();
+            panic!("qexp did not exit within {limit_s} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Every server a run launched is gone and its port is free.
+fn nothing_left(manifest: &qexp_store::Manifest) {
+    for d in &manifest.deployments {
+        for s in &d.starts {
+            let Some(l) = &s.launch else { continue };
+            let alive = Command::new("kill")
+                .args(["-0", &l.pid.to_string()])
+                .stderr(Stdio::null())
+                .status()
+                .unwrap()
+                .success();
+            assert!(!alive, "{} (pid {}) is still running", s.start_id, l.pid);
+            let busy = std::net::TcpStream::connect(("127.0.0.1", l.port)).is_ok();
+            assert!(!busy, "port {} of {} still answers", l.port, s.start_id);
+            let stop = s.stop.as_ref().expect("every start was stopped");
+            assert!(stop.port_freed, "{stop:?}");
+        }
+    }
+}
+
+#[test]
+fn dry_run_prints_the_schedule_and_starts_nothing() {
+    let _s = serial();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/mtp.toml");
+    let dir = Dir::new();
+    let out = dir.run(&shipped, &["--dry-run"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("2 deployments × 5 blocks, interleaved order"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("server starts: 10"), "{stdout}");
+    for b in 1..=5 {
+        for d in ["mtp", "no-mtp"] {
+            assert!(stdout.contains(&format!("block {b} → {d}\n")), "{stdout}");
+        }
+    }
+    assert!(!dir.results().exists(), "a dry run writes nothing");
+}
+
+#[test]
+fn launched_deployments_are_interleaved_compared_and_stopped() {
+    let _s = serial();
+    let dir = Dir::new();
+    let deployments = sim_deployment("fast", "exact") + &sim_deployment("slow", "exact-slow");
+    let text_plan = plan(
+        "pair",
+        "requests = 4\nwarmup_requests = 1\ntrials = 3\nseed = 3",
+        &deployments,
+    );
+    let p = dir.write("pair.toml", &text_plan);
+    let out = dir.run(&p, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = dir.the_run("pair");
+    let m = qexp_store::read_manifest(&run).unwrap();
+    assert_eq!(m.status, qexp_store::RunStatus::Complete);
+    assert_eq!(m.schedule.len(), 6);
+    for d in &m.deployments {
+        // One fresh start per block, each recorded with its command and time to ready.
+        assert_eq!(d.starts.len(), 3, "{}", d.name);
+        for s in &d.starts {
+            let l = s.launch.as_ref().unwrap();
+            assert!(l.argv.iter().any(|a| a == "--port"), "{:?}", l.argv);
+            assert!(l.time_to_ready_s > 0.0 && l.log.exists());
+            assert_eq!(s.blocks.len(), 1);
+        }
+        assert!(d.failures.is_empty());
+    }
+    nothing_left(&m);
+    // Rows carry their deployment, its hash and the start that answered.
+    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    assert_eq!(
+        df.height(),
+        2 * 3 * 2 * 5,
+        "deployments × blocks × points × (1 + 4)"
+    );
+    let deps = df.column("deployment").unwrap().str().unwrap().clone();
+    let starts = df.column("start_id").unwrap().str().unwrap().clone();
+    for i in 0..df.height() {
+        let (d, s) = (deps.get(i).unwrap(), starts.get(i).unwrap());
+        assert!(s.starts_with(&format!("{d}-b")), "{d} {s}");
+    }
+    // Decode steps of the slow deployment take 10% longer: found, paired by block.
+    let a = qexp_analysis::analyze(&run).unwrap();
+    let c = a.deployments.as_ref().expect("a comparison");
+    assert_eq!(c.baseline, "fast");
+    assert_eq!(c.diffs.len(), 1);
+    let decode: Vec<_> = c.diffs[0]
+        .pairs
+        .iter()
+        .flat_map(|p| p.metrics.iter())
+        .filter(|m| m.metric == qexp_analysis::DiffMetric::DecodeTokS)
+        .collect();
+    assert_eq!(decode.len(), 2);
+    for m in decode {
+        assert_eq!(m.verdict, qexp_analysis::diff::Verdict::Worse, "{m:?}");
+        let t = m.test.unwrap();
+        assert_eq!(t.method, qexp_analysis::diff::Method::PairedT);
+        let r = m.ratio.unwrap();
+        assert!((0.85..0.95).contains(&r), "ratio {r}");
+    }
+    // One deployment against the other with `qexp diff RUN#a RUN#b`.
+    let ra = format!("{}#fast", run.display());
+    let rb = format!("{}#slow", run.display());
+    let out = qexp(&[
+        "diff",
+        &ra,
+        &rb,
+        "--metric",
+        "decode_tok_s",
+        "--fail-on-regression",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    // The report shows the deployments and their charts.
+    let reports = dir.tmp.path().join("reports");
+    let out = qexp(&[
+        "report",
+        run.to_str().unwrap(),
+        "--out-dir",
+        reports.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run_id = run.file_name().unwrap().to_str().unwrap();
+    let md = std::fs::read_to_string(reports.join("pair").join(run_id).join("report.md")).unwrap();
+    assert!(md.contains("## Deployments"), "{md}");
+    assert!(md.contains("### slow against fast"), "{md}");
+    assert!(md.contains("| worse |"), "{md}");
+    for chart in ["pareto.svg", "over_time.svg"] {
+        assert!(
+            reports.join("pair").join(run_id).join(chart).is_file(),
+            "{chart}"
+        );
+    }
+}
+
+#[test]
+fn deployments_that_fail_to_start_are_recorded_and_the_rest_run() {
+    let _s = serial();
+    let dir = Dir::new();
+    // A port that already serves something else: refused before any request.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = listener.local_addr().unwrap().port();
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = received.clone();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+            if let Ok(n) = conn.read(&mut buf) {
+                seen.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    let deployments = sim_deployment("good", "exact")
+        + r#"
+[[deployment]]
+name = "exits"
+command = ["sh", "-c", "echo boom >&2; exit 3"]
+
+[[deployment]]
+name = "never-ready"
+command = ["sleep", "30"]
+ready_timeout_s = 1.5
+stop_grace_s = 1
+"# + &format!(
+        r#"
+[[deployment]]
+name = "taken"
+command = ["{QEXP}", "sim", "--profile", "exact", "--port", "{{port}}"]
+port = {busy_port}
+"#
+    );
+    let p = dir.write(
+        "broken.toml",
+        &plan(
+            "broken",
+            "requests = 2\nwarmup_requests = 0\ntrials = 2\nseed = 1",
+            &deployments,
+        ),
+    );
+    let started = Instant::now();
+    let out = dir.run(&p, &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // After the run's own log (which names each failure as it happens),
+    // the closing lines: one sentence per failed deployment.
+    let closing = stderr.rsplit("\n\n").next().unwrap_or_default();
+    for name in ["exits", "never-ready", "taken"] {
+        let lines = closing
+            .lines()
+            .filter(|l| l.starts_with(&format!("qexp: deployment `{name}` did not start")))
+            .count();
+        assert_eq!(lines, 1, "one sentence for {name}: {stderr}");
+    }
+    // Each failed once and was skipped afterwards: the 1.5 s timeout ran once.
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let run = dir.the_run("broken");
+    let m = qexp_store::read_manifest(&run).unwrap();
+    assert_eq!(m.status, qexp_store::RunStatus::Interrupted);
+    let by = |n: &str| m.deployments.iter().find(|d| d.name == n).unwrap();
+    assert_eq!(by("good").starts.len(), 2);
+    let exits = &by("exits").failures;
+    assert_eq!(exits.len(), 1);
+    assert!(exits[0].message.contains('3'), "{:?}", exits[0]);
+    assert!(exits[0].log_tail.as_deref().unwrap_or("").contains("boom"));
+    assert!(by("never-ready").failures[0].message.contains("ready"));
+    assert!(by("taken").failures[0].message.contains("already serving"));
+    assert_eq!(
+        received.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no request reached the taken port"
+    );
+    nothing_left(&m);
+    // The good deployment was measured in full.
+    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    assert_eq!(df.height(), 2 * 2 * 2);
+}
+
+#[test]
+fn an_interrupted_run_resumes_exactly_the_missing_cells() {
+    let _s = serial();
+    let dir = Dir::new();
+    let deployments = sim_deployment("a", "exact") + &sim_deployment("b", "exact");
+    // 2 points × 8 requests of ~170 ms: about 1.5 s a cell, 8 cells.
+    let p = dir.write(
+        "resume.toml",
+        &plan(
+            "resume",
+            "requests = 8\nwarmup_requests = 0\ntrials = 4\nseed = 2",
+            &deployments,
+        ),
+    );
+    let child = qexp(&[
+        "run",
+        p.to_str().unwrap(),
+        "--out",
+        dir.results().to_str().unwrap(),
+        "--no-report",
+    ])
+    .spawn()
+    .unwrap();
+    // Interrupt once the third cell's server is up.
+    let start = Instant::now();
+    loop {
+        let logs = dir.results().join("resume");
+        let count = std::fs::read_dir(&logs)
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(Result::ok)
+            .and_then(|run| std::fs::read_dir(run.path().join("deployments")).ok())
+            .map_or(0, |r| r.count());
+        if count >= 3 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no third start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = wait(child, 60);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let run = dir.the_run("resume");
+    let m = qexp_store::read_manifest(&run).unwrap();
+    assert_eq!(m.status, qexp_store::RunStatus::Interrupted);
+    nothing_left(&m);
+
+    let out = wait(
+        qexp(&["run", "--resume", run.to_str().unwrap(), "--no-report"])
+            .spawn()
+            .unwrap(),
+        180,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m = qexp_store::read_manifest(&run).unwrap();
+    assert_eq!(m.status, qexp_store::RunStatus::Complete);
+    nothing_left(&m);
+    // Exactly the planned rows: every (block, point) once, nothing twice.
+    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    assert_eq!(df.height(), 2 * 4 * 2 * 8);
+    let trial = df.column("trial").unwrap().u32().unwrap().clone();
+    let point = df.column("point_id").unwrap().u32().unwrap().clone();
+    let index = df.column("request_index").unwrap().u32().unwrap().clone();
+    let mut keys: Vec<(u32, u32, u32)> = (0..df.height())
+        .map(|i| {
+            (
+                trial.get(i).unwrap(),
+                point.get(i).unwrap(),
+                index.get(i).unwrap(),
+            )
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), df.height());
+    // The resumed starts are told apart from the first ones.
+    let resumed = m
+        .deployments
+        .iter()
+        .flat_map(|d| d.starts.iter())
+        .filter(|s| s.start_id.ends_with("-r1"))
+        .count();
+    assert!(resumed >= 1, "{:?}", m.deployments);
+}
+
+/// Two identical deployments on a simulator whose every step grows 3% per
+/// second of the run: measured one after the other (`blocked`), the later
+/// one looks slower; interleaved in counterbalanced blocks, it does not.
+#[test]
+fn interleaved_blocks_keep_drift_from_passing_for_a_difference() {
+    let _s = serial();
+    let dir = Dir::new();
+    let same = |name: &str| {
+        format!("[[deployment]]\nname = \"{name}\"\nbase_url = \"sim:exact?drift=0.03\"\n")
+    };
+    let deployments = same("first") + &same("second");
+    let mut verdicts = Vec::new();
+    for order in ["blocked", "interleaved"] {
+        let run_section =
+            format!("requests = 3\nwarmup_requests = 0\ntrials = 4\nseed = 9\norder = \"{order}\"");
+        let name = format!("drift-{order}");
+        let p = dir.write(
+            &format!("{name}.toml"),
+            &plan(&name, &run_section, &deployments),
+        );
+        let out = dir.run(&p, &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let a = qexp_analysis::analyze(&dir.the_run(&name)).unwrap();
+        let c = a.deployments.expect("compared");
+        let t = &c.diffs[0].tally;
+        eprintln!(
+            "drift, {order}: {} better, {} worse, {} =, {} ~",
+            t.better, t.worse, t.equivalent, t.no_change
+        );
+        verdicts.push((t.better + t.worse, c.warnings.len()));
+    }
+    let (blocked, interleaved) = (verdicts[0], verdicts[1]);
+    assert!(blocked.0 > 0, "blocked order reads drift as a difference");
+    assert!(blocked.1 > 0, "and the comparison warns about its order");
+    assert_eq!(
+        interleaved,
+        (0, 0),
+        "interleaved blocks: no verdict, no warning"
+    );
+}
