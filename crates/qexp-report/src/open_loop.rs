@@ -130,8 +130,12 @@ pub(crate) fn open_loop_view(s: &ScheduleAnalysis) -> Option<OpenLoopView> {
                 .goodput_rps
                 .map(|g| format!("; goodput there {} req/s", num(g)))
                 .unwrap_or_default();
+            let of = c
+                .deployment
+                .as_ref()
+                .map_or_else(String::new, |d| format!(" of {d}"));
             format!(
-                "Capacity at in={} out={}: {what}{goodput}.",
+                "Capacity{of} at in={} out={}: {what}{goodput}.",
                 c.input_tokens, c.output_tokens
             )
         })

@@ -198,6 +198,31 @@ mod tests {
     }
 
     #[test]
+    fn each_deployment_has_its_own_capacity() {
+        let of = |d: &str, rate: f64, attainment: f64| {
+            let mut p = at(rate, attainment);
+            p.point.deployment = Some(d.into());
+            p
+        };
+        let ps = [
+            of("a", 4.0, 1.0),
+            of("a", 8.0, 0.95),
+            of("b", 4.0, 0.95),
+            of("b", 8.0, 0.5),
+        ];
+        let c = capacity(&ps, &slo());
+        let got: Vec<(Option<&str>, CapacityBound, f64)> = c
+            .iter()
+            .map(|c| (c.deployment.as_deref(), c.bound, c.value))
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, Some("a"));
+        assert_eq!((got[0].1, got[0].2), (CapacityBound::AtLeast, 8.0));
+        assert_eq!((got[1].0, got[1].1), (Some("b"), CapacityBound::Interpolated));
+        assert!((got[1].2 - (4.0 + 4.0 / 9.0)).abs() < 1e-9, "{}", got[1].2);
+    }
+
+    #[test]
     fn bounds_outside_the_measured_range() {
         let c = capacity(&[at(1.0, 1.0), at(2.0, 0.95)], &slo());
         assert_eq!((c[0].bound, c[0].value), (CapacityBound::AtLeast, 2.0));
