@@ -144,6 +144,7 @@ impl RunAnalysis {
             .retain(|f| f.point_id().is_none_or(|id| ids.contains(&id)));
         view.turns.retain(|t| ids.contains(&t.point_id));
         view.reasoning.retain(|r| ids.contains(&r.point_id));
+        view.failures.retain(|f| ids.contains(&f.point_id));
         if let Some(s) = view.schedule.as_mut() {
             s.points.retain(|p| ids.contains(&p.point.id));
             s.points.iter_mut().for_each(|p| strip(&mut p.point));

@@ -10,6 +10,7 @@
 pub mod anomaly;
 pub mod deployments;
 pub mod diff;
+mod failures;
 pub mod format;
 mod load;
 mod metric;
@@ -23,6 +24,7 @@ mod turns;
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use deployments::{compare_deployments, DeploymentComparison, DeploymentWarning};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
+pub use failures::FailureGroup;
 pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATCH_ROWS};
 pub use metric::{Direction, Metric, MetricSpec, Unit};
 pub use metrics::{Axis, PointSummary, TrialMetrics};

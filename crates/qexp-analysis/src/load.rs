@@ -11,7 +11,7 @@ use polars::prelude::*;
 use qexp_store::{
     points as pt, requests as rq, scan_points, scan_requests, Manifest, ServerCounter, StoreError,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Why a run could not be analysed.
@@ -62,6 +62,8 @@ pub struct RunAnalysis {
     /// A run with deployments: each against the baseline, paired by block;
     /// None otherwise.
     pub deployments: Option<crate::deployments::DeploymentComparison>,
+    /// Failed measured requests by point and class, with a message each.
+    pub failures: Vec<crate::failures::FailureGroup>,
 }
 
 impl RunAnalysis {
@@ -94,6 +96,7 @@ impl RunAnalysis {
             reasoning,
             schedule,
             deployments: None,
+            failures: Vec::new(),
         };
         // The schedule's flags need `run.schedule`, so they run on the whole value.
         run.flags = anomaly::detect(&run, &run.thresholds);
@@ -144,6 +147,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     } else {
         Vec::new()
     };
+    let failures = crate::failures::failure_groups(measured.clone()).map_err(q)?;
     let per_trial = per_trial_frame(measured, &schema, ok.clone())
         .collect()
         .map_err(q)?;
@@ -160,7 +164,8 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
             .copied()
             .unwrap_or([f64::NAN; 3]);
     }
-    add_point_rows(dir, &mut by_key)?;
+    let with_rows = add_point_rows(dir, &mut by_key)?;
+    mark_journal_only(&mut by_key, &with_rows, &manifest);
     let summaries = manifest
         .points
         .iter()
@@ -173,14 +178,16 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         })
         .collect();
     let schedule = crate::schedule::for_run(dir, &manifest)?;
-    Ok(RunAnalysis::new(
+    let mut run = RunAnalysis::new(
         dir.to_path_buf(),
         manifest,
         summaries,
         turns,
         reasoning,
         schedule,
-    ))
+    );
+    run.failures = failures;
+    Ok(run)
 }
 
 /// One row per (trial, point) with the request metrics, from measured rows.
@@ -321,7 +328,7 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
 fn add_point_rows(
     dir: &Path,
     by_key: &mut BTreeMap<(u32, u32), TrialMetrics>,
-) -> Result<(), AnalysisError> {
+) -> Result<BTreeSet<(u32, u32)>, AnalysisError> {
     let q = |source| AnalysisError::Query {
         path: dir.to_path_buf(),
         source,
@@ -368,7 +375,9 @@ fn add_point_rows(
         .column(pt::INVALID_REASON)
         .and_then(|c| c.str().cloned())
         .map_err(q)?;
+    let mut with_rows = BTreeSet::new();
     for i in 0..points.height() {
+        with_rows.insert((ppid[i], ptrial[i]));
         let m = by_key
             .entry((ppid[i], ptrial[i]))
             .or_insert_with(|| TrialMetrics::without_requests(ptrial[i], ppid[i]));
@@ -384,7 +393,33 @@ fn add_point_rows(
             .map(|(c, v)| (*c, v[i]))
             .collect();
     }
-    Ok(())
+    Ok(with_rows)
+}
+
+/// A (trial, point) whose requests survive only in the journal (qexp was
+/// killed or crashed while it ran, so no point row was written) is marked
+/// invalid like a point an interrupt cut: its numbers cover only the
+/// requests that finished before the end.
+fn mark_journal_only(
+    by_key: &mut BTreeMap<(u32, u32), TrialMetrics>,
+    with_rows: &BTreeSet<(u32, u32)>,
+    manifest: &Manifest,
+) {
+    for (key, m) in by_key.iter_mut() {
+        if with_rows.contains(key) {
+            continue;
+        }
+        let planned = manifest
+            .points
+            .iter()
+            .find(|p| p.id == key.0)
+            .map_or(0, |p| p.requests);
+        m.invalid_reason = Some(format!(
+            "the run stopped during this point (qexp was killed or crashed): only its journal \
+             survived, with {} of {planned} measured requests; `qexp run --resume` measures it again",
+            m.requests
+        ));
+    }
 }
 
 /// p50, p90 and p99 of the inter-chunk gaps of the rows `measured_ok` keeps

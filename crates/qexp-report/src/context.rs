@@ -81,6 +81,54 @@ pub struct ReportContext {
     pub narrative: Option<NarrativeView>,
     /// A run with deployments: who was compared, and each against the baseline.
     pub deployments: Option<crate::deployments::DeploymentsView>,
+    /// Failed requests by point and error class, with one message each.
+    pub failures: Vec<FailureRow>,
+}
+
+/// Failed requests of one point and class, for the failures table.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureRow {
+    /// The point's label.
+    pub point: String,
+    /// The error class (`stream_broken`, `http_5xx`, …).
+    pub class: String,
+    /// Failed requests, over every trial.
+    pub count: u64,
+    /// The trials, e.g. `1, 3`.
+    pub trials: String,
+    /// One of their messages, cut at 300 characters.
+    pub message: String,
+}
+
+/// The failures table's rows, in point order.
+fn failure_rows(a: &RunAnalysis) -> Vec<FailureRow> {
+    a.failures
+        .iter()
+        .map(|f| FailureRow {
+            point: a
+                .points
+                .iter()
+                .find(|p| p.point.id == f.point_id)
+                .map_or_else(|| format!("point {}", f.point_id), |p| p.point.label()),
+            class: f.class.clone(),
+            count: f.count,
+            trials: f
+                .trials
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            message: cut(&f.message, 300),
+        })
+        .collect()
+}
+
+/// `s` cut at `max` characters, with an ellipsis when cut.
+fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 /// One server self-description document, shortened.
@@ -390,5 +438,6 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
             .deployments
             .as_ref()
             .map(crate::deployments::deployments_view),
+        failures: failure_rows(a),
     }
 }

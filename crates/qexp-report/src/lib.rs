@@ -27,8 +27,8 @@ mod tables;
 mod turns;
 
 pub use context::{
-    report_context, ChartView, FlagView, Headline, NarrativeView, ReportContext, Row, ServerDoc,
-    Table,
+    report_context, ChartView, FailureRow, FlagView, Headline, NarrativeView, ReportContext, Row,
+    ServerDoc, Table,
 };
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use open_loop::{OpenLoopRow, OpenLoopView};

@@ -208,6 +208,36 @@ fn run_text_is_escaped_in_html() {
     assert_well_formed("report.html", html);
 }
 
+#[test]
+fn failed_requests_are_listed_with_their_messages() {
+    let mut run = fixture::longctx();
+    let id = run.points[1].point.id;
+    run.failures = vec![qexp_analysis::FailureGroup {
+        point_id: id,
+        class: "http_5xx".into(),
+        count: 3,
+        trials: vec![1, 3],
+        message: "HTTP 503 <b>Service Unavailable</b>: the engine is loading".into(),
+    }];
+    let r = render(&run, &builtin(), &Narrative::None).unwrap();
+    let html = file(&r, "report.html");
+    assert!(
+        html.contains(
+            "HTTP 503 &lt;b&gt;Service Unavailable&lt;&#x2F;b&gt;: the engine is loading"
+        ) || html
+            .contains("HTTP 503 &lt;b&gt;Service Unavailable&lt;/b&gt;: the engine is loading"),
+        "escaped message in the HTML failures table"
+    );
+    assert!(html.contains("<h3>Failed requests</h3>") && html.contains("<code>http_5xx</code>"));
+    assert_well_formed("report.html", html);
+    let md = file(&r, "report.md");
+    let label = run.points[1].point.label();
+    assert!(
+        md.contains(&format!("| {label} | http_5xx | 3 | 1, 3 | HTTP 503 <b>Service Unavailable</b>: the engine is loading |")),
+        "{md}"
+    );
+}
+
 /// The grid fixture's plan has no `[target]`: the analysis falls back to
 /// default thresholds and the report says so, with the parser's reason; its
 /// description is still read from the plan text.

@@ -37,6 +37,8 @@ pub(crate) struct Resuming {
     pub force: bool,
     /// What already differs (the plan file's hash).
     pub differences: Vec<String>,
+    /// The folder's lock: no other process writes it while this one resumes.
+    pub lock: qexp_store::RunLock,
 }
 
 /// Reads the run and its plan into the options that started it. Refuses a
@@ -44,6 +46,8 @@ pub(crate) struct Resuming {
 /// file whose hash changed.
 pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunError> {
     let manifest = qexp_store::read_manifest(&r.dir)?;
+    // Before anything else: a run another process writes is not ours to touch.
+    let lock = qexp_store::RunLock::acquire(&r.dir)?;
     let refuse = |why: String| RunError::ResumeRefused {
         dir: r.dir.clone(),
         why,
@@ -115,6 +119,7 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
         manifest,
         force: r.force,
         differences,
+        lock,
     };
     // Refused before the server is asked anything.
     resuming.refuse_unless_forced()?;
@@ -156,7 +161,7 @@ impl Resuming {
         trials: u32,
     ) -> Result<RunWriter, RunError> {
         self.check_target(now)?;
-        let mut writer = RunWriter::reopen(&self.dir)?;
+        let mut writer = RunWriter::reopen(&self.dir, self.lock)?;
         let planned = points.len() * trials as usize;
         let done = writer.complete_count();
         let left = planned.saturating_sub(done);

@@ -57,6 +57,12 @@ pub enum StoreError {
         /// The folder.
         path: PathBuf,
     },
+    /// Another process holds the run folder's lock (it is running or resuming it).
+    #[error("another qexp process is writing {} (it holds {}/.lock); let it finish, or stop it, then try again", path.display(), path.display())]
+    Locked {
+        /// The run folder.
+        path: PathBuf,
+    },
     /// The folder is not a run (no manifest).
     #[error("{} is not a qexp run (no manifest.json); give a folder like results/<experiment>/<run-id>", path.display())]
     NotARun {

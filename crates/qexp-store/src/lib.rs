@@ -8,6 +8,7 @@
 mod error;
 mod journal;
 mod layout;
+mod lock;
 mod manifest;
 mod reader;
 mod rows;
@@ -15,6 +16,7 @@ mod writer;
 
 pub use error::StoreError;
 pub use journal::Journal;
+pub use lock::RunLock;
 pub use manifest::{
     Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, Manifest, Resume, RunStatus,
     ScheduleCell, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,

@@ -4,6 +4,7 @@ use crate::layout::{
     files_of, merged, pair_file, parse_pair, INCOMPLETE, JOURNAL, PARTS, POINTS, REQUESTS,
     SUPERSEDED,
 };
+use crate::lock::RunLock;
 use crate::manifest::{Manifest, RunStatus, MANIFEST_FILE};
 use crate::reader::{pairs_in, read_manifest};
 use crate::rows::{points_frame, requests_frame, PointRow, RequestRow};
@@ -32,6 +33,8 @@ pub struct RunWriter {
     parts: u32,
     journal: Option<Journal>,
     complete: BTreeSet<(u32, u32)>,
+    /// This process's hold on the folder, for as long as it writes.
+    _lock: RunLock,
 }
 
 impl RunWriter {
@@ -45,6 +48,7 @@ impl RunWriter {
             std::io::ErrorKind::AlreadyExists => StoreError::RunExists { path: dir.clone() },
             _ => StoreError::io("cannot create", &dir)(source),
         })?;
+        let lock = RunLock::acquire(&dir)?;
         let parts = dir.join(PARTS);
         std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
         let w = RunWriter {
@@ -53,6 +57,7 @@ impl RunWriter {
             parts: 0,
             journal: None,
             complete: BTreeSet::new(),
+            _lock: lock,
         };
         w.save_manifest()?;
         Ok(w)
@@ -62,8 +67,9 @@ impl RunWriter {
     /// tells the pairs already complete). Merged files go back to being
     /// parts (merged again at the end); rows of incomplete pairs move to
     /// `superseded/`, so that the run ends with exactly its planned rows and
-    /// nothing measured is deleted.
-    pub fn reopen(dir: &Path) -> Result<RunWriter, StoreError> {
+    /// nothing measured is deleted. `lock` is the folder's, taken before
+    /// anything was asked of the server ([`RunLock::acquire`]).
+    pub fn reopen(dir: &Path, lock: RunLock) -> Result<RunWriter, StoreError> {
         let manifest = read_manifest(dir)?;
         let parts = dir.join(PARTS);
         std::fs::create_dir_all(&parts).map_err(StoreError::io("cannot create", &parts))?;
@@ -95,6 +101,7 @@ impl RunWriter {
             parts: last,
             journal: None,
             complete,
+            _lock: lock,
         };
         Ok(writer)
     }

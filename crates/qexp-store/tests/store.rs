@@ -293,7 +293,7 @@ fn reopening_supersedes_incomplete_pairs_and_the_run_ends_with_exactly_its_rows(
     );
     assert_eq!(pairs(&dir), [(1, 0), (1, 1)]);
 
-    let mut w = RunWriter::reopen(&dir).unwrap();
+    let mut w = RunWriter::reopen(&dir, qexp_store::RunLock::acquire(&dir).unwrap()).unwrap();
     assert_eq!(w.complete_count(), 1);
     assert!(w.is_complete(1, 0) && !w.is_complete(1, 1));
     assert_eq!(

@@ -37,7 +37,9 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Store(
-            qexp_store::StoreError::NotARun { .. } | qexp_store::StoreError::NewerSchema { .. },
+            qexp_store::StoreError::NotARun { .. }
+            | qexp_store::StoreError::NewerSchema { .. }
+            | qexp_store::StoreError::Locked { .. },
         ) => CliError::input(e),
         other => CliError::failure(other),
     })?;

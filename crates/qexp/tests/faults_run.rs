@@ -185,6 +185,21 @@ async fn every_fault_becomes_a_row_of_its_class_and_the_rest_measure_normally() 
         .unwrap();
     let failures: u32 = expected.values().sum();
     assert_eq!(numbers(&points, "failures")[0], Some(f64::from(failures)));
+    // The analysis groups them by class, each with one of its messages (the
+    // report's failures table).
+    let a = qexp_analysis::analyze(&result.dir).unwrap();
+    let grouped: u64 = a.failures.iter().map(|g| g.count).sum();
+    assert_eq!(grouped, u64::from(failures));
+    for g in &a.failures {
+        assert!(ErrorClass::from_name(&g.class).is_some(), "{g:?}");
+        assert!(!g.message.is_empty() && g.trials == [1], "{g:?}");
+    }
+    let classes: Vec<&str> = a.failures.iter().map(|g| g.class.as_str()).collect();
+    assert_eq!(
+        classes.len(),
+        expected.len(),
+        "one group per class: {classes:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -205,6 +205,16 @@ async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the
         "report of a killed run: {}",
         text(&out.stderr)
     );
+    // The point the kill cut lives only in the journal: the report says so.
+    let md = reports
+        .join("lost")
+        .join(run.file_name().unwrap())
+        .join("report.md");
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(
+        md.contains("only its journal survived") && md.contains("Invalid trial"),
+        "{md}"
+    );
 
     // The plan file changed since: resume refuses, naming what differs.
     let plan_text = std::fs::read_to_string(&s.plan).unwrap();
@@ -272,6 +282,32 @@ async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the
     assert!(std::fs::read_to_string(md)
         .unwrap()
         .contains("| Concurrency (requests) |"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_being_written_cannot_be_resumed_at_the_same_time() {
+    let _serial = SERIAL.lock().await;
+    let s = setup().await;
+    let child = spawn_run(&s);
+    wait_until("3 finished streams", || s.proxy.finished() >= 3).await;
+    let run = the_run(&s.results).expect("the run folder exists");
+    let out = qexp(&["run", "--resume", run.to_str().unwrap(), "--no-report"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("another qexp process is writing") && err.lines().count() == 1,
+        "{err}"
+    );
+    signal(&child, "-INT");
+    let out = exit_of(child).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // Once the first process let go, the resume may go ahead.
+    let out = qexp(&["run", "--resume", run.to_str().unwrap(), "--no-report"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -443,10 +443,13 @@ async fn llamacpp_preflight_names_the_per_slot_context() {
 }
 
 /// qexp launches llama.cpp itself twice, with 1 and with 4 parallel slots,
-/// and measures both at concurrency 4 in 3 interleaved blocks: 4 slots
-/// decode the 4 streams as one batch, 1 slot queues them, so the report
-/// must call 4 slots better on aggregate throughput — and no server may be
-/// left afterwards.
+/// and measures both at concurrency 4 in interleaved blocks: 4 slots decode
+/// the 4 streams as one batch, 1 slot queues them, so the report must call
+/// 4 slots better on aggregate throughput — and no server may be left
+/// afterwards. The tiny model's tokens cost a fraction of a millisecond, so
+/// on a 2-core host a block's figure moves with whatever else runs: each
+/// cell decodes 8,192 tokens on one server thread (the other core is
+/// qexp's), and 6 blocks leave the paired t room for one disturbed block.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
     // The running server only proves that .ci/run installed llama.cpp.
@@ -466,7 +469,7 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
             "[[deployment]]\nname = \"{name}\"\n\
              command = [\"{venv}/bin/python\", \"{scripts}/serve_llamacpp.py\", \"--model\", \"{gguf}\", \
              \"--alias\", \"{{model}}\", \"--host\", \"{{host}}\", \"--port\", \"{{port}}\", \
-             \"--slots\", \"{slots}\", \"--ctx-per-slot\", \"1024\", \"--threads\", \"2\"]\n\
+             \"--slots\", \"{slots}\", \"--ctx-per-slot\", \"1024\", \"--threads\", \"1\"]\n\
              env = {{ PYTHONUNBUFFERED = \"1\" }}\nready_path = \"/health\"\n\
              ready_timeout_s = 120\nstop_grace_s = 10\n"
         )
@@ -474,9 +477,9 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
     let text = format!(
         "[experiment]\nname = \"slots\"\nversion = 1\n\n\
          [target]\nmodel = \"{MODEL}\"\napi = \"chat\"\nextra_body = {{ ignore_eos = true }}\n\n\
-         [workload]\ninput_tokens = 64\noutput_tokens = 48\n\n\
+         [workload]\ninput_tokens = 64\noutput_tokens = 256\n\n\
          [sweep]\nconcurrency = [4]\n\n\
-         [run]\nrequests = \"4x\"\nwarmup_requests = 2\ntrials = 3\nseed = 4\n\n\
+         [run]\nrequests = \"8x\"\nwarmup_requests = 4\ntrials = 6\nseed = 4\n\n\
          [analysis]\nbaseline = \"slots-1\"\n\n{}\n{}",
         deployment("slots-1", 1),
         deployment("slots-4", 4)
@@ -500,10 +503,10 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
         r.failed_deployments
     );
     assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
-    assert_exact(&measured(&r), 64.0, 48.0);
+    assert_exact(&measured(&r), 64.0, 256.0);
     // Every start stopped, its process gone and its port free.
     for d in &r.manifest.deployments {
-        assert_eq!(d.starts.len(), 3, "{}", d.name);
+        assert_eq!(d.starts.len(), 6, "{}", d.name);
         for s in &d.starts {
             let l = s.launch.as_ref().unwrap();
             let stop = s.stop.as_ref().unwrap();
@@ -522,6 +525,18 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
         }
     }
     let a = qexp_analysis::analyze(&r.dir).unwrap();
+    for p in &a.points {
+        let per_block: Vec<String> = p
+            .trials
+            .iter()
+            .map(|t| format!("block {}: {:.0}", t.trial, t.agg_tok_s))
+            .collect();
+        eprintln!(
+            "{}: aggregate tok/s {}",
+            p.point.label(),
+            per_block.join(", ")
+        );
+    }
     let c = a.deployments.as_ref().expect("compared");
     let agg = c.diffs[0].pairs[0]
         .metrics

@@ -11,7 +11,7 @@ use std::fmt;
 /// Where on an axis a point sits: `concurrency 32`, `120K input tokens`.
 fn at(axis: Axis, v: u32) -> String {
     let tokens = |what: &str| {
-        if v >= 1000 && v % 1000 == 0 {
+        if v >= 1000 && v.is_multiple_of(1000) {
             format!("{}K {what}", v / 1000)
         } else {
             format!("{v} {what}")
