@@ -1,5 +1,5 @@
 //! Prints the measured power and false-alarm rates of `qexp diff`'s decision
-//! rule, for the README's "Comparing two runs" section:
+//! rule, for the table of docs/comparing.md:
 //!
 //! ```text
 //! cargo run --release -p qexp-analysis --example diff_power [DIFFS]

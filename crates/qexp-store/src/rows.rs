@@ -2,7 +2,7 @@
 //! [`RequestRow`] or [`PointRow`] below is a column of `requests.parquet` or
 //! `points.parquet` (declaration order is column order on disk), and its
 //! name is a constant in [`requests`] or [`points`] that readers use instead
-//! of a string. README's "Results layout" section documents every column.
+//! of a string. docs/results.md "Results layout" documents every column.
 //!
 //! To add a column: add one line to a row below (its constant comes with
 //! it), fill it where the runner makes rows (qexp-runner `record.rs`), and

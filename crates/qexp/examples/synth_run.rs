@@ -1,5 +1,5 @@
 //! Writes a synthetic run folder with N request rows, for measuring
-//! `qexp report` at scale (see README, "Performance").
+//! `qexp report` at scale (see docs/reports.md "Performance").
 //!
 //! `cargo run --release --example synth_run -- ROWS OUT_DIR [CHUNKS]`
 //!

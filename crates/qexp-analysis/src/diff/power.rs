@@ -1,7 +1,7 @@
 //! Measured error rates of the diff's decision rule, on simulated diffs whose
 //! truth is known: the test of the rates (`tests/diff_power.rs`) and the
-//! example that prints the README's table (`examples/diff_power.rs`) both
-//! run [`simulate`], so the numbers in the README come from the code that
+//! example that prints the table of docs/comparing.md (`examples/diff_power.rs`)
+//! both run [`simulate`], so the numbers in the docs come from the code that
 //! decides.
 //!
 //! One simulated diff is a whole table: [`POINTS`] paired points × every

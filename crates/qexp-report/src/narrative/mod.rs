@@ -3,7 +3,7 @@
 //! evaluated with the context below, then placed in `report.md` as Markdown
 //! and in `report.html` through pulldown-cmark.
 //!
-//! What a narrative can use (README "Narrative notebooks" repeats this):
+//! What a narrative can use (docs/reports.md "Narrative notebooks" repeats this):
 //!
 //! - `run`: `experiment`, `run_id`, `model`, `target`, `trials`, `simulated`, `status`.
 //! - `swept`: the swept axes, e.g. `["input_tokens"]`.
