@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// The order of deployments within the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

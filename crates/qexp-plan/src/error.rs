@@ -1,6 +1,10 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// A value the plan cannot take: where in the text (byte span), the dotted
+/// key, and what is wrong. [`PlanError::at`] turns it into file:line:col.
+pub(crate) type Invalid = (Range<usize>, Option<String>, String);
+
 /// Why a plan could not be used. Messages name file, line, column and key.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {

@@ -3,11 +3,11 @@
 //! exit code.
 
 use serde::Deserialize;
-use std::ops::Range;
+
 use std::time::Duration;
 use toml::Spanned;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// `[timeouts]`: seconds; every request ends by the first limit that runs
 /// out, and is recorded as a failure of that limit's class. None is retried.

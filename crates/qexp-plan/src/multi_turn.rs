@@ -5,7 +5,7 @@ use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// `[workload.multi_turn]`: every session of a point is a conversation of
 /// `turns` requests. Turn 1 is a prompt of the point's `input_tokens`; each

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use toml::Spanned;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// How arrivals are spaced around the planned rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

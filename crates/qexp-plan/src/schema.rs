@@ -5,7 +5,7 @@ use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// The whole plan file. Keys are snake_case; unknown keys are errors.
 #[derive(Debug, Clone, Deserialize)]
@@ -421,6 +421,13 @@ impl PlanFile {
                 "use only letters, digits, '-', '_' and '.' (it names a folder)",
             );
         }
+        self.validate_target()?;
+        self.validate_workload()?;
+        self.validate_run()
+    }
+
+    /// `[target]` and the `[[deployment]]` tables beside it.
+    fn validate_target(&self) -> Result<(), Invalid> {
         self.validate_deployments()?;
         let url = self.target.base_url.get_ref();
         if !self.deployments.is_empty() {
@@ -467,6 +474,11 @@ impl PlanFile {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// `[workload]`, `[sweep]`, `[load]` and `[slo]`: what is sent, and at which loads.
+    fn validate_workload(&self) -> Result<(), Invalid> {
         if *self.workload.input_tokens.get_ref() == 0 {
             return invalid(
                 self.workload.input_tokens.span(),
@@ -560,6 +572,11 @@ impl PlanFile {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// `[run]`, `[analysis]`, `[timeouts]` and `[tolerance]`.
+    fn validate_run(&mut self) -> Result<(), Invalid> {
         let parsed = parse_requests(self.run.requests_raw.get_ref())
             .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m))?;
         self.run.requests_parsed = Some(parsed);

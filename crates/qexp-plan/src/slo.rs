@@ -3,9 +3,8 @@
 //! request waited in the client or behind a full in-flight cap counts.
 
 use serde::{Deserialize, Serialize};
-use std::ops::Range;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// `[slo]`: per-request thresholds and the share of requests that must meet all of them.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

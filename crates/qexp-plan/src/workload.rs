@@ -8,7 +8,7 @@ use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
 
-type Invalid = (Range<usize>, Option<String>, String);
+use crate::error::Invalid;
 
 /// Question tokens a prompt keeps at least after the shared prefix: the
 /// per-request nonce (16 words) that keeps prompts of a group apart.

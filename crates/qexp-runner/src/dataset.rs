@@ -4,7 +4,7 @@
 //! the server's own count is checked against like a calibrated one.
 
 use crate::error::RunError;
-use crate::run::RunOptions;
+use crate::options::RunOptions;
 use qexp_client::{nonce_for, Counter, Dataset};
 use qexp_plan::{DatasetFormat, DatasetSource, Point};
 use rand::{rngs::StdRng, Rng, SeedableRng};

@@ -5,9 +5,9 @@
 //! and failure in the manifest, and stops every server it started.
 
 use crate::error::RunError;
+use crate::options::RunOptions;
 use crate::prepare::{prepare, Prepared};
 use crate::record::DeploymentTag;
-use crate::run::RunOptions;
 use crate::target::{resolve_target, Target};
 use crate::Cancel;
 use chrono::Utc;

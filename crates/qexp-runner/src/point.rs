@@ -7,6 +7,7 @@ use crate::error::RunError;
 use crate::health::Probe;
 use crate::journaling::{all_finished, Journaling};
 use crate::open_loop::{run_open_loop, OpenLoopSpec};
+use crate::options::RunOptions;
 use crate::prepare::Prepared;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context, DeploymentTag};
@@ -21,6 +22,48 @@ use qexp_store::{PointRow, RequestRow, RunWriter};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The per-point context for one target of a run.
+pub(crate) fn point_runner<'a, B: Backend>(
+    opts: &'a RunOptions,
+    prep: &'a Prepared,
+    writer: &RunWriter,
+    backend: Arc<B>,
+    stop: &'a Stop,
+    trials: u32,
+    deployment: Option<crate::record::DeploymentTag>,
+) -> PointRunner<'a, B> {
+    let f = &opts.plan.file;
+    let run_id = writer.manifest().run_id.clone();
+    let host = writer.manifest().host.hostname.clone().unwrap_or_default();
+    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
+    let per_deployment = (opts.plan.points().len() / opts.plan.deployments().len().max(1)) as u32;
+    let prompts = Prompts {
+        filler: &prep.filler,
+        seed: f.run.seed,
+        salt,
+        shared: f.workload.shared_prefix.as_ref(),
+        input_lengths: f.workload.input_lengths.as_ref(),
+        output_lengths: f.workload.output_lengths.as_ref(),
+        dataset: prep.dataset.as_ref(),
+        multi_turn: f.workload.multi_turn.as_ref(),
+        trace: prep.trace.as_ref(),
+        calibrations: &prep.calibrations,
+        per_deployment,
+    };
+    PointRunner {
+        plan: f,
+        prep,
+        prompts,
+        backend,
+        stop,
+        run_id,
+        host,
+        trials,
+        deployment,
+        over_tolerance: Vec::new(),
+    }
+}
 
 /// Wait between a point's last completion and its closing metrics scrape.
 const METRICS_SETTLE_MS: u64 = 200;

@@ -2,8 +2,8 @@
 //! check, the model, and prompt lengths made exact (calibrated) on it.
 
 use crate::error::RunError;
+use crate::options::RunOptions;
 use crate::preflight::check_context;
-use crate::run::RunOptions;
 use crate::target::Target;
 use crate::workload::Prompts;
 use qexp_client::prompt::Filler;

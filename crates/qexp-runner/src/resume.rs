@@ -8,7 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::error::RunError;
-use crate::run::RunOptions;
+use crate::options::RunOptions;
 use chrono::Utc;
 use qexp_client::Fingerprint;
 use qexp_plan::{Plan, Point};

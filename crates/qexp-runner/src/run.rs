@@ -1,55 +1,20 @@
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
-use crate::point::PointRunner;
+use crate::options::{connection, finish, RunOptions, RunResult};
+use crate::point::point_runner;
 use crate::prepare::{prepare, Prepared};
 use crate::resume::{ResumeOptions, Resuming};
 use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
-use crate::workload::Prompts;
 use crate::Cancel;
 use chrono::Utc;
-use qexp_client::Timeouts;
-use qexp_plan::{Plan, Point};
+use qexp_plan::Point;
 use qexp_store::{Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use serde_json::Value;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
-
-/// What `qexp run` was asked to do.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// The validated plan.
-    pub plan: Plan,
-    /// `--trials`, overriding the plan.
-    pub trials: Option<u32>,
-    /// `--target`, overriding the plan's base URL.
-    pub target: Option<String>,
-    /// `--model`, overriding the plan's model.
-    pub model: Option<String>,
-    /// Results root (`results/` by default).
-    pub out: PathBuf,
-    /// The overrides as typed, for the manifest.
-    pub overrides: BTreeMap<String, String>,
-}
-
-/// A finished (or interrupted) run.
-#[derive(Debug, Clone)]
-pub struct RunResult {
-    /// The run folder.
-    pub dir: PathBuf,
-    /// The manifest as saved.
-    pub manifest: Manifest,
-    /// The (trial, point)s whose failed requests exceeded the plan's
-    /// `[tolerance]`, one line each; empty when none did.
-    pub over_tolerance: Vec<String>,
-    /// One sentence per deployment that failed to start or become ready
-    /// (its remaining cells were skipped); empty when none did.
-    pub failed_deployments: Vec<String>,
-}
 
 /// Runs a plan end to end. Nothing is written until the target answers and
 /// prompt lengths are calibrated; after that every finished point is on disk.
@@ -81,24 +46,6 @@ async fn run_or_resume(
     let result = run_on(&opts, &target, resuming, cancel).await;
     target.shutdown().await;
     result
-}
-
-/// The API key (read from the variable the plan names) and request limits
-/// every target of the plan is reached with.
-pub(crate) fn connection(opts: &RunOptions) -> Result<(Option<String>, Timeouts), RunError> {
-    let t = &opts.plan.file.target;
-    let api_key = match &t.api_key_env {
-        Some(name) => Some(std::env::var(name).map_err(|_| RunError::MissingApiKey(name.clone()))?),
-        None => None,
-    };
-    let limits = opts.plan.file.timeouts.resolve(t.timeout_s);
-    let timeouts = Timeouts {
-        connect: limits.connect,
-        first_byte: limits.first_byte,
-        idle: limits.idle,
-        total: limits.total,
-    };
-    Ok((api_key, timeouts))
 }
 
 async fn run_on(
@@ -177,39 +124,6 @@ async fn run_on(
     finish(writer, outcome, &cancel, Vec::new())
 }
 
-/// Ends a run: its status (complete, or interrupted and why: an error, the
-/// user, or deployments that failed to start), the parts merged and the
-/// manifest saved even after a failure — the first failure is the one
-/// reported.
-pub(crate) fn finish(
-    writer: RunWriter,
-    outcome: Result<Vec<String>, RunError>,
-    cancel: &Cancel,
-    failed_deployments: Vec<String>,
-) -> Result<RunResult, RunError> {
-    let (status, reason) = match (&outcome, *cancel.borrow()) {
-        (Err(e), _) => (RunStatus::Interrupted, Some(e.to_string())),
-        (Ok(_), true) => (
-            RunStatus::Interrupted,
-            Some("interrupted by the user (Ctrl-C or SIGTERM)".into()),
-        ),
-        (Ok(_), false) if !failed_deployments.is_empty() => {
-            (RunStatus::Interrupted, Some(failed_deployments.join(" ")))
-        }
-        (Ok(_), false) => (RunStatus::Complete, None),
-    };
-    let finished = writer.finish(status, reason);
-    let over_tolerance = outcome?;
-    let dir = finished?;
-    let manifest = qexp_store::read_manifest(&dir)?;
-    Ok(RunResult {
-        dir,
-        manifest,
-        over_tolerance,
-        failed_deployments,
-    })
-}
-
 /// Runs every (trial, point) of a plan without deployments against one
 /// target, in each trial's recorded (or newly drawn) order.
 async fn run_trials<B: Backend>(
@@ -252,48 +166,6 @@ async fn run_trials<B: Backend>(
         }
     }
     Ok(runner.over_tolerance)
-}
-
-/// The per-point context for one target of a run.
-pub(crate) fn point_runner<'a, B: Backend>(
-    opts: &'a RunOptions,
-    prep: &'a Prepared,
-    writer: &RunWriter,
-    backend: Arc<B>,
-    stop: &'a Stop,
-    trials: u32,
-    deployment: Option<crate::record::DeploymentTag>,
-) -> PointRunner<'a, B> {
-    let f = &opts.plan.file;
-    let run_id = writer.manifest().run_id.clone();
-    let host = writer.manifest().host.hostname.clone().unwrap_or_default();
-    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
-    let per_deployment = (opts.plan.points().len() / opts.plan.deployments().len().max(1)) as u32;
-    let prompts = Prompts {
-        filler: &prep.filler,
-        seed: f.run.seed,
-        salt,
-        shared: f.workload.shared_prefix.as_ref(),
-        input_lengths: f.workload.input_lengths.as_ref(),
-        output_lengths: f.workload.output_lengths.as_ref(),
-        dataset: prep.dataset.as_ref(),
-        multi_turn: f.workload.multi_turn.as_ref(),
-        trace: prep.trace.as_ref(),
-        calibrations: &prep.calibrations,
-        per_deployment,
-    };
-    PointRunner {
-        plan: f,
-        prep,
-        prompts,
-        backend,
-        stop,
-        run_id,
-        host,
-        trials,
-        deployment,
-        over_tolerance: Vec::new(),
-    }
 }
 
 fn target_info(opts: &RunOptions, target: &Target, prep: &Prepared) -> TargetInfo {

@@ -1,0 +1,94 @@
+//! What a run was asked to do, what it gives back, and the two steps every
+//! kind of run shares: how its targets are reached (key and limits) and
+//! how it ends (status, merge, manifest).
+
+use crate::error::RunError;
+use crate::Cancel;
+use qexp_client::Timeouts;
+use qexp_plan::Plan;
+use qexp_store::{Manifest, RunStatus, RunWriter};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What `qexp run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The validated plan.
+    pub plan: Plan,
+    /// `--trials`, overriding the plan.
+    pub trials: Option<u32>,
+    /// `--target`, overriding the plan's base URL.
+    pub target: Option<String>,
+    /// `--model`, overriding the plan's model.
+    pub model: Option<String>,
+    /// Results root (`results/` by default).
+    pub out: PathBuf,
+    /// The overrides as typed, for the manifest.
+    pub overrides: BTreeMap<String, String>,
+}
+
+/// A finished (or interrupted) run.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// The manifest as saved.
+    pub manifest: Manifest,
+    /// The (trial, point)s whose failed requests exceeded the plan's
+    /// `[tolerance]`, one line each; empty when none did.
+    pub over_tolerance: Vec<String>,
+    /// One sentence per deployment that failed to start or become ready
+    /// (its remaining cells were skipped); empty when none did.
+    pub failed_deployments: Vec<String>,
+}
+
+/// The API key (read from the variable the plan names) and request limits
+/// every target of the plan is reached with.
+pub(crate) fn connection(opts: &RunOptions) -> Result<(Option<String>, Timeouts), RunError> {
+    let t = &opts.plan.file.target;
+    let api_key = match &t.api_key_env {
+        Some(name) => Some(std::env::var(name).map_err(|_| RunError::MissingApiKey(name.clone()))?),
+        None => None,
+    };
+    let limits = opts.plan.file.timeouts.resolve(t.timeout_s);
+    let timeouts = Timeouts {
+        connect: limits.connect,
+        first_byte: limits.first_byte,
+        idle: limits.idle,
+        total: limits.total,
+    };
+    Ok((api_key, timeouts))
+}
+
+/// Ends a run: its status (complete, or interrupted and why: an error, the
+/// user, or deployments that failed to start), the parts merged and the
+/// manifest saved even after a failure — the first failure is the one
+/// reported.
+pub(crate) fn finish(
+    writer: RunWriter,
+    outcome: Result<Vec<String>, RunError>,
+    cancel: &Cancel,
+    failed_deployments: Vec<String>,
+) -> Result<RunResult, RunError> {
+    let (status, reason) = match (&outcome, *cancel.borrow()) {
+        (Err(e), _) => (RunStatus::Interrupted, Some(e.to_string())),
+        (Ok(_), true) => (
+            RunStatus::Interrupted,
+            Some("interrupted by the user (Ctrl-C or SIGTERM)".into()),
+        ),
+        (Ok(_), false) if !failed_deployments.is_empty() => {
+            (RunStatus::Interrupted, Some(failed_deployments.join(" ")))
+        }
+        (Ok(_), false) => (RunStatus::Complete, None),
+    };
+    let finished = writer.finish(status, reason);
+    let over_tolerance = outcome?;
+    let dir = finished?;
+    let manifest = qexp_store::read_manifest(&dir)?;
+    Ok(RunResult {
+        dir,
+        manifest,
+        over_tolerance,
+        failed_deployments,
+    })
+}
