@@ -4,7 +4,33 @@
 //! own account. (The server shares the process here, so CPU and memory
 //! figures include it; `qexp bench` runs it in a process of its own.)
 
+use qexp_bench::figures::FidelityRow;
+use qexp_bench::scenarios::{self, Env};
 use qexp_bench::{run_bench, BenchServer, Scale};
+
+/// How many fidelity measurements the server's gaps may take to show.
+const FIDELITY_RUNS: usize = 3;
+
+/// Checks one fidelity measurement (C = 4, 50 ms TTFT, 10 ms per token):
+/// what holds on any host is asserted; a p99 chunk gap that a stalled host
+/// can stretch is returned as a miss, for the measurement to be made again.
+/// Why: the p99 of a quick run's 28 gaps is its largest, and two busy loops
+/// on the 2-core VM stretched it to 32-85 ms in 3 runs of 20. A bench
+/// server whose gaps are really wrong (none, or 20 ms) misses every time.
+fn fidelity_misses(f: &FidelityRow) -> Option<String> {
+    assert_eq!(f.failures, 0);
+    // The server's own TTFT is at least the 50 ms it was asked for, and the
+    // client cannot see a token before the server has sent it.
+    assert!(f.server_ttft_p99_ms >= 50.0, "{f:?}");
+    assert!(f.ttft_p50_error_ms > -1.0, "{f:?}");
+    assert!(
+        f.gap_p50_error_ms.is_finite() && f.gap_p99_error_ms.is_finite(),
+        "{f:?}"
+    );
+    // A stall only lengthens a gap: none this short is the host's doing.
+    assert!(f.server_gap_p99_ms > 0.0, "{f:?}");
+    (f.server_gap_p99_ms >= 20.0).then(|| format!("server gap p99 should be 10 ms: {f:?}"))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_bench_measures_every_scenario() {
@@ -31,17 +57,22 @@ async fn quick_bench_measures_every_scenario() {
         assert!(r.server_cores >= 0.0 && r.server_cores.is_finite(), "{r:?}");
     }
 
-    let f = &res.fidelity[0];
-    assert_eq!(f.failures, 0);
-    // The server's own TTFT is at least the 50 ms it was asked for, and the
-    // client cannot see a token before the server has sent it.
-    assert!(f.server_ttft_p99_ms >= 50.0, "{f:?}");
-    assert!(f.ttft_p50_error_ms > -1.0, "{f:?}");
-    assert!(
-        f.gap_p50_error_ms.is_finite() && f.gap_p99_error_ms.is_finite(),
-        "{f:?}"
-    );
-    assert!((f.server_gap_p99_ms - 10.0).abs() < 10.0, "{f:?}");
+    // The server's chunk gaps are judged on up to FIDELITY_RUNS measurements:
+    // see `fidelity_misses`.
+    let env = Env::new(&server.base_url(), scratch.path());
+    let mut f = res.fidelity[0].clone();
+    let mut misses = Vec::new();
+    while let Some(why) = fidelity_misses(&f) {
+        misses.push(why);
+        assert!(
+            misses.len() < FIDELITY_RUNS,
+            "the server's gaps were off in all {FIDELITY_RUNS} measurements:\n{}",
+            misses.join("\n")
+        );
+        f = scenarios::fidelity(&env, 4, 4, 50.0, 10.0, scale.fidelity_tokens)
+            .await
+            .unwrap();
+    }
 
     assert_eq!(res.memory.len(), 2);
     assert!(res.memory[1].mb_per_1000_streams.is_some());

@@ -1,16 +1,13 @@
-use crate::classify::{
-    classify, error_text, header_text, not_event_stream, stale_connection, status_error,
-};
-use crate::events::{read, StreamState};
-use crate::outcome::{ErrorClass, Outcome, RequestError, Usage};
+use crate::classify::{classify, header_text, stale_connection};
+use crate::measure::{measure, Attempt, Body, Head, Transport};
+use crate::outcome::{ErrorClass, Outcome, RequestError};
 use crate::raw::RawHttp;
 use crate::secret::Redactor;
 use crate::sent::StampedBody;
-use crate::sse::SseParser;
-use crate::timeouts::{Limit, StreamDeadline, Timeouts};
-use futures_util::StreamExt;
+use crate::timeouts::{Limit, Timeouts};
 use serde_json::{json, Map, Value};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Which OpenAI-compatible endpoint a request goes to: the plan's
 /// `target.api`, one enum from the plan to the manifest.
@@ -317,204 +314,118 @@ impl Client {
     async fn measure(&self, req: &GenRequest) -> Outcome {
         // Serialized once; every attempt sends the same bytes.
         let body = bytes::Bytes::from(req.body(true).to_string());
-        let started = tokio::time::Instant::now();
-        let limit = |after: Duration, class| Limit {
-            at: started + after,
-            class,
-            after,
-        };
-        let total = limit(self.timeouts.total, ErrorClass::Timeout);
-        let first_byte = Limit::earliest(
-            total,
-            limit(self.timeouts.first_byte, ErrorClass::FirstByteTimeout),
-        );
-        let (mut t0, mut unix0) = (Instant::now(), unix_now());
-        let mut out = Outcome {
-            sent_unix_s: unix0,
+        let out = Outcome {
             text: req.history.as_ref().map(|_| String::new()),
             // One arrival time per token, for the tokens asked for.
             chunk_offsets_s: Vec::with_capacity(req.max_tokens.min(1 << 16) as usize),
             ..Outcome::default()
         };
-        if let Some(raw) = &self.raw {
-            let limits = (first_byte, total);
-            return raw.measure(req, &body, &self.timeouts, limits, out).await;
-        }
-        let mut on_wire;
-        let sent = loop {
-            let (stamped, read_at) = StampedBody::new(body.clone());
-            on_wire = read_at;
-            let send = self
-                .request_maybe_fresh(out.retries > 0, reqwest::Method::POST, req.path())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(reqwest::Body::wrap(stamped))
-                .send();
-            match tokio::time::timeout_at(first_byte.at, send).await {
-                Err(_) => break Err((first_byte.class, first_byte.message())),
-                // Nothing of this attempt reached the server's generator: the
-                // measurement restarts with the retry, and the row says so.
-                Ok(Err(e)) if out.retries == 0 && stale_connection(&e) => {
-                    out.retries += 1;
-                    (t0, unix0) = (Instant::now(), unix_now());
-                    out.sent_unix_s = unix0;
-                }
-                Ok(Err(e)) => {
-                    let closed = stale_connection(&e);
-                    let mut err = classify(e);
-                    if closed {
-                        err.class = ErrorClass::ConnectionClosed;
-                        err.message = format!(
-                            "the server closed the connection before answering, {} times: {}",
-                            out.retries + 1,
-                            err.message
-                        );
-                    }
-                    break Err((err.class, err.message));
-                }
-                Ok(Ok(r)) => break Ok(r),
+        let timeouts = &self.timeouts;
+        match &self.raw {
+            Some(raw) => {
+                let transport = raw.stream(req.path(), &body, timeouts.connect);
+                measure(transport, timeouts, out).await
             }
-        };
-        // Times count from the moment the request went to the wire, when
-        // the connection read its body (see `sent`); a request that never
-        // got that far counts from when qexp began it.
-        if let Some(&wire) = on_wire.get() {
-            if wire > t0 {
-                out.sent_unix_s = unix0 + (wire - t0).as_secs_f64();
-                t0 = wire;
+            None => {
+                let transport = ViaReqwest {
+                    client: self,
+                    path: req.path(),
+                    body,
+                    on_wire: Default::default(),
+                };
+                measure(transport, timeouts, out).await
             }
         }
-        let resp = match sent {
-            Ok(r) => r,
-            Err((class, message)) => {
-                let at = Instant::now().saturating_duration_since(t0).as_secs_f64();
-                return fail(out, at, class, &message);
-            }
-        };
-        let since = |t: Instant| t.duration_since(t0).as_secs_f64();
-        out.headers_s = Some(since(Instant::now()));
-        let status = resp.status();
-        out.http_status = Some(status.as_u16());
-        if !status.is_success() {
-            let retry_after = header_text(&resp, reqwest::header::RETRY_AFTER);
-            let text = tokio::time::timeout_at(first_byte.at, resp.text())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            let err = status_error(status.as_u16(), &error_text(&text), retry_after);
-            return fail(out, since(Instant::now()), err.class, &err.message);
-        }
-        let content_type = header_text(&resp, reqwest::header::CONTENT_TYPE);
-        if let Some(err) = content_type.as_deref().and_then(not_event_stream) {
-            return fail(out, since(Instant::now()), err.class, &err.message);
-        }
-        let mut stream = resp.bytes_stream();
-        let mut parser = SseParser::new();
-        let mut state = StreamState::default();
-        let mut deadline = StreamDeadline::new(first_byte, total, self.timeouts.idle);
-        loop {
-            let next = tokio::select! {
-                biased;
-                n = stream.next() => n,
-                lim = deadline.expired() => {
-                    return fail(out, since(Instant::now()), lim.class, &lim.message());
-                }
-            };
-            // The arrival time is taken before anything of the read is parsed.
-            let now = Instant::now();
-            let arrived = since(now);
-            deadline.read_at(now);
-            match next {
-                None => {
-                    if let Some(err) = read(&mut parser, &mut state, &mut out, None, arrived) {
-                        return fail(out, arrived, err.class, &err.message);
-                    }
-                    break;
-                }
-                Some(Err(e)) => {
-                    let err = classify(e);
-                    let class = if err.class == ErrorClass::Timeout {
-                        err.class
-                    } else {
-                        ErrorClass::StreamBroken
-                    };
-                    return fail(out, arrived, class, &err.message);
-                }
-                Some(Ok(bytes)) => {
-                    if let Some(err) =
-                        read(&mut parser, &mut state, &mut out, Some(&bytes), arrived)
-                    {
-                        return fail(out, arrived, err.class, &err.message);
-                    }
-                    if state.done {
-                        break;
-                    }
-                }
-            }
-        }
-        out.end_s = since(Instant::now());
-        settle(&mut out, state.done);
-        out
     }
 }
 
-/// Reads an OpenAI `usage` object.
-pub fn parse_usage(u: &Value) -> Usage {
-    let n = |v: Option<&Value>| {
-        v.and_then(Value::as_u64)
-            .map(|x| x.min(u32::MAX as u64) as u32)
-    };
-    Usage {
-        prompt_tokens: n(u.get("prompt_tokens")),
-        completion_tokens: n(u.get("completion_tokens")),
-        cached_tokens: n(u
-            .get("prompt_tokens_details")
-            .and_then(|d| d.get("cached_tokens"))),
+/// One streamed request's I/O over reqwest, for [`measure`].
+struct ViaReqwest<'a> {
+    client: &'a Client,
+    path: &'static str,
+    body: bytes::Bytes,
+    /// When the latest attempt's body was first read by its connection.
+    on_wire: Arc<OnceLock<Instant>>,
+}
+
+impl Transport for ViaReqwest<'_> {
+    type Body = ReqwestBody;
+
+    async fn attempt(&mut self, fresh: bool, _: Limit) -> Attempt<ReqwestBody> {
+        let (stamped, read_at) = StampedBody::new(self.body.clone());
+        self.on_wire = read_at;
+        let sent = self
+            .client
+            .request_maybe_fresh(fresh, reqwest::Method::POST, self.path)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(reqwest::Body::wrap(stamped))
+            .send()
+            .await;
+        match sent {
+            Ok(resp) => {
+                let head = Head {
+                    status: resp.status().as_u16(),
+                    content_type: header_text(&resp, reqwest::header::CONTENT_TYPE),
+                    retry_after: header_text(&resp, reqwest::header::RETRY_AFTER),
+                };
+                let body = ReqwestBody {
+                    resp,
+                    read: None,
+                    ended: false,
+                };
+                Attempt::Answered(head, body)
+            }
+            Err(e) if stale_connection(&e) => Attempt::Stale(classify(e).message),
+            Err(e) => {
+                let err = classify(e);
+                Attempt::Failed(err.class, err.message)
+            }
+        }
+    }
+
+    /// The moment the connection first read the body (see `sent`).
+    fn wire_at(&self) -> Option<Instant> {
+        self.on_wire.get().copied()
     }
 }
 
-pub(crate) fn fail(mut out: Outcome, at: f64, class: ErrorClass, message: &str) -> Outcome {
-    out.end_s = at;
-    out.error = Some(RequestError {
-        class,
-        message: message.to_string(),
-    });
-    out
+/// A response body as reqwest hands it out, one frame per read.
+struct ReqwestBody {
+    resp: reqwest::Response,
+    /// The latest frame, not yet taken.
+    read: Option<bytes::Bytes>,
+    ended: bool,
 }
 
-/// The failure a stream that ended shows, if any: closed before `[DONE]`
-/// and a finish reason, ended without `[DONE]`, or without any content.
-pub(crate) fn settle(out: &mut Outcome, done: bool) {
-    let end = if !done && out.finish_reason.is_none() {
-        Some((
-            ErrorClass::StreamBroken,
-            "the stream closed before [DONE] or a finish_reason",
-        ))
-    } else if !done {
-        Some((
-            ErrorClass::MissingDone,
-            "the stream ended after its finish_reason without data: [DONE]",
-        ))
-    } else if out.content_chunks == 0 {
-        Some((
-            ErrorClass::NoOutput,
-            "the stream finished without generated content",
-        ))
-    } else {
-        None
-    };
-    if let Some((class, message)) = end {
-        out.error = Some(RequestError {
-            class,
-            message: message.into(),
-        });
+impl Body for ReqwestBody {
+    async fn error_text(self) -> String {
+        self.resp.text().await.unwrap_or_default()
     }
-}
 
-pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+    async fn read_more(&mut self) -> Result<(), RequestError> {
+        match self.resp.chunk().await {
+            Ok(Some(bytes)) => self.read = Some(bytes),
+            Ok(None) => self.ended = true,
+            Err(e) => {
+                let mut err = classify(e);
+                if err.class != ErrorClass::Timeout {
+                    err.class = ErrorClass::StreamBroken;
+                }
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    fn take_data(&mut self, mut data: impl FnMut(&[u8])) -> Result<bool, String> {
+        if let Some(bytes) = self.read.take() {
+            data(&bytes);
+        }
+        Ok(self.ended)
+    }
+
+    /// reqwest's pool takes the connection back by itself.
+    fn reuse(self) {}
 }
 
 #[cfg(test)]

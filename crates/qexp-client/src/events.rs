@@ -10,8 +10,7 @@
 //! always had.
 
 use crate::classify::{error_text, excerpt};
-use crate::outcome::{ErrorClass, Outcome, RequestError};
-use crate::parse_usage;
+use crate::outcome::{parse_usage, ErrorClass, Outcome, RequestError};
 use crate::sse::{Event, SseParser};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;

@@ -1,4 +1,5 @@
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Why a request did not complete. Every failure gets exactly one class;
 /// the snake_case names are what `requests.parquet` stores and never change.
@@ -216,6 +217,21 @@ impl Outcome {
 impl std::fmt::Display for ErrorClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Reads an OpenAI `usage` object.
+pub fn parse_usage(u: &Value) -> Usage {
+    let n = |v: Option<&Value>| {
+        v.and_then(Value::as_u64)
+            .map(|x| x.min(u32::MAX as u64) as u32)
+    };
+    Usage {
+        prompt_tokens: n(u.get("prompt_tokens")),
+        completion_tokens: n(u.get("completion_tokens")),
+        cached_tokens: n(u
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens"))),
     }
 }
 

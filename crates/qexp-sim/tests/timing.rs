@@ -1,6 +1,8 @@
 //! The timing model as a client measures it over loopback: TTFT, chunk gaps,
 //! batch queueing, disconnects and shutdown. Tolerances are loose (±15 ms on
-//! single events) so a loaded 2-core machine does not make them flaky.
+//! single events), and a timing is judged on the first of up to
+//! [`ATTEMPTS`] streams that shows it (see [`stream_timed`]), so a loaded
+//! 2-core machine does not make them flaky.
 
 mod common;
 
@@ -14,6 +16,54 @@ use serde_json::{json, Value};
 /// a neighbour streaming hundreds of sequences on the same two cores would
 /// be measured with it.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How many streams (or batches) a timing may take to show.
+const ATTEMPTS: usize = 4;
+
+/// Streams `body` to `url` until `misses` finds nothing wrong with the
+/// stream's timing, at most [`ATTEMPTS`] times, and returns that stream.
+/// Each attempt's prompt starts differently, so that none finds an earlier
+/// one's in the simulator's prefix cache (which would cut its prefill).
+/// Why: a stall of the host itself lands on any one stream (16-28 ms on an
+/// idle 2-core VM in about 1 run in 20 of one test; up to 40 ms and one
+/// run in 10 with two busy loops beside it) and only ever delays, while a
+/// model timing that is really wrong (TTFT 100 ms, gaps of 20 ms) misses in
+/// every stream, and still fails.
+async fn stream_timed(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    misses: impl Fn(&[Event]) -> Option<String>,
+) -> Vec<Event> {
+    let mut seen = Vec::new();
+    for attempt in 0..ATTEMPTS {
+        let events = stream(client, url, &unique_prompt(body, attempt)).await;
+        match misses(&events) {
+            None => return events,
+            Some(why) => seen.push(why),
+        }
+    }
+    panic!("the timing was off in all {ATTEMPTS} streams: {seen:#?}");
+}
+
+/// `body` with the first word of its prompt made unique to `attempt` (the
+/// same number of words, so the same number of tokens).
+fn unique_prompt(body: &Value, attempt: usize) -> Value {
+    let mut body = body.clone();
+    let text = if body.get("prompt").is_some() {
+        &mut body["prompt"]
+    } else {
+        &mut body["messages"][0]["content"]
+    };
+    let prompt = text.as_str().expect("a text prompt");
+    *text = Value::from(format!("a{attempt}{prompt}"));
+    body
+}
+
+/// `Some(why)` when `ms` is outside `window`.
+fn outside(what: &str, ms: f64, window: std::ops::Range<f64>) -> Option<String> {
+    (!window.contains(&ms)).then(|| format!("{what} {ms:.1} ms, want {window:?}"))
+}
 
 /// Content events: every event but `[DONE]` and the usage chunk.
 fn content(events: &[Event]) -> Vec<&Event> {
@@ -42,14 +92,21 @@ async fn exact_profile_streams_with_known_timing() {
         .unwrap();
     let client = reqwest::Client::new();
     let url = format!("{}/v1/chat/completions", server.base_url());
-    let mut events = stream(&client, &url, &chat_body(250, 20)).await;
-    // A stall of the host itself (16-28 ms, seen in about 1 run in 20 of
-    // this test alone on an idle 2-core VM) can land on any one stream: the
-    // model's timing must show in one of two streams.
-    let first_ms = |events: &[Event]| content(events).first().map(|c| ms(c.at));
-    if !first_ms(&events).is_some_and(|t| (49.0..65.0).contains(&t)) {
-        events = stream(&client, &url, &chat_body(250, 20)).await;
-    }
+    let events = stream_timed(&client, &url, &chat_body(250, 20), |events| {
+        let chunks = content(events);
+        let (first, last) = (chunks.first()?, chunks.last()?);
+        // TTFT is 50 ms whatever the prompt length (no per-token prefill cost).
+        let mut misses = vec![outside("TTFT", ms(first.at), 49.0..65.0)];
+        // Deadlines are absolute, so the mean gap is tight even if one gap is late.
+        let mean_gap = ms(last.at - first.at) / (chunks.len() - 1).max(1) as f64;
+        misses.push(outside("mean gap", mean_gap, 7.0..13.0));
+        for pair in chunks.windows(2) {
+            misses.push(outside("gap", ms(pair[1].at - pair[0].at), 0.0..25.0));
+        }
+        let misses: Vec<String> = misses.into_iter().flatten().collect();
+        (!misses.is_empty()).then(|| misses.join("; "))
+    })
+    .await;
 
     let chunks = content(&events);
     assert_eq!(chunks.len(), 20, "ceil(20 / 1 token per step) chunks");
@@ -83,19 +140,6 @@ async fn exact_profile_streams_with_known_timing() {
     assert_eq!(finishes[19], "length");
     assert!(finishes[..19].iter().all(Value::is_null));
 
-    // TTFT is 50 ms whatever the prompt length (no per-token prefill cost).
-    let ttft = ms(chunks[0].at);
-    assert!((49.0..65.0).contains(&ttft), "TTFT {ttft:.1} ms, want 50");
-    // Deadlines are absolute, so the mean gap is tight even if one gap is late.
-    let mean_gap = ms(chunks[19].at - chunks[0].at) / 19.0;
-    assert!(
-        (mean_gap - 10.0).abs() < 3.0,
-        "mean gap {mean_gap:.2} ms, want 10"
-    );
-    for pair in chunks.windows(2) {
-        let gap = ms(pair[1].at - pair[0].at);
-        assert!(gap < 25.0, "gap {gap:.1} ms, want 10");
-    }
     server.shutdown().await;
 }
 
@@ -112,11 +156,11 @@ async fn multi_token_steps_and_prefill_cost() {
     let server = SimServer::start(profile).await.unwrap();
     let client = reqwest::Client::new();
     let body = json!({"prompt": words(200), "max_tokens": 10, "stream": true, "stream_options": {"include_usage": true}});
-    let events = stream(
-        &client,
-        &format!("{}/v1/completions", server.base_url()),
-        &body,
-    )
+    let url = format!("{}/v1/completions", server.base_url());
+    let events = stream_timed(&client, &url, &body, |events| {
+        let first = content(events).first().map_or(f64::NAN, |c| ms(c.at));
+        outside("TTFT", first, 69.0..85.0)
+    })
     .await;
     let chunks = content(&events);
     let sizes: Vec<usize> = chunks
@@ -130,8 +174,6 @@ async fn multi_token_steps_and_prefill_cost() {
         })
         .collect();
     assert_eq!(sizes, [4, 4, 2], "ceil(10 / 4) chunks, the last one short");
-    let ttft = ms(chunks[0].at);
-    assert!((69.0..85.0).contains(&ttft), "TTFT {ttft:.1} ms, want 70");
     let usage = events[events.len() - 2].json();
     assert_eq!(usage["usage"]["completion_tokens"], 10);
     assert_eq!(usage["usage"]["prompt_tokens"], 200);
@@ -149,9 +191,25 @@ async fn requests_beyond_max_batch_queue() {
     let server = SimServer::start(profile).await.unwrap();
     let client = reqwest::Client::new();
     let url = format!("{}/v1/chat/completions", server.base_url());
+    // Four at once, judged as `stream_timed` judges one stream: a batch
+    // whose timing a stall of the host bent is measured again.
+    let mut seen = Vec::new();
+    while let Some(why) = batch_misses(&client, &url).await {
+        seen.push(why);
+        assert!(
+            seen.len() < ATTEMPTS,
+            "the timing was off in all {ATTEMPTS} batches: {seen:#?}"
+        );
+    }
+    server.shutdown().await;
+}
+
+/// Sends four streams at once to a server that admits two; `Some(why)` when
+/// their timing is not that of two admitted and two queued until a slot frees.
+async fn batch_misses(client: &reqwest::Client, url: &str) -> Option<String> {
     let tasks: Vec<_> = (0..4)
         .map(|_| {
-            let (client, url) = (client.clone(), url.clone());
+            let (client, url) = (client.clone(), url.to_owned());
             tokio::spawn(async move {
                 let events = stream(&client, &url, &chat_body(10, 20)).await;
                 let chunks = content(&events);
@@ -165,18 +223,22 @@ async fn requests_beyond_max_batch_queue() {
     }
     runs.sort();
     let ttfts: Vec<f64> = runs.iter().map(|r| ms(r.0)).collect();
-    // Two admitted at once: 50 ms. Two queued until a slot frees at 50 + 19 * 10 = 240 ms.
-    assert!(ttfts[1] < 100.0, "TTFTs {ttfts:?}");
+    // Two queued until a slot frees at 50 + 19 * 10 = 240 ms: a stall only
+    // delays, so an earlier start is wrong on any host.
     assert!(ttfts[2] > 200.0, "TTFTs {ttfts:?}");
+    // Two admitted at once: 50 ms.
+    if ttfts[1] >= 100.0 {
+        return Some(format!("two should start at 50 ms: TTFTs {ttfts:?}"));
+    }
     // The queued ones start when a slot frees: at the last chunk of an admitted one
     // (give or take which of two sockets the client reads first).
     let freed = ms(runs[0].1.min(runs[1].1));
-    assert!(
-        ttfts[2] > freed - 5.0,
-        "a queued request started at {} ms, before a slot freed at {freed} ms",
-        ttfts[2]
-    );
-    server.shutdown().await;
+    (ttfts[2] <= freed - 5.0).then(|| {
+        format!(
+            "a queued request started at {} ms, before a slot freed at {freed} ms",
+            ttfts[2]
+        )
+    })
 }
 
 #[tokio::test]
@@ -291,21 +353,20 @@ async fn fast_profile_is_scaled_founding() {
         .unwrap();
     let client = reqwest::Client::new();
     let body = json!({"prompt": words(1000), "max_tokens": 40, "stream": true});
-    let events = stream(
-        &client,
-        &format!("{}/v1/completions", server.base_url()),
-        &body,
-    )
+    let url = format!("{}/v1/completions", server.base_url());
+    let events = stream_timed(&client, &url, &body, |events| {
+        let chunks = content(events);
+        let (first, last) = (chunks.first()?, chunks.last()?);
+        // (1.22 s + 1000 / 7260 tok/s) * 0.05 = 67.9 ms; 9 steps of 54.7 ms * 0.05 = 24.6 ms.
+        let misses = [
+            outside("TTFT", ms(first.at), 67.0..90.0),
+            outside("decode", ms(last.at - first.at), 20.0..40.0),
+        ];
+        let misses: Vec<String> = misses.into_iter().flatten().collect();
+        (!misses.is_empty()).then(|| misses.join("; "))
+    })
     .await;
     let chunks = content(&events);
     assert_eq!(chunks.len(), 10, "4 tokens per step");
-    // (1.22 s + 1000 / 7260 tok/s) * 0.05 = 67.9 ms; 9 steps of 54.7 ms * 0.05 = 24.6 ms.
-    let ttft = ms(chunks[0].at);
-    assert!((67.0..90.0).contains(&ttft), "TTFT {ttft:.1} ms, want 67.9");
-    let decode = ms(chunks[9].at - chunks[0].at);
-    assert!(
-        (20.0..40.0).contains(&decode),
-        "decode {decode:.1} ms, want 24.6"
-    );
     server.shutdown().await;
 }

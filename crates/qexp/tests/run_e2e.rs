@@ -60,12 +60,50 @@ fn f64_col(df: &DataFrame, name: &str) -> Vec<f64> {
         .collect()
 }
 
+/// How many runs the timing may take to show before it counts as wrong.
+const TIMING_RUNS: usize = 3;
+
+/// The value at quantile `q` (nearest rank) of `v`.
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_against_known_timing_writes_exact_rows_and_timing() {
     let _serial = SERIAL.lock().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let (_tx, rx) = tokio::sync::watch::channel(false);
-    let result = run(opts(tmp.path(), PLAN), rx).await.expect("run succeeds");
+    // What a run writes is checked exactly on every run; its timing is
+    // judged on the lower quartile of the measured requests, and a run whose
+    // timing is off is made again, up to TIMING_RUNS times. Why: a busy host
+    // (a parallel build, two busy loops on the 2-core VM) stalls qexp or the
+    // simulator for tens of milliseconds on a few requests of most runs (12
+    // of 20 runs failed when every request had to be within 50 ± 15 ms), and
+    // a stall only ever delays. A timing that is really wrong — a server
+    // whose TTFT is 100 ms, a client that adds 20 ms or stamps too early —
+    // moves every request, so the lower quartile of every run, and still
+    // fails.
+    let mut misses = Vec::new();
+    for run_no in 1..=TIMING_RUNS {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let result = run(opts(tmp.path(), PLAN), rx).await.expect("run succeeds");
+        let measured = check_rows(&result);
+        let a = qexp_analysis::analyze(&result.dir).unwrap();
+        check_report(&a, tmp.path());
+        match timing_misses(&measured, &a) {
+            None => return,
+            Some(why) => misses.push(format!("run {run_no}: {why}")),
+        }
+    }
+    panic!(
+        "the timing was off in all {TIMING_RUNS} runs:\n{}",
+        misses.join("\n")
+    );
+}
+
+/// Checks the rows a run wrote (exactly: none of this depends on timing)
+/// and returns its measured (not warm-up) requests.
+fn check_rows(result: &qexp_runner::RunResult) -> DataFrame {
     assert_eq!(result.manifest.status, qexp_store::RunStatus::Complete);
     assert!(result.manifest.target.simulated);
     // The simulator is plain HTTP: qexp's own reader timed it.
@@ -88,12 +126,7 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
         "no failures"
     );
 
-    let measured = df
-        .clone()
-        .lazy()
-        .filter(col("warmup").not())
-        .collect()
-        .unwrap();
+    let measured = df.lazy().filter(col("warmup").not()).collect().unwrap();
     let prompt = f64_col(&measured, "prompt_tokens");
     assert!(
         prompt.iter().all(|p| (p - 200.0).abs() <= 2.0),
@@ -103,12 +136,6 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
         .iter()
         .all(|c| *c == 21.0));
     assert!(f64_col(&measured, "chunks").iter().all(|c| *c == 21.0));
-    for t in f64_col(&measured, "ttft_s") {
-        assert!((t - 0.050).abs() < 0.015, "TTFT {t} should be 50 ms");
-    }
-    for t in f64_col(&measured, "tpot_s") {
-        assert!((t - 0.010).abs() < 0.002, "TPOT {t} should be 10 ms");
-    }
 
     let pts = qexp_store::scan_points(&result.dir)
         .unwrap()
@@ -116,28 +143,47 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
         .unwrap();
     assert_eq!(pts.height(), 4);
     assert!(pts.column("invalid_reason").unwrap().null_count() == 4);
+    measured
+}
 
-    let a = qexp_analysis::analyze(&result.dir).unwrap();
+/// Why a run's timing is not the `exact` profile's (TTFT 50 ms, 10 ms per
+/// token), if it is not.
+fn timing_misses(measured: &DataFrame, a: &qexp_analysis::RunAnalysis) -> Option<String> {
+    let mut misses = Vec::new();
+    let ttft = f64_col(measured, "ttft_s");
+    let tpot = f64_col(measured, "tpot_s");
+    let ttft_q25 = quantile(ttft.clone(), 0.25);
+    if (ttft_q25 - 0.050).abs() >= 0.015 {
+        misses.push(format!("TTFT lower quartile {ttft_q25} should be 50 ms"));
+    }
+    let tpot_q25 = quantile(tpot.clone(), 0.25);
+    if (tpot_q25 - 0.010).abs() >= 0.002 {
+        misses.push(format!("TPOT lower quartile {tpot_q25} should be 10 ms"));
+    }
     assert_eq!(a.points.len(), 2);
     for p in &a.points {
         assert_eq!(p.n, 2);
         let decode = p.decode_tok_s.as_ref().unwrap().median;
-        assert!(
-            (decode - 100.0).abs() < 15.0,
-            "decode {decode} tok/s should be ~100"
-        );
+        if (decode - 100.0).abs() >= 15.0 {
+            misses.push(format!("decode {decode} tok/s should be ~100"));
+        }
     }
     // c=4 keeps four streams going: aggregate ≈ 4 × 21 tokens / 0.25 s.
     let agg1 = a.points[0].agg_tok_s.as_ref().unwrap().median;
     let agg4 = a.points[1].agg_tok_s.as_ref().unwrap().median;
-    assert!(
-        agg4 > 3.0 * agg1,
-        "aggregate should scale with concurrency: {agg1} → {agg4}"
-    );
+    if agg4 <= 3.0 * agg1 {
+        misses.push(format!(
+            "aggregate should scale with concurrency: {agg1} → {agg4}"
+        ));
+    }
+    (!misses.is_empty()).then(|| format!("{}; TTFT {ttft:?}; TPOT {tpot:?}", misses.join("; ")))
+}
 
-    let out = tmp.path().join("reports");
+/// The run's report renders and says the numbers are simulated.
+fn check_report(a: &qexp_analysis::RunAnalysis, dir: &Path) {
+    let out = dir.join("reports");
     let files =
-        qexp_report::render_run(&a, &qexp_report::Templates::builtin().unwrap(), &out).unwrap();
+        qexp_report::render_run(a, &qexp_report::Templates::builtin().unwrap(), &out).unwrap();
     let md = std::fs::read_to_string(&files[0]).unwrap();
     assert!(md.contains("| Concurrency (requests) |"), "{md}");
     assert!(

@@ -1,0 +1,296 @@
+//! The measuring procedure of one streamed request, written once for both
+//! transports (qexp's own HTTP/1.1 reader in `raw`, reqwest in `client`):
+//! the time limits, the one retry on a stale connection, when the request
+//! counts as sent, the status and content-type checks, the event loop with
+//! its deadline, and settling the outcome.
+//!
+//! A transport does only I/O ([`Transport`], [`Body`]): an attempt (a
+//! connection, the request written, the response head read), an error
+//! answer's body, and the body's reads. Every read is stamped here, once,
+//! the moment it returns. quinn is built the same way: `quinn-proto` holds
+//! the protocol without I/O and `quinn` drives it. The procedure is generic
+//! over the transport, so the per-read path has no boxing or dynamic calls.
+
+use crate::classify::{error_text, not_event_stream, status_error};
+use crate::events::{read, StreamState};
+use crate::outcome::{ErrorClass, Outcome, RequestError};
+use crate::sse::SseParser;
+use crate::timeouts::{Limit, StreamDeadline, Timeouts};
+use std::future::Future;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What a response head says, as far as the procedure checks it.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub retry_after: Option<String>,
+}
+
+/// How one attempt to send the request ended.
+pub(crate) enum Attempt<B> {
+    /// The response head arrived; the body follows.
+    Answered(Head, B),
+    /// The connection died before any response byte, as a pooled
+    /// connection the server had already closed does (the message says how).
+    Stale(String),
+    /// Any other failure before the response head.
+    Failed(ErrorClass, String),
+}
+
+/// One way of sending the streamed request: its I/O up to the response head.
+pub(crate) trait Transport {
+    /// The response body it reads.
+    type Body: Body;
+
+    /// Sends the request on a pooled connection, or a new one when `fresh`,
+    /// and reads the response head. It is dropped at `first_byte.at`.
+    fn attempt(
+        &mut self,
+        fresh: bool,
+        first_byte: Limit,
+    ) -> impl Future<Output = Attempt<Self::Body>>;
+
+    /// When the latest attempt's request went to the wire, if it got so far.
+    fn wire_at(&self) -> Option<Instant>;
+}
+
+/// The I/O of one response body.
+pub(crate) trait Body {
+    /// The body of an error answer as text (empty when it cannot be read).
+    fn error_text(self) -> impl Future<Output = String>;
+
+    /// Waits for the next read from the connection; returns when it does.
+    fn read_more(&mut self) -> impl Future<Output = Result<(), RequestError>>;
+
+    /// Hands the body data read so far to `data`, piece by piece; true once
+    /// the body has ended, `Err` when its framing is broken.
+    fn take_data(&mut self, data: impl FnMut(&[u8])) -> Result<bool, String>;
+
+    /// The stream was read to its end: the connection may serve again.
+    fn reuse(self);
+}
+
+/// A failure and when it happened (seconds since the request was sent).
+type Ended = (f64, RequestError);
+
+/// Sends one streamed request over `transport` and measures it into `out`.
+/// Never fails: every failure is classified inside the returned outcome.
+pub(crate) async fn measure<T: Transport>(
+    mut transport: T,
+    timeouts: &Timeouts,
+    out: Outcome,
+) -> Outcome {
+    let mut m = Measurement::start(timeouts, out);
+    let body = async {
+        let (head, body) = m.send(&mut transport).await?;
+        m.check(head, body).await
+    };
+    let stream = match body.await {
+        Ok(b) => m.events(b).await,
+        Err(e) => Err(e),
+    };
+    match stream {
+        Ok((done, body)) => {
+            m.out.end_s = m.elapsed();
+            settle(&mut m.out, done);
+            body.reuse();
+            m.out
+        }
+        Err((at, error)) => {
+            m.out.end_s = at;
+            m.out.error = Some(error);
+            m.out
+        }
+    }
+}
+
+/// One request being measured: its clock, its limits and its outcome.
+struct Measurement {
+    out: Outcome,
+    /// The moment times count from, and `out.sent_unix_s` is.
+    t0: Instant,
+    first_byte: Limit,
+    total: Limit,
+    idle: Duration,
+}
+
+impl Measurement {
+    fn start(timeouts: &Timeouts, mut out: Outcome) -> Measurement {
+        let started = tokio::time::Instant::now();
+        let limit = |after: Duration, class| Limit {
+            at: started + after,
+            class,
+            after,
+        };
+        let total = limit(timeouts.total, ErrorClass::Timeout);
+        let first_byte = Limit::earliest(
+            total,
+            limit(timeouts.first_byte, ErrorClass::FirstByteTimeout),
+        );
+        // `t0` and `sent_unix_s` name the same moment; both move together.
+        let t0 = Instant::now();
+        out.sent_unix_s = unix_now();
+        Measurement {
+            out,
+            t0,
+            first_byte,
+            total,
+            idle: timeouts.idle,
+        }
+    }
+
+    fn since(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.t0).as_secs_f64()
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.since(Instant::now())
+    }
+
+    /// Times count from `at` from now on, if it is later.
+    fn restart_at(&mut self, at: Instant) {
+        if at > self.t0 {
+            self.out.sent_unix_s += (at - self.t0).as_secs_f64();
+            self.t0 = at;
+        }
+    }
+
+    fn ended(&self, at: f64, class: ErrorClass, message: String) -> Ended {
+        (at, RequestError { class, message })
+    }
+
+    /// Sends the request, once more on a new connection if the first
+    /// attempt died on a stale one (see `classify::stale_connection`): such
+    /// a request almost always never reached the server, so the measurement
+    /// restarts with the retry and the row's `retries` says so. Times count
+    /// from the moment the request went to the wire; one that never got that
+    /// far counts from when its attempt began.
+    async fn send<T: Transport>(&mut self, t: &mut T) -> Result<(Head, T::Body), Ended> {
+        loop {
+            let fresh = self.out.retries > 0;
+            let attempt = t.attempt(fresh, self.first_byte);
+            let attempt = tokio::time::timeout_at(self.first_byte.at, attempt).await;
+            if let Some(wire) = t.wire_at() {
+                self.restart_at(wire);
+            }
+            let lim = self.first_byte;
+            match attempt {
+                Err(_) => return Err(self.ended(self.elapsed(), lim.class, lim.message())),
+                Ok(Attempt::Answered(head, body)) => return Ok((head, body)),
+                Ok(Attempt::Stale(_)) if self.out.retries == 0 => {
+                    self.out.retries = 1;
+                    self.restart_at(Instant::now());
+                }
+                Ok(Attempt::Stale(msg)) => {
+                    let msg = format!(
+                        "the server closed the connection before answering, {} times: {msg}",
+                        self.out.retries + 1
+                    );
+                    return Err(self.ended(self.elapsed(), ErrorClass::ConnectionClosed, msg));
+                }
+                Ok(Attempt::Failed(class, msg)) => {
+                    return Err(self.ended(self.elapsed(), class, msg))
+                }
+            }
+        }
+    }
+
+    /// Notes the head's arrival and status; a non-2xx answer (with its
+    /// body's text) or one that is not an event stream ends the request.
+    async fn check<B: Body>(&mut self, head: Head, body: B) -> Result<B, Ended> {
+        self.out.headers_s = Some(self.elapsed());
+        self.out.http_status = Some(head.status);
+        if !(200..300).contains(&head.status) {
+            let text = tokio::time::timeout_at(self.first_byte.at, body.error_text())
+                .await
+                .unwrap_or_default();
+            let err = status_error(head.status, &error_text(&text), head.retry_after);
+            return Err((self.elapsed(), err));
+        }
+        match head.content_type.as_deref().and_then(not_event_stream) {
+            Some(err) => Err((self.elapsed(), err)),
+            None => Ok(body),
+        }
+    }
+
+    /// Reads the event stream to `[DONE]` or the body's end, against the
+    /// first-byte, idle and total limits; each read is stamped before
+    /// anything of it is parsed. Returns whether `[DONE]` came.
+    async fn events<B: Body>(&mut self, mut body: B) -> Result<(bool, B), Ended> {
+        let mut parser = SseParser::new();
+        let mut state = StreamState::default();
+        let mut deadline = StreamDeadline::new(self.first_byte, self.total, self.idle);
+        // Bytes that came with the head arrived when it did.
+        let mut arrived = self.out.headers_s.unwrap_or_default();
+        loop {
+            let mut failed = None;
+            let out = &mut self.out;
+            let ended = body.take_data(|data| {
+                if failed.is_none() && !state.done {
+                    failed = read(&mut parser, &mut state, out, Some(data), arrived);
+                }
+            });
+            let ended = ended.map_err(|msg| self.ended(arrived, ErrorClass::StreamBroken, msg))?;
+            if let Some(err) = failed {
+                return Err((arrived, err));
+            }
+            if ended {
+                return match read(&mut parser, &mut state, &mut self.out, None, arrived) {
+                    Some(err) => Err((arrived, err)),
+                    None => Ok((state.done, body)),
+                };
+            }
+            if state.done {
+                return Ok((true, body));
+            }
+            let next = tokio::select! {
+                biased;
+                n = body.read_more() => n,
+                lim = deadline.expired() => {
+                    return Err(self.ended(self.elapsed(), lim.class, lim.message()));
+                }
+            };
+            let now = Instant::now();
+            arrived = self.since(now);
+            deadline.read_at(now);
+            next.map_err(|e| (arrived, e))?;
+        }
+    }
+}
+
+/// The failure a stream that ended shows, if any: closed before `[DONE]`
+/// and a finish reason, ended without `[DONE]`, or without any content.
+fn settle(out: &mut Outcome, done: bool) {
+    let end = if !done && out.finish_reason.is_none() {
+        Some((
+            ErrorClass::StreamBroken,
+            "the stream closed before [DONE] or a finish_reason",
+        ))
+    } else if !done {
+        Some((
+            ErrorClass::MissingDone,
+            "the stream ended after its finish_reason without data: [DONE]",
+        ))
+    } else if out.content_chunks == 0 {
+        Some((
+            ErrorClass::NoOutput,
+            "the stream finished without generated content",
+        ))
+    } else {
+        None
+    };
+    if let Some((class, message)) = end {
+        out.error = Some(RequestError {
+            class,
+            message: message.into(),
+        });
+    }
+}
+
+/// The wall-clock time, in seconds since the Unix epoch.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
