@@ -27,8 +27,3 @@ pub use rows::{
     points, points_frame, requests, requests_frame, server_column, PointRow, RequestRow,
 };
 pub use writer::{new_run_id, RunWriter};
-
-/// The stored vocabulary that comes from qexp-client: error classes, server
-/// counters and the speculative-decoding acceptance length derived from them.
-pub use qexp_client::counters::acceptance_length;
-pub use qexp_client::{ErrorClass, ServerCounter, ServerCounters};

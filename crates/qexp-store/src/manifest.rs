@@ -126,7 +126,7 @@ pub struct Manifest {
     /// Engine, version, model, context limit and flags read from `server`
     /// (absent in manifests written before qexp read fingerprints).
     #[serde(default)]
-    pub fingerprint: Option<qexp_client::Fingerprint>,
+    pub fingerprint: Option<qexp_types::Fingerprint>,
     /// Prompt-length calibration per input length.
     pub calibration: Vec<serde_json::Value>,
     /// Git state of the plan's repository.
@@ -199,7 +199,7 @@ pub struct DeploymentRun {
     pub model: Option<String>,
     /// What its first ready start said about itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<qexp_client::Fingerprint>,
+    pub fingerprint: Option<qexp_types::Fingerprint>,
     /// Every start (launched deployments) or connection (others), in order.
     #[serde(default)]
     pub starts: Vec<DeploymentStart>,
@@ -217,13 +217,13 @@ pub struct DeploymentStart {
     pub blocks: Vec<u32>,
     /// The launch: command, env names, port, pid, log, time to ready (launched deployments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch: Option<qexp_deploy::StartRecord>,
+    pub launch: Option<qexp_types::StartRecord>,
     /// How it was stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<qexp_deploy::StopRecord>,
+    pub stop: Option<qexp_types::StopRecord>,
     /// What the server said about itself at this start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<qexp_client::Fingerprint>,
+    pub fingerprint: Option<qexp_types::Fingerprint>,
 }
 
 /// A start that failed: the deployment's remaining cells are skipped.
