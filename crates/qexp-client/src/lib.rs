@@ -25,7 +25,7 @@ pub mod sse;
 mod timeouts;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
-pub use client::{parse_usage, Api, Client, ClientError, GenRequest};
+pub use client::{parse_usage, Client, ClientError, GenRequest};
 pub use conversation::{Message, Role};
 pub use dataset::{Dataset, DatasetError, DatasetFormat};
 pub use distribution::{LengthDist, Shape};

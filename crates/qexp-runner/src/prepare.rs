@@ -8,16 +8,16 @@ use crate::target::Target;
 use crate::workload::Prompts;
 use qexp_client::prompt::Filler;
 use qexp_client::{
-    calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, MetricsSource, ServerInfo,
+    calibrate, nonce_for, Calibration, Counter, Fingerprint, MetricsSource, ServerInfo,
 };
-use qexp_plan::Trace;
+use qexp_plan::{ApiKind, Trace};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// What a run needs to know of a target before it sends measured requests.
 pub(crate) struct Prepared {
     pub model: String,
-    pub api: Api,
+    pub api: ApiKind,
     pub extra: Map<String, Value>,
     pub filler: Filler,
     pub calibrations: BTreeMap<u32, Calibration>,
