@@ -316,13 +316,13 @@ fn runs_timed_by_different_clients_are_said_to_be() {
     // Neither recorded (older runs): nothing to say.
     let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
-    b.manifest.client_timing = Some("qexp-http1, from the wire".into());
+    b.manifest.client_timing = Some(qexp_types::ClientTiming::Http1FromWire);
     let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
     assert_eq!(
         d.warnings,
         [DiffWarning::ClientTiming {
             a: None,
-            b: Some("qexp-http1, from the wire".into())
+            b: Some(qexp_types::ClientTiming::Http1FromWire)
         }]
     );
     let text = d.warnings[0].to_string();

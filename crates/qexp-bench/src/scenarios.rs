@@ -71,9 +71,6 @@ async fn run_plan(
         .map_err(|e| BenchError::Plan(e.to_string()))?;
     let opts = RunOptions {
         plan,
-        trials: None,
-        target: None,
-        model: None,
         out: env.scratch.clone(),
         overrides: Default::default(),
     };

@@ -23,6 +23,7 @@ mod secret;
 mod sent;
 pub mod sse;
 mod timeouts;
+mod timing;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{parse_usage, Client, ClientError, GenRequest};
@@ -39,4 +40,4 @@ pub use timeouts::Timeouts;
 /// The shared vocabulary this crate produces, declared in qexp-types so that
 /// crates which only read results need not link an HTTP client.
 pub use qexp_types::counters;
-pub use qexp_types::{CounterSpec, Fingerprint, ServerCounter, ServerCounters};
+pub use qexp_types::{ClientTiming, CounterSpec, Fingerprint, ServerCounter, ServerCounters};

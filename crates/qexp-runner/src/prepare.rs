@@ -62,6 +62,7 @@ pub(crate) async fn prepare(
     let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
     let info = qexp_client::probe(&target.client, metrics_url).await?;
     let model = opts
+        .overrides
         .model
         .clone()
         .or_else(|| model.map(str::to_string))
@@ -95,7 +96,7 @@ pub(crate) async fn prepare(
     let mut calibrations = BTreeMap::new();
     let dataset = match &f.workload.dataset {
         Some(source) => {
-            let trials = opts.trials.unwrap_or(opts.plan.trials());
+            let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
             Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
         }
         None => None,

@@ -11,11 +11,9 @@ use crate::Cancel;
 use chrono::Utc;
 use qexp_client::Timeouts;
 use qexp_plan::{Plan, Point};
-use qexp_store::{Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
+use qexp_store::{Manifest, Overrides, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
-use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -24,16 +22,11 @@ use std::sync::Arc;
 pub struct RunOptions {
     /// The validated plan.
     pub plan: Plan,
-    /// `--trials`, overriding the plan.
-    pub trials: Option<u32>,
-    /// `--target`, overriding the plan's base URL.
-    pub target: Option<String>,
-    /// `--model`, overriding the plan's model.
-    pub model: Option<String>,
     /// Results root (`results/` by default).
     pub out: PathBuf,
-    /// The overrides as typed, for the manifest.
-    pub overrides: BTreeMap<String, String>,
+    /// `--trials`, `--target` and `--model`, overriding the plan (and
+    /// recorded in the manifest as given).
+    pub overrides: Overrides,
 }
 
 /// A finished (or interrupted) run.
@@ -73,6 +66,7 @@ async fn run_or_resume(
         return crate::deployed::run(opts, resuming, cancel).await;
     }
     let given = opts
+        .overrides
         .target
         .clone()
         .unwrap_or_else(|| opts.plan.file.target.base_url.get_ref().clone());
@@ -110,7 +104,7 @@ async fn run_on(
     let prep = prepare(opts, target, None, None).await?;
     let plan = &opts.plan;
     let points = plan.points();
-    let trials = opts.trials.unwrap_or(plan.trials());
+    let trials = opts.overrides.trials.unwrap_or(plan.trials());
     let started_at = Utc::now();
     let run_id = qexp_store::new_run_id(started_at);
     let host = qexp_provenance::host_info();
@@ -127,7 +121,7 @@ async fn run_on(
         points: points.clone(),
         point_order: Vec::new(),
         target: target_info(opts, target, &prep),
-        server: serde_json::to_value(&prep.info).unwrap_or(Value::Null),
+        server: Some(prep.info.clone()),
         fingerprint: Some(prep.fingerprint.clone()),
         calibration: prep
             .calibrations
@@ -137,7 +131,7 @@ async fn run_on(
         git: qexp_provenance::git_info(&plan.path),
         comparability: comparability(
             &opts.plan,
-            opts.target.as_deref(),
+            opts.overrides.target.as_deref(),
             &prep.model,
             workload(
                 &opts.plan,
@@ -154,7 +148,7 @@ async fn run_on(
         status: RunStatus::Running,
         stop_reason: None,
         resumes: Vec::new(),
-        client_timing: Some(target.client.timing().to_string()),
+        client_timing: Some(target.client.client_timing()),
         deployments: Vec::new(),
         schedule: Vec::new(),
         order: None,

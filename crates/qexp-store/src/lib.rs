@@ -9,6 +9,7 @@ mod error;
 mod journal;
 mod layout;
 mod manifest;
+mod overrides;
 mod reader;
 mod rows;
 mod writer;
@@ -19,6 +20,7 @@ pub use manifest::{
     Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, Manifest, Resume, RunStatus,
     ScheduleCell, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
 };
+pub use overrides::Overrides;
 pub use reader::{
     find_runs, for_each_request_batch, latest_runs, read_manifest, scan_points, scan_requests,
     RunRef,

@@ -53,9 +53,6 @@ fn plan(dir: &Path, url: &str, body: &str) -> RunOptions {
     std::fs::write(&path, text).unwrap();
     RunOptions {
         plan: Plan::load(&path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: dir.join("results"),
         overrides: Default::default(),
     }
@@ -486,9 +483,6 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
     std::fs::write(&path, text).unwrap();
     let opts = RunOptions {
         plan: Plan::load(&path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: tmp.path().join("results"),
         overrides: Default::default(),
     };

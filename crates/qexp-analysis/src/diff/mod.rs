@@ -412,12 +412,9 @@ fn run_warnings(a: &RunAnalysis, b: &RunAnalysis, workload: &WorkloadCheck) -> V
     if ca.workload.is_empty() && cb.workload.is_empty() {
         warnings.push(DiffWarning::NoFingerprint);
     }
-    let (ta, tb) = (&a.manifest.client_timing, &b.manifest.client_timing);
+    let (ta, tb) = (a.manifest.client_timing, b.manifest.client_timing);
     if ta != tb {
-        warnings.push(DiffWarning::ClientTiming {
-            a: ta.clone(),
-            b: tb.clone(),
-        });
+        warnings.push(DiffWarning::ClientTiming { a: ta, b: tb });
     }
     for (side, r) in [(Side::A, a), (Side::B, b)] {
         if r.manifest.status != RunStatus::Complete {
