@@ -31,6 +31,7 @@ pub use error::LaunchError;
 /// The records a start and a stop leave; declared in qexp-types so that the
 /// manifest can hold them without linking this crate.
 pub use qexp_types::{StartRecord, StopHow, StopRecord, REDACTED};
+pub use ready::PollError;
 pub use server::{launch, Server};
 
 /// How to launch one deployment: its argv, environment, address and limits.

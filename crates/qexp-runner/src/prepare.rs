@@ -29,7 +29,7 @@ pub(crate) struct Prepared {
 }
 
 /// The trace a plan replays, read again and checked against the plan's hash.
-pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
+pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, RunError> {
     let Some(tref) = opts
         .plan
         .points()
@@ -38,12 +38,9 @@ pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
     else {
         return Ok(None);
     };
-    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
+    let trace = Trace::load(std::path::Path::new(&tref.path))?;
     if trace.sha256 != tref.sha256 {
-        return Err(format!(
-            "trace {} changed after the plan was loaded; run again",
-            tref.path
-        ));
+        return Err(RunError::TraceChanged { path: tref.path });
     }
     Ok(Some(trace))
 }
@@ -134,6 +131,6 @@ pub(crate) async fn prepare(
         info,
         fingerprint,
         metrics,
-        trace: load_trace(opts).map_err(RunError::Trace)?,
+        trace: load_trace(opts)?,
     })
 }

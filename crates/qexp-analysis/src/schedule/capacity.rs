@@ -218,7 +218,10 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0].0, Some("a"));
         assert_eq!((got[0].1, got[0].2), (CapacityBound::AtLeast, 8.0));
-        assert_eq!((got[1].0, got[1].1), (Some("b"), CapacityBound::Interpolated));
+        assert_eq!(
+            (got[1].0, got[1].1),
+            (Some("b"), CapacityBound::Interpolated)
+        );
         assert!((got[1].2 - (4.0 + 4.0 / 9.0)).abs() < 1e-9, "{}", got[1].2);
     }
 

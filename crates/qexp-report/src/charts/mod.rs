@@ -41,14 +41,17 @@ fn marker(marks: &[FlagMark], point_id: u32, metric: &str) -> Option<String> {
     (!on.is_empty()).then(|| on.join(" "))
 }
 
+/// What plotters says when drawing fails (the SVG backend's own errors are I/O errors).
+pub type DrawError = plotters::drawing::DrawingAreaErrorKind<std::io::Error>;
+
 /// A chart that could not be drawn.
 #[derive(Debug, thiserror::Error)]
-#[error("chart {name}: {message}")]
+#[error("chart {name}: {source}")]
 pub struct ChartError {
     /// The chart's name.
     pub name: &'static str,
-    /// plotters' message.
-    pub message: String,
+    /// What plotters said.
+    pub source: DrawError,
 }
 
 /// One drawn chart.
@@ -297,9 +300,9 @@ fn chart(
         legend: spec.legend.clone(),
         dodge: true,
     };
-    let svg = draw::svg(&plot).map_err(|message| ChartError {
+    let svg = draw::svg(&plot).map_err(|source| ChartError {
         name: spec.name,
-        message,
+        source,
     })?;
     Ok(Some(Chart {
         name: spec.name,
