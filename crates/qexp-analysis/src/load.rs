@@ -8,9 +8,8 @@ use crate::schedule::ScheduleAnalysis;
 use crate::stats::quantile_in_place;
 use crate::turns::TurnSummary;
 use polars::prelude::*;
-use qexp_store::{
-    points as pt, requests as rq, scan_points, scan_requests, Manifest, ServerCounter, StoreError,
-};
+use qexp_store::{points as pt, requests as rq, scan_points, scan_requests, Manifest, StoreError};
+use qexp_types::ServerCounter;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -72,6 +72,8 @@ pub struct MetricSpec {
     pub name: &'static str,
     /// Column label with unit ("aggregate (tok/s)").
     pub label: &'static str,
+    /// What a chart's value axis calls it, before the unit ("Aggregate output").
+    pub axis: &'static str,
     /// Unit of its values.
     pub unit: Unit,
     /// Which way is better.
@@ -111,11 +113,12 @@ impl Metric {
     /// The metric's declaration.
     pub const fn spec(self) -> MetricSpec {
         use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
-        let (key, name, label, unit, direction) = match self {
+        let (key, name, label, axis, unit, direction) = match self {
             Metric::AggTokS => (
                 "agg_tok_s",
                 "aggregate throughput",
                 "aggregate (tok/s)",
+                "Aggregate output",
                 Unit::TokS,
                 Up,
             ),
@@ -123,16 +126,39 @@ impl Metric {
                 "decode_tok_s",
                 "per-request decode rate",
                 "decode/req (tok/s)",
+                "Per-request decode",
                 Unit::TokS,
                 Up,
             ),
-            Metric::TtftS => ("ttft_s", "TTFT", "TTFT (s)", Unit::Seconds, Down),
-            Metric::E2eS => ("e2e_s", "E2E latency", "E2E (s)", Unit::Seconds, Down),
-            Metric::ItlP99S => ("itl_p99_s", "ITL p99", "ITL p99 (s)", Unit::Seconds, Down),
+            Metric::TtftS => (
+                "ttft_s",
+                "TTFT",
+                "TTFT (s)",
+                "TTFT, median",
+                Unit::Seconds,
+                Down,
+            ),
+            Metric::E2eS => (
+                "e2e_s",
+                "E2E latency",
+                "E2E (s)",
+                "E2E, median",
+                Unit::Seconds,
+                Down,
+            ),
+            Metric::ItlP99S => (
+                "itl_p99_s",
+                "ITL p99",
+                "ITL p99 (s)",
+                "ITL p99",
+                Unit::Seconds,
+                Down,
+            ),
             Metric::Failures => (
                 "failures",
                 "failed requests",
                 "failures (req)",
+                "Failed requests",
                 Unit::Requests,
                 Down,
             ),
@@ -141,6 +167,7 @@ impl Metric {
             key,
             name,
             label,
+            axis,
             unit,
             direction,
         }
@@ -164,6 +191,14 @@ impl Metric {
     /// Column label with unit.
     pub fn label(self) -> &'static str {
         self.spec().label
+    }
+
+    /// A chart's value-axis title: `Aggregate output (tok/s)`, or
+    /// `TTFT, median (s, log scale)` on a log axis.
+    pub fn axis_title(self, log: bool) -> String {
+        let spec = self.spec();
+        let scale = if log { ", log scale" } else { "" };
+        format!("{} ({}{scale})", spec.axis, spec.unit.symbol())
     }
 
     /// Which way is better.
@@ -236,6 +271,22 @@ mod tests {
             Metric::Failures,
         ] {
             assert_eq!(m.direction(), Direction::LowerIsBetter, "{m:?}");
+        }
+    }
+
+    #[test]
+    fn axis_titles_carry_the_unit_and_the_scale() {
+        assert_eq!(
+            Metric::AggTokS.axis_title(false),
+            "Aggregate output (tok/s)"
+        );
+        assert_eq!(
+            Metric::TtftS.axis_title(true),
+            "TTFT, median (s, log scale)"
+        );
+        for m in Metric::ALL {
+            let unit = m.spec().unit.symbol();
+            assert!(m.axis_title(false).ends_with(&format!("({unit})")), "{m:?}");
         }
     }
 

@@ -6,7 +6,7 @@
 //! To show a new number: add a variant, put it in [`ServerMetric::ALL`] and
 //! give it a row in [`ServerMetric::spec`] and [`ServerMetric::of`].
 
-use qexp_store::ServerCounter;
+use qexp_types::ServerCounter;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -99,7 +99,7 @@ impl ServerMetric {
             ),
             ServerMetric::Preemptions => get(ServerCounter::Preemptions),
             ServerMetric::ServerTtftS => ratio(ServerCounter::TtftSumS, ServerCounter::TtftCount),
-            ServerMetric::SpecAcceptanceLength => qexp_store::acceptance_length(
+            ServerMetric::SpecAcceptanceLength => qexp_types::acceptance_length(
                 get(ServerCounter::SpecDrafts),
                 get(ServerCounter::SpecAcceptedTokens),
             ),

@@ -5,7 +5,7 @@
 //! better/worse, and is `=` when certain; the threshold comes from the plan
 //! or the option; differing workloads are refused by key unless ignored.
 
-use qexp_analysis::diff::{DiffWarning, Side, ThresholdSource, Untested, Verdict};
+use qexp_analysis::diff::{DiffWarning, MinChangeSource, Side, Untested, Verdict};
 use qexp_analysis::stats::Rng;
 use qexp_analysis::{
     diff, DiffError, DiffMetric, DiffOptions, PointSummary, RunAnalysis, TrialMetrics,
@@ -203,7 +203,7 @@ fn a_small_certain_change_is_equivalent_and_the_threshold_can_be_lowered() {
     };
     let d = diff(&a, &b, &opts).expect("comparable");
     assert_eq!((d.tally.better, d.min_change), (5, 0.005));
-    assert_eq!(d.min_change_source, ThresholdSource::Option);
+    assert_eq!(d.min_change_source, MinChangeSource::Option);
     for bad in [0.0, 1.0, f64::NAN] {
         let opts = DiffOptions {
             min_change: Some(bad),
@@ -316,13 +316,13 @@ fn runs_timed_by_different_clients_are_said_to_be() {
     // Neither recorded (older runs): nothing to say.
     let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
-    b.manifest.client_timing = Some("qexp-http1, from the wire".into());
+    b.manifest.client_timing = Some(qexp_types::ClientTiming::Http1FromWire);
     let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
     assert_eq!(
         d.warnings,
         [DiffWarning::ClientTiming {
             a: None,
-            b: Some("qexp-http1, from the wire".into())
+            b: Some(qexp_types::ClientTiming::Http1FromWire)
         }]
     );
     let text = d.warnings[0].to_string();

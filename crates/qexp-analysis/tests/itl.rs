@@ -93,7 +93,7 @@ fn write_run(root: &Path, finish: bool, split: bool) -> PathBuf {
             let mut warmup = request(trial, p.id, 0, &[50.0, 50.0]);
             warmup.warmup = true;
             let mut failed = request(trial, p.id, 3, &[70.0]);
-            failed.error_class = Some(qexp_store::ErrorClass::StreamBroken);
+            failed.error_class = Some(qexp_types::ErrorClass::StreamBroken);
             let rows = vec![
                 warmup,
                 request(trial, p.id, 1, &[s, 2.0 * s, 3.0 * s]),

@@ -36,7 +36,10 @@ impl Env {
     /// The server's account since the last drain (and a fresh start for the next).
     async fn drain(&self) -> Result<ServerReport, BenchError> {
         let url = format!("{}/bench/drain", self.base_url);
-        let err = |e: reqwest::Error| BenchError::Server(format!("{url}: {e}"));
+        let err = |source| BenchError::Server {
+            url: url.clone(),
+            source,
+        };
         self.http
             .get(&url)
             .send()
@@ -67,22 +70,17 @@ async fn run_plan(
         "[experiment]\nname = \"bench-{name}\"\nversion = 1\n\n[target]\nbase_url = \"{}\"\napi = \"chat\"\nextra_body = {{ ignore_eos = true{extra_body} }}\n\n{rest}",
         env.base_url
     );
-    let plan = Plan::parse(Path::new(&format!("bench-{name}.toml")), &text)
-        .map_err(|e| BenchError::Plan(e.to_string()))?;
+    let plan =
+        Plan::parse(Path::new(&format!("bench-{name}.toml")), &text).map_err(BenchError::Plan)?;
     let opts = RunOptions {
         plan,
-        trials: None,
-        target: None,
-        model: None,
         out: env.scratch.clone(),
         overrides: Default::default(),
     };
     let (_stop, cancel) = tokio::sync::watch::channel(false);
     env.drain().await?;
     let (c0, t0) = (cpu_s().unwrap_or(f64::NAN), Instant::now());
-    let result = run(opts, cancel)
-        .await
-        .map_err(|e| BenchError::Run(e.to_string()))?;
+    let result = run(opts, cancel).await.map_err(BenchError::Run)?;
     let (cpu, wall) = (cpu_s().unwrap_or(f64::NAN) - c0, t0.elapsed().as_secs_f64());
     Ok(Measured {
         dir: result.dir,
@@ -104,8 +102,8 @@ struct Rows {
 }
 
 fn read_rows(dir: &Path) -> Result<Rows, BenchError> {
-    let q = |e: PolarsError| BenchError::Read(e.to_string());
-    let s = |e: qexp_store::StoreError| BenchError::Read(e.to_string());
+    let q = BenchError::Read;
+    let s = BenchError::Store;
     let df = qexp_store::scan_requests(dir)
         .map_err(s)?
         .filter(col(rq::WARMUP).not())

@@ -1,8 +1,9 @@
 //! Makes prompt lengths exact: finds how many filler words give the planned
 //! token count as the *server* counts it, chat template included.
 
-use crate::client::{Api, Client, GenRequest};
+use crate::client::{Client, GenRequest};
 use crate::prompt::Filler;
+use qexp_plan::ApiKind;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -60,7 +61,7 @@ pub enum CalibrationError {
 /// Counts prompt tokens on a server.
 pub struct Counter<'a> {
     client: &'a Client,
-    api: Api,
+    api: ApiKind,
     model: String,
     extra: Map<String, Value>,
     method: Option<CountMethod>,
@@ -70,7 +71,7 @@ impl<'a> Counter<'a> {
     /// A counter for requests of this shape.
     pub fn new(
         client: &'a Client,
-        api: Api,
+        api: ApiKind,
         model: &str,
         extra: &Map<String, Value>,
     ) -> Counter<'a> {
@@ -102,10 +103,10 @@ impl<'a> Counter<'a> {
 
     async fn tokenize(&self, prompt: &str) -> Option<u32> {
         let body = match self.api {
-            Api::Chat => {
+            ApiKind::Chat => {
                 json!({"model": self.model, "messages": [{"role": "user", "content": prompt}], "add_generation_prompt": true})
             }
-            Api::Completions => json!({"model": self.model, "prompt": prompt}),
+            ApiKind::Completions => json!({"model": self.model, "prompt": prompt}),
         };
         let (status, v) = self.client.post_json("/tokenize", &body).await.ok()?;
         if status != 200 {
@@ -146,10 +147,10 @@ impl<'a> Counter<'a> {
     }
 }
 
-fn req_path(api: Api) -> &'static str {
+fn req_path(api: ApiKind) -> &'static str {
     match api {
-        Api::Chat => "/v1/chat/completions",
-        Api::Completions => "/v1/completions",
+        ApiKind::Chat => "/v1/chat/completions",
+        ApiKind::Completions => "/v1/completions",
     }
 }
 

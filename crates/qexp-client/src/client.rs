@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// Which OpenAI-compatible endpoint a request goes to: the plan's
 /// `target.api`, one enum from the plan to the manifest.
-pub use qexp_plan::ApiKind as Api;
+use qexp_plan::ApiKind as Api;
 
 /// One generation request.
 #[derive(Debug, Clone)]

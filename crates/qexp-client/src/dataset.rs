@@ -13,14 +13,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The layout of a dataset file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DatasetFormat {
-    /// One JSON object per line: `{"prompt": "…"}` or `{"messages": […]}`.
-    Jsonl,
-    /// One JSON array of `{"conversations": [{"from", "value"}, …]}`.
-    ShareGpt,
-}
+/// The layout of a dataset file: the plan's `[workload.dataset] format`,
+/// one enum from the plan to the reader.
+pub use qexp_plan::DatasetFormat;
 
 /// A dataset read into memory.
 #[derive(Debug, Clone)]
@@ -100,7 +95,7 @@ impl Dataset {
         })?;
         let prompts = match format {
             DatasetFormat::Jsonl => parse_jsonl(path, &text)?,
-            DatasetFormat::ShareGpt => parse_sharegpt(path, &text)?,
+            DatasetFormat::Sharegpt => parse_sharegpt(path, &text)?,
         };
         if prompts.is_empty() {
             return Err(DatasetError::Empty {
@@ -307,13 +302,13 @@ mod tests {
     #[test]
     fn sharegpt_first_human_turn_and_located_errors() {
         let text = "[\n  {\"conversations\": [\n    {\"from\": \"system\", \"value\": \"Be kind.\"},\n    {\"from\": \"human\", \"value\": \"Hi [there], \\\"you\\\"\"},\n    {\"from\": \"gpt\", \"value\": \"Hello.\"}\n  ]},\n  {\"conversations\": [{\"from\": \"human\", \"value\": \"Next\"}]}\n]\n";
-        let d = load("s.json", text, DatasetFormat::ShareGpt).unwrap();
+        let d = load("s.json", text, DatasetFormat::Sharegpt).unwrap();
         assert_eq!(d.prompts, ["Be kind.\n\nHi [there], \"you\"", "Next"]);
         let bad = text.replace(
             "{\"from\": \"human\", \"value\": \"Next\"}",
             "{\"from\": \"human\"}",
         );
-        let e = load("s.json", &bad, DatasetFormat::ShareGpt).unwrap_err();
+        let e = load("s.json", &bad, DatasetFormat::Sharegpt).unwrap_err();
         assert!(
             e.starts_with("DIR/s.json:7: not a ShareGPT entry: missing field `value`"),
             "{e}"
@@ -322,19 +317,19 @@ mod tests {
             "\"human\", \"value\": \"Next\"",
             "\"gpt\", \"value\": \"Next\"",
         );
-        let e = load("s.json", &bad, DatasetFormat::ShareGpt).unwrap_err();
+        let e = load("s.json", &bad, DatasetFormat::Sharegpt).unwrap_err();
         assert_eq!(e, "DIR/s.json:7: the conversation has no human turn");
         let e = load(
             "s.json",
             "[\n{\"conversations\": [}\n]",
-            DatasetFormat::ShareGpt,
+            DatasetFormat::Sharegpt,
         )
         .unwrap_err();
         assert!(
             e.starts_with("DIR/s.json:2: not a ShareGPT JSON array: "),
             "{e}"
         );
-        let e = load("s.json", "[]", DatasetFormat::ShareGpt).unwrap_err();
+        let e = load("s.json", "[]", DatasetFormat::Sharegpt).unwrap_err();
         assert_eq!(e, "DIR/s.json: the dataset holds no prompts");
     }
 }

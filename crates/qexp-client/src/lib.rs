@@ -3,17 +3,17 @@
 //! the classification of every failure, prompt construction with exact token
 //! counts, seeded length distributions and local prompt datasets, the probe of what a server says about itself and its
 //! fingerprint, and scrapes of its Prometheus counters. It knows
-//! nothing about plans, scheduling or storage.
+//! nothing about scheduling or storage. The types it shares with the
+//! results (error classes, counters, fingerprints) live in qexp-types and
+//! are re-exported here.
 
 mod calibrate;
 mod classify;
 mod client;
 pub mod conversation;
-pub mod counters;
 pub mod dataset;
 pub mod distribution;
 mod events;
-mod fingerprint;
 mod http1;
 mod measure;
 pub mod metrics;
@@ -25,17 +25,21 @@ mod secret;
 mod sent;
 pub mod sse;
 mod timeouts;
+mod timing;
 
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
-pub use client::{Api, Client, ClientError, GenRequest};
+pub use client::{Client, ClientError, GenRequest};
 pub use conversation::{Message, Role};
-pub use counters::{CounterSpec, ServerCounter, ServerCounters};
 pub use dataset::{Dataset, DatasetError, DatasetFormat};
 pub use distribution::{LengthDist, Shape};
-pub use fingerprint::Fingerprint;
 pub use metrics::{Counters, MetricsSource};
 pub use outcome::{parse_usage, ErrorClass, Outcome, RequestError, Usage};
-pub use probe::{probe, ProbeError, ServerInfo};
+pub use probe::{add_metrics, probe, ProbeError, ServerInfo};
 pub use prompt::nonce_for;
 pub use secret::REDACTED;
 pub use timeouts::Timeouts;
+
+/// The shared vocabulary this crate produces, declared in qexp-types so that
+/// crates which only read results need not link an HTTP client.
+pub use qexp_types::counters;
+pub use qexp_types::{ClientTiming, CounterSpec, Fingerprint, ServerCounter, ServerCounters};

@@ -1,7 +1,7 @@
 //! Server-side counters from a Prometheus `/metrics` endpoint: a parser for
 //! the text exposition format and snapshots of every counter; the deltas
 //! between two snapshots are mapped onto engine-neutral counters in
-//! [`crate::counters`].
+//! [`crate::counters`] (declared in qexp-types).
 //!
 //! Why a parser of our own: the common crate (`prometheus-parse` 0.2.5)
 //! matches metric names with `\w+`, so it silently drops every name with a
@@ -10,6 +10,8 @@
 //! quotes, `# TYPE` lines.
 
 use crate::client::Client;
+/// A snapshot of counters; declared in qexp-types beside the counters it feeds.
+pub use qexp_types::Counters;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -168,25 +170,6 @@ fn parse_labels(mut s: &str) -> Option<(Vec<(String, String)>, &str)> {
         };
         labels.push((key, value));
         s = &s[end + 1..];
-    }
-}
-
-/// Counter values by series key (`name{labels}`), summed over duplicates.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Counters(pub BTreeMap<String, f64>);
-
-impl Counters {
-    /// `after − before` per series present in both (a series that went down
-    /// was reset by a server restart and is left out).
-    pub fn delta(before: &Counters, after: &Counters) -> BTreeMap<String, f64> {
-        after
-            .0
-            .iter()
-            .filter_map(|(k, a)| {
-                let b = before.0.get(k).copied().unwrap_or(0.0);
-                (*a >= b).then(|| (k.clone(), a - b))
-            })
-            .collect()
     }
 }
 

@@ -4,30 +4,9 @@
 
 use crate::client::Client;
 use crate::metrics::Exposition;
-use serde::Serialize;
+pub use qexp_types::ServerInfo;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// Documents a server answered, by path, plus the model list.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ServerInfo {
-    /// The base URL asked.
-    pub base_url: String,
-    /// Model ids from `/v1/models`, in server order.
-    pub models: Vec<String>,
-    /// JSON answers by path (`/v1/models`, `/version`, …); absent when not answered.
-    pub documents: BTreeMap<String, Value>,
-    /// Where Prometheus metrics answered (a path or URL), if anywhere.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metrics_url: Option<String>,
-    /// Metric family names (from `# TYPE` lines), sorted.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub metric_families: Vec<String>,
-    /// Labels of `*_info` series by metric name (vLLM's `cache_config_info`, …).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics_info: BTreeMap<String, BTreeMap<String, String>>,
-}
 
 /// Paths asked besides `/v1/models`; a missing one is normal. `/info` is TGI's.
 const INFO_PATHS: &[&str] = &[
@@ -90,24 +69,23 @@ pub async fn probe(client: &Client, metrics_url: Option<&str>) -> Result<ServerI
     }
     let url = metrics_url.unwrap_or("/metrics");
     if let Ok(Some(text)) = client.get_text(url, Duration::from_secs(10)).await {
-        info.add_metrics(url, &text);
+        add_metrics(&mut info, url, &text);
     }
     Ok(info)
 }
 
-impl ServerInfo {
-    /// Records what a Prometheus exposition reveals; ignores text that holds no samples.
-    pub fn add_metrics(&mut self, url: &str, text: &str) {
-        let e = Exposition::parse(text);
-        if e.samples.is_empty() {
-            return;
-        }
-        self.metrics_url = Some(url.to_string());
-        self.metric_families = e.types.keys().cloned().collect();
-        for s in e.samples.iter().filter(|s| s.name.ends_with("_info")) {
-            self.metrics_info
-                .entry(s.name.clone())
-                .or_insert_with(|| s.labels.iter().cloned().collect());
-        }
+/// Records in `info` what a Prometheus exposition at `url` reveals (family
+/// names, the labels of `*_info` series); ignores text that holds no samples.
+pub fn add_metrics(info: &mut ServerInfo, url: &str, text: &str) {
+    let e = Exposition::parse(text);
+    if e.samples.is_empty() {
+        return;
+    }
+    info.metrics_url = Some(url.to_string());
+    info.metric_families = e.types.keys().cloned().collect();
+    for s in e.samples.iter().filter(|s| s.name.ends_with("_info")) {
+        info.metrics_info
+            .entry(s.name.clone())
+            .or_insert_with(|| s.labels.iter().cloned().collect());
     }
 }

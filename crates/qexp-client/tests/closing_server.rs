@@ -4,7 +4,8 @@
 //! reuses the pooled connection in that window loses the request unless it
 //! sends it again; qexp must lose none, and say how many it sent again.
 
-use qexp_client::{Api, Client, GenRequest};
+use qexp_client::{Client, GenRequest};
+use qexp_plan::ApiKind;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,7 +45,7 @@ async fn read_request(sock: &mut TcpStream) -> Option<()> {
 }
 
 /// A request for one token.
-fn one_token(api: Api) -> GenRequest {
+fn one_token(api: ApiKind) -> GenRequest {
     GenRequest {
         api,
         model: "m".into(),
@@ -79,7 +80,7 @@ async fn no_request_is_lost_when_the_server_closes_after_each_stream() {
     });
     let client =
         Arc::new(Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap());
-    let req = one_token(Api::Chat);
+    let req = one_token(ApiKind::Chat);
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let (client, req) = (client.clone(), req.clone());
@@ -118,7 +119,7 @@ async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
         }
     });
     let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
-    let req = one_token(Api::Completions);
+    let req = one_token(ApiKind::Completions);
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -151,7 +152,7 @@ async fn warmed_connections_carry_the_requests() {
     let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
     client.warm_connections(4).await;
     client.warm_connections(4).await; // already warm: opens none
-    let req = one_token(Api::Chat);
+    let req = one_token(ApiKind::Chat);
     let o = client.stream(&req).await;
     assert!(o.ok(), "{:?}", o.error);
     assert_eq!(o.retries, 0);

@@ -3,7 +3,8 @@
 //! return a failed outcome of that fault's own class, with its timestamps
 //! and a message — never panic, never hang past its timeouts.
 
-use qexp_client::{Api, Client, ErrorClass, GenRequest, Outcome, Timeouts};
+use qexp_client::{Client, ErrorClass, GenRequest, Outcome, Timeouts};
+use qexp_plan::ApiKind;
 use qexp_sim::{Fault, FaultPlan, SimProfile, SimServer};
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ fn short() -> Timeouts {
 
 fn request(max_tokens: u32) -> GenRequest {
     GenRequest {
-        api: Api::Chat,
+        api: ApiKind::Chat,
         model: "sim-exact".into(),
         prompt: "one two three".into(),
         max_tokens,

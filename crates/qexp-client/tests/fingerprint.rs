@@ -30,7 +30,7 @@ fn info(engine: &str, docs: &[(&str, &str)], metrics: Option<&str>) -> ServerInf
         info.documents.insert((*path).into(), json(engine, file));
     }
     if let Some(m) = metrics {
-        info.add_metrics("/metrics", &text(engine, m));
+        qexp_client::add_metrics(&mut info, "/metrics", &text(engine, m));
     }
     info
 }

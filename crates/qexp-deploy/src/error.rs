@@ -68,7 +68,7 @@ pub enum LaunchError {
         /// How long qexp waited, in seconds.
         waited_s: f64,
         /// What the last poll saw.
-        last: String,
+        last: crate::PollError,
         /// Its log file.
         log: PathBuf,
         /// The last lines of its log.

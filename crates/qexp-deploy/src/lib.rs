@@ -20,7 +20,7 @@ mod logfile;
 mod net;
 mod placeholder;
 mod ready;
-mod record;
+mod redact;
 mod server;
 
 use std::collections::BTreeMap;
@@ -28,7 +28,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use error::LaunchError;
-pub use record::{StartRecord, StopHow, StopRecord, REDACTED};
+/// The records a start and a stop leave; declared in qexp-types so that the
+/// manifest can hold them without linking this crate.
+pub use qexp_types::{StartRecord, StopHow, StopRecord, REDACTED};
+pub use ready::PollError;
 pub use server::{launch, Server};
 
 /// How to launch one deployment: its argv, environment, address and limits.

@@ -28,7 +28,62 @@ pub(crate) enum Readiness {
     /// The leader exited before it was ready.
     Exited { status: String },
     /// The timeout passed; `last` is what the last poll saw.
-    TimedOut { last: String },
+    TimedOut { last: PollError },
+}
+
+/// What a readiness poll saw instead of a ready server.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PollError {
+    /// A path answered with a status other than 2xx.
+    #[error("GET {path} answered {status}")]
+    Status {
+        /// The path polled.
+        path: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A request did not finish within the poll's limit.
+    #[error("GET {path} timed out after {timeout_s} s")]
+    TimedOut {
+        /// The path polled.
+        path: String,
+        /// The limit, seconds.
+        timeout_s: f64,
+    },
+    /// Nothing accepted the connection (yet).
+    #[error("GET {path}: connection refused")]
+    Refused {
+        /// The path polled.
+        path: String,
+    },
+    /// A request failed otherwise; `cause` is the root of the client's chain.
+    #[error("GET {path} failed: {cause}")]
+    Failed {
+        /// The path polled.
+        path: String,
+        /// The root cause, as text (reqwest's error is not `Clone`).
+        cause: String,
+    },
+    /// The model list was not JSON.
+    #[error("GET {MODELS_PATH} did not answer JSON: {cause}")]
+    NotJson {
+        /// What the parser said.
+        cause: String,
+    },
+    /// The model list had no `data` array.
+    #[error("GET {MODELS_PATH} answered without a `data` list")]
+    NoData,
+    /// The model list was empty.
+    #[error("the model list is empty")]
+    NoModel,
+    /// The model list did not name the expected model.
+    #[error("the model list names [{}], not `{want}`", listed.join(", "))]
+    OtherModel {
+        /// The ids listed.
+        listed: Vec<String>,
+        /// The model expected.
+        want: String,
+    },
 }
 
 /// Polls one server for readiness.
@@ -80,29 +135,30 @@ impl Poller {
     }
 
     /// One poll: `Ok` if ready, else what stands in the way.
-    async fn poll(&self) -> Result<(), String> {
+    async fn poll(&self) -> Result<(), PollError> {
         let ready = self.get(&self.ready_path).await?;
         let status = ready.status();
         if !status.is_success() {
-            return Err(format!(
-                "GET {} answered {}",
-                self.ready_path,
-                status.as_u16()
-            ));
+            return Err(PollError::Status {
+                path: self.ready_path.clone(),
+                status: status.as_u16(),
+            });
         }
         let models = self.get(MODELS_PATH).await?;
         let status = models.status();
         if !status.is_success() {
-            return Err(format!("GET {MODELS_PATH} answered {}", status.as_u16()));
+            return Err(PollError::Status {
+                path: MODELS_PATH.to_owned(),
+                status: status.as_u16(),
+            });
         }
-        let body: Value = models
-            .json()
-            .await
-            .map_err(|e| format!("GET {MODELS_PATH} did not answer JSON: {e}"))?;
+        let body: Value = models.json().await.map_err(|e| PollError::NotJson {
+            cause: e.to_string(),
+        })?;
         check_models(&body, self.model.as_deref())
     }
 
-    async fn get(&self, path: &str) -> Result<reqwest::Response, String> {
+    async fn get(&self, path: &str) -> Result<reqwest::Response, PollError> {
         let url = format!("{}{path}", self.base_url);
         self.client
             .get(&url)
@@ -113,42 +169,43 @@ impl Poller {
 }
 
 /// What a failed request says, down to its root cause ("connection refused").
-fn describe(path: &str, error: &reqwest::Error) -> String {
+fn describe(path: &str, error: &reqwest::Error) -> PollError {
+    let path = path.to_owned();
     if error.is_timeout() {
-        return format!(
-            "GET {path} timed out after {} s",
-            REQUEST_TIMEOUT.as_secs_f64()
-        );
+        return PollError::TimedOut {
+            path,
+            timeout_s: REQUEST_TIMEOUT.as_secs_f64(),
+        };
     }
     let mut root: &dyn std::error::Error = error;
     while let Some(source) = root.source() {
         root = source;
     }
-    let root = root.to_string();
-    if root.to_ascii_lowercase().contains("refused") {
-        format!("GET {path}: connection refused")
+    let cause = root.to_string();
+    if cause.to_ascii_lowercase().contains("refused") {
+        PollError::Refused { path }
     } else {
-        format!("GET {path} failed: {root}")
+        PollError::Failed { path, cause }
     }
 }
 
 /// Whether a `/v1/models` body lists `model` (or, if `None`, any model).
-fn check_models(body: &Value, model: Option<&str>) -> Result<(), String> {
+fn check_models(body: &Value, model: Option<&str>) -> Result<(), PollError> {
     let Some(data) = body.get("data").and_then(Value::as_array) else {
-        return Err(format!("GET {MODELS_PATH} answered without a `data` list"));
+        return Err(PollError::NoData);
     };
     let ids: Vec<&str> = data
         .iter()
         .filter_map(|m| m.get("id").and_then(Value::as_str))
         .collect();
     match model {
-        None if ids.is_empty() => Err("the model list is empty".to_owned()),
+        None if ids.is_empty() => Err(PollError::NoModel),
         None => Ok(()),
         Some(want) if ids.contains(&want) => Ok(()),
-        Some(want) => Err(format!(
-            "the model list names [{}], not `{want}`",
-            ids.join(", ")
-        )),
+        Some(want) => Err(PollError::OtherModel {
+            listed: ids.into_iter().map(str::to_owned).collect(),
+            want: want.to_owned(),
+        }),
     }
 }
 
@@ -162,16 +219,24 @@ mod tests {
         let body = json!({"object": "list", "data": [{"id": "a"}, {"id": "b"}]});
         assert_eq!(check_models(&body, Some("b")), Ok(()));
         assert_eq!(check_models(&body, None), Ok(()));
+        let other = check_models(&body, Some("x")).map_err(|e| e.to_string());
         assert_eq!(
-            check_models(&body, Some("x")),
+            other,
             Err("the model list names [a, b], not `x`".to_owned())
         );
     }
 
     #[test]
     fn empty_or_malformed_lists_are_not_ready() {
-        assert!(check_models(&json!({"data": []}), None).is_err());
-        assert!(check_models(&json!({"models": ["a"]}), None).is_err());
+        assert_eq!(
+            check_models(&json!({"data": []}), None),
+            Err(PollError::NoModel)
+        );
+        let no_list = check_models(&json!({"models": ["a"]}), None).map_err(|e| e.to_string());
+        assert_eq!(
+            no_list,
+            Err("GET /v1/models answered without a `data` list".to_owned())
+        );
         assert!(check_models(&json!({"data": [{"name": "a"}]}), Some("a")).is_err());
     }
 }

@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 use crate::group::ProcessGroup;
 use crate::placeholder::resolve;
 use crate::ready::{Poller, Readiness};
-use crate::record::redact;
+use crate::redact::redact;
 use crate::{
     logfile, net, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow, StopRecord,
 };

@@ -300,19 +300,22 @@ impl RunSection {
     }
 }
 
-fn parse_requests(raw: &RequestsRaw) -> Result<Requests, String> {
-    let bad =
-        || "expected a positive integer or a multiple of concurrency such as \"4x\"".to_string();
+/// A `run.requests` that is neither a count nor a multiple of concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("expected a positive integer or a multiple of concurrency such as \"4x\"")]
+struct BadRequests;
+
+fn parse_requests(raw: &RequestsRaw) -> Result<Requests, BadRequests> {
     match raw {
         RequestsRaw::Int(n) if *n > 0 && *n <= u32::MAX as i64 => Ok(Requests::Count(*n as u32)),
-        RequestsRaw::Int(_) => Err(bad()),
+        RequestsRaw::Int(_) => Err(BadRequests),
         RequestsRaw::Text(s) => s
             .trim()
             .strip_suffix(['x', 'X'])
             .and_then(|k| k.trim().parse::<u32>().ok())
             .filter(|k| *k > 0)
             .map(Requests::PerConcurrency)
-            .ok_or_else(bad),
+            .ok_or(BadRequests),
     }
 }
 
@@ -578,7 +581,7 @@ impl PlanFile {
     /// `[run]`, `[analysis]`, `[timeouts]` and `[tolerance]`.
     fn validate_run(&mut self) -> Result<(), Invalid> {
         let parsed = parse_requests(self.run.requests_raw.get_ref())
-            .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m))?;
+            .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m.to_string()))?;
         self.run.requests_parsed = Some(parsed);
         if self.run.trials == 0 {
             return invalid(0..0, "run.trials", "must be at least 1");

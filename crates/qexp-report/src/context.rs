@@ -357,28 +357,24 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
     };
     let server: Vec<ServerDoc> = m
         .server
-        .get("documents")
-        .and_then(|d| d.as_object())
-        .map(|docs| {
-            docs.iter()
-                .map(|(path, v)| {
-                    let mut json = v.to_string();
-                    if json.len() > 300 {
-                        let mut cut = 300;
-                        while !json.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        json.truncate(cut);
-                        json.push('…');
-                    }
-                    ServerDoc {
-                        path: path.clone(),
-                        json,
-                    }
-                })
-                .collect()
+        .iter()
+        .flat_map(|info| &info.documents)
+        .map(|(path, v)| {
+            let mut json = v.to_string();
+            if json.len() > 300 {
+                let mut cut = 300;
+                while !json.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                json.truncate(cut);
+                json.push('…');
+            }
+            ServerDoc {
+                path: path.clone(),
+                json,
+            }
         })
-        .unwrap_or_default();
+        .collect();
     // The fingerprint leads: engine, version, context limit and flags in one line.
     let server: Vec<ServerDoc> = m
         .fingerprint

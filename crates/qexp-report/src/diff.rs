@@ -13,7 +13,7 @@ pub use render::{render_diff, write_diff, DiffFormat, DiffTemplates};
 use crate::format::{num, spread};
 use crate::labels;
 use qexp_analysis::diff::{
-    KeyRow, MetricDiff, RunSide, Scale, ThresholdSource, Untested, Verdict, NEEDED_POWER,
+    KeyRow, MetricDiff, MinChangeSource, RunSide, Scale, Untested, Verdict, NEEDED_POWER,
 };
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Axis, DiffMetric, RunDiff};
@@ -369,9 +369,9 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
 /// How to read the table: what was tested, how many tests, and the footnotes this diff needs.
 fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String> {
     let source = match d.min_change_source {
-        ThresholdSource::Plan => "run A's plan, analysis.min_change",
-        ThresholdSource::Option => "--min-change",
-        ThresholdSource::Default => "the default: run A's plan no longer parses",
+        MinChangeSource::Plan => "run A's plan, analysis.min_change",
+        MinChangeSource::Option => "--min-change",
+        MinChangeSource::Default => "the default: run A's plan no longer parses",
     };
     let comparisons = || d.pairs.iter().flat_map(|p| &p.metrics);
     let mut notes = vec![

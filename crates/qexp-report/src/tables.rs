@@ -370,7 +370,7 @@ mod tests {
     use super::*;
     use qexp_analysis::TrialMetrics;
     use qexp_plan::Point;
-    use qexp_store::ServerCounter;
+    use qexp_types::ServerCounter;
 
     fn point(id: u32, concurrency: u32, counters: bool) -> PointSummary {
         let p = Point {

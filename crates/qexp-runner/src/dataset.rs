@@ -43,10 +43,8 @@ pub(crate) async fn prepare(
         Some(dir) if given.is_relative() => dir.join(given),
         _ => given.to_path_buf(),
     };
-    let format = match source.format() {
-        Some(DatasetFormat::Sharegpt) => qexp_client::DatasetFormat::ShareGpt,
-        _ => qexp_client::DatasetFormat::Jsonl,
-    };
+    // A file whose extension names no format is read as JSONL, one prompt a line.
+    let format = source.format().unwrap_or(DatasetFormat::Jsonl);
     let dataset = Dataset::load(&path, format)?;
     let prompts: Vec<String> = dataset
         .prompts

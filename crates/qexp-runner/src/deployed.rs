@@ -26,7 +26,7 @@ pub(crate) async fn run(
     resuming: Option<Resuming>,
     cancel: Cancel,
 ) -> Result<RunResult, RunError> {
-    if opts.target.is_some() {
+    if opts.overrides.target.is_some() {
         return Err(RunError::Target(
             "--target cannot be used with a plan that has [[deployment]] tables: each deployment \
              names its own server (command or base_url)"
@@ -35,7 +35,7 @@ pub(crate) async fn run(
     }
     let (api_key, timeouts) = connection(&opts)?;
     let points = opts.plan.points();
-    let trials = opts.trials.unwrap_or(opts.plan.trials());
+    let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
     let mut writer = match resuming {
         None => RunWriter::create(&opts.out, new_manifest(&opts, &points, trials))?,
         Some(r) => r.reopen_deployed(&opts.plan, &points, trials)?,
@@ -193,7 +193,7 @@ fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
             sim_time_scale: None,
             api_key_env: f.target.api_key_env.clone(),
         },
-        server: serde_json::Value::Null,
+        server: None,
         fingerprint: None,
         calibration: Vec::new(),
         git: qexp_provenance::git_info(&plan.path),

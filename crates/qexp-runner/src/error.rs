@@ -44,9 +44,15 @@ pub enum RunError {
         /// The cause.
         source: qexp_client::CalibrationError,
     },
-    /// The replayed trace could not be read again, or changed since the plan was loaded.
-    #[error("{0}")]
-    Trace(String),
+    /// The replayed trace could not be read again.
+    #[error(transparent)]
+    Trace(#[from] qexp_plan::TraceError),
+    /// The replayed trace changed since the plan was loaded.
+    #[error("trace {path} changed after the plan was loaded; run again")]
+    TraceChanged {
+        /// The trace file, as the plan names it.
+        path: String,
+    },
     /// The plan's dataset cannot be used.
     #[error(transparent)]
     Dataset(#[from] qexp_client::DatasetError),

@@ -115,8 +115,7 @@ impl<'a> Fleet<'a> {
                             .insert(name.to_string(), prep.calibrations.clone());
                         let start = record_start(writer, spec, &start_id, block, &server, &prep)?;
                         // Every start is timed by the same kind of client.
-                        writer.manifest_mut().client_timing =
-                            Some(target.client.timing().to_string());
+                        writer.manifest_mut().client_timing = Some(target.client.client_timing());
                         let tag = DeploymentTag {
                             name: name.to_string(),
                             hash: spec.hash(),

@@ -6,8 +6,7 @@ use crate::error::RunError;
 use crate::Cancel;
 use qexp_client::Timeouts;
 use qexp_plan::Plan;
-use qexp_store::{Manifest, RunStatus, RunWriter};
-use std::collections::BTreeMap;
+use qexp_store::{Manifest, Overrides, RunStatus, RunWriter};
 use std::path::PathBuf;
 
 /// What `qexp run` was asked to do.
@@ -15,16 +14,11 @@ use std::path::PathBuf;
 pub struct RunOptions {
     /// The validated plan.
     pub plan: Plan,
-    /// `--trials`, overriding the plan.
-    pub trials: Option<u32>,
-    /// `--target`, overriding the plan's base URL.
-    pub target: Option<String>,
-    /// `--model`, overriding the plan's model.
-    pub model: Option<String>,
     /// Results root (`results/` by default).
     pub out: PathBuf,
-    /// The overrides as typed, for the manifest.
-    pub overrides: BTreeMap<String, String>,
+    /// `--trials`, `--target` and `--model`, overriding the plan (and
+    /// recorded in the manifest as given).
+    pub overrides: Overrides,
 }
 
 /// A finished (or interrupted) run.

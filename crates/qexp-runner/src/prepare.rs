@@ -8,16 +8,16 @@ use crate::target::Target;
 use crate::workload::Prompts;
 use qexp_client::prompt::Filler;
 use qexp_client::{
-    calibrate, nonce_for, Api, Calibration, Counter, Fingerprint, MetricsSource, ServerInfo,
+    calibrate, nonce_for, Calibration, Counter, Fingerprint, MetricsSource, ServerInfo,
 };
-use qexp_plan::Trace;
+use qexp_plan::{ApiKind, Trace};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// What a run needs to know of a target before it sends measured requests.
 pub(crate) struct Prepared {
     pub model: String,
-    pub api: Api,
+    pub api: ApiKind,
     pub extra: Map<String, Value>,
     pub filler: Filler,
     pub calibrations: BTreeMap<u32, Calibration>,
@@ -29,7 +29,7 @@ pub(crate) struct Prepared {
 }
 
 /// The trace a plan replays, read again and checked against the plan's hash.
-pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
+pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, RunError> {
     let Some(tref) = opts
         .plan
         .points()
@@ -38,12 +38,9 @@ pub(crate) fn load_trace(opts: &RunOptions) -> Result<Option<Trace>, String> {
     else {
         return Ok(None);
     };
-    let trace = Trace::load(std::path::Path::new(&tref.path)).map_err(|e| e.to_string())?;
+    let trace = Trace::load(std::path::Path::new(&tref.path))?;
     if trace.sha256 != tref.sha256 {
-        return Err(format!(
-            "trace {} changed after the plan was loaded; run again",
-            tref.path
-        ));
+        return Err(RunError::TraceChanged { path: tref.path });
     }
     Ok(Some(trace))
 }
@@ -62,6 +59,7 @@ pub(crate) async fn prepare(
     let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
     let info = qexp_client::probe(&target.client, metrics_url).await?;
     let model = opts
+        .overrides
         .model
         .clone()
         .or_else(|| model.map(str::to_string))
@@ -95,7 +93,7 @@ pub(crate) async fn prepare(
     let mut calibrations = BTreeMap::new();
     let dataset = match &f.workload.dataset {
         Some(source) => {
-            let trials = opts.trials.unwrap_or(opts.plan.trials());
+            let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
             Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
         }
         None => None,
@@ -133,6 +131,6 @@ pub(crate) async fn prepare(
         info,
         fingerprint,
         metrics,
-        trace: load_trace(opts).map_err(RunError::Trace)?,
+        trace: load_trace(opts)?,
     })
 }

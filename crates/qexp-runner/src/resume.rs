@@ -12,7 +12,7 @@ use crate::options::RunOptions;
 use chrono::Utc;
 use qexp_client::Fingerprint;
 use qexp_plan::{Plan, Point};
-use qexp_store::{Manifest, Resume, RunStatus, RunWriter};
+use qexp_store::{Manifest, Overrides, Resume, RunStatus, RunWriter};
 use std::path::{Path, PathBuf};
 
 /// What `qexp run --resume` was asked to do.
@@ -91,8 +91,7 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             "its manifest's point_order does not list each point once per trial".into(),
         ));
     }
-    let original_target = manifest.overrides.get("target").cloned();
-    let target = r.target.clone().or(original_target);
+    let target = r.target.clone().or(manifest.overrides.target.clone());
     if let Some(t) = &r.target {
         if *t != manifest.target.base_url {
             differences.push(format!(
@@ -108,11 +107,14 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let opts = RunOptions {
         plan,
-        trials: Some(manifest.trials),
-        target,
-        model: manifest.overrides.get("model").cloned(),
         out,
-        overrides: manifest.overrides.clone(),
+        // What the run as recorded did (its trial count, its target unless
+        // `--target` moves it), not what was typed: the manifest keeps that.
+        overrides: Overrides {
+            trials: Some(manifest.trials),
+            target,
+            model: manifest.overrides.model.clone(),
+        },
     };
     let resuming = Resuming {
         dir: r.dir.clone(),

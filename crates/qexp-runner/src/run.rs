@@ -13,7 +13,6 @@ use qexp_plan::Point;
 use qexp_store::{Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Runs a plan end to end. Nothing is written until the target answers and
@@ -38,6 +37,7 @@ async fn run_or_resume(
         return crate::deployed::run(opts, resuming, cancel).await;
     }
     let given = opts
+        .overrides
         .target
         .clone()
         .unwrap_or_else(|| opts.plan.file.target.base_url.get_ref().clone());
@@ -57,7 +57,7 @@ async fn run_on(
     let prep = prepare(opts, target, None, None).await?;
     let plan = &opts.plan;
     let points = plan.points();
-    let trials = opts.trials.unwrap_or(plan.trials());
+    let trials = opts.overrides.trials.unwrap_or(plan.trials());
     let started_at = Utc::now();
     let run_id = qexp_store::new_run_id(started_at);
     let host = qexp_provenance::host_info();
@@ -74,7 +74,7 @@ async fn run_on(
         points: points.clone(),
         point_order: Vec::new(),
         target: target_info(opts, target, &prep),
-        server: serde_json::to_value(&prep.info).unwrap_or(Value::Null),
+        server: Some(prep.info.clone()),
         fingerprint: Some(prep.fingerprint.clone()),
         calibration: prep
             .calibrations
@@ -84,7 +84,7 @@ async fn run_on(
         git: qexp_provenance::git_info(&plan.path),
         comparability: comparability(
             &opts.plan,
-            opts.target.as_deref(),
+            opts.overrides.target.as_deref(),
             &prep.model,
             workload(
                 &opts.plan,
@@ -101,7 +101,7 @@ async fn run_on(
         status: RunStatus::Running,
         stop_reason: None,
         resumes: Vec::new(),
-        client_timing: Some(target.client.timing().to_string()),
+        client_timing: Some(target.client.client_timing()),
         deployments: Vec::new(),
         schedule: Vec::new(),
         order: None,

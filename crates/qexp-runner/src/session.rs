@@ -135,7 +135,8 @@ pub(crate) fn plan_turns(planned: &mut BTreeMap<u32, Planned>, done: &[Finished]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use qexp_client::{Api, GenRequest};
+    use qexp_client::GenRequest;
+    use qexp_plan::ApiKind;
     use std::sync::Mutex;
 
     /// Answers `re: <prompt>` after 100 ms, fails prompts that say `fail`,
@@ -180,7 +181,7 @@ mod tests {
             .map(|(p, index)| Job {
                 index,
                 request: GenRequest {
-                    api: Api::Chat,
+                    api: ApiKind::Chat,
                     model: "m".into(),
                     prompt: (*p).into(),
                     max_tokens: 5,

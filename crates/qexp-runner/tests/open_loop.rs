@@ -2,7 +2,8 @@
 //! requests leave at their planned offsets whatever the server does, and a
 //! cap on requests in flight delays sends without moving their schedule.
 
-use qexp_client::{Api, GenRequest, Outcome};
+use qexp_client::{GenRequest, Outcome};
+use qexp_plan::ApiKind;
 use qexp_runner::{run_open_loop, Backend, Job, OpenLoopSpec, Timer};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,7 +57,7 @@ fn jobs(n: u32) -> Vec<Job> {
         .map(|index| Job {
             index,
             request: GenRequest {
-                api: Api::Chat,
+                api: ApiKind::Chat,
                 model: "m".into(),
                 prompt: "p".into(),
                 max_tokens: index,

@@ -1,7 +1,8 @@
 //! The closed-loop scheduler on a fake backend with known timing (tokio's
 //! paused clock), so in-flight counts and ordering are checked exactly.
 
-use qexp_client::{Api, GenRequest, Outcome};
+use qexp_client::{GenRequest, Outcome};
+use qexp_plan::ApiKind;
 use qexp_runner::{run_closed_loop, Backend, Job};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ fn jobs(n: u32) -> Vec<Job> {
         .map(|index| Job {
             index,
             request: GenRequest {
-                api: Api::Chat,
+                api: ApiKind::Chat,
                 model: "m".into(),
                 prompt: "p".into(),
                 max_tokens: 5,

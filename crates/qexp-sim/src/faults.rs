@@ -81,30 +81,75 @@ pub struct FaultSpecError {
     /// The offending item of the list.
     pub item: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub reason: FaultSpecProblem,
+}
+
+/// What is wrong with one item of a fault specification.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultSpecProblem {
+    /// A fault's parameter is not a number ≥ 0.
+    #[error("`{param}` is not a number ≥ 0")]
+    NotANumber {
+        /// The parameter as written.
+        param: String,
+    },
+    /// A parameter given to a fault that takes none.
+    #[error("`{name}` takes no parameter")]
+    TakesNoParameter {
+        /// The fault's name.
+        name: String,
+    },
+    /// A name that is not in [`FAULT_NAMES`].
+    #[error("unknown fault `{name}`; known: {}", FAULT_NAMES.join(", "))]
+    UnknownFault {
+        /// The name as written.
+        name: String,
+    },
+    /// A fraction outside 0..=1.
+    #[error("fraction `{fraction}` is not between 0 and 1")]
+    Fraction {
+        /// The fraction as written.
+        fraction: String,
+    },
+    /// The fractions of the list add up to more than 1.
+    #[error("the fractions add up to more than 1")]
+    OverOne,
+    /// `seed=` is not a whole number.
+    #[error("the seed is not a whole number")]
+    Seed,
+    /// `from=` is not a whole number.
+    #[error("`from` is not a whole number")]
+    From,
+    /// A query key other than `faults`, `seed` and `from`.
+    #[error("expected faults=…, seed=N or from=N")]
+    QueryKey,
 }
 
 impl Fault {
     /// Reads `name[=param]`.
-    fn parse(text: &str) -> Result<Fault, String> {
+    fn parse(text: &str) -> Result<Fault, FaultSpecProblem> {
         let (name, param) = match text.split_once('=') {
             Some((n, p)) => (n.trim(), Some(p.trim())),
             None => (text.trim(), None),
         };
-        let num = |default: f64| -> Result<f64, String> {
+        let num = |default: f64| -> Result<f64, FaultSpecProblem> {
             match param {
                 None => Ok(default),
                 Some(p) => p
                     .parse::<f64>()
                     .ok()
                     .filter(|x| x.is_finite() && *x >= 0.0)
-                    .ok_or_else(|| format!("`{p}` is not a number ≥ 0")),
+                    .ok_or_else(|| FaultSpecProblem::NotANumber {
+                        param: p.to_owned(),
+                    }),
             }
         };
         let int = |default: f64| num(default).map(|x| x.min(f64::from(u32::MAX)) as u32);
         let no_param = |f: Fault| match param {
             None => Ok(f),
-            Some(_) => Err(format!("`{name}` takes no parameter")),
+            Some(_) => Err(FaultSpecProblem::TakesNoParameter {
+                name: name.to_owned(),
+            }),
         };
         match name {
             "close" => no_param(Fault::Close),
@@ -120,10 +165,9 @@ impl Fault {
             "invalid_utf8" => no_param(Fault::InvalidUtf8),
             "wrong_content_type" => no_param(Fault::WrongContentType),
             "context_length" => no_param(Fault::ContextLength),
-            _ => Err(format!(
-                "unknown fault `{name}`; known: {}",
-                FAULT_NAMES.join(", ")
-            )),
+            _ => Err(FaultSpecProblem::UnknownFault {
+                name: name.to_owned(),
+            }),
         }
     }
 
@@ -189,7 +233,7 @@ impl FaultPlan {
         let mut rules = Vec::new();
         let mut total = 0.0;
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let bad = |reason: String| FaultSpecError {
+            let bad = |reason: FaultSpecProblem| FaultSpecError {
                 item: item.to_owned(),
                 reason,
             };
@@ -202,10 +246,14 @@ impl FaultPlan {
                 .parse::<f64>()
                 .ok()
                 .filter(|p| (0.0..=1.0).contains(p))
-                .ok_or_else(|| bad(format!("fraction `{fraction}` is not between 0 and 1")))?;
+                .ok_or_else(|| {
+                    bad(FaultSpecProblem::Fraction {
+                        fraction: fraction.to_owned(),
+                    })
+                })?;
             total += fraction;
             if total > 1.0 + 1e-9 {
-                return Err(bad("the fractions add up to more than 1".to_owned()));
+                return Err(bad(FaultSpecProblem::OverOne));
             }
             rules.push((fault, fraction));
         }
@@ -223,21 +271,15 @@ impl FaultPlan {
         let mut seed = 0;
         let mut from = 0;
         for pair in query.split('&').filter(|s| !s.is_empty()) {
-            let bad = |reason: &str| FaultSpecError {
+            let bad = |reason: FaultSpecProblem| FaultSpecError {
                 item: pair.to_owned(),
-                reason: reason.to_owned(),
+                reason,
             };
             match pair.split_once('=') {
                 Some(("faults", v)) => spec = v,
-                Some(("seed", v)) => {
-                    seed = v
-                        .parse()
-                        .map_err(|_| bad("the seed is not a whole number"))?
-                }
-                Some(("from", v)) => {
-                    from = v.parse().map_err(|_| bad("`from` is not a whole number"))?
-                }
-                _ => return Err(bad("expected faults=…, seed=N or from=N")),
+                Some(("seed", v)) => seed = v.parse().map_err(|_| bad(FaultSpecProblem::Seed))?,
+                Some(("from", v)) => from = v.parse().map_err(|_| bad(FaultSpecProblem::From))?,
+                _ => return Err(bad(FaultSpecProblem::QueryKey)),
             }
         }
         Ok(FaultPlan {

@@ -36,7 +36,7 @@ mod server;
 mod sse;
 mod tokens;
 
-pub use faults::{Fault, FaultPlan, FaultSpecError, FAULT_NAMES};
+pub use faults::{Fault, FaultPlan, FaultSpecError, FaultSpecProblem, FAULT_NAMES};
 pub use profile::{ProfileError, SimProfile};
 pub use server::SimServer;
 pub use tokens::CHAT_PRIMER_TOKENS;

@@ -126,9 +126,24 @@ impl Job {
     }
 }
 
+/// Why a request's prompt cannot be turned into tokens; the text is the
+/// 400 answer's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PromptError {
+    /// More than one prompt in a completion request.
+    #[error("batched prompts are not supported; send one prompt per request")]
+    Batched,
+    /// A chat request without messages.
+    #[error("`messages` must not be empty")]
+    NoMessages,
+    /// A tokenize request with both or neither of `prompt` and `messages`.
+    #[error("give exactly one of `prompt` and `messages`")]
+    PromptOrMessages,
+}
+
 impl CompletionRequest {
-    /// The generation job, or a message saying why the prompt is unsupported.
-    pub(crate) fn into_job(self, default_model: &str) -> Result<Job, String> {
+    /// The generation job, or why the prompt is unsupported.
+    pub(crate) fn into_job(self, default_model: &str) -> Result<Job, PromptError> {
         let mut ids = Vec::new();
         self.prompt.ids(&mut ids)?;
         Ok(Job::new(
@@ -142,8 +157,12 @@ impl CompletionRequest {
 }
 
 impl ChatRequest {
-    /// The generation job, or a message saying why the messages are unsupported.
-    pub(crate) fn into_job(self, default_model: &str, per_message: u32) -> Result<Job, String> {
+    /// The generation job, or why the messages are unsupported.
+    pub(crate) fn into_job(
+        self,
+        default_model: &str,
+        per_message: u32,
+    ) -> Result<Job, PromptError> {
         Ok(Job::new(
             Kind::Chat,
             self.model,
@@ -156,7 +175,7 @@ impl ChatRequest {
 
 impl TokenizeRequest {
     /// Token ids of the prompt, or of the messages with the chat template applied.
-    pub(crate) fn ids(&self, per_message: u32) -> Result<Vec<u32>, String> {
+    pub(crate) fn ids(&self, per_message: u32) -> Result<Vec<u32>, PromptError> {
         match (&self.prompt, &self.messages) {
             (Some(prompt), None) => {
                 let mut ids = Vec::new();
@@ -164,24 +183,22 @@ impl TokenizeRequest {
                 Ok(ids)
             }
             (None, Some(messages)) => chat_ids(messages, per_message),
-            _ => Err("give exactly one of `prompt` and `messages`".to_owned()),
+            _ => Err(PromptError::PromptOrMessages),
         }
     }
 }
 
 impl Prompt {
-    fn single(&self) -> Result<Option<&str>, String> {
+    fn single(&self) -> Result<Option<&str>, PromptError> {
         match self {
             Prompt::Text(text) => Ok(Some(text)),
             Prompt::Batch(texts) if texts.len() == 1 => Ok(Some(&texts[0])),
-            Prompt::Batch(_) => {
-                Err("batched prompts are not supported; send one prompt per request".to_owned())
-            }
+            Prompt::Batch(_) => Err(PromptError::Batched),
             Prompt::Ids(_) => Ok(None),
         }
     }
 
-    fn ids(&self, out: &mut Vec<u32>) -> Result<(), String> {
+    fn ids(&self, out: &mut Vec<u32>) -> Result<(), PromptError> {
         match (self.single()?, self) {
             (Some(text), _) => tokens::ids(text, out),
             (None, Prompt::Ids(ids)) => out.extend_from_slice(ids),
@@ -203,9 +220,9 @@ impl Message {
 
 /// Token ids of a chat request: each message's template tokens then its
 /// words, then the reply primer; as many as `usage.prompt_tokens` counts.
-fn chat_ids(messages: &[Message], per_message: u32) -> Result<Vec<u32>, String> {
+fn chat_ids(messages: &[Message], per_message: u32) -> Result<Vec<u32>, PromptError> {
     if messages.is_empty() {
-        return Err("`messages` must not be empty".to_owned());
+        return Err(PromptError::NoMessages);
     }
     let mut ids = Vec::new();
     for message in messages {
@@ -298,12 +315,14 @@ mod tests {
         serde_json::from_str::<ChatRequest>(body)
             .map_err(|e| e.to_string())?
             .into_job("sim-x", 4)
+            .map_err(|e| e.to_string())
     }
 
     fn completion(body: &str) -> Result<Job, String> {
         serde_json::from_str::<CompletionRequest>(body)
             .map_err(|e| e.to_string())?
             .into_job("sim-x")
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -102,7 +102,7 @@ async fn tokenize(
     let req: TokenizeRequest = parse(&body)?;
     let ids = req
         .ids(p.chat_template_tokens)
-        .map_err(ApiError::bad_request)?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok(Json(
         json!({"count": ids.len(), "max_model_len": p.max_context, "tokens": ids}),
     ))
@@ -112,7 +112,7 @@ async fn completions(State(app): State<App>, body: Bytes) -> Result<Response, Ap
     let req: CompletionRequest = parse(&body)?;
     let job = req
         .into_job(&app.engine.profile().model_id())
-        .map_err(ApiError::bad_request)?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     generate(app, job).await
 }
 
@@ -121,7 +121,7 @@ async fn chat_completions(State(app): State<App>, body: Bytes) -> Result<Respons
     let req: ChatRequest = parse(&body)?;
     let job = req
         .into_job(&p.model_id(), p.chat_template_tokens)
-        .map_err(ApiError::bad_request)?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     generate(app, job).await
 }
 

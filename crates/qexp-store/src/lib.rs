@@ -10,6 +10,7 @@ mod journal;
 mod layout;
 mod lock;
 mod manifest;
+mod overrides;
 mod reader;
 mod rows;
 mod writer;
@@ -21,6 +22,7 @@ pub use manifest::{
     Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, Manifest, Resume, RunStatus,
     ScheduleCell, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
 };
+pub use overrides::Overrides;
 pub use reader::{
     find_runs, for_each_request_batch, latest_runs, read_manifest, scan_points, scan_requests,
     RunRef,
@@ -29,8 +31,3 @@ pub use rows::{
     points, points_frame, requests, requests_frame, server_column, PointRow, RequestRow,
 };
 pub use writer::{new_run_id, RunWriter};
-
-/// The stored vocabulary that comes from qexp-client: error classes, server
-/// counters and the speculative-decoding acceptance length derived from them.
-pub use qexp_client::counters::acceptance_length;
-pub use qexp_client::{ErrorClass, ServerCounter, ServerCounters};

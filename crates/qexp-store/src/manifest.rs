@@ -1,6 +1,7 @@
 use chrono::{DateTime, Utc};
 use qexp_plan::{ApiKind, Point};
 use qexp_provenance::{GitInfo, HostInfo};
+use qexp_types::{ClientTiming, ServerInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -111,8 +112,8 @@ pub struct Manifest {
     pub plan_hash: String,
     /// The plan, verbatim.
     pub plan_text: String,
-    /// Command-line overrides (`--trials`, `--target`, …) as given.
-    pub overrides: BTreeMap<String, String>,
+    /// Command-line overrides (`--trials`, `--target`, `--model`) as given.
+    pub overrides: crate::Overrides,
     /// Trials run (after overrides).
     pub trials: u32,
     /// The expanded points.
@@ -121,12 +122,15 @@ pub struct Manifest {
     pub point_order: Vec<Vec<u32>>,
     /// The target.
     pub target: TargetInfo,
-    /// What the server said about itself (documents by path).
-    pub server: serde_json::Value,
+    /// What the server said about itself (documents by path, what its
+    /// metrics revealed); `null` for a run with deployments, whose starts
+    /// each keep a fingerprint.
+    #[serde(default)]
+    pub server: Option<ServerInfo>,
     /// Engine, version, model, context limit and flags read from `server`
     /// (absent in manifests written before qexp read fingerprints).
     #[serde(default)]
-    pub fingerprint: Option<qexp_client::Fingerprint>,
+    pub fingerprint: Option<qexp_types::Fingerprint>,
     /// Prompt-length calibration per input length.
     pub calibration: Vec<serde_json::Value>,
     /// Git state of the plan's repository.
@@ -146,11 +150,11 @@ pub struct Manifest {
     /// Each `qexp run --resume` of this run, oldest first.
     #[serde(default)]
     pub resumes: Vec<Resume>,
-    /// How qexp timed the streamed requests (`Client::timing`): which HTTP
-    /// client, sent counted from the wire. Absent in runs made before it
-    /// was recorded, which timed from before each request was built.
+    /// How qexp timed the streamed requests: which HTTP client, sent
+    /// counted from the wire. Absent in runs made before it was recorded,
+    /// which timed from before each request was built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_timing: Option<String>,
+    pub client_timing: Option<ClientTiming>,
     /// A run with `[[deployment]]` tables: each deployment, its starts and
     /// its failures (empty for a run against one server).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -199,7 +203,7 @@ pub struct DeploymentRun {
     pub model: Option<String>,
     /// What its first ready start said about itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<qexp_client::Fingerprint>,
+    pub fingerprint: Option<qexp_types::Fingerprint>,
     /// Every start (launched deployments) or connection (others), in order.
     #[serde(default)]
     pub starts: Vec<DeploymentStart>,
@@ -217,13 +221,13 @@ pub struct DeploymentStart {
     pub blocks: Vec<u32>,
     /// The launch: command, env names, port, pid, log, time to ready (launched deployments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch: Option<qexp_deploy::StartRecord>,
+    pub launch: Option<qexp_types::StartRecord>,
     /// How it was stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<qexp_deploy::StopRecord>,
+    pub stop: Option<qexp_types::StopRecord>,
     /// What the server said about itself at this start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<qexp_client::Fingerprint>,
+    pub fingerprint: Option<qexp_types::Fingerprint>,
 }
 
 /// A start that failed: the deployment's remaining cells are skipped.

@@ -10,7 +10,7 @@
 //! qexp-client's [`ServerCounter`] list and need no line here.
 
 use polars::prelude::*;
-use qexp_client::{ErrorClass, ServerCounter, ServerCounters};
+use qexp_types::{ErrorClass, ServerCounter, ServerCounters};
 use serde::{Deserialize, Serialize};
 
 /// A field type that becomes one or more columns of a frame.

@@ -358,3 +358,48 @@ fn a_failed_merge_is_reported_and_the_parts_stay_readable() {
     );
     assert_eq!(keys(&dir), expected(&[(1, 0, 2)]));
 }
+
+/// A manifest as runs recorded it before `overrides`, `server` and
+/// `client_timing` had types (a string map, a JSON value, a sentence): it
+/// reads into the types and writes those three keys back unchanged.
+#[test]
+fn an_older_manifest_reads_and_writes_its_typed_keys_unchanged() {
+    let mut old = serde_json::to_value(manifest()).expect("a manifest serialises");
+    let recorded = [
+        (
+            "overrides",
+            json!({"model": "m2", "target": "http://127.0.0.1:9", "trials": "5"}),
+        ),
+        (
+            "server",
+            json!({"base_url": "http://127.0.0.1:9", "models": ["m2"],
+                   "documents": {"/v1/models": {"data": [{"id": "m2"}]}},
+                   "metrics_url": "/metrics", "metric_families": ["vllm:x_total"]}),
+        ),
+        ("client_timing", json!("reqwest, from the wire")),
+    ];
+    for (key, value) in &recorded {
+        old[*key] = value.clone();
+    }
+    let m: Manifest = serde_json::from_value(old).expect("an older manifest reads");
+    assert_eq!(m.overrides.trials, Some(5));
+    assert_eq!(m.overrides.target.as_deref(), Some("http://127.0.0.1:9"));
+    assert_eq!(m.overrides.model.as_deref(), Some("m2"));
+    let server = m.server.as_ref().expect("a server object");
+    assert_eq!(server.models, ["m2"]);
+    assert_eq!(server.metrics_url.as_deref(), Some("/metrics"));
+    assert_eq!(
+        m.client_timing,
+        Some(qexp_types::ClientTiming::ReqwestFromWire)
+    );
+    let again = serde_json::to_value(&m).expect("it writes");
+    for (key, value) in &recorded {
+        assert_eq!(&again[*key], value, "{key}");
+    }
+    // A run with deployments records no server, and one without overrides an empty object.
+    let none = manifest();
+    assert_eq!(none.server, None);
+    let again = serde_json::to_value(&none).expect("it writes");
+    assert_eq!(again["server"], serde_json::Value::Null);
+    assert_eq!(again["overrides"], json!({}));
+}

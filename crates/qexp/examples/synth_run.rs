@@ -75,7 +75,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
             sim_time_scale: Some(1.0),
             api_key_env: None,
         },
-        server: serde_json::Value::Null,
+        server: None,
         fingerprint: None,
         calibration: Vec::new(),
         git: None,

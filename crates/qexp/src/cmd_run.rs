@@ -2,7 +2,7 @@ use crate::{cmd_report, summary, CliError, RunArgs};
 use anyhow::Context as _;
 use qexp_plan::Plan;
 use qexp_runner::{Cancel, ResumeOptions, RunError, RunOptions};
-use std::collections::BTreeMap;
+use qexp_store::Overrides;
 
 /// Exit code when a second Ctrl-C/SIGTERM ends qexp at once (128 + SIGINT).
 const EXIT_ABORTED: i32 = 130;
@@ -85,13 +85,14 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
 /// `qexp run --dry-run`: what the run would do, with nothing started.
 fn dry_run(opts: &RunOptions) -> Result<u8, CliError> {
     let plan = &opts.plan;
-    let trials = opts.trials.unwrap_or(plan.trials());
+    let trials = opts.overrides.trials.unwrap_or(plan.trials());
     let points = plan.points();
     if plan.deployments().is_empty() {
         println!(
             "{} points × {trials} trials against {}",
             points.len(),
-            opts.target
+            opts.overrides
+                .target
                 .as_deref()
                 .unwrap_or(plan.file.target.base_url.get_ref())
         );
@@ -128,23 +129,14 @@ fn options(args: &RunArgs, plan: &std::path::Path) -> Result<RunOptions, CliErro
             "--trials must be at least 1"
         )));
     }
-    let mut overrides = BTreeMap::new();
-    if let Some(t) = args.trials {
-        overrides.insert("trials".into(), t.to_string());
-    }
-    if let Some(t) = &args.target {
-        overrides.insert("target".into(), t.clone());
-    }
-    if let Some(m) = &args.model {
-        overrides.insert("model".into(), m.clone());
-    }
     Ok(RunOptions {
         plan,
-        trials: args.trials,
-        target: args.target.clone(),
-        model: args.model.clone(),
         out: args.out.clone(),
-        overrides,
+        overrides: Overrides {
+            trials: args.trials,
+            target: args.target.clone(),
+            model: args.model.clone(),
+        },
     })
 }
 

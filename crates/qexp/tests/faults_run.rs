@@ -93,9 +93,6 @@ async fn run_plan(dir: &Path, text: &str) -> RunResult {
     std::fs::write(&path, text).unwrap();
     let opts = RunOptions {
         plan: Plan::load(&path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: dir.join("results"),
         overrides: Default::default(),
     };

@@ -58,9 +58,6 @@ async fn rate_points_keep_their_schedule_and_report_goodput() {
     std::fs::write(&plan_path, PLAN).unwrap();
     let opts = RunOptions {
         plan: Plan::load(&plan_path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: tmp.path().join("results"),
         overrides: Default::default(),
     };

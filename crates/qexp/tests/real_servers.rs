@@ -11,7 +11,8 @@
 use polars::prelude::*;
 use qexp_client::metrics::Exposition;
 use qexp_client::prompt::Filler;
-use qexp_client::{nonce_for, Api, Client, GenRequest, MetricsSource};
+use qexp_client::{nonce_for, Client, GenRequest, MetricsSource};
+use qexp_plan::ApiKind;
 use qexp_plan::Plan;
 use qexp_runner::{run, RunError, RunOptions, RunResult};
 use std::path::Path;
@@ -52,9 +53,6 @@ fn plan(dir: &Path, url: &str, body: &str) -> RunOptions {
     std::fs::write(&path, text).unwrap();
     RunOptions {
         plan: Plan::load(&path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: dir.join("results"),
         overrides: Default::default(),
     }
@@ -261,7 +259,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         .as_nanos() as u64;
     let prompt = Filler::new(5, 8000).prompt(&nonce_for(5, salt, 0, 0, 0), 8000);
     let req = GenRequest {
-        api: Api::Chat,
+        api: ApiKind::Chat,
         model: MODEL.into(),
         prompt,
         max_tokens: 4,
@@ -488,9 +486,6 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
     std::fs::write(&path, text).unwrap();
     let opts = RunOptions {
         plan: Plan::load(&path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: tmp.path().join("results"),
         overrides: Default::default(),
     };

@@ -41,9 +41,6 @@ fn opts(dir: &Path, plan_text: &str) -> RunOptions {
     std::fs::write(&plan_path, plan_text).unwrap();
     RunOptions {
         plan: Plan::load(&plan_path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: dir.join("results"),
         overrides: Default::default(),
     }
@@ -108,8 +105,8 @@ fn check_rows(result: &qexp_runner::RunResult) -> DataFrame {
     assert!(result.manifest.target.simulated);
     // The simulator is plain HTTP: qexp's own reader timed it.
     assert_eq!(
-        result.manifest.client_timing.as_deref(),
-        Some("qexp-http1, from the wire")
+        result.manifest.client_timing,
+        Some(qexp_client::ClientTiming::Http1FromWire)
     );
 
     let df = qexp_store::scan_requests(&result.dir)

@@ -32,9 +32,6 @@ async fn run_plan(dir: &Path, name: &str, text: &str) -> qexp_analysis::RunAnaly
     std::fs::write(&plan_path, text).unwrap();
     let opts = RunOptions {
         plan: Plan::load(&plan_path).unwrap(),
-        trials: None,
-        target: None,
-        model: None,
         out: dir.join("results"),
         overrides: Default::default(),
     };

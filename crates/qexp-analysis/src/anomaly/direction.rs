@@ -237,7 +237,7 @@ mod tests {
         curve, founding_longctx, founding_longctx_noisy, founding_throughput, resummarise,
     };
     use super::*;
-    use qexp_store::ServerCounter;
+    use qexp_types::ServerCounter;
 
     /// Two points along input length (C=1, 200 out) with per-trial TTFTs; E2E = TTFT + 3 s.
     fn pair(a: &[f64], b: &[f64]) -> Vec<PointSummary> {

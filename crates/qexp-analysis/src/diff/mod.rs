@@ -152,10 +152,11 @@ pub struct UnpairedPoint {
     pub n: usize,
 }
 
-/// Where the practical threshold came from.
+/// Where the practical threshold (`min_change`) came from; the anomaly
+/// detectors' [`crate::anomaly::ThresholdSource`] is another thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ThresholdSource {
+pub enum MinChangeSource {
     /// Run A's plan, `[analysis] min_change`.
     Plan,
     /// The plan's default, because run A's plan text no longer parses.
@@ -193,7 +194,7 @@ pub struct RunDiff {
     /// Practical threshold (relative change).
     pub min_change: f64,
     /// Where it came from.
-    pub min_change_source: ThresholdSource,
+    pub min_change_source: MinChangeSource,
     /// Interval coverage.
     pub level: f64,
     /// Seed of the random permutations.
@@ -255,7 +256,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         return Err(DiffError::BadAlpha(opts.alpha));
     }
     let (min_change, min_change_source) = match opts.min_change {
-        Some(m) => (m, ThresholdSource::Option),
+        Some(m) => (m, MinChangeSource::Option),
         None => plan_min_change(a),
     };
     if !(min_change > 0.0 && min_change < 1.0) {
@@ -411,12 +412,9 @@ fn run_warnings(a: &RunAnalysis, b: &RunAnalysis, workload: &WorkloadCheck) -> V
     if ca.workload.is_empty() && cb.workload.is_empty() {
         warnings.push(DiffWarning::NoFingerprint);
     }
-    let (ta, tb) = (&a.manifest.client_timing, &b.manifest.client_timing);
+    let (ta, tb) = (a.manifest.client_timing, b.manifest.client_timing);
     if ta != tb {
-        warnings.push(DiffWarning::ClientTiming {
-            a: ta.clone(),
-            b: tb.clone(),
-        });
+        warnings.push(DiffWarning::ClientTiming { a: ta, b: tb });
     }
     for (side, r) in [(Side::A, a), (Side::B, b)] {
         if r.manifest.status != RunStatus::Complete {
@@ -468,10 +466,10 @@ fn quality_flags(side: Side, r: &RunAnalysis) -> Option<DiffWarning> {
 
 /// Run A's `analysis.min_change` as its analysis read it from the recorded
 /// plan, or the plan default when that plan no longer parses.
-fn plan_min_change(r: &RunAnalysis) -> (f64, ThresholdSource) {
+fn plan_min_change(r: &RunAnalysis) -> (f64, MinChangeSource) {
     let source = match r.threshold_source {
-        crate::anomaly::ThresholdSource::Plan => ThresholdSource::Plan,
-        crate::anomaly::ThresholdSource::Defaults { .. } => ThresholdSource::Default,
+        crate::anomaly::ThresholdSource::Plan => MinChangeSource::Plan,
+        crate::anomaly::ThresholdSource::Defaults { .. } => MinChangeSource::Default,
     };
     (r.thresholds.min_change, source)
 }

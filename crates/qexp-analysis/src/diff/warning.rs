@@ -3,6 +3,7 @@
 use super::compat::KeyRow;
 use super::pairing::Side;
 use qexp_store::RunStatus;
+use qexp_types::ClientTiming;
 use serde::Serialize;
 
 /// A caveat printed on stderr and at the top of every diff output.
@@ -45,9 +46,9 @@ pub enum DiffWarning {
     /// client was recorded, when sends were timed before the request was built).
     ClientTiming {
         /// Run A's client timing, `None` when not recorded.
-        a: Option<String>,
+        a: Option<ClientTiming>,
         /// Run B's.
-        b: Option<String>,
+        b: Option<ClientTiming>,
     },
     /// Points that have no partner in the other run.
     Unpaired {
@@ -103,9 +104,9 @@ impl std::fmt::Display for DiffWarning {
                 points.join("; ")
             ),
             DiffWarning::ClientTiming { a, b } => {
-                let said = |t: &Option<String>| {
-                    t.clone().unwrap_or_else(|| {
-                        "an older qexp that timed from before each request was built".into()
+                let said = |t: &Option<ClientTiming>| {
+                    t.map_or("an older qexp that timed from before each request was built", |t| {
+                        t.as_str()
                     })
                 };
                 write!(

@@ -11,7 +11,7 @@ use std::fs;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use qexp_deploy::{launch, LaunchError, StopHow, REDACTED};
+use qexp_deploy::{launch, LaunchError, PollError, StopHow, REDACTED};
 use support::{bounded, fake_server, group_absent, logged_number, running, spec, start, tempdir};
 
 #[tokio::test]
@@ -88,7 +88,10 @@ async fn server_never_ready_times_out_and_is_gone() {
                 log,
                 tail,
             }) => {
-                assert!(last.contains("503"), "{last}");
+                assert!(
+                    matches!(last, PollError::Status { status: 503, .. }),
+                    "{last}"
+                );
                 assert!((1.5..10.0).contains(&waited_s), "{waited_s}");
                 assert!(tail.contains("bound"), "{tail}");
                 log
@@ -112,7 +115,13 @@ async fn server_listing_another_model_is_not_ready() {
         spec.ready_timeout = Duration::from_millis(1000);
         match launch(&spec, &start(dir.path(), "model")).await {
             Err(LaunchError::NotReady { last, .. }) => {
-                assert!(last.contains("other") && last.contains("mine"), "{last}");
+                let PollError::OtherModel { listed, want } = &last else {
+                    panic!("expected another model, got {last}");
+                };
+                assert_eq!(
+                    (listed.as_slice(), want.as_str()),
+                    (["other".to_owned()].as_slice(), "mine")
+                );
             }
             Err(e) => panic!("expected NotReady, got {e}"),
             Ok(_) => panic!("expected NotReady, got a ready server"),

@@ -13,8 +13,8 @@ fn has_deployments(points: &[PointSummary]) -> bool {
     points.iter().any(|p| p.point.deployment.is_some())
 }
 
-fn err(name: &'static str) -> impl Fn(String) -> ChartError {
-    move |message| ChartError { name, message }
+fn err(name: &'static str) -> impl Fn(super::DrawError) -> ChartError {
+    move |source| ChartError { name, source }
 }
 
 /// Per-request decode tok/s against aggregate output tok/s, one curve per

@@ -9,6 +9,7 @@
 //! font file; a machine without fonts renders the same bytes.
 
 use super::ticks::Ticks;
+use super::DrawError;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 use std::ops::Range;
@@ -161,24 +162,19 @@ pub(crate) struct Plot {
     pub dodge: bool,
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
 /// Draws `plot` as SVG text.
-pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
+pub(crate) fn svg(plot: &Plot) -> Result<String, DrawError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        root.fill(&WHITE)?;
         let (x, y) = (&plot.x, &plot.y);
         let mut chart = ChartBuilder::on(&root)
             .caption(&plot.title, (FONT, 22))
             .margin(16)
             .x_label_area_size(56)
             .y_label_area_size(76)
-            .build_cartesian_2d(x.ranged(), y.ranged())
-            .map_err(err)?;
+            .build_cartesian_2d(x.ranged(), y.ranged())?;
         let xl = |v: &f64| (x.label)(x.inv(*v));
         let yl = |v: &f64| (y.label)(y.inv(*v));
         chart
@@ -191,8 +187,7 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
             .axis_desc_style((FONT, 16))
             .bold_line_style(RGBColor(205, 205, 205))
             .light_line_style(RGBColor(237, 237, 237))
-            .draw()
-            .map_err(err)?;
+            .draw()?;
 
         let several = plot.series.len() > 1;
         let (ylo, yhi) = (y.ticks.lo, y.ticks.hi);
@@ -211,19 +206,15 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
             let color = PALETTE[i % PALETTE.len()];
             let style = color.stroke_width(2);
             let spread: Vec<&Mark> = s.marks.iter().filter(|m| m.max > m.min).collect();
-            chart
-                .draw_series(spread.iter().map(|m| {
-                    PathElement::new(vec![(px(m), clamp(m.min)), (px(m), clamp(m.max))], style)
-                }))
-                .map_err(err)?;
-            chart
-                .draw_series(spread.iter().flat_map(|m| {
-                    [m.min, m.max].map(|v| {
-                        EmptyElement::at((px(m), clamp(v)))
-                            + PathElement::new(vec![(-6, 0), (6, 0)], style)
-                    })
-                }))
-                .map_err(err)?;
+            chart.draw_series(spread.iter().map(|m| {
+                PathElement::new(vec![(px(m), clamp(m.min)), (px(m), clamp(m.max))], style)
+            }))?;
+            chart.draw_series(spread.iter().flat_map(|m| {
+                [m.min, m.max].map(|v| {
+                    EmptyElement::at((px(m), clamp(v)))
+                        + PathElement::new(vec![(-6, 0), (6, 0)], style)
+                })
+            }))?;
             let centers: Vec<(f64, f64)> =
                 s.marks.iter().map(|m| (px(m), clamp(m.median))).collect();
             flagged.extend(
@@ -231,9 +222,7 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
                     .iter()
                     .filter_map(|m| m.flag.as_deref().map(|f| (px(m), clamp(m.median), f))),
             );
-            let line = chart
-                .draw_series(LineSeries::new(centers.clone(), style))
-                .map_err(err)?;
+            let line = chart.draw_series(LineSeries::new(centers.clone(), style))?;
             if several {
                 line.label(s.label.as_str()).legend(move |(lx, ly)| {
                     EmptyElement::at((lx + 10, ly))
@@ -241,9 +230,7 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
                         + Circle::new((0, 0), 4, color.filled())
                 });
             }
-            chart
-                .draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))
-                .map_err(err)?;
+            chart.draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))?;
         }
 
         if !flagged.is_empty() {
@@ -254,8 +241,7 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
                     EmptyElement::at((*px, *py))
                         + Circle::new((0, 0), 9, ring)
                         + Text::new(f.to_string(), (9, -26), text.clone())
-                }))
-                .map_err(err)?
+                }))?
                 .label("flagged point (see Flags)")
                 .legend(move |(lx, ly)| {
                     EmptyElement::at((lx + 10, ly)) + Circle::new((0, 0), 6, ring)
@@ -269,10 +255,9 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, String> {
                 .label_font((FONT, 14))
                 .background_style(WHITE.mix(0.9))
                 .border_style(RGBColor(170, 170, 170))
-                .draw()
-                .map_err(err)?;
+                .draw()?;
         }
-        root.present().map_err(err)?;
+        root.present()?;
     }
     Ok(out)
 }

@@ -14,8 +14,7 @@ pub use deployments::{over_time, pareto};
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series};
 use plotters::prelude::SeriesLabelPosition;
-use qexp_analysis::stats::Summary;
-use qexp_analysis::{Axis, PointSummary};
+use qexp_analysis::{Axis, Metric, PointSummary};
 use std::collections::BTreeMap;
 
 /// A flag's marker to place on a chart.
@@ -42,14 +41,17 @@ fn marker(marks: &[FlagMark], point_id: u32, metric: &str) -> Option<String> {
     (!on.is_empty()).then(|| on.join(" "))
 }
 
+/// What plotters says when drawing fails (the SVG backend's own errors are I/O errors).
+pub type DrawError = plotters::drawing::DrawingAreaErrorKind<std::io::Error>;
+
 /// A chart that could not be drawn.
 #[derive(Debug, thiserror::Error)]
-#[error("chart {name}: {message}")]
+#[error("chart {name}: {source}")]
 pub struct ChartError {
     /// The chart's name.
     pub name: &'static str,
-    /// plotters' message.
-    pub message: String,
+    /// What plotters said.
+    pub source: DrawError,
 }
 
 /// One drawn chart.
@@ -68,12 +70,11 @@ struct Spec {
     name: &'static str,
     title: &'static str,
     axis: Axis,
-    y_desc: &'static str,
+    /// The metric on the value axis: its summary per point, its axis
+    /// title, and the key that picks the flags concerning it.
+    metric: Metric,
     y_log: bool,
     legend: SeriesLabelPosition,
-    metric: fn(&PointSummary) -> Option<&Summary>,
-    /// The metric's snake_case name, to pick the flags that concern it.
-    metric_key: &'static str,
 }
 
 /// The signature every chart function shares.
@@ -106,11 +107,9 @@ pub fn agg_vs_concurrency(
             name: "agg_vs_concurrency",
             title: "Aggregate output throughput vs concurrency",
             axis: Axis::Concurrency,
-            y_desc: "Aggregate output (tok/s)",
+            metric: Metric::AggTokS,
             y_log: false,
             legend: SeriesLabelPosition::LowerRight,
-            metric: |p| p.agg_tok_s.as_ref(),
-            metric_key: "agg_tok_s",
         },
         points,
         marks,
@@ -127,11 +126,9 @@ pub fn ttft_vs_concurrency(
             name: "ttft_vs_concurrency",
             title: "Time to first token vs concurrency",
             axis: Axis::Concurrency,
-            y_desc: "TTFT, median (s, log scale)",
+            metric: Metric::TtftS,
             y_log: true,
             legend: SeriesLabelPosition::UpperLeft,
-            metric: |p| p.ttft_s.as_ref(),
-            metric_key: "ttft_s",
         },
         points,
         marks,
@@ -148,11 +145,9 @@ pub fn decode_vs_input(
             name: "decode_vs_input",
             title: "Per-request decode rate vs input length",
             axis: Axis::InputTokens,
-            y_desc: "Per-request decode (tok/s)",
+            metric: Metric::DecodeTokS,
             y_log: false,
             legend: SeriesLabelPosition::LowerLeft,
-            metric: |p| p.decode_tok_s.as_ref(),
-            metric_key: "decode_tok_s",
         },
         points,
         marks,
@@ -169,11 +164,9 @@ pub fn ttft_vs_input(
             name: "ttft_vs_input",
             title: "Time to first token vs input length",
             axis: Axis::InputTokens,
-            y_desc: "TTFT, median (s)",
+            metric: Metric::TtftS,
             y_log: false,
             legend: SeriesLabelPosition::UpperLeft,
-            metric: |p| p.ttft_s.as_ref(),
-            metric_key: "ttft_s",
         },
         points,
         marks,
@@ -222,14 +215,14 @@ fn chart(
         let marks: Vec<Mark> = group
             .iter()
             .filter_map(|p| {
-                let s = (spec.metric)(p)?;
+                let s = spec.metric.summary(p)?;
                 let usable = |v: f64| v.is_finite() && (!log_y || v > 0.0);
                 usable(s.median).then(|| Mark {
                     x: f64::from(spec.axis.value(&p.point)),
                     median: s.median,
                     min: if usable(s.min) { s.min } else { s.median },
                     max: s.max,
-                    flag: marker(marks, p.point.id, spec.metric_key),
+                    flag: marker(marks, p.point.id, spec.metric.key()),
                 })
             })
             .collect();
@@ -286,7 +279,7 @@ fn chart(
         (lo.min(v), hi.max(v))
     });
     let y = AxisSpec {
-        desc: spec.y_desc.into(),
+        desc: spec.metric.axis_title(spec.y_log),
         log: spec.y_log,
         ticks: if spec.y_log {
             ticks::log(lo, hi)
@@ -307,9 +300,9 @@ fn chart(
         legend: spec.legend.clone(),
         dodge: true,
     };
-    let svg = draw::svg(&plot).map_err(|message| ChartError {
+    let svg = draw::svg(&plot).map_err(|source| ChartError {
         name: spec.name,
-        message,
+        source,
     })?;
     Ok(Some(Chart {
         name: spec.name,

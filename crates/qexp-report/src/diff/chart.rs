@@ -5,7 +5,7 @@
 //! charts it is SVG text drawn by plotters without font files, so a diff
 //! renders to the same bytes everywhere.
 
-use crate::charts::{ChartError, Keyed};
+use crate::charts::{ChartError, DrawError, Keyed};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use qexp_analysis::diff::{Direction, Verdict};
@@ -126,8 +126,8 @@ struct Mark {
     significant: bool,
 }
 
-fn err(name: &'static str) -> impl Fn(String) -> ChartError {
-    move |message| ChartError { name, message }
+fn err(name: &'static str) -> impl Fn(DrawError) -> ChartError {
+    move |source| ChartError { name, source }
 }
 
 /// The ratio chart of `d`, rows labelled with `labels` (one per pair); None when no ratio exists.
@@ -162,11 +162,6 @@ pub fn ratio_chart(
 
 /// The chart's drawing surface: ratio (x) against row (y).
 type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Keyed, Keyed>>;
-
-/// A plotters error as the chart's message.
-fn msg(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
 
 /// The row layout: one row per pair, `k` marks stacked within a row.
 struct Rows<'l> {
@@ -219,7 +214,7 @@ fn ratio_span(marks: &[Mark]) -> (f64, f64) {
 }
 
 /// The chart as SVG text: axes, row frame, every mark, then the legend.
-fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<String, String> {
+fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<String, DrawError> {
     let rows = Rows {
         n: d.pairs.len(),
         k: d.metrics.len().max(1),
@@ -230,7 +225,7 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, rows.height())).into_drawing_area();
-        root.fill(&WHITE).map_err(msg)?;
+        root.fill(&WHITE)?;
         let (plot_area, legend_area) = root.split_horizontally(WIDTH - LEGEND_W);
         let mut chart = axes(&plot_area, title, &x, &rows)?;
         frame(&mut chart, &x, rows.n)?;
@@ -238,7 +233,7 @@ fn draw(d: &RunDiff, labels: &[String], title: &str, marks: &[Mark]) -> Result<S
             draw_mark(&mut chart, &x, &rows, m)?;
         }
         legend(&legend_area, d)?;
-        root.present().map_err(msg)?;
+        root.present()?;
     }
     Ok(out)
 }
@@ -249,7 +244,7 @@ fn axes<'a, 'b>(
     title: &str,
     x: &RatioAxis,
     rows: &Rows,
-) -> Result<Plot<'a, 'b>, String> {
+) -> Result<Plot<'a, 'b>, DrawError> {
     let n = rows.n;
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT, 20))
@@ -259,8 +254,7 @@ fn axes<'a, 'b>(
         .build_cartesian_2d(
             x.coord(),
             Keyed::new(-0.5, n as f64 - 0.5, (0..n).map(|i| i as f64).collect()),
-        )
-        .map_err(msg)?;
+        )?;
     let xl = |v: &f64| x.label(*v);
     let yl = |y: &f64| rows.label(y);
     chart
@@ -277,73 +271,59 @@ fn axes<'a, 'b>(
         .axis_desc_style((FONT, 15))
         .bold_line_style(RGBColor(215, 215, 215))
         .light_line_style(TRANSPARENT)
-        .draw()
-        .map_err(msg)?;
+        .draw()?;
     Ok(chart)
 }
 
 /// Light separators between the `n` rows and the reference line at ratio 1.
-fn frame(chart: &mut Plot, x: &RatioAxis, n: usize) -> Result<(), String> {
+fn frame(chart: &mut Plot, x: &RatioAxis, n: usize) -> Result<(), DrawError> {
     let (xlo, xhi) = (x.t(x.lo), x.t(x.hi));
     let sep = RGBColor(225, 225, 225);
-    chart
-        .draw_series((1..n).map(|i| {
-            let y = i as f64 - 0.5;
-            PathElement::new(vec![(xlo, y), (xhi, y)], sep.stroke_width(1))
-        }))
-        .map_err(msg)?;
-    chart
-        .draw_series(std::iter::once(PathElement::new(
-            vec![(x.t(1.0), -0.5), (x.t(1.0), n as f64 - 0.5)],
-            RGBColor(90, 90, 90).stroke_width(1),
-        )))
-        .map_err(msg)?;
+    chart.draw_series((1..n).map(|i| {
+        let y = i as f64 - 0.5;
+        PathElement::new(vec![(xlo, y), (xhi, y)], sep.stroke_width(1))
+    }))?;
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(x.t(1.0), -0.5), (x.t(1.0), n as f64 - 0.5)],
+        RGBColor(90, 90, 90).stroke_width(1),
+    )))?;
     Ok(())
 }
 
 /// One mark: its interval as a capped whisker, then a filled (significant) or hollow dot.
-fn draw_mark(chart: &mut Plot, x: &RatioAxis, rows: &Rows, m: &Mark) -> Result<(), String> {
+fn draw_mark(chart: &mut Plot, x: &RatioAxis, rows: &Rows, m: &Mark) -> Result<(), DrawError> {
     let color = PALETTE[m.metric % PALETTE.len()];
     let y = rows.y(m.row, m.metric);
     let r = x.t(m.ratio);
     if let Some((a, b)) = m.ci {
         let (a, b) = (x.t(a), x.t(b));
         let style = color.stroke_width(2);
+        chart.draw_series([PathElement::new(vec![(a, y), (b, y)], style)])?;
         chart
-            .draw_series([PathElement::new(vec![(a, y), (b, y)], style)])
-            .map_err(msg)?;
-        chart
-            .draw_series(
-                [a, b].map(|v| {
-                    EmptyElement::at((v, y)) + PathElement::new(vec![(0, -4), (0, 4)], style)
-                }),
-            )
-            .map_err(msg)?;
+            .draw_series([a, b].map(|v| {
+                EmptyElement::at((v, y)) + PathElement::new(vec![(0, -4), (0, 4)], style)
+            }))?;
     }
     let dot = if m.significant {
         Circle::new((r, y), 5, color.filled())
     } else {
         Circle::new((r, y), 5, ShapeStyle::from(&WHITE).filled())
     };
-    chart.draw_series([dot]).map_err(msg)?;
-    chart
-        .draw_series([Circle::new((r, y), 5, color.stroke_width(2))])
-        .map_err(msg)?;
+    chart.draw_series([dot])?;
+    chart.draw_series([Circle::new((r, y), 5, color.stroke_width(2))])?;
     Ok(())
 }
 
 /// The legend beside the plot: each metric's colour and better direction, the dot styles, the whisker.
-fn legend(area: &DrawingArea<SVGBackend, Shift>, d: &RunDiff) -> Result<(), String> {
+fn legend(area: &DrawingArea<SVGBackend, Shift>, d: &RunDiff) -> Result<(), DrawError> {
     let text = (FONT, 14).into_font().color(&BLACK);
     let small = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
     let mut y = 60;
-    area.draw(&Text::new("Metric (better is)", (10, y), text.clone()))
-        .map_err(msg)?;
+    area.draw(&Text::new("Metric (better is)", (10, y), text.clone()))?;
     for (i, metric) in d.metrics.iter().enumerate() {
         y += 22;
         let color = PALETTE[i % PALETTE.len()];
-        area.draw(&Circle::new((18, y + 7), 5, color.filled()))
-            .map_err(msg)?;
+        area.draw(&Circle::new((18, y + 7), 5, color.filled()))?;
         let way = match metric.direction() {
             Direction::HigherIsBetter => "higher",
             Direction::LowerIsBetter => "lower",
@@ -352,26 +332,20 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, d: &RunDiff) -> Result<(), Stri
             format!("{} ({way})", metric.key()),
             (30, y),
             text.clone(),
-        ))
-        .map_err(msg)?;
+        ))?;
     }
     y += 34;
-    area.draw(&Circle::new((18, y + 7), 5, BLACK.filled()))
-        .map_err(msg)?;
-    area.draw(&Text::new("significant", (30, y), small.clone()))
-        .map_err(msg)?;
+    area.draw(&Circle::new((18, y + 7), 5, BLACK.filled()))?;
+    area.draw(&Text::new("significant", (30, y), small.clone()))?;
     y += 22;
-    area.draw(&Circle::new((18, y + 7), 5, BLACK.stroke_width(2)))
-        .map_err(msg)?;
-    area.draw(&Text::new("~ (not significant)", (30, y), small.clone()))
-        .map_err(msg)?;
+    area.draw(&Circle::new((18, y + 7), 5, BLACK.stroke_width(2)))?;
+    area.draw(&Text::new("~ (not significant)", (30, y), small.clone()))?;
     y += 22;
     area.draw(&Text::new(
         format!("whisker: {}% interval", d.level * 100.0),
         (10, y),
         small,
-    ))
-    .map_err(msg)?;
+    ))?;
     Ok(())
 }
 

@@ -2,15 +2,34 @@
 //!
 //! [`ServerCounter`] is the one list: its name (also the Parquet column's
 //! suffix, `server_<name>`), unit, meaning and the Prometheus families that
-//! feed it in each engine. The runner stores every counter of the list,
+//! feed it in each engine. qexp-client scrapes the
+//! [`Counters`] snapshots, the runner stores every counter of the list,
 //! qexp-store writes one column per counter, and qexp-analysis reads every
 //! column back: adding a counter is a new variant plus its row in
 //! [`ServerCounter::spec`] (and, to show a number derived from it, a row in
 //! qexp-analysis' `ServerMetric`).
 
-use crate::metrics::Counters;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Counter values by series key (`name{labels}`), summed over duplicates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters(pub BTreeMap<String, f64>);
+
+impl Counters {
+    /// `after − before` per series present in both (a series that went down
+    /// was reset by a server restart and is left out).
+    pub fn delta(before: &Counters, after: &Counters) -> BTreeMap<String, f64> {
+        after
+            .0
+            .iter()
+            .filter_map(|(k, a)| {
+                let b = before.0.get(k).copied().unwrap_or(0.0);
+                (*a >= b).then(|| (k.clone(), a - b))
+            })
+            .collect()
+    }
+}
 
 /// One engine-neutral server counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

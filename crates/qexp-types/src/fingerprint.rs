@@ -3,7 +3,7 @@
 //! (`/v1/models`, `/version`, `/props`, `/server_info`, `/get_server_info`,
 //! `/info`) and from its `/metrics` info series.
 
-use crate::probe::ServerInfo;
+use crate::server::ServerInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -1,4 +1,5 @@
-//! What a start and a stop leave on record for the run folder.
+//! What a start and a stop of a launched server leave on record for the
+//! run folder (qexp-deploy makes them, the manifest keeps them).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -6,11 +7,9 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// The value recorded in place of a secret-looking environment variable.
+/// The value recorded in place of a secret-looking environment variable
+/// (runs on disk hold this spelling).
 pub const REDACTED: &str = "<redacted>";
-
-/// Parts of a variable name that mark its value as secret.
-const SECRET_MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH"];
 
 /// One start of a server, as it happened.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -68,49 +67,9 @@ pub struct StopRecord {
     pub group_gone: bool,
 }
 
-/// The environment as recorded: values of secret-looking names redacted.
-pub(crate) fn redact(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    env.iter()
-        .map(|(name, value)| {
-            let upper = name.to_ascii_uppercase();
-            let secret = SECRET_MARKS.iter().any(|mark| upper.contains(mark));
-            let shown = if secret { REDACTED } else { value.as_str() };
-            (name.clone(), shown.to_owned())
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_secret_looking_names_only() {
-        let env: BTreeMap<String, String> = [
-            ("HF_TOKEN", "abc"),
-            ("openai_api_key", "k"),
-            ("Db_Password", "p"),
-            ("AUTHORIZATION", "a"),
-            ("MY_SECRET_X", "s"),
-            ("MODE", "x"),
-            ("CUDA_VISIBLE_DEVICES", "0"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-        let shown = redact(&env);
-        for name in [
-            "HF_TOKEN",
-            "openai_api_key",
-            "Db_Password",
-            "AUTHORIZATION",
-            "MY_SECRET_X",
-        ] {
-            assert_eq!(shown[name], REDACTED, "{name}");
-        }
-        assert_eq!(shown["MODE"], "x");
-        assert_eq!(shown["CUDA_VISIBLE_DEVICES"], "0");
-    }
 
     #[test]
     fn stop_how_serialises_in_snake_case() {

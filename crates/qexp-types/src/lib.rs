@@ -1,0 +1,27 @@
+//! qexp-types holds the vocabulary that qexp's crates share and its results
+//! hold on disk: why a request failed ([`ErrorClass`]), the engine-neutral
+//! server counters ([`ServerCounter`]) and the snapshots they come from,
+//! what a server said about itself ([`ServerInfo`], [`Fingerprint`]), which
+//! client timed a run ([`ClientTiming`]), and what a launched server's start
+//! and stop left on record ([`StartRecord`], [`StopRecord`]).
+//!
+//! It is a leaf: data and the pure functions over it, with no HTTP, no
+//! processes, no Parquet, so that reading results never links a client.
+//! Producing these values (scraping, probing, launching) belongs to
+//! qexp-client and qexp-deploy, which re-export them; storing them belongs
+//! to qexp-store. Serialised spellings are pinned by tests: runs on disk
+//! hold them.
+
+pub mod counters;
+mod error_class;
+mod fingerprint;
+mod record;
+mod server;
+mod timing;
+
+pub use counters::{acceptance_length, CounterSpec, Counters, ServerCounter, ServerCounters};
+pub use error_class::ErrorClass;
+pub use fingerprint::Fingerprint;
+pub use record::{StartRecord, StopHow, StopRecord, REDACTED};
+pub use server::ServerInfo;
+pub use timing::ClientTiming;
