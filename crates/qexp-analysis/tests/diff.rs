@@ -11,6 +11,7 @@ use qexp_analysis::{
     diff, DiffError, DiffMetric, DiffOptions, PointSummary, RunAnalysis, TrialMetrics,
 };
 use qexp_plan::Point;
+use qexp_testkit::ManifestFixture;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -82,19 +83,22 @@ fn run(
         })
         .collect();
     let wl: BTreeMap<&str, &str> = workload.iter().copied().collect();
-    let manifest = serde_json::from_value(json!({
-        "schema_version": 1, "qexp_version": "0.1.0", "run_id": id, "experiment": "synthetic",
-        "plan_path": "synthetic.toml", "plan_hash": "00", "plan_text": "", "overrides": {},
-        "trials": trials, "points": points.iter().map(|p| &p.point).collect::<Vec<_>>(),
-        "point_order": [], "target": {"base_url": format!("sim:{id}"), "model": "m", "api": "chat",
-        "simulated": true, "sim_profile": id, "sim_time_scale": 0.05, "api_key_env": null},
-        "server": {}, "calibration": [], "git": null,
-        "host": {"hostname": "h", "os": "linux", "kernel": "6", "arch": "x86_64", "cpu_model": null,
-            "cpus": 2, "memory_bytes": 0, "gpus": []},
-        "comparability": {"workload": wl, "deployment": {"model": format!("sim-{id}")}, "workload_hash": "00"},
-        "started_at": "2026-01-01T00:00:00Z", "ended_at": null, "status": "complete", "stop_reason": null
-    }))
-    .expect("synthetic manifest matches the schema");
+    let pts: Vec<&Point> = points.iter().map(|p| &p.point).collect();
+    let manifest = ManifestFixture::new("synthetic", &[], trials)
+        .with("run_id", id)
+        .with("plan_path", "synthetic.toml")
+        .with("points", pts)
+        .with("point_order", Vec::<Vec<u32>>::new())
+        .simulated(id, 0.05)
+        .with("target.model", "m")
+        .with("server", json!({}))
+        .with(
+            "comparability",
+            json!({"workload": wl, "deployment": {"model": format!("sim-{id}")}, "workload_hash": "00"}),
+        )
+        .with("started_at", "2026-01-01T00:00:00Z")
+        .with("status", "complete")
+        .build();
     RunAnalysis::new(id.into(), manifest, points, Vec::new(), Vec::new(), None)
 }
 

@@ -5,7 +5,7 @@
 use qexp_analysis::{analyze, analyze_in_batches};
 use qexp_plan::Plan;
 use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
-use serde_json::json;
+use qexp_testkit::ManifestFixture;
 use std::path::{Path, PathBuf};
 
 const PLAN: &str = r#"[experiment]
@@ -27,35 +27,11 @@ trials = 2
 "#;
 
 fn manifest(plan: &Plan) -> Manifest {
-    let points = plan.points();
-    let ids: Vec<u32> = points.iter().map(|p| p.id).collect();
-    serde_json::from_value(json!({
-        "schema_version": 1,
-        "qexp_version": "0.1.0",
-        "run_id": "20261130T101500Z-000000",
-        "experiment": "itl",
-        "plan_path": "itl.toml",
-        "plan_hash": "00",
-        "plan_text": PLAN,
-        "overrides": {},
-        "trials": 2,
-        "points": points,
-        "point_order": vec![ids; 2],
-        "target": {"base_url": "http://127.0.0.1:1", "model": "m", "api": "chat",
-                   "simulated": false, "sim_profile": null, "sim_time_scale": null,
-                   "api_key_env": null},
-        "server": null,
-        "calibration": [],
-        "git": null,
-        "host": {"hostname": "h", "os": "o", "kernel": "k", "arch": "x86_64",
-                 "cpu_model": "c", "cpus": 2, "memory_bytes": 1u64, "gpus": []},
-        "comparability": {"workload": {}, "deployment": {}, "workload_hash": "00"},
-        "started_at": "2026-11-30T10:15:00Z",
-        "ended_at": null,
-        "status": "running",
-        "stop_reason": null
-    }))
-    .expect("manifest matches the schema")
+    ManifestFixture::new("itl", &plan.points(), 2)
+        .with("plan_text", PLAN)
+        .with("host.cpu_model", "c")
+        .with("host.memory_bytes", 1u64)
+        .build()
 }
 
 /// A successful request whose chunks arrive `gaps` apart after 0.1 s.

@@ -7,6 +7,7 @@ use qexp_analysis::stats::Rng;
 use qexp_analysis::{diff, DiffOptions, PointSummary, RunAnalysis, RunDiff, TrialMetrics};
 use qexp_plan::Point;
 use qexp_report::diff::{diff_context, render_diff, term::render_term, DiffFormat, DiffTemplates};
+use qexp_testkit::ManifestFixture;
 use serde_json::json;
 
 /// Per-point multipliers of B over A: (throughput, TTFT).
@@ -56,23 +57,24 @@ fn run(id: &str, profile: &str, points: Vec<PointSummary>, trials: u32) -> RunAn
         .iter()
         .map(|p| p.point.concurrency.to_string())
         .collect();
-    let manifest = serde_json::from_value(json!({
-        "schema_version": 1, "qexp_version": "0.1.0", "run_id": id, "experiment": "quickstart",
-        "plan_path": "experiments/quickstart.toml", "plan_hash": "00", "plan_text": "", "overrides": {},
-        "trials": trials, "points": points.iter().map(|p| &p.point).collect::<Vec<_>>(),
-        "point_order": [], "target": {"base_url": format!("sim:{profile}"), "model": format!("sim-{profile}"),
-        "api": "chat", "simulated": true, "sim_profile": profile, "sim_time_scale": 0.05, "api_key_env": null},
-        "server": {}, "calibration": [], "git": null,
-        "host": {"hostname": "h", "os": "linux", "kernel": "6", "arch": "x86_64", "cpu_model": null,
-            "cpus": 2, "memory_bytes": 0, "gpus": []},
-        "comparability": {
-            "workload": {"api": "chat", "concurrency": concurrency.join(","), "output_tokens": "200", "prompt": "RandomWords"},
-            "deployment": {"base_url": format!("sim:{profile}"), "model": format!("sim-{profile}"),
-                "client_cpu": "AMD EPYC 7313 | 32 cores"},
-            "workload_hash": "3f1c5e0d9a7b2c4e"},
-        "started_at": "2026-11-30T10:15:00Z", "ended_at": null, "status": "complete", "stop_reason": null
-    }))
-    .expect("fixture manifest matches the schema");
+    let pts: Vec<&Point> = points.iter().map(|p| &p.point).collect();
+    let manifest = ManifestFixture::new("quickstart", &[], trials)
+        .with("run_id", id)
+        .with("plan_path", "experiments/quickstart.toml")
+        .with("points", pts)
+        .with("point_order", Vec::<Vec<u32>>::new())
+        .simulated(profile, 0.05)
+        .with("server", json!({}))
+        .with(
+            "comparability",
+            json!({
+                "workload": {"api": "chat", "concurrency": concurrency.join(","), "output_tokens": "200", "prompt": "RandomWords"},
+                "deployment": {"base_url": format!("sim:{profile}"), "model": format!("sim-{profile}"),
+                    "client_cpu": "AMD EPYC 7313 | 32 cores"},
+                "workload_hash": "3f1c5e0d9a7b2c4e"}),
+        )
+        .with("status", "complete")
+        .build();
     RunAnalysis::new(
         format!("results/quickstart/{id}").into(),
         manifest,

@@ -11,6 +11,7 @@ use qexp::Cli;
 use qexp_analysis::stats::Rng;
 use qexp_plan::Point;
 use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
+use qexp_testkit::ManifestFixture;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -18,22 +19,19 @@ const TRIALS: u32 = 7;
 const OUT: u32 = 20;
 
 fn manifest(run_id: &str, profile: &str, output_tokens: &str, points: &[Point]) -> Manifest {
-    serde_json::from_value(json!({
-        "schema_version": 1, "qexp_version": "0.1.0", "run_id": run_id, "experiment": "cli",
-        "plan_path": "cli.toml", "plan_hash": "00", "plan_text": "", "overrides": {},
-        "trials": TRIALS, "points": points, "point_order": [],
-        "target": {"base_url": format!("sim:{profile}"), "model": format!("sim-{profile}"), "api": "chat",
-            "simulated": true, "sim_profile": profile, "sim_time_scale": 1.0, "api_key_env": null},
-        "server": {}, "calibration": [], "git": null,
-        "host": {"hostname": "h", "os": "linux", "kernel": "6", "arch": "x86_64", "cpu_model": null,
-            "cpus": 2, "memory_bytes": 0, "gpus": []},
-        "comparability": {
-            "workload": {"concurrency": "1,4", "output_tokens": output_tokens},
-            "deployment": {"model": format!("sim-{profile}")},
-            "workload_hash": "00"},
-        "started_at": "2026-11-30T10:15:00Z", "ended_at": null, "status": "running", "stop_reason": null
-    }))
-    .expect("manifest matches the schema")
+    ManifestFixture::new("cli", points, TRIALS)
+        .with("run_id", run_id)
+        .with("point_order", Vec::<Vec<u32>>::new())
+        .simulated(profile, 1.0)
+        .with("server", json!({}))
+        .with(
+            "comparability",
+            json!({
+                "workload": {"concurrency": "1,4", "output_tokens": output_tokens},
+                "deployment": {"model": format!("sim-{profile}")},
+                "workload_hash": "00"}),
+        )
+        .build()
 }
 
 /// Writes a complete run whose decode step is `step_s` (± 1% noise per trial) under `root`.
