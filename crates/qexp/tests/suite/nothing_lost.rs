@@ -5,11 +5,10 @@
 //! is held against the server's own count, `--resume` completes the run with
 //! exactly the planned rows, and `qexp report` renders it.
 
-mod common;
-
-use common::counting_proxy::CountingProxy;
+use crate::common::qexp;
+use crate::counting_proxy::CountingProxy;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// 2 points × (1 warmup + 12 measured); at 50 ms + 20 × 10 ms a request, the
@@ -41,9 +40,6 @@ shuffle = false
 
 const PLANNED_ROWS: usize = 2 * (1 + 12);
 
-/// These tests time a running process: one at a time on a small machine.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 struct Setup {
     tmp: tempfile::TempDir,
     plan: PathBuf,
@@ -67,12 +63,6 @@ async fn setup() -> Setup {
         proxy,
         _sim: sim,
     }
-}
-
-fn qexp(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_qexp"));
-    c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
 }
 
 fn spawn_run(s: &Setup) -> Child {
@@ -159,7 +149,7 @@ fn text(o: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the_run() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let s = setup().await;
     let mut child = spawn_run(&s);
     // Mid-way through the first point (c=1: one request in flight).
@@ -286,7 +276,7 @@ async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_being_written_cannot_be_resumed_at_the_same_time() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let s = setup().await;
     let child = spawn_run(&s);
     wait_until("3 finished streams", || s.proxy.finished() >= 3).await;
@@ -312,7 +302,7 @@ async fn a_run_being_written_cannot_be_resumed_at_the_same_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_stops_sending_lets_requests_in_flight_finish_and_marks_the_run_interrupted() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let s = setup().await;
     let child = spawn_run(&s);
     wait_until("4 finished streams", || s.proxy.finished() >= 4).await;
@@ -348,7 +338,7 @@ async fn sigint_stops_sending_lets_requests_in_flight_finish_and_marks_the_run_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_exits_at_once_and_leaves_readable_files() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let s = setup().await;
     let child = spawn_run(&s);
     wait_until("3 finished streams", || s.proxy.finished() >= 3).await;
@@ -365,7 +355,7 @@ async fn a_second_sigterm_exits_at_once_and_leaves_readable_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_failure_stops_the_run_with_one_sentence_and_keeps_what_was_written() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let s = setup().await;
     let child = spawn_run(&s);
     // Once the first point's journal exists, the second point's journal goes

@@ -153,6 +153,7 @@ fn parquet_strings(path: &Path) -> String {
 
 #[test]
 fn the_api_key_never_leaves_and_server_text_is_escaped_in_html() {
+    let _heavy = crate::common::heavy_blocking();
     let url = start_server();
     let tmp = tempfile::tempdir().unwrap();
     let plan = tmp.path().join("hostile.toml");

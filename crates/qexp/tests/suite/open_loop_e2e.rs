@@ -53,6 +53,7 @@ fn f64_col(df: &DataFrame, name: &str) -> Vec<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_points_keep_their_schedule_and_report_goodput() {
+    let _heavy = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let plan_path = tmp.path().join("open.toml");
     std::fs::write(&plan_path, PLAN).unwrap();

@@ -18,8 +18,6 @@ use qexp_runner::{run, RunError, RunOptions, RunResult};
 use std::path::Path;
 use std::time::Duration;
 
-static SERVERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 const MODEL: &str = "tiny-llama";
 
 /// The server URL from `var`; `None` (skip) unless `QEXP_REQUIRE_REAL_SERVERS` is set.
@@ -141,7 +139,7 @@ async fn vllm_throughput_mini_sweep() {
     let Some(url) = server("QEXP_VLLM_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let r = run_plan(
         tmp.path(),
@@ -203,7 +201,7 @@ async fn vllm_long_context_mini_sweep() {
     let Some(url) = server("QEXP_VLLM_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let r = run_plan(
         tmp.path(),
@@ -251,7 +249,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
     let Some(url) = server("QEXP_VLLM_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let client = Client::new(&url, None, Duration::from_secs(300)).unwrap();
     let salt = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -306,7 +304,7 @@ async fn vllm_shared_prefix_point_beats_its_cache_busted_twin() {
     let Some(url) = server("QEXP_VLLM_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let body = |unique: bool| {
         format!(
@@ -358,7 +356,7 @@ async fn vllm_preflight_refuses_before_any_load() {
     let Some(url) = server("QEXP_VLLM_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let before = counter(&url, "vllm:prompt_tokens_total").await;
     let (_tx, rx) = tokio::sync::watch::channel(false);
@@ -385,7 +383,7 @@ async fn llamacpp_loses_no_request_at_c16() {
     let Some(url) = server("QEXP_LLAMACPP_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let r = run_plan(
         tmp.path(),
@@ -427,7 +425,7 @@ async fn llamacpp_preflight_names_the_per_slot_context() {
     let Some(url) = server("QEXP_LLAMACPP_URL") else {
         return;
     };
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let opts = plan(
@@ -460,7 +458,7 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
         var("QEXP_TINY_GGUF"),
         var("QEXP_REAL_SCRIPTS"),
     );
-    let _guard = SERVERS.lock().await;
+    let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let deployment = |name: &str, slots: u32| {
         format!(

@@ -32,10 +32,6 @@ trials = 2
 seed = 3
 "#;
 
-/// The timing test measures milliseconds: the tests of this file run one at a
-/// time so that they do not load the 2-core machine under each other.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 fn opts(dir: &Path, plan_text: &str) -> RunOptions {
     let plan_path = dir.join("e2e.toml");
     std::fs::write(&plan_path, plan_text).unwrap();
@@ -68,7 +64,7 @@ fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_against_known_timing_writes_exact_rows_and_timing() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     // What a run writes is checked exactly on every run; its timing is
     // judged on the lower quartile of the measured requests, and a run whose
     // timing is off is made again, up to TIMING_RUNS times. Why: a busy host
@@ -191,7 +187,7 @@ fn check_report(a: &qexp_analysis::RunAnalysis, dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_target_fails_before_writing_anything() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     // Bind then drop a listener so the port is (almost certainly) closed.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -217,7 +213,7 @@ async fn unreachable_target_fails_before_writing_anything() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_point_beyond_the_context_window_is_refused_before_any_load() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     // sim:exact serves 131072 tokens of context; 140000 + 21 does not fit.
     let plan = PLAN.replace("input_tokens = 200", "input_tokens = 140000");

@@ -169,6 +169,7 @@ fn runs() -> Runs {
 
 #[test]
 fn exit_codes_gate_regressions_and_bad_input() {
+    let _heavy = crate::common::heavy_blocking();
     let r = runs();
     let out = r.results.parent().expect("tmp").join("reports");
     let out = out.display().to_string();
@@ -230,6 +231,7 @@ fn exit_codes_gate_regressions_and_bad_input() {
 
 #[test]
 fn run_ids_resolve_under_results() {
+    let _heavy = crate::common::heavy_blocking();
     let r = runs();
     let results = r.results.display().to_string();
     let out = r
@@ -331,6 +333,7 @@ fn sim_run(root: &Path, results: &Path, profile: &str) -> String {
 
 #[test]
 fn five_trials_of_a_ten_percent_slower_decode_fail_the_gate_and_the_same_profile_passes() {
+    let _heavy = crate::common::heavy_blocking();
     // About 7 s per run: 5 trials × (2 requests at c=1, 8 at c=4), 0.35 s each.
     let tmp = tempfile::tempdir().expect("tempdir");
     let results = tmp.path().join("results");

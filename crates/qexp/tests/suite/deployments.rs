@@ -6,25 +6,18 @@
 //! behind. A simulator that slows down as time passes shows why the blocks
 //! are interleaved.
 
+use crate::common::qexp;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// These tests time running processes: one at a time on a small machine.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    crate::common::heavy_blocking()
 }
 
 const QEXP: &str = env!("CARGO_BIN_EXE_qexp");
-
-fn qexp(args: &[&str]) -> Command {
-    let mut c = Command::new(QEXP);
-    c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
-}
 
 fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()

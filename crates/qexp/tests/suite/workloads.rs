@@ -11,9 +11,6 @@ use qexp_sim::{SimProfile, SimServer};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Timing tests: one at a time so they do not load the 2-core machine under each other.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Prefill is all that costs: no fixed latency, 100K prompt tokens/s, 1 ms decode steps.
 async fn prefill_bound_sim() -> SimServer {
     SimServer::start(SimProfile {
@@ -71,7 +68,7 @@ seed = 9
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_prefix_is_cached_and_faster_than_its_cache_busted_twin() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
     let url = server.base_url();
@@ -155,7 +152,7 @@ async fn shared_prefix_is_cached_and_faster_than_its_cache_busted_twin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cached_prefix_at_the_longest_point_is_flagged_with_its_cause() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
     // experiments/prefix-dip.toml at a tenth of the lengths: only the longest
@@ -222,7 +219,7 @@ fn u32_col(df: &polars::prelude::DataFrame, name: &str) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drawn_lengths_are_sent_recorded_and_reproducible() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let plan = r#"
 [experiment]
@@ -323,7 +320,7 @@ seed = 4
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
     for (file, format) in [
@@ -417,7 +414,7 @@ seed = 5
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_turn_sessions_resend_the_conversation_in_order() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
     let run = run_plan(tmp.path(), "multi", &multi_turn_plan(&server.base_url())).await;
@@ -494,7 +491,7 @@ async fn multi_turn_sessions_resend_the_conversation_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reasoning_is_timed_apart_from_the_answer_and_reported() {
-    let _serial = SERIAL.lock().await;
+    let _serial = crate::common::heavy().await;
     // 8 tokens of thinking, one token per 10 ms step, then the answer.
     let server = SimServer::start(SimProfile {
         name: "thinking".to_owned(),

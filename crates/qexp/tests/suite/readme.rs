@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 /// The rows of README's "Commands" table, by subcommand name.
 fn readme_rows() -> Vec<(String, String)> {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../../README.md");
     let section = readme
         .split("\n## Commands\n")
         .nth(1)
@@ -226,7 +226,7 @@ fn pointers_from_the_code_to_the_docs_are_true() {
                 stack.push(p);
             } else if p.extension().is_some_and(|e| ["rs", "md", "tera", "toml"].iter().any(|x| e == *x))
                 // This file spells the patterns it looks for.
-                && !p.ends_with("tests/readme.rs")
+                && !p.ends_with("tests/suite/readme.rs")
             {
                 files.push(p);
             }

@@ -1,3 +1,0 @@
-//! Helpers shared by the CLI's integration tests.
-
-pub mod counting_proxy;

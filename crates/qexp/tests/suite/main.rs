@@ -1,0 +1,20 @@
+//! qexp's integration tests, as one test binary: each module drives the
+//! real `qexp` binary (or the runner) against servers it starts on
+//! 127.0.0.1:0 — the simulator, hostile and counting servers, real vLLM and
+//! llama.cpp when CI started them. One binary links polars once where
+//! eleven did. Modules that time running processes share one lock
+//! ([`common::heavy`]), so two of them never measure each other's load.
+
+mod common;
+mod counting_proxy;
+mod deployments;
+mod diff_cli;
+mod faults_run;
+mod hostile_server;
+mod nothing_lost;
+mod open_loop_e2e;
+mod paths;
+mod readme;
+mod real_servers;
+mod run_e2e;
+mod workloads;
