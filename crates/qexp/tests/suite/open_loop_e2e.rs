@@ -7,6 +7,7 @@
 use polars::prelude::*;
 use qexp_plan::Plan;
 use qexp_runner::{run, RunOptions};
+use qexp_testkit::f64s;
 
 const PLAN: &str = r#"
 [experiment]
@@ -40,17 +41,6 @@ trials = 1
 seed = 3
 "#;
 
-fn f64_col(df: &DataFrame, name: &str) -> Vec<f64> {
-    df.column(name)
-        .unwrap()
-        .cast(&DataType::Float64)
-        .unwrap()
-        .f64()
-        .unwrap()
-        .into_no_null_iter()
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_points_keep_their_schedule_and_report_goodput() {
     let _heavy = crate::common::heavy().await;
@@ -74,8 +64,8 @@ async fn rate_points_keep_their_schedule_and_report_goodput() {
     // 20/s × 0.5 s = 10 requests, 200/s × 0.5 s = 100.
     assert_eq!(df.height(), 110);
     assert_eq!(df.column("error_class").unwrap().null_count(), 110);
-    let sched = f64_col(&df, "scheduled_unix_s");
-    let queue = f64_col(&df, "queue_s");
+    let sched = f64s(&df, "scheduled_unix_s");
+    let queue = f64s(&df, "queue_s");
     // Point 0: constant 50 ms spacing, exactly as planned.
     for w in sched[..10].windows(2) {
         assert!((w[1] - w[0] - 0.05).abs() < 1e-6, "{:?}", &sched[..10]);

@@ -15,6 +15,7 @@ use qexp_client::{nonce_for, Client, GenRequest, MetricsSource};
 use qexp_plan::ApiKind;
 use qexp_plan::Plan;
 use qexp_runner::{run, RunError, RunOptions, RunResult};
+use qexp_testkit::f64s;
 use std::path::Path;
 use std::time::Duration;
 
@@ -78,18 +79,6 @@ fn measured(r: &RunResult) -> DataFrame {
 
 fn points(r: &RunResult) -> DataFrame {
     qexp_store::scan_points(&r.dir).unwrap().collect().unwrap()
-}
-
-fn f64s(df: &DataFrame, name: &str) -> Vec<f64> {
-    df.column(name)
-        .unwrap()
-        .cast(&DataType::Float64)
-        .unwrap()
-        .f64()
-        .unwrap()
-        .iter()
-        .map(|v| v.unwrap_or(f64::NAN))
-        .collect()
 }
 
 /// Asserts no failures, prompts within 1% of `input`, exactly `output` completion tokens.

@@ -6,6 +6,7 @@
 use polars::prelude::*;
 use qexp_plan::Plan;
 use qexp_runner::{run, RunOptions};
+use qexp_testkit::f64s;
 use std::path::Path;
 
 const PLAN: &str = r#"
@@ -40,17 +41,6 @@ fn opts(dir: &Path, plan_text: &str) -> RunOptions {
         out: dir.join("results"),
         overrides: Default::default(),
     }
-}
-
-fn f64_col(df: &DataFrame, name: &str) -> Vec<f64> {
-    df.column(name)
-        .unwrap()
-        .cast(&DataType::Float64)
-        .unwrap()
-        .f64()
-        .unwrap()
-        .into_no_null_iter()
-        .collect()
 }
 
 /// How many runs the timing may take to show before it counts as wrong.
@@ -120,15 +110,15 @@ fn check_rows(result: &qexp_runner::RunResult) -> DataFrame {
     );
 
     let measured = df.lazy().filter(col("warmup").not()).collect().unwrap();
-    let prompt = f64_col(&measured, "prompt_tokens");
+    let prompt = f64s(&measured, "prompt_tokens");
     assert!(
         prompt.iter().all(|p| (p - 200.0).abs() <= 2.0),
         "prompt tokens within 1%: {prompt:?}"
     );
-    assert!(f64_col(&measured, "completion_tokens")
+    assert!(f64s(&measured, "completion_tokens")
         .iter()
         .all(|c| *c == 21.0));
-    assert!(f64_col(&measured, "chunks").iter().all(|c| *c == 21.0));
+    assert!(f64s(&measured, "chunks").iter().all(|c| *c == 21.0));
 
     let pts = qexp_store::scan_points(&result.dir)
         .unwrap()
@@ -143,8 +133,8 @@ fn check_rows(result: &qexp_runner::RunResult) -> DataFrame {
 /// token), if it is not.
 fn timing_misses(measured: &DataFrame, a: &qexp_analysis::RunAnalysis) -> Option<String> {
     let mut misses = Vec::new();
-    let ttft = f64_col(measured, "ttft_s");
-    let tpot = f64_col(measured, "tpot_s");
+    let ttft = f64s(measured, "ttft_s");
+    let tpot = f64s(measured, "tpot_s");
     let ttft_q25 = quantile(ttft.clone(), 0.25);
     if (ttft_q25 - 0.050).abs() >= 0.015 {
         misses.push(format!("TTFT lower quartile {ttft_q25} should be 50 ms"));
