@@ -171,7 +171,7 @@ fn launched_deployments_are_interleaved_compared_and_stopped() {
     let deployments = sim_deployment("fast", "exact") + &sim_deployment("slow", "exact-slow");
     let text_plan = plan(
         "pair",
-        "requests = 4\nwarmup_requests = 1\ntrials = 3\nseed = 3",
+        "requests = 6\nwarmup_requests = 1\ntrials = 5\nseed = 3",
         &deployments,
     );
     let p = dir.write("pair.toml", &text_plan);
@@ -180,10 +180,10 @@ fn launched_deployments_are_interleaved_compared_and_stopped() {
     let run = dir.the_run("pair");
     let m = qexp_store::read_manifest(&run).unwrap();
     assert_eq!(m.status, qexp_store::RunStatus::Complete);
-    assert_eq!(m.schedule.len(), 6);
+    assert_eq!(m.schedule.len(), 10);
     for d in &m.deployments {
         // One fresh start per block, each recorded with its command and time to ready.
-        assert_eq!(d.starts.len(), 3, "{}", d.name);
+        assert_eq!(d.starts.len(), 5, "{}", d.name);
         for s in &d.starts {
             let l = s.launch.as_ref().unwrap();
             assert!(l.argv.iter().any(|a| a == "--port"), "{:?}", l.argv);
@@ -197,8 +197,8 @@ fn launched_deployments_are_interleaved_compared_and_stopped() {
     let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
     assert_eq!(
         df.height(),
-        2 * 3 * 2 * 5,
-        "deployments × blocks × points × (1 + 4)"
+        2 * 5 * 2 * 7,
+        "deployments × blocks × points × (1 + 6)"
     );
     let deps = df.column("deployment").unwrap().str().unwrap().clone();
     let starts = df.column("start_id").unwrap().str().unwrap().clone();

@@ -3,7 +3,7 @@
 //! re-renders, HTML escaping of run text, charts chosen by the swept axes,
 //! user templates with fallback, and the narrative notebook API.
 
-mod fixture;
+use crate::fixture;
 
 use qexp_report::{render, render_run_with, Narrative, Rendered, Templates};
 use std::path::Path;

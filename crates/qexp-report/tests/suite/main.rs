@@ -1,0 +1,6 @@
+//! qexp-report's integration tests, as one test binary (one link of
+//! polars): reports and diffs rendered from fixture runs, snapshotted.
+
+mod diff;
+mod fixture;
+mod report;
