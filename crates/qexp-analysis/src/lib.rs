@@ -5,7 +5,12 @@
 //!
 //! The vocabulary is declared once here: [`Metric`] (the per-trial metrics
 //! with their names, units and directions), [`ServerMetric`] (numbers
-//! derived from the server's counters) and [`format`] (numbers for people).
+//! derived from the server's counters) and [`format`](mod@format) (numbers for people).
+
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod anomaly;
 pub mod deployments;

@@ -13,6 +13,11 @@
 //! for HTML (tera autoescape on `.html.tera` templates; [`format::md_text`]
 //! inside narratives).
 
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod charts;
 mod context;
 mod deployments;

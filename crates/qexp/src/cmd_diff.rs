@@ -35,6 +35,9 @@ pub enum Format {
 }
 
 /// `qexp diff`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The baseline: a run folder (results/<experiment>/<run-id>) or a run id under --results; `RUN#NAME` takes one deployment of a run with deployments.
