@@ -40,10 +40,10 @@ mod functions;
 mod html;
 
 use crate::charts::Chart;
-use crate::context::{FlagView, NarrativeView, ReportContext};
 use crate::format::percent_prose as pct;
 use crate::format::{md_text, num, spread, tokens};
 use crate::labels;
+use crate::views::{FlagView, NarrativeView, ReportContext};
 use functions::{metric, number};
 use html::to_html;
 use qexp_analysis::{Metric, PointSummary, RunAnalysis};
@@ -301,7 +301,7 @@ pub(crate) fn render(
             source: source.into(),
             markdown: String::new(),
             html: String::new(),
-            error: Some(crate::render::chain(&e)),
+            error: Some(crate::tera_error::chain(&e)),
         },
     }
 }
