@@ -2,7 +2,7 @@
 //! which trials, and one of their messages: what a reader needs to tell a
 //! server that refused (HTTP 503, context length) from a stream that broke.
 
-use crate::load::{f64s, u32s};
+use crate::columns::{f64s, u32s};
 use polars::prelude::*;
 use qexp_store::requests as rq;
 use serde::Serialize;

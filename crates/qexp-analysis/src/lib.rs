@@ -5,17 +5,25 @@
 //!
 //! The vocabulary is declared once here: [`Metric`] (the per-trial metrics
 //! with their names, units and directions), [`ServerMetric`] (numbers
-//! derived from the server's counters) and [`format`] (numbers for people).
+//! derived from the server's counters) and [`format`](mod@format) (numbers for people).
+
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod anomaly;
+mod columns;
 pub mod deployments;
 pub mod diff;
+mod error;
 mod failures;
 pub mod format;
 mod load;
 mod metric;
 mod metrics;
 mod reasoning;
+mod run;
 pub mod schedule;
 mod server;
 pub mod stats;
@@ -24,10 +32,12 @@ mod turns;
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use deployments::{compare_deployments, DeploymentComparison, DeploymentWarning};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
+pub use error::AnalysisError;
 pub use failures::FailureGroup;
-pub use load::{analyze, analyze_in_batches, AnalysisError, RunAnalysis, ITL_BATCH_ROWS};
+pub use load::{analyze, analyze_in_batches, ITL_BATCH_ROWS};
 pub use metric::{Direction, Metric, MetricSpec, Unit};
 pub use metrics::{Axis, PointSummary, TrialMetrics};
 pub use reasoning::ReasoningSummary;
+pub use run::RunAnalysis;
 pub use server::{CounterValues, ServerMetric, ServerMetricSpec, ServerUnit};
 pub use turns::TurnSummary;

@@ -1,69 +1,22 @@
-//! Loads a run's Parquet files and computes per-(trial, point) metrics with
-//! polars; cross-trial statistics are then plain Rust over a few numbers.
+//! The top of the crate: loads a run's Parquet files, computes per-(trial,
+//! point) metrics with polars (cross-trial statistics are then plain Rust
+//! over a few numbers), and builds the [`RunAnalysis`], running every
+//! detector and the deployment comparison.
 
-use crate::anomaly::{self, Flag, ThresholdRow, ThresholdSource, Thresholds};
+use crate::anomaly::{self, Thresholds};
+use crate::columns::{f64s, u32s, F};
+use crate::error::AnalysisError;
 use crate::metrics::{PointSummary, TrialMetrics};
 use crate::reasoning::ReasoningSummary;
+use crate::run::RunAnalysis;
 use crate::schedule::ScheduleAnalysis;
 use crate::stats::quantile_in_place;
 use crate::turns::TurnSummary;
 use polars::prelude::*;
-use qexp_store::{points as pt, requests as rq, scan_points, scan_requests, Manifest, StoreError};
+use qexp_store::{points as pt, requests as rq, scan_points, scan_requests, Manifest};
 use qexp_types::ServerCounter;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Why a run could not be analysed.
-#[derive(Debug, thiserror::Error)]
-pub enum AnalysisError {
-    /// The run folder could not be read.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A polars query failed (a column missing or of another type).
-    #[error("cannot aggregate {}: {source}", path.display())]
-    Query {
-        /// The run folder.
-        path: PathBuf,
-        /// The cause.
-        source: PolarsError,
-    },
-}
-
-/// Everything qexp derives from one run: per-point statistics, the anomaly
-/// flags and the thresholds they used, with where those came from. Reports
-/// and diffs read this value; none of them parses a plan or runs a detector.
-#[derive(Debug, Clone)]
-pub struct RunAnalysis {
-    /// The run folder.
-    pub dir: PathBuf,
-    /// Its manifest.
-    pub manifest: Manifest,
-    /// One summary per planned point, in plan order (points without data have n = 0).
-    pub points: Vec<PointSummary>,
-    /// The plan's one-line description (`[experiment] description`), read
-    /// even from a recorded plan that no longer parses; empty when none.
-    pub description: String,
-    /// The limits the detectors used.
-    pub thresholds: Thresholds,
-    /// Where they came from: the recorded plan, or defaults and why.
-    pub threshold_source: ThresholdSource,
-    /// Each limit with its value, meaning and origin, for reports.
-    pub threshold_rows: Vec<ThresholdRow>,
-    /// The anomaly flags and findings, sorted by point (plan order), then kind.
-    pub flags: Vec<Flag>,
-    /// Multi-turn runs: one summary per (point, turn), by point then turn; empty otherwise.
-    pub turns: Vec<TurnSummary>,
-    /// Points whose requests streamed reasoning: reasoning vs answer TTFT; empty otherwise.
-    pub reasoning: Vec<ReasoningSummary>,
-    /// Response time from the schedule, achieved rate, goodput and capacity;
-    /// None unless the run has open-loop points or `[slo]`.
-    pub schedule: Option<ScheduleAnalysis>,
-    /// A run with deployments: each against the baseline, paired by block;
-    /// None otherwise.
-    pub deployments: Option<crate::deployments::DeploymentComparison>,
-    /// Failed measured requests by point and class, with a message each.
-    pub failures: Vec<crate::failures::FailureGroup>,
-}
 
 impl RunAnalysis {
     /// A run's analysis from its per-point, per-turn and reasoning summaries
@@ -108,8 +61,6 @@ impl RunAnalysis {
         run
     }
 }
-
-const F: DataType = DataType::Float64;
 
 /// Request rows read at a time for the pooled ITL: four row groups of a
 /// merged file (about a million rows; 16 chunk offsets each are 128 MB).
@@ -488,15 +439,4 @@ fn itl_percentiles(
         done.entry(key).or_insert_with(|| finish(&mut gaps));
     }
     Ok(done)
-}
-
-pub(crate) fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
-    let c = df.column(name)?.cast(&DataType::UInt32)?;
-    Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
-}
-
-/// A float column; nulls become NaN (statistics drop them).
-pub(crate) fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
-    let c = df.column(name)?.cast(&F)?;
-    Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }

@@ -3,7 +3,7 @@
 //! chunk (median per trial, then across trials), for points whose requests
 //! streamed reasoning at all.
 
-use crate::load::{f64s, u32s};
+use crate::columns::{f64s, u32s};
 use crate::stats::Summary;
 use polars::prelude::*;
 use qexp_store::requests as rq;

@@ -4,7 +4,7 @@
 //! TTFT and prompt length and the cached share of the successful requests;
 //! then, as for points, the median and spread across trials.
 
-use crate::load::{f64s, u32s};
+use crate::columns::{f64s, u32s};
 use crate::stats::Summary;
 use polars::prelude::*;
 use qexp_store::requests as rq;

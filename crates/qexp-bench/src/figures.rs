@@ -140,6 +140,16 @@ impl BenchResults {
                 ""
             }
         );
+        self.ceiling_table(&mut s);
+        self.fidelity_table(&mut s);
+        self.memory_table(&mut s);
+        self.open_loop_table(&mut s);
+        s
+    }
+
+    /// The ceiling table: output tok/s qexp ingests and records at each
+    /// concurrency, and what it costs; nothing without rows.
+    fn ceiling_table(&self, s: &mut String) {
         if !self.ceiling.is_empty() {
             s.push_str("| C | tokens/stream | client tok/s | server tok/s | CPU s / M tokens | cores used | server cores | failures |\n|---|---|---|---|---|---|---|---|\n");
             for r in &self.ceiling {
@@ -158,6 +168,11 @@ impl BenchResults {
             }
             s.push('\n');
         }
+    }
+
+    /// The fidelity table: qexp's TTFT and chunk gaps against the server's
+    /// own timestamps at each concurrency; nothing without rows.
+    fn fidelity_table(&self, s: &mut String) {
         if !self.fidelity.is_empty() {
             s.push_str("| C | server TTFT / gap (ms) | TTFT error p50 (ms) | TTFT error p99 (ms) | gap error p50 (ms) | gap error p99 (ms) | server gap p99 (ms) | cores used | server cores | failures |\n|---|---|---|---|---|---|---|---|---|---|\n");
             for r in &self.fidelity {
@@ -179,6 +194,10 @@ impl BenchResults {
             }
             s.push('\n');
         }
+    }
+
+    /// The memory table: peak RSS by open streams; nothing without rows.
+    fn memory_table(&self, s: &mut String) {
         if !self.memory.is_empty() {
             s.push_str("| open streams | peak RSS (MB) | MB per 1,000 streams | failures |\n|---|---|---|---|\n");
             for r in &self.memory {
@@ -193,6 +212,11 @@ impl BenchResults {
             }
             s.push('\n');
         }
+    }
+
+    /// The open-loop table: achieved against planned rate and send lag;
+    /// nothing without rows.
+    fn open_loop_table(&self, s: &mut String) {
         if !self.open_loop.is_empty() {
             s.push_str("| planned (req/s) | achieved (req/s) | achieved / planned | send lag p50 (ms) | send lag p99 (ms) | requests | failures |\n|---|---|---|---|---|---|---|\n");
             for r in &self.open_loop {
@@ -209,6 +233,5 @@ impl BenchResults {
                 );
             }
         }
-        s
     }
 }

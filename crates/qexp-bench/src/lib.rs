@@ -5,43 +5,24 @@
 //! the zero-compute bench server and the scenarios; it measures no
 //! inference server and draws no conclusions about one.
 
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod error;
 pub mod figures;
 pub mod process;
 pub mod scenarios;
 pub mod server;
 
+pub use error::BenchError;
 pub use figures::BenchResults;
 pub use server::BenchServer;
 
 use figures::RESULTS_VERSION;
 use scenarios::Env;
 use std::path::Path;
-
-/// Why the benchmark stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    /// The bench server did not answer.
-    #[error("the bench server did not answer: {url}")]
-    Server {
-        /// The URL asked.
-        url: String,
-        /// What the HTTP client said.
-        #[source]
-        source: reqwest::Error,
-    },
-    /// A generated plan was rejected (a bug in the benchmark).
-    #[error("bench plan rejected")]
-    Plan(#[source] qexp_plan::PlanError),
-    /// A run failed.
-    #[error("bench run failed")]
-    Run(#[source] qexp_runner::RunError),
-    /// A run's folder could not be opened.
-    #[error("cannot read bench rows")]
-    Store(#[source] qexp_store::StoreError),
-    /// Rows could not be read back.
-    #[error("cannot read bench rows")]
-    Read(#[source] polars::prelude::PolarsError),
-}
 
 /// How big a benchmark to run.
 #[derive(Debug, Clone)]

@@ -2,10 +2,10 @@
 //! runner, client, Parquet writer) against the bench server, then reads the
 //! rows back and sets them against the server's own account.
 
+use crate::error::BenchError;
 use crate::figures::{CeilingRow, FidelityRow, MemoryRow, OpenLoopRow};
 use crate::process::{cpu_s, peak_rss_mb};
 use crate::server::ServerReport;
-use crate::BenchError;
 use polars::prelude::*;
 use qexp_analysis::stats::quantile_in_place;
 use qexp_plan::Plan;

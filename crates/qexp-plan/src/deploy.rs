@@ -177,19 +177,27 @@ impl DeploymentSpec {
         hex::encode(Sha256::digest(json))
     }
 
+    /// Checks deployment `i`: its name, how it is reached, its port, paths and times.
     fn validate(&self, i: usize) -> Result<(), Invalid> {
-        let key = |k: &str| format!("deployment[{i}].{k}");
-        let bad = |span: Range<usize>, k: &str, m: &str| Err((span, Some(key(k)), m.to_string()));
         if crate::names::safe_component(self.name()).is_err() {
             return bad(
+                i,
                 self.name.span(),
                 "name",
                 "use only letters, digits, '-', '_' and '.' (it names log files)",
             );
         }
+        self.check_how(i)?;
+        self.check_port(i)?;
+        self.check_paths_and_times(i)
+    }
+
+    /// Exactly one of `command` (a non-empty argv) and `base_url` (a URL qexp can reach).
+    fn check_how(&self, i: usize) -> Result<(), Invalid> {
         match (&self.command, &self.base_url) {
             (Some(_), Some(u)) => {
                 return bad(
+                i,
                     u.span(),
                     "base_url",
                     "give either `command` (qexp launches the server) or `base_url` (it is already running), not both",
@@ -197,6 +205,7 @@ impl DeploymentSpec {
             }
             (None, None) => {
                 return bad(
+                i,
                     self.name.span(),
                     "command",
                     "give `command` (an argv that starts the server) or `base_url` (a server already running)",
@@ -204,6 +213,7 @@ impl DeploymentSpec {
             }
             (Some(c), None) if c.get_ref().first().is_none_or(String::is_empty) => {
                 return bad(
+                i,
                     c.span(),
                     "command",
                     "the argv is empty; give the program and its arguments",
@@ -216,6 +226,7 @@ impl DeploymentSpec {
                     || url.starts_with("sim:"))
                 {
                     return bad(
+                i,
                         u.span(),
                         "base_url",
                         "expected http://host:port, https://host, or sim:<profile>",
@@ -224,6 +235,11 @@ impl DeploymentSpec {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A port from 1 to 65535 or "auto", and only for a launched server.
+    fn check_port(&self, i: usize) -> Result<(), Invalid> {
         if let Some(p) = &self.port {
             let ok = match p.get_ref() {
                 PortSpec::Fixed(n) => (1..=65535).contains(n),
@@ -231,6 +247,7 @@ impl DeploymentSpec {
             };
             if !ok {
                 return bad(
+                    i,
                     p.span(),
                     "port",
                     "expected a port from 1 to 65535, or \"auto\"",
@@ -238,23 +255,30 @@ impl DeploymentSpec {
             }
             if self.base_url.is_some() {
                 return bad(
+                    i,
                     p.span(),
                     "port",
                     "a `base_url` deployment has its port in the URL",
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Paths start with '/', the ready timeout is positive and the stop grace not negative.
+    fn check_paths_and_times(&self, i: usize) -> Result<(), Invalid> {
         for (k, path) in [
             ("ready_path", Some(&self.ready_path)),
             ("reset_path", self.reset_path.as_ref()),
         ] {
             if path.is_some_and(|p| !p.starts_with('/')) {
-                return bad(0..0, k, "expected a path starting with '/'");
+                return bad(i, 0..0, k, "expected a path starting with '/'");
             }
         }
         let t = &self.ready_timeout_s;
         if !(t.get_ref().is_finite() && *t.get_ref() > 0.0) {
             return bad(
+                i,
                 t.span(),
                 "ready_timeout_s",
                 "must be a positive number of seconds",
@@ -263,6 +287,7 @@ impl DeploymentSpec {
         let g = &self.stop_grace_s;
         if !(g.get_ref().is_finite() && *g.get_ref() >= 0.0) {
             return bad(
+                i,
                 g.span(),
                 "stop_grace_s",
                 "must be a number of seconds, 0 or more",
@@ -270,6 +295,11 @@ impl DeploymentSpec {
         }
         Ok(())
     }
+}
+
+/// Deployment `i`'s key `k` is wrong: `m` says why.
+fn bad<T>(i: usize, span: Range<usize>, k: &str, m: &str) -> Result<T, Invalid> {
+    Err((span, Some(format!("deployment[{i}].{k}")), m.to_string()))
 }
 
 /// Checks every deployment and the names they are referred to by.

@@ -1,5 +1,6 @@
-use crate::open_loop::{requests_for, OpenLoop};
+use crate::open_loop::{requests_for, OpenLoop, TraceRef};
 use crate::schema::{PlanFile, Requests};
+use crate::trace::Trace;
 use serde::{Deserialize, Serialize};
 
 /// One combination of the swept axes (and, in a plan with deployments, of
@@ -60,13 +61,13 @@ impl Point {
     }
 }
 
+/// The plan's points: a trace plan's one point, or every (input, output)
+/// pair times each step of the load axis, then once per deployment.
 pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
+    if let Some((t, trace)) = &plan.trace {
+        return with_deployments(vec![trace_point(plan, t, trace)], &plan.deployments);
+    }
     let one = |v: u32| vec![v];
-    let conc = plan
-        .sweep
-        .concurrency
-        .as_ref()
-        .map_or_else(|| one(1), |s| s.get_ref().clone());
     let inputs = plan.sweep.input_tokens.as_ref().map_or_else(
         || one(*plan.workload.input_tokens.get_ref()),
         |s| s.get_ref().clone(),
@@ -75,40 +76,67 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
         || one(*plan.workload.output_tokens.get_ref()),
         |s| s.get_ref().clone(),
     );
+    let warmup = plan.run.warmup_requests;
+    let loads = load_steps(plan);
+    let mut out = Vec::new();
+    for &input_tokens in &inputs {
+        for &output_tokens in &outputs {
+            for (concurrency, n, open_loop) in &loads {
+                out.push(Point {
+                    id: out.len() as u32,
+                    concurrency: *concurrency,
+                    input_tokens,
+                    output_tokens,
+                    requests: *n,
+                    warmup,
+                    open_loop: open_loop.clone(),
+                    deployment: None,
+                });
+            }
+        }
+    }
+    with_deployments(out, &plan.deployments)
+}
+
+/// A trace plan's one point: the trace replayed, its longest lengths as
+/// the point's, `load.max_in_flight` as its concurrency.
+fn trace_point(plan: &PlanFile, t: &TraceRef, trace: &Trace) -> Point {
+    let n = trace.entries.len() as u32;
+    let max_in = trace
+        .entries
+        .iter()
+        .map(|e| e.input_tokens)
+        .max()
+        .unwrap_or(1);
+    let max_out = trace
+        .entries
+        .iter()
+        .map(|e| e.output_tokens)
+        .max()
+        .unwrap_or(1);
+    Point {
+        id: 0,
+        concurrency: plan.load.max_in_flight.as_ref().map_or(0, |m| *m.get_ref()),
+        input_tokens: max_in,
+        output_tokens: max_out,
+        requests: n,
+        warmup: plan.run.warmup_requests,
+        open_loop: Some(plan.load.with_stages(Vec::new(), Some(t.clone()))),
+        deployment: None,
+    }
+}
+
+/// What each (input, output) pair expands into along the load axis:
+/// (concurrency, requests, open-loop schedule) per rate, the stages as
+/// one step, or per concurrency.
+fn load_steps(plan: &PlanFile) -> Vec<(u32, u32, Option<OpenLoop>)> {
     let requests = plan.run.requests();
     let load = &plan.load;
     let cap = load.max_in_flight.as_ref().map_or(0, |m| *m.get_ref());
-    let warmup = plan.run.warmup_requests;
-    // What each (input, output) pair expands into along the load axis.
     let shared = plan.workload.shared_prefix.as_ref();
     // Multi-turn: `run.requests` counts sessions, each of `turns` requests.
     let turns = plan.workload.multi_turn.as_ref().map_or(1, |m| m.turns());
-    let loads: Vec<(u32, u32, Option<OpenLoop>)> = if let Some((t, trace)) = &plan.trace {
-        let n = trace.entries.len() as u32;
-        let max_in = trace
-            .entries
-            .iter()
-            .map(|e| e.input_tokens)
-            .max()
-            .unwrap_or(1);
-        let max_out = trace
-            .entries
-            .iter()
-            .map(|e| e.output_tokens)
-            .max()
-            .unwrap_or(1);
-        let point = Point {
-            id: 0,
-            concurrency: cap,
-            input_tokens: max_in,
-            output_tokens: max_out,
-            requests: n,
-            warmup,
-            open_loop: Some(load.with_stages(Vec::new(), Some(t.clone()))),
-            deployment: None,
-        };
-        return with_deployments(vec![point], &plan.deployments);
-    } else if let Some(rates) = &plan.sweep.rate {
+    if let Some(rates) = &plan.sweep.rate {
         rates
             .get_ref()
             .iter()
@@ -129,6 +157,11 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
         let n = stages.iter().map(|s| s.requests).sum();
         vec![(cap, n, Some(load.with_stages(stages, None)))]
     } else {
+        let conc = plan
+            .sweep
+            .concurrency
+            .as_ref()
+            .map_or_else(|| vec![1], |s| s.get_ref().clone());
         conc.iter()
             .map(|&c| {
                 let n = shared.map_or_else(
@@ -138,25 +171,7 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
                 (c, n, None)
             })
             .collect()
-    };
-    let mut out = Vec::new();
-    for &input_tokens in &inputs {
-        for &output_tokens in &outputs {
-            for (concurrency, n, open_loop) in &loads {
-                out.push(Point {
-                    id: out.len() as u32,
-                    concurrency: *concurrency,
-                    input_tokens,
-                    output_tokens,
-                    requests: *n,
-                    warmup,
-                    open_loop: open_loop.clone(),
-                    deployment: None,
-                });
-            }
-        }
     }
-    with_deployments(out, &plan.deployments)
 }
 
 /// Each point once per deployment, deployment-major: ids `d × P + p`, so

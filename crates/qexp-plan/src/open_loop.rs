@@ -179,6 +179,27 @@ fn positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
 
+/// `sweep.rate`, when given, is a non-empty list of positive rates.
+fn check_rates(rates: Option<&Spanned<Vec<f64>>>) -> Result<(), Invalid> {
+    if let Some(r) = rates {
+        if r.get_ref().is_empty() {
+            return invalid(
+                r.span(),
+                "sweep.rate",
+                "the list is empty; give at least one rate",
+            );
+        }
+        if !r.get_ref().iter().all(|x| positive(*x)) {
+            return invalid(
+                r.span(),
+                "sweep.rate",
+                "rates must be positive requests per second",
+            );
+        }
+    }
+    Ok(())
+}
+
 impl LoadSection {
     /// True when the plan asks for open-loop load at all.
     pub fn is_open(&self, sweep_rate: bool) -> bool {
@@ -191,22 +212,20 @@ impl LoadSection {
         rates: Option<&Spanned<Vec<f64>>>,
         conc: Option<Range<usize>>,
     ) -> Result<(), Invalid> {
-        if let Some(r) = rates {
-            if r.get_ref().is_empty() {
-                return invalid(
-                    r.span(),
-                    "sweep.rate",
-                    "the list is empty; give at least one rate",
-                );
-            }
-            if !r.get_ref().iter().all(|x| positive(*x)) {
-                return invalid(
-                    r.span(),
-                    "sweep.rate",
-                    "rates must be positive requests per second",
-                );
-            }
-        }
+        check_rates(rates)?;
+        self.check_one_schedule(rates, conc)?;
+        self.check_knobs(rates.is_some())?;
+        self.check_stages()?;
+        self.check_trace()
+    }
+
+    /// At most one of `sweep.rate`, `load.stages` and `load.trace`, not with
+    /// `sweep.concurrency`; without any, none of the keys only they use.
+    fn check_one_schedule(
+        &self,
+        rates: Option<&Spanned<Vec<f64>>>,
+        conc: Option<Range<usize>>,
+    ) -> Result<(), Invalid> {
         let given = [
             rates.map(|r| ("sweep.rate", r.span())),
             self.stages.as_ref().map(|s| ("load.stages", s.span())),
@@ -251,6 +270,12 @@ impl LoadSection {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// `load.burstiness`, `load.max_in_flight` and `load.duration_s` in range,
+    /// each with the schedule it applies to; `rates`: `sweep.rate` is given.
+    fn check_knobs(&self, rates: bool) -> Result<(), Invalid> {
         if let Some(b) = &self.burstiness {
             if !positive(*b.get_ref()) {
                 return invalid(
@@ -280,7 +305,7 @@ impl LoadSection {
                     "must be a positive number of seconds",
                 );
             }
-            if rates.is_none() {
+            if !rates {
                 return invalid(
                     d.span(),
                     "load.duration_s",
@@ -288,6 +313,11 @@ impl LoadSection {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Every stage has a positive rate and one positive length.
+    fn check_stages(&self) -> Result<(), Invalid> {
         if let Some(stages) = &self.stages {
             if stages.get_ref().is_empty() {
                 return invalid(stages.span(), "load.stages", "give at least one stage");
@@ -321,6 +351,11 @@ impl LoadSection {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The trace's speed is a positive factor.
+    fn check_trace(&self) -> Result<(), Invalid> {
         if let Some(t) = &self.trace {
             if !positive(*t.speed.get_ref()) {
                 return invalid(

@@ -482,6 +482,18 @@ impl PlanFile {
 
     /// `[workload]`, `[sweep]`, `[load]` and `[slo]`: what is sent, and at which loads.
     fn validate_workload(&self) -> Result<(), Invalid> {
+        self.validate_lengths()?;
+        self.validate_load()?;
+        if let Some(slo) = &self.slo {
+            slo.get_ref()
+                .validate()
+                .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
+        }
+        self.validate_generators()
+    }
+
+    /// The planned lengths and the swept lists.
+    fn validate_lengths(&self) -> Result<(), Invalid> {
         if *self.workload.input_tokens.get_ref() == 0 {
             return invalid(
                 self.workload.input_tokens.span(),
@@ -507,6 +519,12 @@ impl PlanFile {
         check_list(&self.sweep.concurrency, "sweep.concurrency")?;
         check_list(&self.sweep.input_tokens, "sweep.input_tokens")?;
         check_list(&self.sweep.output_tokens, "sweep.output_tokens")?;
+        Ok(())
+    }
+
+    /// `[load]` with the sweep: one schedule, and no sweep of what a trace
+    /// or a shared prefix fixes.
+    fn validate_load(&self) -> Result<(), Invalid> {
         self.load.validate(
             self.sweep.rate.as_ref(),
             self.sweep.concurrency.as_ref().map(|c| c.span()),
@@ -538,11 +556,12 @@ impl PlanFile {
                 "shared-prefix groups fix each point's request count; use them with `sweep.rate` or concurrency, not with `load.stages` or `load.trace`",
             );
         }
-        if let Some(slo) = &self.slo {
-            slo.get_ref()
-                .validate()
-                .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
-        }
+        Ok(())
+    }
+
+    /// Where prompts come from: a dataset, length distributions,
+    /// multi-turn sessions or shared-prefix groups, each with its limits.
+    fn validate_generators(&self) -> Result<(), Invalid> {
         if let Some(d) = &self.workload.dataset {
             d.validate(&self.workload)?;
         }

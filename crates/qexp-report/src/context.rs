@@ -1,104 +1,12 @@
-//! The plain serialisable structs templates read, built from a run's
-//! analysis. Strings hold text as the run recorded it; escaping is the
-//! template's job (tera autoescape for HTML, the `md_cell` filter for
-//! Markdown), except for the pre-rendered Markdown snippets (`Table::markdown`),
-//! whose run-supplied text is already made inert with [`crate::format::md_text`].
+//! The template context of one run, built from its analysis: the views of
+//! [`crate::views`], filled in.
 
 use crate::format::num;
 use crate::headline::{flag_views, headline};
 use crate::tables::tables;
-use qexp_analysis::anomaly::{ThresholdRow, ThresholdSource};
+use crate::views::{FailureRow, ReportContext, ServerDoc};
+use qexp_analysis::anomaly::ThresholdSource;
 use qexp_analysis::RunAnalysis;
-use serde::Serialize;
-
-/// Everything the report templates see. Plain data; no logic in templates
-/// beyond loops and conditionals.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReportContext {
-    /// Experiment name.
-    pub experiment: String,
-    /// Plan description.
-    pub description: String,
-    /// Run id.
-    pub run_id: String,
-    /// `complete`, `interrupted` or `running`.
-    pub status: String,
-    /// Why the run stopped early, if it did.
-    pub stop_reason: Option<String>,
-    /// True when the target was the embedded simulator.
-    pub simulated: bool,
-    /// A sentence about the simulator (profile, time scale), when simulated.
-    pub simulated_note: Option<String>,
-    /// Target URL as given.
-    pub target: String,
-    /// Model.
-    pub model: String,
-    /// API kind.
-    pub api: String,
-    /// Trials run.
-    pub trials: u32,
-    /// Plan path as given to `qexp run`.
-    pub plan_path: String,
-    /// SHA-256 of the plan text.
-    pub plan_hash: String,
-    /// The plan, verbatim.
-    pub plan_text: String,
-    /// qexp version.
-    pub qexp_version: String,
-    /// `commit (branch, dirty)` or "not in git".
-    pub git: String,
-    /// Host summary.
-    pub host: String,
-    /// GPUs, or "none reported".
-    pub gpus: String,
-    /// What the server reported about itself, one entry per document.
-    pub server: Vec<ServerDoc>,
-    /// Start (UTC), from the manifest.
-    pub started_at: String,
-    /// End (UTC), from the manifest, or a dash.
-    pub ended_at: String,
-    /// Headline numbers for the summary.
-    pub headline: Vec<Headline>,
-    /// Anomaly flags and findings, numbered; rows and charts carry their markers.
-    pub flags: Vec<FlagView>,
-    /// The detectors' limits, for "how to read this report".
-    pub thresholds: Vec<ThresholdRow>,
-    /// Why the limits are qexp's defaults rather than the plan's, when they are.
-    pub thresholds_note: Option<String>,
-    /// One table per swept axis and combination of the other parameters.
-    pub tables: Vec<Table>,
-    /// Multi-turn runs: one row per (point, turn); empty otherwise.
-    pub turns: Vec<crate::TurnRow>,
-    /// Points whose requests streamed reasoning; empty otherwise.
-    pub reasoning: Vec<crate::ReasoningRow>,
-    /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
-    pub open_loop: Option<crate::open_loop::OpenLoopView>,
-    /// Whether any table has server counters (scraped metrics).
-    pub server_counters: bool,
-    /// Charts, filled in by the renderer (empty from [`report_context`]).
-    pub charts: Vec<ChartView>,
-    /// The rendered narrative notebook, filled in by the renderer when there is one.
-    pub narrative: Option<NarrativeView>,
-    /// A run with deployments: who was compared, and each against the baseline.
-    pub deployments: Option<crate::deployments::DeploymentsView>,
-    /// Failed requests by point and error class, with one message each.
-    pub failures: Vec<FailureRow>,
-}
-
-/// Failed requests of one point and class, for the failures table.
-#[derive(Debug, Clone, Serialize)]
-pub struct FailureRow {
-    /// The point's label.
-    pub point: String,
-    /// The error class (`stream_broken`, `http_5xx`, …).
-    pub class: String,
-    /// Failed requests, over every trial.
-    pub count: u64,
-    /// The trials, e.g. `1, 3`.
-    pub trials: String,
-    /// One of their messages, cut at 300 characters.
-    pub message: String,
-}
 
 /// The failures table's rows, in point order.
 fn failure_rows(a: &RunAnalysis) -> Vec<FailureRow> {
@@ -131,260 +39,10 @@ fn cut(s: &str, max: usize) -> String {
     }
 }
 
-/// One server self-description document, shortened.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerDoc {
-    /// Endpoint path, e.g. `/v1/models`.
-    pub path: String,
-    /// Its JSON, cut at 300 characters.
-    pub json: String,
-}
-
-/// One headline number of the summary.
-#[derive(Debug, Clone, Serialize)]
-pub struct Headline {
-    /// What it is, e.g. "Peak aggregate throughput".
-    pub label: String,
-    /// The value with unit, spread and point.
-    pub value: String,
-}
-
-/// One flag as the report shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct FlagView {
-    /// 1-based number, in the order the detectors sort flags (plan order, then kind).
-    pub number: usize,
-    /// The marker placed next to the point in tables and charts, e.g. `⚑1`.
-    pub marker: String,
-    /// `warning` or `finding`.
-    pub severity: String,
-    /// Short title, e.g. "Wrong direction".
-    pub title: String,
-    /// The point's short label, when the flag belongs to one.
-    pub point: Option<String>,
-    /// The point's id.
-    pub point_id: Option<u32>,
-    /// The flag's sentence: what was seen and what to do.
-    pub message: String,
-    /// The metrics it concerns (`ttft_s`, `agg_tok_s`, …); empty when it concerns the whole point.
-    pub metrics: Vec<String>,
-}
-
-/// One table of the founding style: a row per point along one axis.
-#[derive(Debug, Clone, Serialize)]
-pub struct Table {
-    /// The swept axis, snake_case (`concurrency`, `input_tokens`, `output_tokens`).
-    pub axis: String,
-    /// Title, e.g. "By concurrency".
-    pub title: String,
-    /// Header of the first column, with unit.
-    pub axis_header: String,
-    /// The parameters held fixed in this table, as text.
-    pub fixed: String,
-    /// Rows in axis order.
-    pub rows: Vec<Row>,
-    /// The table as GitHub-flavoured Markdown, run text escaped.
-    pub markdown: String,
-    /// The latency table (TTFT p90, E2E, pooled ITL) as Markdown.
-    pub latency_markdown: String,
-    /// The spread table (IQR, 95% CI of the median, CV) as Markdown.
-    pub spread_markdown: String,
-    /// Headers of the server-counter table, in column order (`Row::server`).
-    pub server_headers: Vec<String>,
-    /// The server's own counters per point as Markdown; empty when the run
-    /// scraped no metrics for these points.
-    pub server_markdown: String,
-    /// Cached prompt share per point, reported beside expected, as Markdown;
-    /// empty when no point plans a shared prefix or reports cached tokens.
-    pub cache_markdown: String,
-    /// Medians of the lengths planned and sent per point, as Markdown;
-    /// empty unless the plan draws lengths from a distribution.
-    pub lengths_markdown: String,
-}
-
-/// One point in a table: medians across trials with min–max spread.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    /// Point id.
-    pub point_id: u32,
-    /// The axis value.
-    pub value: String,
-    /// Trials with data.
-    pub n: usize,
-    /// Aggregate output tok/s, median.
-    pub agg: String,
-    /// Its min–max.
-    pub agg_spread: String,
-    /// Per-request decode tok/s, median.
-    pub decode: String,
-    /// Its min–max.
-    pub decode_spread: String,
-    /// TTFT in seconds, median.
-    pub ttft: String,
-    /// Its min–max.
-    pub ttft_spread: String,
-    /// TTFT p90 in seconds, median across trials.
-    pub ttft_p90: String,
-    /// E2E in seconds, median.
-    pub e2e: String,
-    /// Its min–max.
-    pub e2e_spread: String,
-    /// Pooled ITL p50 in milliseconds, median across trials.
-    pub itl_p50: String,
-    /// Pooled ITL p90 in milliseconds, median across trials.
-    pub itl_p90: String,
-    /// Pooled ITL p99 in milliseconds, median across trials.
-    pub itl_p99: String,
-    /// Its min–max.
-    pub itl_p99_spread: String,
-    /// Aggregate tok/s across trials: interquartile range.
-    pub agg_iqr: String,
-    /// Its 95% CI of the median, or why there is none.
-    pub agg_ci: String,
-    /// Its coefficient of variation.
-    pub agg_cv: String,
-    /// TTFT across trials: interquartile range.
-    pub ttft_iqr: String,
-    /// Its 95% CI of the median, or why there is none.
-    pub ttft_ci: String,
-    /// Its coefficient of variation.
-    pub ttft_cv: String,
-    /// Planned prompt tokens, median across trials of the per-trial median.
-    pub input_planned: String,
-    /// Server-reported prompt tokens, likewise.
-    pub input_sent: String,
-    /// Server-reported completion tokens, likewise.
-    pub output_sent: String,
-    /// Share of prompt tokens the server reported cached, median across trials.
-    pub cached_share: String,
-    /// Share of prompt tokens the plan expected cached, median across trials.
-    pub cached_share_expected: String,
-    /// The server-counter table's cells (medians across trials), in the
-    /// order of [`Table::server_headers`].
-    pub server: Vec<String>,
-    /// Failed / measured requests over all trials.
-    pub failures: String,
-    /// Markers of the point's flags, e.g. `⚑1 ⚑3`.
-    pub flags: String,
-    /// Notes (invalid trial reasons), as recorded.
-    pub note: String,
-}
-
-/// One chart as the templates place it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChartView {
-    /// Stable name, e.g. `ttft_vs_input`.
-    pub name: String,
-    /// File name beside the report, e.g. `ttft_vs_input.svg`.
-    pub file: String,
-    /// Title.
-    pub title: String,
-    /// The SVG document, for inlining in HTML.
-    pub svg: String,
-}
-
-/// A narrative notebook rendered for this run.
-#[derive(Debug, Clone, Serialize)]
-pub struct NarrativeView {
-    /// Where it came from, as found.
-    pub source: String,
-    /// Its Markdown after the tera expressions were evaluated.
-    pub markdown: String,
-    /// The same, as HTML.
-    pub html: String,
-    /// Why it could not be rendered, when it could not (the rest of the report still is).
-    pub error: Option<String>,
-}
-
 /// Builds the template context for one run from its analysis: its flags,
 /// the thresholds they used and where those came from.
 pub fn report_context(a: &RunAnalysis) -> ReportContext {
     let m = &a.manifest;
-    let simulated_note = m.target.simulated.then(|| {
-        let scale = m.target.sim_time_scale.unwrap_or(1.0);
-        let mut s = format!(
-            "Simulated: these numbers come from qexp's embedded simulator (profile `{}`), not from an inference server.",
-            m.target.sim_profile.as_deref().unwrap_or("?")
-        );
-        if (scale - 1.0).abs() > 1e-9 {
-            s.push_str(&format!(
-                " Simulated time is compressed: every simulated duration ran {} times faster than the profile's real-time model, so latencies are {} times shorter and throughputs {} times higher than the profile describes.",
-                num(1.0 / scale), num(1.0 / scale), num(1.0 / scale)
-            ));
-        }
-        s
-    });
-    let git = match &m.git {
-        Some(g) => format!(
-            "{} ({}{})",
-            g.commit
-                .as_deref()
-                .map_or("no commit", |c| &c[..c.len().min(12)]),
-            g.branch.as_deref().unwrap_or("detached"),
-            match g.dirty {
-                Some(true) => ", dirty",
-                Some(false) => "",
-                None => ", dirty: unknown",
-            }
-        ),
-        None => "not in a git repository".into(),
-    };
-    let h = &m.host;
-    let host = format!(
-        "{} — {}, kernel {}, {} ({} CPUs), {:.1} GiB",
-        h.hostname.as_deref().unwrap_or("?"),
-        h.os.as_deref().unwrap_or("?"),
-        h.kernel.as_deref().unwrap_or("?"),
-        h.cpu_model.as_deref().unwrap_or("?"),
-        h.cpus,
-        h.memory_bytes as f64 / (1u64 << 30) as f64
-    );
-    let gpus = if h.gpus.is_empty() {
-        "none reported".into()
-    } else {
-        h.gpus
-            .iter()
-            .map(|g| {
-                format!(
-                    "{} ({} MiB, driver {})",
-                    g.name,
-                    g.memory_mib.unwrap_or(0),
-                    g.driver.as_deref().unwrap_or("?")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    let server: Vec<ServerDoc> = m
-        .server
-        .iter()
-        .flat_map(|info| &info.documents)
-        .map(|(path, v)| {
-            let mut json = v.to_string();
-            if json.len() > 300 {
-                let mut cut = 300;
-                while !json.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                json.truncate(cut);
-                json.push('…');
-            }
-            ServerDoc {
-                path: path.clone(),
-                json,
-            }
-        })
-        .collect();
-    // The fingerprint leads: engine, version, context limit and flags in one line.
-    let server: Vec<ServerDoc> = m
-        .fingerprint
-        .iter()
-        .map(|fp| ServerDoc {
-            path: "fingerprint".into(),
-            json: fp.summary(),
-        })
-        .chain(server)
-        .collect();
     let flags = flag_views(&a.flags, &a.points);
     let tables = tables(&a.points, &flags);
     ReportContext {
@@ -394,7 +52,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         status: m.status.as_str().to_string(),
         stop_reason: m.stop_reason.clone(),
         simulated: m.target.simulated,
-        simulated_note,
+        simulated_note: simulated_note(a),
         target: m.target.base_url.clone(),
         model: m.target.model.clone(),
         api: m.target.api.as_str().to_string(),
@@ -403,10 +61,10 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         plan_hash: m.plan_hash.clone(),
         plan_text: m.plan_text.clone(),
         qexp_version: m.qexp_version.clone(),
-        git,
-        host,
-        gpus,
-        server,
+        git: git_line(a),
+        host: host_line(a),
+        gpus: gpus_line(a),
+        server: server_docs(a),
         started_at: m.started_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         ended_at: m.ended_at.map_or("–".into(), |t| {
             t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
@@ -436,4 +94,112 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
             .map(crate::deployments::deployments_view),
         failures: failure_rows(a),
     }
+}
+
+/// A sentence about the simulator (profile, time scale), when the run was simulated.
+fn simulated_note(a: &RunAnalysis) -> Option<String> {
+    let m = &a.manifest;
+    m.target.simulated.then(|| {
+        let scale = m.target.sim_time_scale.unwrap_or(1.0);
+        let mut s = format!(
+            "Simulated: these numbers come from qexp's embedded simulator (profile `{}`), not from an inference server.",
+            m.target.sim_profile.as_deref().unwrap_or("?")
+        );
+        if (scale - 1.0).abs() > 1e-9 {
+            s.push_str(&format!(
+                " Simulated time is compressed: every simulated duration ran {} times faster than the profile's real-time model, so latencies are {} times shorter and throughputs {} times higher than the profile describes.",
+                num(1.0 / scale), num(1.0 / scale), num(1.0 / scale)
+            ));
+        }
+        s
+    })
+}
+
+/// `commit (branch, dirty)`, or that the run was not made in git.
+fn git_line(a: &RunAnalysis) -> String {
+    let m = &a.manifest;
+    match &m.git {
+        Some(g) => format!(
+            "{} ({}{})",
+            g.commit
+                .as_deref()
+                .map_or("no commit", |c| &c[..c.len().min(12)]),
+            g.branch.as_deref().unwrap_or("detached"),
+            match g.dirty {
+                Some(true) => ", dirty",
+                Some(false) => "",
+                None => ", dirty: unknown",
+            }
+        ),
+        None => "not in a git repository".into(),
+    }
+}
+
+/// The host on one line: name, OS, kernel, CPU and memory.
+fn host_line(a: &RunAnalysis) -> String {
+    let h = &a.manifest.host;
+    format!(
+        "{} — {}, kernel {}, {} ({} CPUs), {:.1} GiB",
+        h.hostname.as_deref().unwrap_or("?"),
+        h.os.as_deref().unwrap_or("?"),
+        h.kernel.as_deref().unwrap_or("?"),
+        h.cpu_model.as_deref().unwrap_or("?"),
+        h.cpus,
+        h.memory_bytes as f64 / (1u64 << 30) as f64
+    )
+}
+
+/// The host's GPUs on one line, or "none reported".
+fn gpus_line(a: &RunAnalysis) -> String {
+    let h = &a.manifest.host;
+    if h.gpus.is_empty() {
+        "none reported".into()
+    } else {
+        h.gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} ({} MiB, driver {})",
+                    g.name,
+                    g.memory_mib.unwrap_or(0),
+                    g.driver.as_deref().unwrap_or("?")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// What the server said about itself: the fingerprint first (engine,
+/// version, context limit and flags in one line), then each document, its
+/// JSON cut at 300 bytes.
+fn server_docs(a: &RunAnalysis) -> Vec<ServerDoc> {
+    let m = &a.manifest;
+    let server = m
+        .server
+        .iter()
+        .flat_map(|info| &info.documents)
+        .map(|(path, v)| {
+            let mut json = v.to_string();
+            if json.len() > 300 {
+                let mut cut = 300;
+                while !json.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                json.truncate(cut);
+                json.push('…');
+            }
+            ServerDoc {
+                path: path.clone(),
+                json,
+            }
+        });
+    m.fingerprint
+        .iter()
+        .map(|fp| ServerDoc {
+            path: "fingerprint".into(),
+            json: fp.summary(),
+        })
+        .chain(server)
+        .collect()
 }

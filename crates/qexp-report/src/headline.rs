@@ -1,9 +1,9 @@
 //! The summary at the top of a report: a few headline numbers (peak
 //! throughput, decode and TTFT ranges, failures) and the numbered flags.
 
-use crate::context::{FlagView, Headline};
 use crate::format::{num, spread};
 use crate::labels;
+use crate::views::{FlagView, Headline};
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Flag, PointSummary, RunAnalysis};
 

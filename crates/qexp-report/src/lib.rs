@@ -13,6 +13,11 @@
 //! for HTML (tera autoescape on `.html.tera` templates; [`format::md_text`]
 //! inside narratives).
 
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod charts;
 mod context;
 mod deployments;
@@ -24,18 +29,20 @@ pub mod narrative;
 mod open_loop;
 mod render;
 mod tables;
+mod tera_error;
 mod turns;
+mod views;
 
-pub use context::{
-    report_context, ChartView, FailureRow, FlagView, Headline, NarrativeView, ReportContext, Row,
-    ServerDoc, Table,
-};
+pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
 };
 pub use turns::{ReasoningRow, TurnRow};
+pub use views::{
+    ChartView, FailureRow, FlagView, Headline, NarrativeView, ReportContext, Row, ServerDoc, Table,
+};
 
 /// A median with its min–max, for terminal tables.
 pub fn format_summary_cell(s: &Option<qexp_analysis::stats::Summary>) -> String {

@@ -3,9 +3,11 @@
 //! twice gives the same bytes.
 
 use crate::charts::{self, ChartError, FlagMark};
-use crate::context::{report_context, ChartView, ReportContext};
+use crate::context::report_context;
 use crate::format::md_cell;
 use crate::narrative;
+use crate::tera_error::chain;
+use crate::views::{ChartView, ReportContext};
 use qexp_analysis::RunAnalysis;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -50,18 +52,6 @@ const BUILTIN: [(&str, &str); 2] = [
 /// The template set: the built-in one, or files from a user's folder.
 pub struct Templates {
     tera: tera::Tera,
-}
-
-/// A tera error with its causes, on one line.
-pub(crate) fn chain(e: &tera::Error) -> String {
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        src = s.source();
-    }
-    message
 }
 
 pub(crate) fn tera_err(name: &str, e: tera::Error) -> RenderError {

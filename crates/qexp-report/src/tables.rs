@@ -2,9 +2,9 @@
 //! the other parameters: medians across trials with min–max spread and n,
 //! units in headers, flag markers beside their points.
 
-use crate::context::{FlagView, Row, Table};
 use crate::format::{center, center_ms, ci95, cv, iqr, md_text, num, percent1, spread, spread_ms};
 use crate::labels;
+use crate::views::{FlagView, Row, Table};
 use qexp_analysis::{Axis, PointSummary, ServerMetric, ServerUnit};
 
 /// One table per swept axis; the other parameters split it into groups.

@@ -17,7 +17,11 @@ use crate::stop::Stop;
 use crate::Cancel;
 use chrono::Utc;
 use qexp_plan::Point;
-use qexp_store::{DeploymentRun, Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
+use qexp_provenance::HostInfo;
+use qexp_store::{
+    Comparability, DeploymentRun, Manifest, RunStatus, RunWriter, ScheduleCell, TargetInfo,
+    SCHEMA_VERSION,
+};
 use std::sync::Arc;
 
 /// Runs (or resumes) a plan with deployments.
@@ -154,24 +158,10 @@ fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
         .map(|d| d.name().to_string())
         .collect();
     let cells = schedule(plan.order(), trials, &names, f.run.seed);
-    let point_order = (1..=trials)
-        .map(|b| {
-            cells
-                .iter()
-                .filter(|c| c.block == b)
-                .flat_map(|c| cell_points(points, &c.deployment, b, f.run.seed, f.run.shuffle))
-                .collect()
-        })
-        .collect();
+    let point_order = block_orders(opts, &cells, points, trials);
     let started_at = Utc::now();
     let host = qexp_provenance::host_info();
-    let extra = match serde_json::to_value(&f.target.extra_body) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
     let model = f.target.model.clone().unwrap_or_default();
-    let fingerprint = qexp_client::Fingerprint::default();
-    let info = qexp_client::ServerInfo::default();
     Manifest {
         schema_version: SCHEMA_VERSION,
         qexp_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -197,15 +187,7 @@ fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
         fingerprint: None,
         calibration: Vec::new(),
         git: qexp_provenance::git_info(&plan.path),
-        comparability: comparability(
-            plan,
-            None,
-            &model,
-            workload(plan, &extra, None),
-            &fingerprint,
-            &info,
-            &host,
-        ),
+        comparability: run_comparability(opts, &model, &host),
         host,
         started_at,
         ended_at: None,
@@ -213,24 +195,71 @@ fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
         stop_reason: None,
         resumes: Vec::new(),
         client_timing: None,
-        deployments: plan
-            .deployments()
-            .iter()
-            .map(|d| DeploymentRun {
-                name: d.name().to_string(),
-                hash: d.hash(),
-                launched: d.is_launched(),
-                base_url: d.base_url.as_ref().map(|u| u.get_ref().clone()),
-                labels: d.labels.clone(),
-                model: d.model.clone().or_else(|| f.target.model.clone()),
-                fingerprint: None,
-                starts: Vec::new(),
-                failures: Vec::new(),
-            })
-            .collect(),
+        deployments: deployment_runs(opts),
         schedule: cells,
         order: Some(plan.order()),
         restart: Some(plan.restart()),
         baseline: plan.baseline().map(str::to_string),
     }
+}
+
+/// Each block's point order: its cells in schedule order, each cell's
+/// points in the order drawn for it.
+fn block_orders(
+    opts: &RunOptions,
+    cells: &[ScheduleCell],
+    points: &[Point],
+    trials: u32,
+) -> Vec<Vec<u32>> {
+    let run = &opts.plan.file.run;
+    (1..=trials)
+        .map(|b| {
+            cells
+                .iter()
+                .filter(|c| c.block == b)
+                .flat_map(|c| cell_points(points, &c.deployment, b, run.seed, run.shuffle))
+                .collect()
+        })
+        .collect()
+}
+
+/// What must match for another run to compare with this one, before any
+/// deployment has said what it is (no fingerprint, no server info yet).
+fn run_comparability(opts: &RunOptions, model: &str, host: &HostInfo) -> Comparability {
+    let plan = &opts.plan;
+    let extra = match serde_json::to_value(&plan.file.target.extra_body) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let fingerprint = qexp_client::Fingerprint::default();
+    let info = qexp_client::ServerInfo::default();
+    comparability(
+        plan,
+        None,
+        model,
+        workload(plan, &extra, None),
+        &fingerprint,
+        &info,
+        host,
+    )
+}
+
+/// One record per deployment of the plan, with nothing started yet.
+fn deployment_runs(opts: &RunOptions) -> Vec<DeploymentRun> {
+    let f = &opts.plan.file;
+    opts.plan
+        .deployments()
+        .iter()
+        .map(|d| DeploymentRun {
+            name: d.name().to_string(),
+            hash: d.hash(),
+            launched: d.is_launched(),
+            base_url: d.base_url.as_ref().map(|u| u.get_ref().clone()),
+            labels: d.labels.clone(),
+            model: d.model.clone().or_else(|| f.target.model.clone()),
+            fingerprint: None,
+            starts: Vec::new(),
+            failures: Vec::new(),
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::error::RunError;
-use crate::health::Probe;
+use crate::health::{Health, Probe};
 use crate::journaling::{all_finished, Journaling};
 use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::options::RunOptions;
@@ -16,9 +16,9 @@ use crate::session::{plan_turns, run_sessions};
 use crate::stop::Stop;
 use crate::timer::Timer;
 use crate::workload::{Planned, Prompts};
-use qexp_client::{ErrorClass, GenRequest, ServerCounters};
+use qexp_client::{Counters, ErrorClass, GenRequest, ServerCounters};
 use qexp_plan::{PlanFile, Point};
-use qexp_store::{PointRow, RequestRow, RunWriter};
+use qexp_store::{PointRow, RequestRow, RunWriter, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +65,17 @@ pub(crate) fn point_runner<'a, B: Backend>(
     }
 }
 
+/// What sending one point's requests gave: the finished warmups and
+/// measured requests, the counters scraped before, the client's health
+/// while it was measured, and the journal's failure if it failed.
+struct Sent {
+    warm: Vec<crate::Finished>,
+    measured: Vec<crate::Finished>,
+    before: Option<Counters>,
+    health: Health,
+    journal_failure: Option<StoreError>,
+}
+
 /// Wait between a point's last completion and its closing metrics scrape.
 const METRICS_SETTLE_MS: u64 = 200;
 
@@ -92,7 +103,6 @@ impl<B: Backend> PointRunner<'_, B> {
         pos: u32,
         point: &Point,
     ) -> Result<(), RunError> {
-        let cancel = self.stop.receiver();
         let ctx = Context {
             run_id: &self.run_id,
             client_host: &self.host,
@@ -102,76 +112,27 @@ impl<B: Backend> PointRunner<'_, B> {
             deployment: self.deployment.as_ref(),
         };
         let mut planned = BTreeMap::new();
-        let (warm, measured_jobs) = self.jobs(trial, point, &mut planned);
+        let jobs = self.jobs(trial, point, &mut planned);
         let label = format!("trial {trial}/{} {}", self.trials, point.label());
         let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
-        let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
         writer.begin_point(trial, point.id)?;
-        let mut journal = Journaling::new(writer, self.stop);
-        // Warmups run closed-loop, at most as many at once as the point allows.
-        let warm_c = match point.concurrency {
-            0 => point.warmup.max(1),
-            c => c.min(point.warmup.max(1)),
-        };
-        let warm_done = run_closed_loop(self.backend.clone(), warm, warm_c, cancel.clone(), |f| {
-            bar.inc(f.outcome.error.is_some());
-            journal.record(&ctx, f, true, plan_of(f));
-        })
-        .await;
-        let before = match &self.prep.metrics {
-            Some(m) => m.scrape().await,
-            None => None,
-        };
-        let mut on_measured = |f: &crate::Finished| {
-            bar.inc(f.outcome.error.is_some());
-            journal.record(&ctx, f, false, plan_of(f));
-        };
-        // As many connections as the point keeps requests in flight
-        // (its in-flight cap for an open loop), opened before it is measured.
-        let in_flight = match &point.open_loop {
-            Some(ol) => ol.max_in_flight.unwrap_or(0),
-            None => point.concurrency,
-        };
-        self.backend.prepare(in_flight).await;
-        let probe = Probe::start();
-        let done = self
-            .measure(trial, point, measured_jobs, &mut on_measured)
-            .await;
-        let health = probe.finish().await;
-        let journal_failure = journal.failure();
-        if self.plan.workload.multi_turn.is_some() {
-            // A later turn's planned length is known only now.
-            plan_turns(&mut planned, &done);
-        }
+        let sent = self.send(writer, &ctx, &bar, jobs, &mut planned).await;
         let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
-        let mut rows: Vec<RequestRow> = warm_done
+        let mut rows: Vec<RequestRow> = sent
+            .warm
             .iter()
             .map(|w| request_row(&ctx, w, true, plan_of(w)))
             .collect();
-        let measured: Vec<RequestRow> = done
+        let measured: Vec<RequestRow> = sent
+            .measured
             .iter()
             .map(|d| request_row(&ctx, d, false, plan_of(d)))
             .collect();
-        let units = self
-            .prep
-            .calibrations
-            .get(&point.input_tokens)
-            .map_or(0, |c| c.units);
-        let tolerance = *self.plan.workload.input_tolerance.get_ref();
-        let mut prow = point_row(&ctx, &measured, units as u32, tolerance);
-        prow.client_cpu_cores = health.cpu_cores;
-        prow.client_loop_lag_p99_s = health.loop_lag_p99_s;
-        if let (Some(m), Some(before)) = (&self.prep.metrics, before) {
-            // Counters are updated as the engine finishes each step; let
-            // the last completions land before reading them.
-            tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
-            if let Some(after) = m.scrape().await {
-                prow.server = Some(ServerCounters::between(&before, &after));
-            }
-        }
+        let prow = self.point_row(&ctx, &measured, &sent).await;
         rows.extend(measured.iter().cloned());
-        let whole = all_finished(&warm_done, point.warmup) && all_finished(&done, point.requests);
-        if let Some(e) = journal_failure {
+        let whole =
+            all_finished(&sent.warm, point.warmup) && all_finished(&sent.measured, point.requests);
+        if let Some(e) = sent.journal_failure {
             // Keep what can still be kept; the journal's failure is the one to report.
             let _ = writer.write_incomplete_point(&rows, &prow);
             return Err(e.into());
@@ -184,20 +145,108 @@ impl<B: Backend> PointRunner<'_, B> {
         bar.finish(point_line(&label, &prow, &measured));
         // A point cut by an interrupt counts its cancelled requests as
         // failures; the tolerance judges only whole points.
-        if whole
-            && self
-                .plan
-                .tolerance
-                .exceeded(prow.failures, prow.requests_done)
+        if whole {
+            self.judge_tolerance(&label, &prow, &measured);
+        }
+        Ok(())
+    }
+
+    /// Sends the warmups (closed loop, at most as many at once as the point
+    /// allows), scrapes the server's counters, then sends the measured jobs
+    /// under the point's load, journaling each request as it finishes. A
+    /// multi-turn point's later turns get their planned lengths in `planned`.
+    async fn send(
+        &self,
+        writer: &mut RunWriter,
+        ctx: &Context<'_>,
+        bar: &PointProgress,
+        (warm, measured_jobs): (Vec<Job>, Vec<Job>),
+        planned: &mut BTreeMap<u32, Planned>,
+    ) -> Sent {
+        let point = ctx.point;
+        let cancel = self.stop.receiver();
+        let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
+        let mut journal = Journaling::new(writer, self.stop);
+        let warm_c = match point.concurrency {
+            0 => point.warmup.max(1),
+            c => c.min(point.warmup.max(1)),
+        };
+        let warm_done = run_closed_loop(self.backend.clone(), warm, warm_c, cancel, |f| {
+            bar.inc(f.outcome.error.is_some());
+            journal.record(ctx, f, true, plan_of(f));
+        })
+        .await;
+        let before = match &self.prep.metrics {
+            Some(m) => m.scrape().await,
+            None => None,
+        };
+        let mut on_measured = |f: &crate::Finished| {
+            bar.inc(f.outcome.error.is_some());
+            journal.record(ctx, f, false, plan_of(f));
+        };
+        // As many connections as the point keeps requests in flight
+        // (its in-flight cap for an open loop), opened before it is measured.
+        let in_flight = match &point.open_loop {
+            Some(ol) => ol.max_in_flight.unwrap_or(0),
+            None => point.concurrency,
+        };
+        self.backend.prepare(in_flight).await;
+        let probe = Probe::start();
+        let done = self
+            .measure(ctx.trial, point, measured_jobs, &mut on_measured)
+            .await;
+        let health = probe.finish().await;
+        let journal_failure = journal.failure();
+        if self.plan.workload.multi_turn.is_some() {
+            // A later turn's planned length is known only now.
+            plan_turns(planned, &done);
+        }
+        Sent {
+            warm: warm_done,
+            measured: done,
+            before,
+            health,
+            journal_failure,
+        }
+    }
+
+    /// The point's row from its measured rows, the client's health while it
+    /// ran and the server's counters around it.
+    async fn point_row(&self, ctx: &Context<'_>, measured: &[RequestRow], sent: &Sent) -> PointRow {
+        let units = self
+            .prep
+            .calibrations
+            .get(&ctx.point.input_tokens)
+            .map_or(0, |c| c.units);
+        let tolerance = *self.plan.workload.input_tolerance.get_ref();
+        let mut prow = point_row(ctx, measured, units as u32, tolerance);
+        prow.client_cpu_cores = sent.health.cpu_cores;
+        prow.client_loop_lag_p99_s = sent.health.loop_lag_p99_s;
+        if let (Some(m), Some(before)) = (&self.prep.metrics, &sent.before) {
+            // Counters are updated as the engine finishes each step; let
+            // the last completions land before reading them.
+            tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
+            if let Some(after) = m.scrape().await {
+                prow.server = Some(ServerCounters::between(before, &after));
+            }
+        }
+        prow
+    }
+
+    /// Notes a whole point whose failures exceed the plan's `[tolerance]`.
+    fn judge_tolerance(&mut self, label: &str, prow: &PointRow, measured: &[RequestRow]) {
+        if self
+            .plan
+            .tolerance
+            .exceeded(prow.failures, prow.requests_done)
         {
             self.over_tolerance.push(format!(
                 "{label}: {} of {} requests failed ({})",
                 prow.failures,
                 prow.requests_done,
-                failure_classes(&measured)
+                failure_classes(measured)
             ));
         }
-        Ok(())
     }
 
     /// The warmup and measured jobs of (`trial`, `point`); what each was

@@ -10,7 +10,7 @@ use qexp_client::prompt::Filler;
 use qexp_client::{
     calibrate, nonce_for, Calibration, Counter, Fingerprint, MetricsSource, ServerInfo,
 };
-use qexp_plan::{ApiKind, Trace};
+use qexp_plan::{ApiKind, Point, Trace};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -58,13 +58,7 @@ pub(crate) async fn prepare(
     let f = &opts.plan.file;
     let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
     let info = qexp_client::probe(&target.client, metrics_url).await?;
-    let model = opts
-        .overrides
-        .model
-        .clone()
-        .or_else(|| model.map(str::to_string))
-        .or_else(|| f.target.model.clone())
-        .or_else(|| info.models.first().cloned())
+    let model = model_for(opts, model, &info)
         .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
     let api = f.target.api;
     let extra = match serde_json::to_value(&f.target.extra_body) {
@@ -80,17 +74,8 @@ pub(crate) async fn prepare(
     let metrics = metrics_url
         .or(info.metrics_url.as_deref())
         .map(|u| MetricsSource::new(&target.client, u));
-    let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
-    // Drawn lengths may run past the longest point (up to their clamp).
-    let drawn_max = f
-        .workload
-        .input_lengths
-        .as_ref()
-        .map_or(0, |l| l.bounds().1.min(max_input.saturating_mul(16)));
-    let filler = Filler::new(f.run.seed, max_input.max(drawn_max) as usize + 16);
-    let tolerance = *f.workload.input_tolerance.get_ref();
+    let filler = filler_for(opts, &points);
     let mut counter = Counter::new(&target.client, api, &model, &extra);
-    let mut calibrations = BTreeMap::new();
     let dataset = match &f.workload.dataset {
         Some(source) => {
             let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
@@ -104,23 +89,7 @@ pub(crate) async fn prepare(
     } else {
         Prompts::lengths(&f.workload, &points)
     };
-    for input in lengths {
-        if let Some(cal) = known.and_then(|k| k.get(&input)) {
-            calibrations.insert(input, cal.clone());
-            continue;
-        }
-        let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
-        let cal = calibrate(&mut counter, &filler, &probe_nonce, input, tolerance)
-            .await
-            .map_err(|source| RunError::Calibration { input, source })?;
-        tracing::info!(
-            input,
-            units = cal.units,
-            measured = cal.measured_tokens,
-            "calibrated prompt length"
-        );
-        calibrations.insert(input, cal);
-    }
+    let calibrations = calibrate_lengths(opts, &mut counter, &filler, lengths, known).await?;
     Ok(Prepared {
         model,
         api,
@@ -133,4 +102,60 @@ pub(crate) async fn prepare(
         metrics,
         trace: load_trace(opts)?,
     })
+}
+
+/// The model to ask for: the command line's, the deployment's, the plan's,
+/// or the first the server lists.
+fn model_for(opts: &RunOptions, model: Option<&str>, info: &ServerInfo) -> Option<String> {
+    opts.overrides
+        .model
+        .clone()
+        .or_else(|| model.map(str::to_string))
+        .or_else(|| opts.plan.file.target.model.clone())
+        .or_else(|| info.models.first().cloned())
+}
+
+/// Filler text long enough for the longest prompt of any point, or of the
+/// drawn lengths, which may run past it (up to their clamp).
+fn filler_for(opts: &RunOptions, points: &[Point]) -> Filler {
+    let f = &opts.plan.file;
+    let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
+    let drawn_max = f
+        .workload
+        .input_lengths
+        .as_ref()
+        .map_or(0, |l| l.bounds().1.min(max_input.saturating_mul(16)));
+    Filler::new(f.run.seed, max_input.max(drawn_max) as usize + 16)
+}
+
+/// One calibration per prompt length: taken from `known` when an earlier
+/// start made it, else measured on the server now.
+async fn calibrate_lengths(
+    opts: &RunOptions,
+    counter: &mut Counter<'_>,
+    filler: &Filler,
+    lengths: Vec<u32>,
+    known: Option<&BTreeMap<u32, Calibration>>,
+) -> Result<BTreeMap<u32, Calibration>, RunError> {
+    let f = &opts.plan.file;
+    let tolerance = *f.workload.input_tolerance.get_ref();
+    let mut calibrations = BTreeMap::new();
+    for input in lengths {
+        if let Some(cal) = known.and_then(|k| k.get(&input)) {
+            calibrations.insert(input, cal.clone());
+            continue;
+        }
+        let probe_nonce = nonce_for(f.run.seed, 0, 0, 0, 0);
+        let cal = calibrate(counter, filler, &probe_nonce, input, tolerance)
+            .await
+            .map_err(|source| RunError::Calibration { input, source })?;
+        tracing::info!(
+            input,
+            units = cal.units,
+            measured = cal.measured_tokens,
+            "calibrated prompt length"
+        );
+        calibrations.insert(input, cal);
+    }
+    Ok(calibrations)
 }

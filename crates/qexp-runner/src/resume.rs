@@ -57,36 +57,14 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
     }
     let plan_path = PathBuf::from(&manifest.plan_path);
     let mut differences = Vec::new();
-    let plan = if plan_path.is_file() {
-        let plan = Plan::load(&plan_path).map_err(RunError::Plan)?;
-        if plan.hash() != manifest.plan_hash {
-            differences.push(format!(
-                "the plan {} changed since the run started (hash {} → {})",
-                plan_path.display(),
-                short(&manifest.plan_hash),
-                short(&plan.hash())
-            ));
-        }
-        plan
-    } else {
-        // The plan moved or was deleted: the manifest keeps it verbatim.
-        Plan::parse(&plan_path, &manifest.plan_text).map_err(RunError::Plan)?
-    };
+    let plan = recorded_plan(&manifest, &plan_path, &mut differences)?;
     if plan.points() != manifest.points {
         return Err(refuse(format!(
             "the points of {} are no longer the ones it ran; start a new run instead",
             plan_path.display()
         )));
     }
-    // The runner indexes the points by the recorded order: every trial's
-    // order must be a permutation of the point ids.
-    let ids: Vec<u32> = (0..manifest.points.len() as u32).collect();
-    let bad_order = manifest.point_order.iter().any(|order| {
-        let mut sorted = order.clone();
-        sorted.sort_unstable();
-        sorted != ids
-    });
-    if bad_order {
+    if !orders_are_permutations(&manifest) {
         return Err(refuse(
             "its manifest's point_order does not list each point once per trial".into(),
         ));
@@ -126,6 +104,41 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
     // Refused before the server is asked anything.
     resuming.refuse_unless_forced()?;
     Ok((opts, resuming))
+}
+
+/// The run's plan: the file where the manifest says it is, with a
+/// difference noted when its hash changed, or, when that file moved or was
+/// deleted, the text the manifest keeps verbatim.
+fn recorded_plan(
+    manifest: &Manifest,
+    plan_path: &Path,
+    differences: &mut Vec<String>,
+) -> Result<Plan, RunError> {
+    if plan_path.is_file() {
+        let plan = Plan::load(plan_path).map_err(RunError::Plan)?;
+        if plan.hash() != manifest.plan_hash {
+            differences.push(format!(
+                "the plan {} changed since the run started (hash {} → {})",
+                plan_path.display(),
+                short(&manifest.plan_hash),
+                short(&plan.hash())
+            ));
+        }
+        Ok(plan)
+    } else {
+        Plan::parse(plan_path, &manifest.plan_text).map_err(RunError::Plan)
+    }
+}
+
+/// True when every trial's recorded point order is a permutation of the
+/// point ids: the runner indexes the points by it.
+fn orders_are_permutations(manifest: &Manifest) -> bool {
+    let ids: Vec<u32> = (0..manifest.points.len() as u32).collect();
+    manifest.point_order.iter().all(|order| {
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        sorted == ids
+    })
 }
 
 impl Resuming {

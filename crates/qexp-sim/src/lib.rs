@@ -24,6 +24,9 @@
 //! slow headers; see [`Fault`]) are injected into a seeded fraction of
 //! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`].
 #![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod faults;
 mod metrics;

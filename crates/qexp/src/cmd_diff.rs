@@ -5,7 +5,7 @@
 use crate::CliError;
 use anyhow::anyhow;
 use anyhow::Context as _;
-use qexp_analysis::{DiffError, DiffMetric, DiffOptions};
+use qexp_analysis::{DiffError, DiffMetric, DiffOptions, RunAnalysis, RunDiff};
 use qexp_report::diff::{self, DiffFormat, DiffTemplates};
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,9 @@ pub enum Format {
 }
 
 /// `qexp diff`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The baseline: a run folder (results/<experiment>/<run-id>) or a run id under --results; `RUN#NAME` takes one deployment of a run with deployments.
@@ -125,26 +128,6 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
     let (run_b, dep_b) = split_deployment(&args.run_b);
     let dir_a = resolve(&run_a, &args.results)?;
     let dir_b = resolve(&run_b, &args.results)?;
-    let analyse = |dir: &Path, deployment: Option<&str>| {
-        let run = qexp_analysis::analyze(dir).map_err(|e| {
-            not_done(anyhow!(e).context(format!("cannot analyse {}", dir.display())))
-        })?;
-        match deployment {
-            None => Ok(run),
-            Some(name) => run.deployment_view(name).ok_or_else(|| {
-                let names = run.deployment_names();
-                not_done(anyhow!(
-                    "{} has no deployment `{name}`{}",
-                    dir.display(),
-                    if names.is_empty() {
-                        " (it ran without deployments)".to_string()
-                    } else {
-                        format!("; it has {}", names.join(", "))
-                    }
-                ))
-            }),
-        }
-    };
     let (a, b) = (
         analyse(&dir_a, dep_a.as_deref())?,
         analyse(&dir_b, dep_b.as_deref())?,
@@ -179,6 +162,39 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
             diff::term::render_term(&ctx, std::io::stdout().is_terminal())
         );
     }
+    write_files(&args, &d)?;
+    Ok(if args.fail_on_regression && d.has_regression() {
+        report_regressions(&d);
+        EXIT_REGRESSION
+    } else {
+        0
+    })
+}
+
+/// The run in `dir` analysed, or one of its deployments seen as a run.
+fn analyse(dir: &Path, deployment: Option<&str>) -> Result<RunAnalysis, CliError> {
+    let run = qexp_analysis::analyze(dir)
+        .map_err(|e| not_done(anyhow!(e).context(format!("cannot analyse {}", dir.display()))))?;
+    match deployment {
+        None => Ok(run),
+        Some(name) => run.deployment_view(name).ok_or_else(|| {
+            let names = run.deployment_names();
+            not_done(anyhow!(
+                "{} has no deployment `{name}`{}",
+                dir.display(),
+                if names.is_empty() {
+                    " (it ran without deployments)".to_string()
+                } else {
+                    format!("; it has {}", names.join(", "))
+                }
+            ))
+        }),
+    }
+}
+
+/// Writes the Markdown and HTML the options ask for, into `--out` or
+/// `reports/diff/<runA-id>_vs_<runB-id>/`, and names each file on stdout.
+fn write_files(args: &DiffArgs, d: &RunDiff) -> Result<(), CliError> {
     let files: Vec<DiffFormat> = args
         .format
         .iter()
@@ -203,27 +219,27 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
                 PathBuf::from("reports").join("diff").join(name)
             }
         };
-        for f in diff::write_diff(&d, &templates, &files, &out).map_err(not_done)? {
+        for f in diff::write_diff(d, &templates, &files, &out).map_err(not_done)? {
             println!("diff: {}", f.display());
         }
     }
-    Ok(if args.fail_on_regression && d.has_regression() {
-        let worse: Vec<String> = d
-            .pairs
-            .iter()
-            .flat_map(|p| p.metrics.iter().map(move |m| (p, m)))
-            .filter(|(_, m)| m.verdict == qexp_analysis::diff::Verdict::Worse)
-            .map(|(p, m)| format!("{} at {}", m.metric.key(), p.point_a.label()))
-            .collect();
-        eprintln!(
-            "qexp diff: {} significant regression{} of at least {}% (--fail-on-regression): {}",
-            d.tally.worse,
-            if d.tally.worse == 1 { "" } else { "s" },
-            d.min_change * 100.0,
-            worse.join(", ")
-        );
-        EXIT_REGRESSION
-    } else {
-        0
-    })
+    Ok(())
+}
+
+/// Names each significant regression on stderr, for `--fail-on-regression`.
+fn report_regressions(d: &RunDiff) {
+    let worse: Vec<String> = d
+        .pairs
+        .iter()
+        .flat_map(|p| p.metrics.iter().map(move |m| (p, m)))
+        .filter(|(_, m)| m.verdict == qexp_analysis::diff::Verdict::Worse)
+        .map(|(p, m)| format!("{} at {}", m.metric.key(), p.point_a.label()))
+        .collect();
+    eprintln!(
+        "qexp diff: {} significant regression{} of at least {}% (--fail-on-regression): {}",
+        d.tally.worse,
+        if d.tally.worse == 1 { "" } else { "s" },
+        d.min_change * 100.0,
+        worse.join(", ")
+    );
 }

@@ -2,6 +2,11 @@
 //! subcommand lives in its own module and calls into the library crates;
 //! no measurement or statistics logic lives here.
 
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod cmd_bench;
 mod cmd_diff;
 mod cmd_report;
@@ -37,6 +42,9 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a plan against a server and write results/<experiment>/<run-id>/.
@@ -91,6 +99,9 @@ streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
 }
 
 /// `qexp run`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The plan (TOML).
@@ -127,6 +138,9 @@ pub struct RunArgs {
 }
 
 /// `qexp report`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Result folders (results/<experiment>/<run-id>); default: the newest run of each experiment.
@@ -146,6 +160,9 @@ pub struct ReportArgs {
 }
 
 /// `qexp sim`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
     /// Simulator profile.
@@ -168,6 +185,9 @@ pub struct SimArgs {
 }
 
 /// `qexp bench`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     /// A scaled-down run (seconds): checks that everything works, figures not comparable.

@@ -31,9 +31,10 @@ pub use thresholds::{ThresholdOrigin, ThresholdRow, ThresholdSource, Thresholds}
 
 pub use crate::metric::Metric;
 use crate::metrics::PointSummary;
+use crate::run::RunAnalysis;
 
 /// Runs every detector on a run's points; see [`detect_points`].
-pub fn detect(run: &crate::RunAnalysis, t: &Thresholds) -> Vec<Flag> {
+pub fn detect(run: &RunAnalysis, t: &Thresholds) -> Vec<Flag> {
     let mut flags = detect_points(&run.points, t);
     if let Some(s) = &run.schedule {
         // Lag spent waiting for a slot under the cap is the server's backlog,

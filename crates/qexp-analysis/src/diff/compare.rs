@@ -19,7 +19,7 @@
 //!   is `min_change` of the point's requests (a failure-rate change of 2
 //!   points by default) or of A's mean for another metric. There is no `=`.
 //!
-//! Then, once every comparison of the diff is known, [`adjust`] runs Holm's
+//! Then, once every comparison of the diff is known, `adjust` runs Holm's
 //! correction over every "no change" test of the diff and, separately, over
 //! every equivalence test, and decides: `better` / `worse` when the
 //! Holm-adjusted p is at most alpha AND the estimated change is at least the

@@ -12,6 +12,7 @@ pub mod compat;
 mod metric;
 pub mod pairing;
 pub mod power;
+mod run_diff;
 mod warning;
 
 pub use compare::{
@@ -20,97 +21,15 @@ pub use compare::{
 pub use compat::{KeyRow, WorkloadCheck};
 pub use metric::{DiffMetric, Direction};
 pub use pairing::Side;
+pub use run_diff::{
+    DiffError, DiffOptions, MinChangeSource, PairDiff, RunDiff, RunSide, Tally, UnpairedPoint,
+    DIFF_SCHEMA_VERSION,
+};
 pub use warning::DiffWarning;
 
 use crate::anomaly::{Flag, Severity};
-use crate::load::RunAnalysis;
-use qexp_plan::Point;
+use crate::run::RunAnalysis;
 use qexp_store::RunStatus;
-use serde::Serialize;
-
-/// Version of the serialised [`RunDiff`]; bumped on incompatible change.
-pub const DIFF_SCHEMA_VERSION: u32 = 2;
-
-/// How to compare.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DiffOptions {
-    /// Family-wise significance level, after Holm's correction.
-    pub alpha: f64,
-    /// Practical threshold: a relative change smaller than this is never better/worse; None: run A's `analysis.min_change`.
-    pub min_change: Option<f64>,
-    /// Workload keys allowed to differ.
-    pub ignore: Vec<String>,
-    /// Metrics to compare, in display order; empty means all.
-    pub metrics: Vec<DiffMetric>,
-    /// Coverage of the interval of each estimate.
-    pub level: f64,
-    /// Seed of the random permutations (used only beyond the exact test's size); each comparison derives its own stream from it.
-    pub seed: u64,
-    /// Pair the trials by number (the blocks of one run with deployments,
-    /// each of which measured both sides): the paired t over blocks.
-    pub paired: bool,
-}
-
-impl Default for DiffOptions {
-    fn default() -> DiffOptions {
-        DiffOptions {
-            alpha: 0.05,
-            min_change: None,
-            ignore: Vec::new(),
-            metrics: Vec::new(),
-            level: 0.95,
-            seed: 0,
-            paired: false,
-        }
-    }
-}
-
-/// Why two runs cannot be compared.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum DiffError {
-    /// Workload keys differ and were not ignored.
-    #[error(
-        "the runs asked for different workloads, so their numbers are not comparable: {}. To compare anyway, name the key{} with --ignore {}",
-        .keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-        if .keys.len() == 1 { "" } else { "s" },
-        .keys.iter().map(|k| k.key.as_str()).collect::<Vec<_>>().join(" --ignore ")
-    )]
-    Incomparable {
-        /// The differing keys.
-        keys: Vec<KeyRow>,
-    },
-    /// alpha outside (0, 1).
-    #[error("alpha must be between 0 and 1 (exclusive), got {0}")]
-    BadAlpha(f64),
-    /// min_change outside (0, 1).
-    #[error("the practical threshold (min change) must be between 0 and 1 (exclusive, e.g. 0.02 for 2%), got {0}")]
-    BadMinChange(f64),
-}
-
-/// One run as the diff names it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunSide {
-    /// Run id.
-    pub run_id: String,
-    /// Experiment name.
-    pub experiment: String,
-    /// Run folder as given.
-    pub dir: String,
-    /// Target URL or `sim:<profile>`.
-    pub target: String,
-    /// Model.
-    pub model: String,
-    /// True when the target was qexp's embedded simulator.
-    pub simulated: bool,
-    /// Trials run.
-    pub trials: u32,
-    /// Run status.
-    pub status: RunStatus,
-    /// Plan SHA-256.
-    pub plan_hash: String,
-    /// qexp version that made the run.
-    pub qexp_version: String,
-}
 
 impl RunSide {
     fn of(r: &RunAnalysis) -> RunSide {
@@ -130,121 +49,6 @@ impl RunSide {
     }
 }
 
-/// Two points with the same parameters and their comparisons.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairDiff {
-    /// The point as run A planned it.
-    pub point_a: Point,
-    /// The point as run B planned it (same parameters, maybe another id).
-    pub point_b: Point,
-    /// One comparison per metric, in the diff's metric order.
-    pub metrics: Vec<MetricDiff>,
-}
-
-/// A point without a partner.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct UnpairedPoint {
-    /// The run it belongs to.
-    pub side: Side,
-    /// The point.
-    pub point: Point,
-    /// Trials with data there.
-    pub n: usize,
-}
-
-/// Where the practical threshold (`min_change`) came from; the anomaly
-/// detectors' [`crate::anomaly::ThresholdSource`] is another thing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MinChangeSource {
-    /// Run A's plan, `[analysis] min_change`.
-    Plan,
-    /// The plan's default, because run A's plan text no longer parses.
-    Default,
-    /// The command line (`--min-change`).
-    Option,
-}
-
-/// Counts of verdicts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    /// Significant improvements of at least the threshold.
-    pub better: usize,
-    /// Significant regressions of at least the threshold.
-    pub worse: usize,
-    /// Changes shown to lie within ±threshold.
-    pub equivalent: usize,
-    /// Neither (including all-equal comparisons).
-    pub no_change: usize,
-    /// Not tested for lack of data.
-    pub not_tested: usize,
-}
-
-/// The whole comparison of run B against run A.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunDiff {
-    /// [`DIFF_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// The baseline.
-    pub a: RunSide,
-    /// The candidate.
-    pub b: RunSide,
-    /// Family-wise alpha.
-    pub alpha: f64,
-    /// Practical threshold (relative change).
-    pub min_change: f64,
-    /// Where it came from.
-    pub min_change_source: MinChangeSource,
-    /// Interval coverage.
-    pub level: f64,
-    /// Seed of the random permutations.
-    pub seed: u64,
-    /// Metrics compared.
-    pub metrics: Vec<DiffMetric>,
-    /// Workload keys, checked.
-    pub workload: WorkloadCheck,
-    /// Deployment keys of both runs, side by side.
-    pub deployment: Vec<KeyRow>,
-    /// Paired points, in run A's plan order.
-    pub pairs: Vec<PairDiff>,
-    /// Points of either run without a partner.
-    pub unpaired: Vec<UnpairedPoint>,
-    /// Tests of "no change" made (the Holm family of better/worse).
-    pub tests: usize,
-    /// Equivalence tests made (the Holm family of `=`).
-    pub equivalence_tests: usize,
-    /// Comparisons not tested because every value on both sides was equal.
-    pub all_equal: usize,
-    /// Verdict counts.
-    pub tally: Tally,
-    /// Caveats.
-    pub warnings: Vec<DiffWarning>,
-}
-
-impl Tally {
-    /// Counts the verdicts of these comparisons.
-    fn of<'a>(comparisons: impl Iterator<Item = &'a MetricDiff>) -> Tally {
-        let mut tally = Tally::default();
-        for d in comparisons {
-            match d.verdict {
-                Verdict::Better => tally.better += 1,
-                Verdict::Worse => tally.worse += 1,
-                Verdict::Equivalent => tally.equivalent += 1,
-                Verdict::NoChange => tally.no_change += 1,
-                Verdict::NotTested => tally.not_tested += 1,
-            }
-        }
-        tally
-    }
-}
-
-impl RunDiff {
-    /// True when some comparison is a significant regression.
-    pub fn has_regression(&self) -> bool {
-        self.tally.worse > 0
-    }
-}
-
 /// A comparison's permutation seed: SplitMix64's increment spreads neighbouring indices apart.
 fn seed_for(base: u64, index: usize) -> u64 {
     base.wrapping_add((index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
@@ -252,16 +56,7 @@ fn seed_for(base: u64, index: usize) -> u64 {
 
 /// Compares run B against run A; refuses runs that asked for different workloads.
 pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunDiff, DiffError> {
-    if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
-        return Err(DiffError::BadAlpha(opts.alpha));
-    }
-    let (min_change, min_change_source) = match opts.min_change {
-        Some(m) => (m, MinChangeSource::Option),
-        None => plan_min_change(a),
-    };
-    if !(min_change > 0.0 && min_change < 1.0) {
-        return Err(DiffError::BadMinChange(min_change));
-    }
+    let (min_change, min_change_source) = checked_limits(a, opts)?;
     let (ca, cb) = (&a.manifest.comparability, &b.manifest.comparability);
     let workload = compat::check_workload(ca, cb, &opts.ignore);
     if !workload.blocking.is_empty() {
@@ -270,66 +65,19 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         });
     }
     let mut warnings = run_warnings(a, b, &workload);
-
-    let metrics: Vec<DiffMetric> = if opts.metrics.is_empty() {
-        DiffMetric::ALL.to_vec()
-    } else {
-        DiffMetric::ALL
-            .into_iter()
-            .filter(|m| opts.metrics.contains(m))
-            .collect()
-    };
+    let metrics = chosen_metrics(opts);
     let settings = compare::Settings {
         level: opts.level,
         min_change,
     };
     let (pairs_idx, only_a, only_b) = pairing::pair(&a.points, &b.points);
-    let mut index = 0;
-    let mut pairs: Vec<PairDiff> = pairs_idx
-        .iter()
-        .map(|&(i, j)| {
-            let (pa, pb) = (&a.points[i], &b.points[j]);
-            let metrics = metrics
-                .iter()
-                .map(|&m| {
-                    index += 1;
-                    let seed = seed_for(opts.seed, index);
-                    let requests = pa.point.requests;
-                    if opts.paired {
-                        let (va, vb) = by_block(m, pa, pb);
-                        compare::compare_paired(m, &va, &vb, requests, settings, seed)
-                    } else {
-                        compare::compare(m, &m.values(pa), &m.values(pb), requests, settings, seed)
-                    }
-                })
-                .collect();
-            PairDiff {
-                point_a: pa.point.clone(),
-                point_b: pb.point.clone(),
-                metrics,
-            }
-        })
-        .collect();
+    let mut pairs = compare_pairs(a, b, &pairs_idx, &metrics, settings, opts);
     let mut all: Vec<&mut MetricDiff> = pairs
         .iter_mut()
         .flat_map(|p| p.metrics.iter_mut())
         .collect();
     let families = compare::adjust(&mut all, opts.alpha);
-
-    let mut unpaired = Vec::new();
-    for (side, run, idx) in [(Side::A, a, &only_a), (Side::B, b, &only_b)] {
-        if !idx.is_empty() {
-            warnings.push(DiffWarning::Unpaired {
-                side,
-                count: idx.len(),
-            });
-        }
-        unpaired.extend(idx.iter().map(|&i| UnpairedPoint {
-            side,
-            point: run.points[i].point.clone(),
-            n: run.points[i].n,
-        }));
-    }
+    let unpaired = unpaired_points(a, b, &only_a, &only_b, &mut warnings);
 
     let comparisons = || pairs.iter().flat_map(|p| p.metrics.iter());
     let tally = Tally::of(comparisons());
@@ -357,6 +105,102 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         tally,
         warnings,
     })
+}
+
+/// The options' alpha, checked, and the practical threshold (from the
+/// options, else from run A's plan) with where it came from, checked.
+fn checked_limits(
+    a: &RunAnalysis,
+    opts: &DiffOptions,
+) -> Result<(f64, MinChangeSource), DiffError> {
+    if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
+        return Err(DiffError::BadAlpha(opts.alpha));
+    }
+    let (min_change, min_change_source) = match opts.min_change {
+        Some(m) => (m, MinChangeSource::Option),
+        None => plan_min_change(a),
+    };
+    if !(min_change > 0.0 && min_change < 1.0) {
+        return Err(DiffError::BadMinChange(min_change));
+    }
+    Ok((min_change, min_change_source))
+}
+
+/// The metrics the options ask for, in the canonical order; all when none.
+fn chosen_metrics(opts: &DiffOptions) -> Vec<DiffMetric> {
+    if opts.metrics.is_empty() {
+        DiffMetric::ALL.to_vec()
+    } else {
+        DiffMetric::ALL
+            .into_iter()
+            .filter(|m| opts.metrics.contains(m))
+            .collect()
+    }
+}
+
+/// Every metric of every paired point compared, each comparison with its
+/// own permutation seed (numbered in pair, then metric order); not yet
+/// Holm-adjusted.
+fn compare_pairs(
+    a: &RunAnalysis,
+    b: &RunAnalysis,
+    pairs_idx: &[(usize, usize)],
+    metrics: &[DiffMetric],
+    settings: compare::Settings,
+    opts: &DiffOptions,
+) -> Vec<PairDiff> {
+    let mut index = 0;
+    pairs_idx
+        .iter()
+        .map(|&(i, j)| {
+            let (pa, pb) = (&a.points[i], &b.points[j]);
+            let metrics = metrics
+                .iter()
+                .map(|&m| {
+                    index += 1;
+                    let seed = seed_for(opts.seed, index);
+                    let requests = pa.point.requests;
+                    if opts.paired {
+                        let (va, vb) = by_block(m, pa, pb);
+                        compare::compare_paired(m, &va, &vb, requests, settings, seed)
+                    } else {
+                        compare::compare(m, &m.values(pa), &m.values(pb), requests, settings, seed)
+                    }
+                })
+                .collect();
+            PairDiff {
+                point_a: pa.point.clone(),
+                point_b: pb.point.clone(),
+                metrics,
+            }
+        })
+        .collect()
+}
+
+/// The points of either run without a partner, A's first, with a warning
+/// per side that has any.
+fn unpaired_points(
+    a: &RunAnalysis,
+    b: &RunAnalysis,
+    only_a: &[usize],
+    only_b: &[usize],
+    warnings: &mut Vec<DiffWarning>,
+) -> Vec<UnpairedPoint> {
+    let mut unpaired = Vec::new();
+    for (side, run, idx) in [(Side::A, a, only_a), (Side::B, b, only_b)] {
+        if !idx.is_empty() {
+            warnings.push(DiffWarning::Unpaired {
+                side,
+                count: idx.len(),
+            });
+        }
+        unpaired.extend(idx.iter().map(|&i| UnpairedPoint {
+            side,
+            point: run.points[i].point.clone(),
+            n: run.points[i].n,
+        }));
+    }
+    unpaired
 }
 
 /// The values of `m` at two points, aligned by trial (block) number: the

@@ -16,7 +16,7 @@ mod trial;
 pub use capacity::{capacity, Capacity, CapacityBound, LoadAxis};
 pub use trial::{LagCause, ScheduleTrial};
 
-use crate::load::AnalysisError;
+use crate::error::AnalysisError;
 use crate::stats::median;
 use polars::prelude::*;
 use qexp_plan::{Point, SloSection};

@@ -1,7 +1,7 @@
 //! One (trial, point): response time from the schedule, send lag and what
 //! caused it, achieved rate, SLO attainment and goodput.
 
-use crate::load::{f64s, u32s};
+use crate::columns::{f64s, u32s};
 use crate::stats::quantile_in_place;
 use polars::prelude::*;
 use qexp_plan::{Point, SloSection};

@@ -3,7 +3,7 @@
 //! and each deployment's throughput over the run's wall-clock time, where
 //! drift would show. Runs without deployments get neither.
 
-use super::draw::{self, AxisSpec, Mark, Plot, Series};
+use super::draw::{self, AxisSpec, DrawError, Mark, Plot, Series};
 use super::{ticks, Chart, ChartError, FlagMark};
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::PointSummary;
@@ -13,7 +13,7 @@ fn has_deployments(points: &[PointSummary]) -> bool {
     points.iter().any(|p| p.point.deployment.is_some())
 }
 
-fn err(name: &'static str) -> impl Fn(super::DrawError) -> ChartError {
+fn err(name: &'static str) -> impl Fn(DrawError) -> ChartError {
     move |source| ChartError { name, source }
 }
 
@@ -26,6 +26,50 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
     if !has_deployments(points) {
         return Ok(None);
     }
+    let mut series = deployment_curves(points);
+    let all: Vec<Mark> = series
+        .iter()
+        .flat_map(|s| s.marks.iter().cloned())
+        .collect();
+    if all.is_empty() {
+        return Ok(None);
+    }
+    series.push(Series {
+        label: "Pareto front (no point beats it on both)".into(),
+        marks: pareto_front(&all),
+    });
+    let xmax = all.iter().map(|m| m.x).fold(0.0, f64::max);
+    let ymax = all.iter().map(|m| m.max.max(m.median)).fold(0.0, f64::max);
+    let title = "Per-user decode rate vs aggregate throughput, by deployment".to_string();
+    let plot = Plot {
+        title: title.clone(),
+        x: AxisSpec {
+            desc: "Aggregate output (tok/s)".into(),
+            log: false,
+            ticks: ticks::linear(xmax),
+            label: ticks::label,
+        },
+        y: AxisSpec {
+            desc: "Per-request decode (tok/s)".into(),
+            log: false,
+            ticks: ticks::linear(ymax),
+            label: ticks::label,
+        },
+        series,
+        legend: SeriesLabelPosition::LowerRight,
+        dodge: false,
+    };
+    let svg = draw::svg(&plot).map_err(err(NAME))?;
+    Ok(Some(Chart {
+        name: NAME,
+        title,
+        svg,
+    }))
+}
+
+/// One series per deployment: per-request decode against aggregate
+/// throughput at each of its points, in the order of their load.
+fn deployment_curves(points: &[PointSummary]) -> Vec<Series> {
     let mut by: BTreeMap<&str, Vec<&PointSummary>> = BTreeMap::new();
     for p in points {
         if let Some(d) = &p.point.deployment {
@@ -58,13 +102,12 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
             });
         }
     }
-    let all: Vec<Mark> = series
-        .iter()
-        .flat_map(|s| s.marks.iter().cloned())
-        .collect();
-    if all.is_empty() {
-        return Ok(None);
-    }
+    series
+}
+
+/// The marks no other mark beats on both axes, left to right, drawn as
+/// points (no whiskers).
+fn pareto_front(all: &[Mark]) -> Vec<Mark> {
     let mut front: Vec<Mark> = all
         .iter()
         .filter(|m| {
@@ -78,57 +121,15 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
         })
         .collect();
     front.sort_by(|a, b| a.x.total_cmp(&b.x));
-    series.push(Series {
-        label: "Pareto front (no point beats it on both)".into(),
-        marks: front,
-    });
-    let xmax = all.iter().map(|m| m.x).fold(0.0, f64::max);
-    let ymax = all.iter().map(|m| m.max.max(m.median)).fold(0.0, f64::max);
-    let title = "Per-user decode rate vs aggregate throughput, by deployment".to_string();
-    let plot = Plot {
-        title: title.clone(),
-        x: AxisSpec {
-            desc: "Aggregate output (tok/s)".into(),
-            log: false,
-            ticks: ticks::linear(xmax),
-            label: ticks::label,
-        },
-        y: AxisSpec {
-            desc: "Per-request decode (tok/s)".into(),
-            log: false,
-            ticks: ticks::linear(ymax),
-            label: ticks::label,
-        },
-        series,
-        legend: SeriesLabelPosition::LowerRight,
-        dodge: false,
-    };
-    let svg = draw::svg(&plot).map_err(err(NAME))?;
-    Ok(Some(Chart {
-        name: NAME,
-        title,
-        svg,
-    }))
+    front
 }
 
-/// Each (block, point)'s aggregate throughput in percent off the median of
-/// the same deployment at that point over its blocks, against minutes since
-/// the run's first send, one line per deployment. Every line hovers at 0
-/// when nothing drifts; a trend shared by the lines is drift, which
-/// interleaved blocks spread over every deployment alike.
-pub fn over_time(
-    points: &[PointSummary],
-    _marks: &[FlagMark],
-) -> Result<Option<Chart>, ChartError> {
-    const NAME: &str = "over_time";
-    if !has_deployments(points) {
-        return Ok(None);
-    }
-    // Each (deployment, point) is its own reference.
-    let key = |p: &PointSummary| p.point.id;
+/// Each point's median aggregate throughput over its blocks: a point
+/// belongs to one deployment, so each (deployment, point) is its own reference.
+fn point_medians(points: &[PointSummary]) -> BTreeMap<u32, f64> {
     let mut reference: BTreeMap<_, Vec<f64>> = BTreeMap::new();
     for p in points {
-        let v = reference.entry(key(p)).or_default();
+        let v = reference.entry(p.point.id).or_default();
         v.extend(
             p.trials
                 .iter()
@@ -136,21 +137,22 @@ pub fn over_time(
                 .filter(|v| v.is_finite() && *v > 0.0),
         );
     }
-    let reference: BTreeMap<_, f64> = reference
+    reference
         .into_iter()
         .filter_map(|(k, mut v)| Some((k, qexp_analysis::stats::quantile_in_place(&mut v, 0.5)?)))
-        .collect();
-    let start = points
-        .iter()
-        .flat_map(|p| p.trials.iter().map(|t| t.window_start_unix_s))
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    if !start.is_finite() {
-        return Ok(None);
-    }
+        .collect()
+}
+
+/// One line per deployment: each block's aggregate throughput at each
+/// point in percent off the point's median, against minutes since `start`.
+fn drift_series(
+    points: &[PointSummary],
+    reference: &BTreeMap<u32, f64>,
+    start: f64,
+) -> Vec<Series> {
     let mut by: BTreeMap<&str, Vec<Mark>> = BTreeMap::new();
     for p in points {
-        let (Some(d), Some(r)) = (&p.point.deployment, reference.get(&key(p))) else {
+        let (Some(d), Some(r)) = (&p.point.deployment, reference.get(&p.point.id)) else {
             continue;
         };
         for t in &p.trials {
@@ -166,8 +168,7 @@ pub fn over_time(
             }
         }
     }
-    let series: Vec<Series> = by
-        .into_iter()
+    by.into_iter()
         .map(|(d, mut marks)| {
             marks.sort_by(|a, b| a.x.total_cmp(&b.x));
             Series {
@@ -175,7 +176,32 @@ pub fn over_time(
                 marks,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Each (block, point)'s aggregate throughput in percent off the median of
+/// the same deployment at that point over its blocks, against minutes since
+/// the run's first send, one line per deployment. Every line hovers at 0
+/// when nothing drifts; a trend shared by the lines is drift, which
+/// interleaved blocks spread over every deployment alike.
+pub fn over_time(
+    points: &[PointSummary],
+    _marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    const NAME: &str = "over_time";
+    if !has_deployments(points) {
+        return Ok(None);
+    }
+    let reference = point_medians(points);
+    let start = points
+        .iter()
+        .flat_map(|p| p.trials.iter().map(|t| t.window_start_unix_s))
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    if !start.is_finite() {
+        return Ok(None);
+    }
+    let series = drift_series(points, &reference, start);
     let values = series.iter().flat_map(|s| s.marks.iter());
     let (lo, hi) = values
         .clone()

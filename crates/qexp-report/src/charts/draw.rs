@@ -9,10 +9,13 @@
 //! font file; a machine without fonts renders the same bytes.
 
 use super::ticks::Ticks;
-use super::DrawError;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::ops::Range;
+
+/// What plotters says when drawing fails (the SVG backend's own errors are I/O errors).
+pub type DrawError = plotters::drawing::DrawingAreaErrorKind<std::io::Error>;
 
 /// Width of every chart, pixels.
 pub(crate) const WIDTH: u32 = 800;
@@ -162,90 +165,20 @@ pub(crate) struct Plot {
     pub dodge: bool,
 }
 
+/// A chart's drawing area with the coordinates every chart uses.
+type Canvas<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Keyed, Keyed>>;
+
 /// Draws `plot` as SVG text.
 pub(crate) fn svg(plot: &Plot) -> Result<String, DrawError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
-        let (x, y) = (&plot.x, &plot.y);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&plot.title, (FONT, 22))
-            .margin(16)
-            .x_label_area_size(56)
-            .y_label_area_size(76)
-            .build_cartesian_2d(x.ranged(), y.ranged())?;
-        let xl = |v: &f64| (x.label)(x.inv(*v));
-        let yl = |v: &f64| (y.label)(y.inv(*v));
-        chart
-            .configure_mesh()
-            .x_desc(x.desc.as_str())
-            .y_desc(y.desc.as_str())
-            .x_label_formatter(&xl)
-            .y_label_formatter(&yl)
-            .label_style((FONT, 15))
-            .axis_desc_style((FONT, 16))
-            .bold_line_style(RGBColor(205, 205, 205))
-            .light_line_style(RGBColor(237, 237, 237))
-            .draw()?;
-
+        let mut chart = axes(&root, plot)?;
         let several = plot.series.len() > 1;
-        let (ylo, yhi) = (y.ticks.lo, y.ticks.hi);
-        let clamp = |v: f64| y.t(v.clamp(ylo, yhi));
-        // Several series at the same x are dodged apart by a few pixels so their whiskers stay visible.
-        let n = plot.series.len() as f64;
-        let step = if plot.dodge {
-            0.008 * (x.t(x.ticks.hi) - x.t(x.ticks.lo))
-        } else {
-            0.0
-        };
-        let mut flagged: Vec<(f64, f64, &str)> = Vec::new();
-        for (i, s) in plot.series.iter().enumerate() {
-            let dx = (i as f64 - (n - 1.0) / 2.0) * step;
-            let px = |m: &Mark| x.t(m.x) + dx;
-            let color = PALETTE[i % PALETTE.len()];
-            let style = color.stroke_width(2);
-            let spread: Vec<&Mark> = s.marks.iter().filter(|m| m.max > m.min).collect();
-            chart.draw_series(spread.iter().map(|m| {
-                PathElement::new(vec![(px(m), clamp(m.min)), (px(m), clamp(m.max))], style)
-            }))?;
-            chart.draw_series(spread.iter().flat_map(|m| {
-                [m.min, m.max].map(|v| {
-                    EmptyElement::at((px(m), clamp(v)))
-                        + PathElement::new(vec![(-6, 0), (6, 0)], style)
-                })
-            }))?;
-            let centers: Vec<(f64, f64)> =
-                s.marks.iter().map(|m| (px(m), clamp(m.median))).collect();
-            flagged.extend(
-                s.marks
-                    .iter()
-                    .filter_map(|m| m.flag.as_deref().map(|f| (px(m), clamp(m.median), f))),
-            );
-            let line = chart.draw_series(LineSeries::new(centers.clone(), style))?;
-            if several {
-                line.label(s.label.as_str()).legend(move |(lx, ly)| {
-                    EmptyElement::at((lx + 10, ly))
-                        + PathElement::new(vec![(-10, 0), (10, 0)], style)
-                        + Circle::new((0, 0), 4, color.filled())
-                });
-            }
-            chart.draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))?;
-        }
-
+        let flagged = draw_series(&mut chart, plot)?;
         if !flagged.is_empty() {
-            let ring = FLAG.stroke_width(2);
-            let text = (FONT, 15).into_font().color(&FLAG);
-            chart
-                .draw_series(flagged.iter().map(|(px, py, f)| {
-                    EmptyElement::at((*px, *py))
-                        + Circle::new((0, 0), 9, ring)
-                        + Text::new(f.to_string(), (9, -26), text.clone())
-                }))?
-                .label("flagged point (see Flags)")
-                .legend(move |(lx, ly)| {
-                    EmptyElement::at((lx + 10, ly)) + Circle::new((0, 0), 6, ring)
-                });
+            draw_flags(&mut chart, &flagged)?;
         }
         if several || !flagged.is_empty() {
             chart
@@ -260,4 +193,102 @@ pub(crate) fn svg(plot: &Plot) -> Result<String, DrawError> {
         root.present()?;
     }
     Ok(out)
+}
+
+/// The title, both axes with their descriptions, tick labels and grid.
+fn axes<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    plot: &Plot,
+) -> Result<Canvas<'a, 'b>, DrawError> {
+    let (x, y) = (&plot.x, &plot.y);
+    let mut chart = ChartBuilder::on(root)
+        .caption(&plot.title, (FONT, 22))
+        .margin(16)
+        .x_label_area_size(56)
+        .y_label_area_size(76)
+        .build_cartesian_2d(x.ranged(), y.ranged())?;
+    let xl = |v: &f64| (x.label)(x.inv(*v));
+    let yl = |v: &f64| (y.label)(y.inv(*v));
+    chart
+        .configure_mesh()
+        .x_desc(x.desc.as_str())
+        .y_desc(y.desc.as_str())
+        .x_label_formatter(&xl)
+        .y_label_formatter(&yl)
+        .label_style((FONT, 15))
+        .axis_desc_style((FONT, 16))
+        .bold_line_style(RGBColor(205, 205, 205))
+        .light_line_style(RGBColor(237, 237, 237))
+        .draw()?;
+    Ok(chart)
+}
+
+/// Each series: whiskers with caps, the line through the medians (in the
+/// legend when there are several) and a dot per median. Returns where the
+/// flagged marks are drawn, with their marker text.
+fn draw_series<'a, 'b: 'a, 'p>(
+    chart: &mut Canvas<'a, 'b>,
+    plot: &'p Plot,
+) -> Result<Vec<(f64, f64, &'p str)>, DrawError> {
+    let (x, y) = (&plot.x, &plot.y);
+    let several = plot.series.len() > 1;
+    let (ylo, yhi) = (y.ticks.lo, y.ticks.hi);
+    let clamp = |v: f64| y.t(v.clamp(ylo, yhi));
+    // Several series at the same x are dodged apart by a few pixels so their whiskers stay visible.
+    let n = plot.series.len() as f64;
+    let step = if plot.dodge {
+        0.008 * (x.t(x.ticks.hi) - x.t(x.ticks.lo))
+    } else {
+        0.0
+    };
+    let mut flagged: Vec<(f64, f64, &str)> = Vec::new();
+    for (i, s) in plot.series.iter().enumerate() {
+        let dx = (i as f64 - (n - 1.0) / 2.0) * step;
+        let px = |m: &Mark| x.t(m.x) + dx;
+        let color = PALETTE[i % PALETTE.len()];
+        let style = color.stroke_width(2);
+        let spread: Vec<&Mark> = s.marks.iter().filter(|m| m.max > m.min).collect();
+        chart.draw_series(spread.iter().map(|m| {
+            PathElement::new(vec![(px(m), clamp(m.min)), (px(m), clamp(m.max))], style)
+        }))?;
+        chart.draw_series(spread.iter().flat_map(|m| {
+            [m.min, m.max].map(|v| {
+                EmptyElement::at((px(m), clamp(v))) + PathElement::new(vec![(-6, 0), (6, 0)], style)
+            })
+        }))?;
+        let centers: Vec<(f64, f64)> = s.marks.iter().map(|m| (px(m), clamp(m.median))).collect();
+        flagged.extend(
+            s.marks
+                .iter()
+                .filter_map(|m| m.flag.as_deref().map(|f| (px(m), clamp(m.median), f))),
+        );
+        let line = chart.draw_series(LineSeries::new(centers.clone(), style))?;
+        if several {
+            line.label(s.label.as_str()).legend(move |(lx, ly)| {
+                EmptyElement::at((lx + 10, ly))
+                    + PathElement::new(vec![(-10, 0), (10, 0)], style)
+                    + Circle::new((0, 0), 4, color.filled())
+            });
+        }
+        chart.draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))?;
+    }
+    Ok(flagged)
+}
+
+/// A ring and the marker text on each flagged mark, with their legend entry.
+fn draw_flags<'a, 'b: 'a>(
+    chart: &mut Canvas<'a, 'b>,
+    flagged: &[(f64, f64, &str)],
+) -> Result<(), DrawError> {
+    let ring = FLAG.stroke_width(2);
+    let text = (FONT, 15).into_font().color(&FLAG);
+    chart
+        .draw_series(flagged.iter().map(|(px, py, f)| {
+            EmptyElement::at((*px, *py))
+                + Circle::new((0, 0), 9, ring)
+                + Text::new(f.to_string(), (9, -26), text.clone())
+        }))?
+        .label("flagged point (see Flags)")
+        .legend(move |(lx, ly)| EmptyElement::at((lx + 10, ly)) + Circle::new((0, 0), 6, ring));
+    Ok(())
 }

@@ -11,6 +11,7 @@ mod ticks;
 use crate::format;
 use crate::labels;
 pub use deployments::{over_time, pareto};
+pub use draw::DrawError;
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series};
 use plotters::prelude::SeriesLabelPosition;
@@ -40,9 +41,6 @@ fn marker(marks: &[FlagMark], point_id: u32, metric: &str) -> Option<String> {
         .collect();
     (!on.is_empty()).then(|| on.join(" "))
 }
-
-/// What plotters says when drawing fails (the SVG backend's own errors are I/O errors).
-pub type DrawError = plotters::drawing::DrawingAreaErrorKind<std::io::Error>;
 
 /// A chart that could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -173,6 +171,8 @@ pub fn ttft_vs_input(
     )
 }
 
+/// Draws `spec` from the points: None when the run does not sweep its axis
+/// or no point has a usable value.
 fn chart(
     spec: &Spec,
     points: &[PointSummary],
@@ -196,98 +196,15 @@ fn chart(
         .copied()
         .filter(|a| !swept.contains(a))
         .collect();
-
-    // One series per deployment and combination of the other swept axes.
-    let mut groups: BTreeMap<(Option<String>, Vec<u32>), Vec<&PointSummary>> = BTreeMap::new();
-    for p in points {
-        groups
-            .entry((
-                p.point.deployment.clone(),
-                varying.iter().map(|a| a.value(&p.point)).collect(),
-            ))
-            .or_default()
-            .push(p);
-    }
-    let log_y = spec.y_log;
-    let mut series = Vec::new();
-    for group in groups.values_mut() {
-        group.sort_by_key(|p| spec.axis.value(&p.point));
-        let marks: Vec<Mark> = group
-            .iter()
-            .filter_map(|p| {
-                let s = spec.metric.summary(p)?;
-                let usable = |v: f64| v.is_finite() && (!log_y || v > 0.0);
-                usable(s.median).then(|| Mark {
-                    x: f64::from(spec.axis.value(&p.point)),
-                    median: s.median,
-                    min: if usable(s.min) { s.min } else { s.median },
-                    max: s.max,
-                    flag: marker(marks, p.point.id, spec.metric.key()),
-                })
-            })
-            .collect();
-        if marks.is_empty() {
-            continue;
-        }
-        let pairs = labels::pairs(&group[0].point, &varying, ", ");
-        let label = match (&group[0].point.deployment, pairs.is_empty()) {
-            (Some(d), true) => d.clone(),
-            (Some(d), false) => format!("{d}: {pairs}"),
-            (None, _) => pairs,
-        };
-        series.push(Series { label, marks });
-    }
+    let series = spec.series(points, marks, &varying);
     let Some(first) = points.first() else {
         return Ok(None);
     };
     if series.is_empty() {
         return Ok(None);
     }
-
-    let xs: Vec<f64> = {
-        let mut v: Vec<u32> = points.iter().map(|p| spec.axis.value(&p.point)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v.into_iter().map(f64::from).collect()
-    };
-    let x = match spec.axis {
-        Axis::Concurrency => AxisSpec {
-            desc: "Concurrency (requests in flight, log scale)".into(),
-            log: true,
-            ticks: ticks::at_values(&xs),
-            label: |v| format!("{v:.0}"),
-        },
-        Axis::InputTokens | Axis::OutputTokens => AxisSpec {
-            desc: format!(
-                "{} (tokens)",
-                if spec.axis == Axis::InputTokens {
-                    "Input length"
-                } else {
-                    "Output length"
-                }
-            ),
-            log: false,
-            ticks: ticks::linear_to(xs.last().copied().unwrap_or(1.0)),
-            label: format::tokens,
-        },
-    };
-    let values = series
-        .iter()
-        .flat_map(|s| s.marks.iter())
-        .flat_map(|m| [m.min, m.max, m.median]);
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    });
-    let y = AxisSpec {
-        desc: spec.metric.axis_title(spec.y_log),
-        log: spec.y_log,
-        ticks: if spec.y_log {
-            ticks::log(lo, hi)
-        } else {
-            ticks::linear(hi)
-        },
-        label: ticks::label,
-    };
+    let x = spec.x_axis(points);
+    let y = spec.y_axis(&series);
     let mut title = spec.title.to_string();
     if !fixed.is_empty() {
         title.push_str(&format!(" ({})", labels::pairs(&first.point, &fixed, ", ")));
@@ -309,4 +226,103 @@ fn chart(
         title,
         svg,
     }))
+}
+
+impl Spec {
+    /// One series per deployment and combination of the `varying` axes, its
+    /// points in axis order; points without a usable median are left out.
+    fn series(&self, points: &[PointSummary], marks: &[FlagMark], varying: &[Axis]) -> Vec<Series> {
+        let mut groups: BTreeMap<(Option<String>, Vec<u32>), Vec<&PointSummary>> = BTreeMap::new();
+        for p in points {
+            groups
+                .entry((
+                    p.point.deployment.clone(),
+                    varying.iter().map(|a| a.value(&p.point)).collect(),
+                ))
+                .or_default()
+                .push(p);
+        }
+        let log_y = self.y_log;
+        let mut series = Vec::new();
+        for group in groups.values_mut() {
+            group.sort_by_key(|p| self.axis.value(&p.point));
+            let marks: Vec<Mark> = group
+                .iter()
+                .filter_map(|p| {
+                    let s = self.metric.summary(p)?;
+                    let usable = |v: f64| v.is_finite() && (!log_y || v > 0.0);
+                    usable(s.median).then(|| Mark {
+                        x: f64::from(self.axis.value(&p.point)),
+                        median: s.median,
+                        min: if usable(s.min) { s.min } else { s.median },
+                        max: s.max,
+                        flag: marker(marks, p.point.id, self.metric.key()),
+                    })
+                })
+                .collect();
+            if marks.is_empty() {
+                continue;
+            }
+            let pairs = labels::pairs(&group[0].point, varying, ", ");
+            let label = match (&group[0].point.deployment, pairs.is_empty()) {
+                (Some(d), true) => d.clone(),
+                (Some(d), false) => format!("{d}: {pairs}"),
+                (None, _) => pairs,
+            };
+            series.push(Series { label, marks });
+        }
+        series
+    }
+
+    /// The swept axis: log concurrency with a tick per value, or linear lengths.
+    fn x_axis(&self, points: &[PointSummary]) -> AxisSpec {
+        let xs: Vec<f64> = {
+            let mut v: Vec<u32> = points.iter().map(|p| self.axis.value(&p.point)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v.into_iter().map(f64::from).collect()
+        };
+        match self.axis {
+            Axis::Concurrency => AxisSpec {
+                desc: "Concurrency (requests in flight, log scale)".into(),
+                log: true,
+                ticks: ticks::at_values(&xs),
+                label: |v| format!("{v:.0}"),
+            },
+            Axis::InputTokens | Axis::OutputTokens => AxisSpec {
+                desc: format!(
+                    "{} (tokens)",
+                    if self.axis == Axis::InputTokens {
+                        "Input length"
+                    } else {
+                        "Output length"
+                    }
+                ),
+                log: false,
+                ticks: ticks::linear_to(xs.last().copied().unwrap_or(1.0)),
+                label: format::tokens,
+            },
+        }
+    }
+
+    /// The metric's axis, spanning every median and whisker of `series`.
+    fn y_axis(&self, series: &[Series]) -> AxisSpec {
+        let values = series
+            .iter()
+            .flat_map(|s| s.marks.iter())
+            .flat_map(|m| [m.min, m.max, m.median]);
+        let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+        AxisSpec {
+            desc: self.metric.axis_title(self.y_log),
+            log: self.y_log,
+            ticks: if self.y_log {
+                ticks::log(lo, hi)
+            } else {
+                ticks::linear(hi)
+            },
+            label: ticks::label,
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The filters and functions a narrative can call: `num`, `pct`, `tokens`,
 //! `metric(point=…, name=…, stat=…)`.
 
-use super::PointView;
+use super::points::PointView;
 use crate::format::{num, percent_prose as pct};
 use qexp_analysis::Metric;
 use serde_json::Value;

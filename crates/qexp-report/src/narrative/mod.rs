@@ -38,15 +38,17 @@
 
 mod functions;
 mod html;
+mod points;
 
 use crate::charts::Chart;
-use crate::context::{FlagView, NarrativeView, ReportContext};
 use crate::format::percent_prose as pct;
-use crate::format::{md_text, num, spread, tokens};
+use crate::format::{md_text, num, tokens};
 use crate::labels;
+use crate::views::{FlagView, NarrativeView, ReportContext};
 use functions::{metric, number};
 use html::to_html;
-use qexp_analysis::{Metric, PointSummary, RunAnalysis};
+use points::{point_views, PointView};
+use qexp_analysis::RunAnalysis;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -75,84 +77,6 @@ struct RunView {
     status: String,
 }
 
-/// One metric of a point, for narrative authors.
-#[derive(Debug, Clone, Default, Serialize)]
-struct MetricView {
-    median: Option<f64>,
-    min: Option<f64>,
-    max: Option<f64>,
-    q1: Option<f64>,
-    q3: Option<f64>,
-    mean: Option<f64>,
-    cv: Option<f64>,
-    n: usize,
-    text: String,
-    spread: String,
-}
-
-impl MetricView {
-    fn of(m: Metric, p: &PointSummary) -> MetricView {
-        let s = &m.summary(p).cloned();
-        match s {
-            Some(v) => MetricView {
-                median: Some(v.median),
-                min: Some(v.min),
-                max: Some(v.max),
-                q1: Some(v.q1),
-                q3: Some(v.q3),
-                mean: Some(v.mean),
-                cv: v.cv,
-                n: v.n,
-                text: num(v.median),
-                spread: spread(s),
-            },
-            None => MetricView {
-                text: "–".into(),
-                spread: "–".into(),
-                ..MetricView::default()
-            },
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct PointView {
-    id: u32,
-    label: String,
-    concurrency: u32,
-    input_tokens: u32,
-    output_tokens: u32,
-    n: usize,
-    requests: u64,
-    failures: u64,
-    cached_tokens: u64,
-    flags: Vec<String>,
-    agg: MetricView,
-    decode: MetricView,
-    ttft: MetricView,
-    e2e: MetricView,
-    itl_p99: MetricView,
-}
-
-impl PointView {
-    /// The view of a metric, for the ones a narrative can name.
-    fn metric(&self, m: Metric) -> Option<&MetricView> {
-        match m {
-            Metric::AggTokS => Some(&self.agg),
-            Metric::DecodeTokS => Some(&self.decode),
-            Metric::TtftS => Some(&self.ttft),
-            Metric::E2eS => Some(&self.e2e),
-            Metric::ItlP99S => Some(&self.itl_p99),
-            Metric::Failures => None,
-        }
-    }
-
-    /// Whether a narrative can name `m`.
-    fn has_metric(m: Metric) -> bool {
-        m != Metric::Failures
-    }
-}
-
 #[derive(Serialize)]
 struct ChartRef {
     file: String,
@@ -170,34 +94,6 @@ struct Context {
     charts: BTreeMap<String, ChartRef>,
     flags: Vec<FlagView>,
     flags_md: String,
-}
-
-fn point_views(points: &[PointSummary], flags: &[FlagView]) -> Vec<PointView> {
-    let swept = labels::swept(points.iter().map(|p| &p.point));
-    points
-        .iter()
-        .map(|p| PointView {
-            id: p.point.id,
-            label: labels::short(&p.point, &swept),
-            concurrency: p.point.concurrency,
-            input_tokens: p.point.input_tokens,
-            output_tokens: p.point.output_tokens,
-            n: p.n,
-            requests: p.requests,
-            failures: p.failures,
-            cached_tokens: p.trials.iter().map(|t| t.cached_tokens).sum(),
-            flags: flags
-                .iter()
-                .filter(|f| f.point_id == Some(p.point.id))
-                .map(|f| f.marker.clone())
-                .collect(),
-            agg: MetricView::of(Metric::AggTokS, p),
-            decode: MetricView::of(Metric::DecodeTokS, p),
-            ttft: MetricView::of(Metric::TtftS, p),
-            e2e: MetricView::of(Metric::E2eS, p),
-            itl_p99: MetricView::of(Metric::ItlP99S, p),
-        })
-        .collect()
 }
 
 fn context(a: &RunAnalysis, ctx: &ReportContext, charts: &[Chart]) -> Context {
@@ -301,7 +197,7 @@ pub(crate) fn render(
             source: source.into(),
             markdown: String::new(),
             html: String::new(),
-            error: Some(crate::render::chain(&e)),
+            error: Some(crate::tera_error::chain(&e)),
         },
     }
 }
