@@ -2,7 +2,7 @@
 //! manifest field or column breaks one builder instead of five copies: a
 //! manifest builder with fixed, plausible defaults ([`ManifestFixture`]), a
 //! simulator started on 127.0.0.1:0 ([`sim`]), readers of a frame's
-//! columns ([`u32s`], [`f64s`], [`strings`]), and the `qexp` command with
+//! columns ([`u32s`], [`f64s`], [`strings()`]), and the `qexp` command with
 //! its output captured ([`command`]). It is a dev-dependency only.
 
 use polars::prelude::*;
