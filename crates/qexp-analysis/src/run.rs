@@ -2,8 +2,9 @@
 //! here, above the summaries it holds; [`crate::analyze`] and
 //! [`RunAnalysis::new`], which run the detectors, sit at the top of the crate.
 
-use crate::anomaly::{Flag, ThresholdRow, ThresholdSource, Thresholds};
-use crate::deployments::DeploymentComparison;
+use crate::anomaly::flag::Flag;
+use crate::anomaly::thresholds::{ThresholdRow, ThresholdSource, Thresholds};
+use crate::deployments::comparison::DeploymentComparison;
 use crate::failures::FailureGroup;
 use crate::metrics::PointSummary;
 use crate::reasoning::ReasoningSummary;

@@ -14,13 +14,13 @@
 
 pub mod direction;
 pub mod failures;
-mod flag;
+pub(crate) mod flag;
 pub mod knee;
 pub mod loadgen;
 pub mod noise;
 pub mod schedule;
 mod text;
-mod thresholds;
+pub(crate) mod thresholds;
 pub mod tokens;
 
 #[cfg(test)]

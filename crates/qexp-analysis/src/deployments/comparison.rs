@@ -1,7 +1,7 @@
 //! A deployment comparison as a value: what [`super::compare_deployments`]
 //! finds and reports render.
 
-use crate::diff::RunDiff;
+use crate::diff::run_diff::RunDiff;
 use qexp_plan::Order;
 use serde::Serialize;
 

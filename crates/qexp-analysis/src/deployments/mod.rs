@@ -6,7 +6,7 @@
 //! table. Randomized multiple interleaved trials (Abedi & Brecht, ICPE'17)
 //! make that pairing sound; a blocked order does not, and says so.
 
-mod comparison;
+pub(crate) mod comparison;
 
 pub use comparison::{DeploymentComparison, DeploymentSummary, DeploymentWarning};
 

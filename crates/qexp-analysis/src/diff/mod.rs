@@ -12,7 +12,7 @@ pub mod compat;
 mod metric;
 pub mod pairing;
 pub mod power;
-mod run_diff;
+pub(crate) mod run_diff;
 mod warning;
 
 pub use compare::{
@@ -27,7 +27,7 @@ pub use run_diff::{
 };
 pub use warning::DiffWarning;
 
-use crate::anomaly::{Flag, Severity};
+use crate::anomaly::flag::{Flag, Severity};
 use crate::run::RunAnalysis;
 use qexp_store::RunStatus;
 
@@ -312,8 +312,8 @@ fn quality_flags(side: Side, r: &RunAnalysis) -> Option<DiffWarning> {
 /// plan, or the plan default when that plan no longer parses.
 fn plan_min_change(r: &RunAnalysis) -> (f64, MinChangeSource) {
     let source = match r.threshold_source {
-        crate::anomaly::ThresholdSource::Plan => MinChangeSource::Plan,
-        crate::anomaly::ThresholdSource::Defaults { .. } => MinChangeSource::Default,
+        crate::anomaly::thresholds::ThresholdSource::Plan => MinChangeSource::Plan,
+        crate::anomaly::thresholds::ThresholdSource::Defaults { .. } => MinChangeSource::Default,
     };
     (r.thresholds.min_change, source)
 }
