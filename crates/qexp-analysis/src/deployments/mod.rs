@@ -106,7 +106,9 @@ pub fn compare_deployments(
         .iter()
         .map(|n| (n.clone(), run.deployment_view(n)))
         .collect();
-    for d in &run.manifest.deployments {
+    // Failed starts that a later `--resume` made good need no warning.
+    let complete = run.manifest.status == qexp_store::RunStatus::Complete;
+    for d in run.manifest.deployments.iter().filter(|_| !complete) {
         if let Some(first) = d.failures.first() {
             warnings.push(DeploymentWarning::FailedStarts {
                 deployment: d.name.clone(),
