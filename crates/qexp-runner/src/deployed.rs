@@ -10,18 +10,14 @@ use crate::blocks::{cell_points, schedule};
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
 use crate::fleet::{Fleet, Live};
-use crate::options::{connection, finish, RunOptions, RunResult};
+use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
 use crate::point::point_runner;
 use crate::resume::Resuming;
 use crate::stop::Stop;
 use crate::Cancel;
-use chrono::Utc;
 use qexp_plan::Point;
 use qexp_provenance::HostInfo;
-use qexp_store::{
-    Comparability, DeploymentRun, Manifest, RunStatus, RunWriter, ScheduleCell, TargetInfo,
-    SCHEMA_VERSION,
-};
+use qexp_store::{Comparability, DeploymentRun, Manifest, RunWriter, ScheduleCell, TargetInfo};
 use std::sync::Arc;
 
 /// Runs (or resumes) a plan with deployments.
@@ -159,47 +155,26 @@ fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
         .collect();
     let cells = schedule(plan.order(), trials, &names, f.run.seed);
     let point_order = block_orders(opts, &cells, points, trials);
-    let started_at = Utc::now();
     let host = qexp_provenance::host_info();
     let model = f.target.model.clone().unwrap_or_default();
+    let target = TargetInfo {
+        base_url: format!("deployments: {}", names.join(", ")),
+        model: model.clone(),
+        api: f.target.api,
+        simulated: false,
+        sim_profile: None,
+        sim_time_scale: None,
+        api_key_env: f.target.api_key_env.clone(),
+    };
+    let comparability = run_comparability(opts, &model, &host);
     Manifest {
-        schema_version: SCHEMA_VERSION,
-        qexp_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: qexp_store::new_run_id(started_at),
-        experiment: plan.name().to_string(),
-        plan_path: plan.path.display().to_string(),
-        plan_hash: plan.hash(),
-        plan_text: plan.text.clone(),
-        overrides: opts.overrides.clone(),
-        trials,
-        points: points.to_vec(),
         point_order,
-        target: TargetInfo {
-            base_url: format!("deployments: {}", names.join(", ")),
-            model: model.clone(),
-            api: f.target.api,
-            simulated: false,
-            sim_profile: None,
-            sim_time_scale: None,
-            api_key_env: f.target.api_key_env.clone(),
-        },
-        server: None,
-        fingerprint: None,
-        calibration: Vec::new(),
-        git: qexp_provenance::git_info(&plan.path),
-        comparability: run_comparability(opts, &model, &host),
-        host,
-        started_at,
-        ended_at: None,
-        status: RunStatus::Running,
-        stop_reason: None,
-        resumes: Vec::new(),
-        client_timing: None,
         deployments: deployment_runs(opts),
         schedule: cells,
         order: Some(plan.order()),
         restart: Some(plan.restart()),
         baseline: plan.baseline().map(str::to_string),
+        ..base_manifest(opts, points, trials, target, host, comparability)
     }
 }
 

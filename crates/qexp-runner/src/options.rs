@@ -86,3 +86,49 @@ pub(crate) fn finish(
         failed_deployments,
     })
 }
+
+/// The manifest of a new run of `opts` as far as every kind of run fills it
+/// alike (version, run id, plan, overrides, points, git, host, times, status
+/// `running`); the caller sets what its target or deployments add.
+pub(crate) fn base_manifest(
+    opts: &RunOptions,
+    points: &[qexp_plan::Point],
+    trials: u32,
+    target: qexp_store::TargetInfo,
+    host: qexp_provenance::HostInfo,
+    comparability: qexp_store::Comparability,
+) -> Manifest {
+    let plan = &opts.plan;
+    let started_at = chrono::Utc::now();
+    Manifest {
+        schema_version: qexp_store::SCHEMA_VERSION,
+        qexp_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: qexp_store::new_run_id(started_at),
+        experiment: plan.name().to_string(),
+        plan_path: plan.path.display().to_string(),
+        plan_hash: plan.hash(),
+        plan_text: plan.text.clone(),
+        overrides: opts.overrides.clone(),
+        trials,
+        points: points.to_vec(),
+        point_order: Vec::new(),
+        target,
+        server: None,
+        fingerprint: None,
+        calibration: Vec::new(),
+        git: qexp_provenance::git_info(&plan.path),
+        comparability,
+        host,
+        started_at,
+        ended_at: None,
+        status: RunStatus::Running,
+        stop_reason: None,
+        resumes: Vec::new(),
+        client_timing: None,
+        deployments: Vec::new(),
+        schedule: Vec::new(),
+        order: None,
+        restart: None,
+        baseline: None,
+    }
+}

@@ -1,16 +1,15 @@
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
-use crate::options::{connection, finish, RunOptions, RunResult};
+use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
 use crate::point::point_runner;
 use crate::prepare::{prepare, Prepared};
 use crate::resume::{ResumeOptions, Resuming};
 use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
 use crate::Cancel;
-use chrono::Utc;
 use qexp_plan::Point;
-use qexp_store::{Manifest, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION};
+use qexp_store::{Manifest, RunWriter, TargetInfo};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
@@ -58,22 +57,22 @@ async fn run_on(
     let plan = &opts.plan;
     let points = plan.points();
     let trials = opts.overrides.trials.unwrap_or(plan.trials());
-    let started_at = Utc::now();
-    let run_id = qexp_store::new_run_id(started_at);
     let host = qexp_provenance::host_info();
+    let comparability = comparability(
+        &opts.plan,
+        opts.overrides.target.as_deref(),
+        &prep.model,
+        workload(
+            &opts.plan,
+            &prep.extra,
+            prep.dataset.as_ref().map(|d| d.sha256.as_str()),
+        ),
+        &prep.fingerprint,
+        &prep.info,
+        &host,
+    );
+    let target_info = target_info(opts, target, &prep);
     let manifest = Manifest {
-        schema_version: SCHEMA_VERSION,
-        qexp_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: run_id.clone(),
-        experiment: plan.name().to_string(),
-        plan_path: plan.path.display().to_string(),
-        plan_hash: plan.hash(),
-        plan_text: plan.text.clone(),
-        overrides: opts.overrides.clone(),
-        trials,
-        points: points.clone(),
-        point_order: Vec::new(),
-        target: target_info(opts, target, &prep),
         server: Some(prep.info.clone()),
         fingerprint: Some(prep.fingerprint.clone()),
         calibration: prep
@@ -81,32 +80,8 @@ async fn run_on(
             .values()
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect(),
-        git: qexp_provenance::git_info(&plan.path),
-        comparability: comparability(
-            &opts.plan,
-            opts.overrides.target.as_deref(),
-            &prep.model,
-            workload(
-                &opts.plan,
-                &prep.extra,
-                prep.dataset.as_ref().map(|d| d.sha256.as_str()),
-            ),
-            &prep.fingerprint,
-            &prep.info,
-            &host,
-        ),
-        host,
-        started_at,
-        ended_at: None,
-        status: RunStatus::Running,
-        stop_reason: None,
-        resumes: Vec::new(),
         client_timing: Some(target.client.client_timing()),
-        deployments: Vec::new(),
-        schedule: Vec::new(),
-        order: None,
-        restart: None,
-        baseline: None,
+        ..base_manifest(opts, &points, trials, target_info, host, comparability)
     };
     let mut writer = match resuming {
         None => RunWriter::create(&opts.out, manifest)?,
