@@ -192,11 +192,12 @@ fn open_loop_lines(s: &ScheduleAnalysis, swept: &[qexp_analysis::Axis]) -> Vec<H
     let top = attained.iter().rev().max_by(|a, b| a.0.total_cmp(&b.0));
     if let (Some(lo), Some(hi)) = (attained.first(), top) {
         let at = |(a, p): &(f64, &SchedulePoint)| format!("{}% at {}", num(a * 100.0), label(p));
-        push_line(
-            &mut out,
-            "SLO attainment, lowest and highest",
-            format!("{}; {}", at(lo), at(hi)),
-        );
+        let value = if lo.0 == hi.0 {
+            format!("{}% at every point", num(lo.0 * 100.0))
+        } else {
+            format!("{}; {}", at(lo), at(hi))
+        };
+        push_line(&mut out, "SLO attainment, lowest and highest", value);
     }
     if let Some((g, p)) = by(|p| p.median.goodput_rps).last() {
         push_line(

@@ -86,6 +86,19 @@ fn open_loop_headline_gives_the_load_not_the_peak_throughput() {
         !lines.iter().any(|(l, _)| l == "Peak aggregate output"),
         "{lines:?}"
     );
+    // Every point at the same attainment is said once.
+    let mut run = fixture::rate();
+    if let Some(s) = run.schedule.as_mut() {
+        for p in &mut s.points {
+            p.median.slo_attainment = Some(1.0);
+        }
+    }
+    let all = report_context(&run);
+    let line = all
+        .headline
+        .iter()
+        .find(|h| h.label == "SLO attainment, lowest and highest");
+    assert_eq!(line.map(|h| h.value.as_str()), Some("100% at every point"));
     // A closed-loop run keeps its peak throughput.
     let closed = report_context(&fixture::throughput());
     assert_eq!(closed.headline[0].label, "Peak aggregate output");
