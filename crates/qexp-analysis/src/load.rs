@@ -49,6 +49,7 @@ impl RunAnalysis {
             schedule,
             deployments: None,
             failures: Vec::new(),
+            distributions: Vec::new(),
         };
         // The schedule's flags need `run.schedule`, so they run on the whole value.
         run.flags = anomaly::detect(&run, &run.thresholds);
@@ -137,6 +138,8 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         schedule,
     );
     run.failures = failures;
+    let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
+    run.distributions = crate::distribution::for_run(dir, &ids)?;
     Ok(run)
 }
 

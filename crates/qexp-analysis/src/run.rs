@@ -5,6 +5,7 @@
 use crate::anomaly::flag::Flag;
 use crate::anomaly::thresholds::{ThresholdRow, ThresholdSource, Thresholds};
 use crate::deployments::comparison::DeploymentComparison;
+use crate::distribution::PointDistribution;
 use crate::failures::FailureGroup;
 use crate::metrics::PointSummary;
 use crate::reasoning::ReasoningSummary;
@@ -47,4 +48,8 @@ pub struct RunAnalysis {
     pub deployments: Option<DeploymentComparison>,
     /// Failed measured requests by point and class, with a message each.
     pub failures: Vec<FailureGroup>,
+    /// Per point: TTFT and E2E quantiles per trial and a thinned
+    /// per-request timeline, for the report's distribution charts; plan
+    /// order, points without measured requests left out.
+    pub distributions: Vec<PointDistribution>,
 }

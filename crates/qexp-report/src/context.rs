@@ -87,6 +87,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
             .and_then(crate::open_loop::open_loop_view),
         flags,
         charts: Vec::new(),
+        distributions: Vec::new(),
         narrative: None,
         deployments: a
             .deployments

@@ -1,9 +1,14 @@
 //! The summary at the top of a report: a few headline numbers (peak
 //! throughput, decode and TTFT ranges, failures) and the numbered flags.
+//! An open-loop run's throughput is its offered load, so its headline gives
+//! the achieved rate, SLO attainment, goodput and capacity instead of the
+//! peak throughput.
 
 use crate::format::{num, spread};
 use crate::labels;
+use crate::open_loop::capacity_sentence;
 use crate::views::{FlagView, Headline};
+use qexp_analysis::schedule::{ScheduleAnalysis, SchedulePoint};
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Flag, PointSummary, RunAnalysis};
 
@@ -90,9 +95,19 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         })
     };
 
-    let agg = with(points, &swept, |p| p.agg_tok_s.as_ref());
-    if let Some((_, hi)) = extremes(&agg) {
-        push("Peak aggregate output", at("tok/s", hi));
+    let open_loop = !points.is_empty() && points.iter().all(|p| p.point.open_loop.is_some());
+    match a.schedule.as_ref().filter(|_| open_loop) {
+        Some(s) => {
+            for h in open_loop_lines(s, &swept) {
+                push(h.label.as_str(), h.value);
+            }
+        }
+        None => {
+            let agg = with(points, &swept, |p| p.agg_tok_s.as_ref());
+            if let Some((_, hi)) = extremes(&agg) {
+                push("Peak aggregate output", at("tok/s", hi));
+            }
+        }
     }
     let range = |v: &[Labelled], unit: &str| {
         extremes(v).map(|(lo, hi)| {
@@ -139,6 +154,70 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         },
     );
     out
+}
+
+/// An open-loop run's load lines: achieved against offered rate at the
+/// lowest and highest offered rate, SLO attainment, goodput and capacity.
+fn open_loop_lines(s: &ScheduleAnalysis, swept: &[qexp_analysis::Axis]) -> Vec<Headline> {
+    let mut out = Vec::new();
+    let label = |p: &SchedulePoint| labels::short(&p.point, swept);
+    let by = |f: fn(&SchedulePoint) -> Option<f64>| {
+        let mut v: Vec<(f64, &SchedulePoint)> = s
+            .points
+            .iter()
+            .filter_map(|p| f(p).map(|x| (x, p)))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    };
+    let rates = by(|p| p.planned_rate);
+    let achieved = |(offered, p): &(f64, &SchedulePoint)| {
+        format!(
+            "{} req/s at {} (offered {})",
+            num(p.median.achieved_rate),
+            label(p),
+            qexp_analysis::format::sig3(*offered)
+        )
+    };
+    if let (Some(lo), Some(hi)) = (rates.first(), rates.last()) {
+        let value = if lo.1.point.id == hi.1.point.id {
+            achieved(lo)
+        } else {
+            format!("{}; {}", achieved(lo), achieved(hi))
+        };
+        push_line(&mut out, "Achieved rate, lowest and highest offered", value);
+    }
+    let attained = by(|p| p.median.slo_attainment);
+    // The first point (plan order) of the highest attainment: the lowest load that reaches it.
+    let top = attained.iter().rev().max_by(|a, b| a.0.total_cmp(&b.0));
+    if let (Some(lo), Some(hi)) = (attained.first(), top) {
+        let at = |(a, p): &(f64, &SchedulePoint)| format!("{}% at {}", num(a * 100.0), label(p));
+        let value = if lo.0 == hi.0 {
+            format!("{}% at every point", num(lo.0 * 100.0))
+        } else {
+            format!("{}; {}", at(lo), at(hi))
+        };
+        push_line(&mut out, "SLO attainment, lowest and highest", value);
+    }
+    if let Some((g, p)) = by(|p| p.median.goodput_rps).last() {
+        push_line(
+            &mut out,
+            "Goodput, highest",
+            format!("{} req/s meeting every SLO at {}", num(*g), label(p)),
+        );
+    }
+    if !s.capacity.is_empty() {
+        let all: Vec<String> = s.capacity.iter().map(capacity_sentence).collect();
+        push_line(&mut out, "Capacity", all.join(" "));
+    }
+    out
+}
+
+fn push_line(out: &mut Vec<Headline>, label: &str, value: String) {
+    out.push(Headline {
+        label: label.into(),
+        value,
+    });
 }
 
 fn plural(n: usize, word: &str) -> String {

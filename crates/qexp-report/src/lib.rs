@@ -2,7 +2,8 @@
 //! into plain serialisable context structs ([`ReportContext`]), and those
 //! into `report.md` and a self-contained `report.html` through tera templates
 //! (the repository's `templates/`, compiled in, or a user's own folder), with
-//! one SVG chart per swept axis and metric drawn by plotters ([`charts`]) and
+//! one SVG chart per swept axis and metric, and per point its latency
+//! distributions and request timeline, drawn by plotters ([`charts`]) and
 //! an optional narrative notebook (`experiments/<name>.md`, see
 //! [`narrative`]) evaluated against the run and converted with pulldown-cmark.
 //!
@@ -22,6 +23,7 @@ pub mod charts;
 mod context;
 mod deployments;
 pub mod diff;
+mod filters;
 pub mod format;
 mod headline;
 mod labels;
@@ -41,7 +43,8 @@ pub use render::{
 };
 pub use turns::{ReasoningRow, TurnRow};
 pub use views::{
-    ChartView, FailureRow, FlagView, Headline, NarrativeView, ReportContext, Row, ServerDoc, Table,
+    ChartView, DistributionView, FailureRow, FlagView, Headline, NarrativeView, ReportContext, Row,
+    RowValues, ServerDoc, Stat, Table,
 };
 
 /// A median with its min–max, for terminal tables.

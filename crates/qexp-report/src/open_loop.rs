@@ -4,7 +4,7 @@
 //! [`qexp_analysis::schedule`]; this module only formats them.
 
 use crate::format::{md_cell, num};
-use qexp_analysis::schedule::{CapacityBound, LoadAxis, ScheduleAnalysis, SchedulePoint};
+use qexp_analysis::schedule::{Capacity, CapacityBound, LoadAxis, ScheduleAnalysis, SchedulePoint};
 use serde::Serialize;
 
 /// One point's row.
@@ -106,44 +106,43 @@ pub(crate) fn open_loop_view(s: &ScheduleAnalysis) -> Option<OpenLoopView> {
             num(slo.percentile * 100.0)
         )
     });
-    let capacity = s
-        .capacity
-        .iter()
-        .map(|c| {
-            let unit = match c.axis {
-                LoadAxis::Rate => "req/s",
-                LoadAxis::Concurrency => "requests in flight",
-            };
-            let value = num(c.value);
-            let what = match c.bound {
-                CapacityBound::Interpolated => {
-                    format!("about {value} {unit} (interpolated between the measured points)")
-                }
-                CapacityBound::AtLeast => {
-                    format!("at least {value} {unit} (every measured point held its SLOs)")
-                }
-                CapacityBound::Below => {
-                    format!("below {value} {unit} (no measured point held its SLOs)")
-                }
-            };
-            let goodput = c
-                .goodput_rps
-                .map(|g| format!("; goodput there {} req/s", num(g)))
-                .unwrap_or_default();
-            let of = c
-                .deployment
-                .as_ref()
-                .map_or_else(String::new, |d| format!(" of {d}"));
-            format!(
-                "Capacity{of} at in={} out={}: {what}{goodput}.",
-                c.input_tokens, c.output_tokens
-            )
-        })
-        .collect();
+    let capacity = s.capacity.iter().map(capacity_sentence).collect();
     Some(OpenLoopView {
         rows,
         markdown: md,
         slo,
         capacity,
     })
+}
+
+/// One capacity in a sentence: the load, how it was found, the goodput there.
+pub(crate) fn capacity_sentence(c: &Capacity) -> String {
+    let unit = match c.axis {
+        LoadAxis::Rate => "req/s",
+        LoadAxis::Concurrency => "requests in flight",
+    };
+    let value = num(c.value);
+    let what = match c.bound {
+        CapacityBound::Interpolated => {
+            format!("about {value} {unit} (interpolated between the measured points)")
+        }
+        CapacityBound::AtLeast => {
+            format!("at least {value} {unit} (every measured point held its SLOs)")
+        }
+        CapacityBound::Below => {
+            format!("below {value} {unit} (no measured point held its SLOs)")
+        }
+    };
+    let goodput = c
+        .goodput_rps
+        .map(|g| format!("; goodput there {} req/s", num(g)))
+        .unwrap_or_default();
+    let of = c
+        .deployment
+        .as_ref()
+        .map_or_else(String::new, |d| format!(" of {d}"));
+    format!(
+        "Capacity{of} at in={} out={}: {what}{goodput}.",
+        c.input_tokens, c.output_tokens
+    )
 }

@@ -2,15 +2,12 @@
 //! SVG per chart, all derived from the run alone so that rendering a run
 //! twice gives the same bytes.
 
-use crate::charts::{self, ChartError, FlagMark};
+use crate::charts::{self, Chart, ChartError, FlagMark, PointCharts};
 use crate::context::report_context;
-use crate::format::md_cell;
 use crate::narrative;
 use crate::tera_error::chain;
-use crate::views::{ChartView, ReportContext};
+use crate::views::{ChartView, DistributionView, ReportContext};
 use qexp_analysis::RunAnalysis;
-use serde_json::Value;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Why a report could not be rendered.
@@ -87,7 +84,7 @@ fn names(builtin: &[(&str, &str)]) -> String {
 
 /// A tera instance with `builtin` templates, each replaced by the file of
 /// the same name in `dir` when there is one: HTML templates autoescape, and
-/// Markdown ones get the `md_cell` filter.
+/// every template gets the filters of [`crate::filters`].
 pub(crate) fn load_templates(
     builtin: &[(&str, &str)],
     dir: Option<&Path>,
@@ -112,9 +109,7 @@ pub(crate) fn load_templates(
     // Only HTML templates escape; Markdown uses the `md_cell` filter where a cell needs it.
     tera.autoescape_on(vec![".html.tera", ".html"]);
     tera.set_escape_fn(escape_html);
-    tera.register_filter("md_cell", |v: &Value, _: &HashMap<String, Value>| {
-        Ok(Value::from(md_cell(v.as_str().unwrap_or_default())))
-    });
+    crate::filters::register(&mut tera);
     Ok(tera)
 }
 
@@ -160,27 +155,7 @@ pub fn render(
     narrative: &Narrative,
 ) -> Result<Rendered, RenderError> {
     let mut ctx = report_context(a);
-    let marks: Vec<FlagMark> = ctx
-        .flags
-        .iter()
-        .filter_map(|f| {
-            f.point_id.map(|point_id| FlagMark {
-                point_id,
-                marker: f.marker.clone(),
-                metrics: f.metrics.clone(),
-            })
-        })
-        .collect();
-    let charts = charts::all(&a.points, &marks)?;
-    ctx.charts = charts
-        .iter()
-        .map(|c| ChartView {
-            name: c.name.into(),
-            file: format!("{}.svg", c.name),
-            title: c.title.clone(),
-            svg: c.svg.clone(),
-        })
-        .collect();
+    let (charts, per_point) = draw_charts(a, &mut ctx)?;
     let source = match narrative {
         Narrative::BesidePlan => narrative::beside_plan(a),
         Narrative::File(p) => Some(p.clone()),
@@ -210,12 +185,59 @@ pub fn render(
             render_one(templates, REPORT_HTML, &ctx)?,
         ),
     ];
+    let point_charts = per_point
+        .into_iter()
+        .flat_map(|p| [p.ttft_cdf, p.e2e_cdf, p.timeline])
+        .flatten();
     files.extend(
         charts
             .into_iter()
+            .chain(point_charts)
             .map(|c| (format!("{}.svg", c.name), c.svg)),
     );
     Ok(Rendered { files })
+}
+
+/// Draws every chart of the run into `ctx`; returns them (the swept-axis
+/// charts, then each point's) for the narrative and the files.
+fn draw_charts(
+    a: &RunAnalysis,
+    ctx: &mut ReportContext,
+) -> Result<(Vec<Chart>, Vec<PointCharts>), RenderError> {
+    let marks: Vec<FlagMark> = ctx
+        .flags
+        .iter()
+        .filter_map(|f| {
+            f.point_id.map(|point_id| FlagMark {
+                point_id,
+                marker: f.marker.clone(),
+                metrics: f.metrics.clone(),
+            })
+        })
+        .collect();
+    let charts = charts::all(&a.points, &marks)?;
+    ctx.charts = charts.iter().map(chart_view).collect();
+    let per_point = charts::per_point(&a.points, &a.distributions)?;
+    ctx.distributions = per_point
+        .iter()
+        .map(|p| DistributionView {
+            point_id: p.point_id,
+            point: p.label.clone(),
+            ttft_cdf: p.ttft_cdf.as_ref().map(chart_view),
+            e2e_cdf: p.e2e_cdf.as_ref().map(chart_view),
+            timeline: p.timeline.as_ref().map(chart_view),
+        })
+        .collect();
+    Ok((charts, per_point))
+}
+
+fn chart_view(c: &Chart) -> ChartView {
+    ChartView {
+        name: c.name.clone(),
+        file: format!("{}.svg", c.name),
+        title: c.title.clone(),
+        svg: c.svg.clone(),
+    }
 }
 
 fn render_one(t: &Templates, name: &str, ctx: &ReportContext) -> Result<String, RenderError> {

@@ -3,26 +3,35 @@
 //! units in headers, flag markers beside their points.
 
 use crate::format::{center, center_ms, ci95, cv, iqr, md_text, num, percent1, spread, spread_ms};
-use crate::labels;
-use crate::views::{FlagView, Row, Table};
+use crate::labels::Along;
+use crate::views::{FlagView, Row, RowValues, Stat, Table};
+use qexp_analysis::stats::Summary;
 use qexp_analysis::{Axis, PointSummary, ServerMetric, ServerUnit};
+use qexp_plan::Point;
 
-/// One table per swept axis; the other parameters split it into groups.
+/// One table per swept axis (a plan parameter, or the offered rate of an
+/// open-loop sweep); the other parameters split it into groups.
 pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> {
-    let mut axes = labels::swept(points.iter().map(|p| &p.point));
+    let plain: Vec<&Point> = points.iter().map(|p| &p.point).collect();
+    let mut axes = Along::swept(&plain);
     if axes.is_empty() {
-        axes.push(Axis::Concurrency);
+        // Nothing swept: one table along the run's load.
+        axes.push(match plain.iter().any(|p| p.open_loop.is_some()) {
+            true => Along::Rate,
+            false => Along::Param(Axis::Concurrency),
+        });
     }
+    let applicable = Along::applicable(plain.iter().copied());
     let mut out = Vec::new();
     for &axis in &axes {
-        let others: Vec<Axis> = labels::AXES.into_iter().filter(|a| *a != axis).collect();
+        let others: Vec<Along> = applicable.iter().copied().filter(|a| *a != axis).collect();
         // A run with deployments has one table per deployment and combination.
-        type Key = (Option<String>, Vec<u32>);
+        type Key = (Option<String>, Vec<String>);
         let mut groups: Vec<(Key, Vec<&PointSummary>)> = Vec::new();
         for p in points {
             let key: Key = (
                 p.point.deployment.clone(),
-                others.iter().map(|a| a.value(&p.point)).collect(),
+                others.iter().map(|a| a.cell(&p.point)).collect(),
             );
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(p),
@@ -30,7 +39,8 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
             }
         }
         for ((deployment, key), mut group) in groups {
-            group.sort_by_key(|p| axis.value(&p.point));
+            let at = |p: &PointSummary| axis.value(&p.point).unwrap_or(f64::INFINITY);
+            group.sort_by(|a, b| at(a).total_cmp(&at(b)));
             let fixed = deployment
                 .iter()
                 .map(|d| format!("deployment {d}"))
@@ -42,49 +52,45 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
                 )
                 .collect::<Vec<_>>()
                 .join(", ");
-            let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
-            out.push(Table {
-                axis: labels::name(axis).into(),
-                title: format!(
-                    "By {}",
-                    axis.header()
-                        .split(" (")
-                        .next()
-                        .unwrap_or("")
-                        .to_lowercase()
-                ),
-                axis_header: axis.header().to_string(),
-                markdown: table_markdown(axis, &rows),
-                latency_markdown: latency_markdown(axis, &rows),
-                spread_markdown: spread_markdown(axis, &rows),
-                server_headers: server_headers(),
-                server_markdown: if group.iter().any(|p| has_server_counters(p)) {
-                    server_markdown(axis, &rows)
-                } else {
-                    String::new()
-                },
-                cache_markdown: if group.iter().any(|p| has_cache_data(p)) {
-                    cache_markdown(axis, &rows)
-                } else {
-                    String::new()
-                },
-                lengths_markdown: if group
-                    .iter()
-                    .any(|p| p.trials.iter().any(|t| t.lengths_vary))
-                {
-                    lengths_markdown(axis, &rows)
-                } else {
-                    String::new()
-                },
-                fixed,
-                rows,
-            });
+            out.push(table(axis, &group, fixed, flags));
         }
     }
     out
 }
 
-fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
+/// One table: the group's rows along `axis`, and each of its Markdown forms.
+fn table(axis: Along, group: &[&PointSummary], fixed: String, flags: &[FlagView]) -> Table {
+    let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
+    let any = |f: fn(&PointSummary) -> bool| group.iter().any(|p| f(p));
+    Table {
+        axis: axis.name().into(),
+        title: axis.title(),
+        axis_header: axis.header().to_string(),
+        markdown: table_markdown(axis, &rows),
+        latency_markdown: latency_markdown(axis, &rows),
+        spread_markdown: spread_markdown(axis, &rows),
+        server_headers: server_headers(),
+        server_markdown: if any(has_server_counters) {
+            server_markdown(axis, &rows)
+        } else {
+            String::new()
+        },
+        cache_markdown: if any(has_cache_data) {
+            cache_markdown(axis, &rows)
+        } else {
+            String::new()
+        },
+        lengths_markdown: if any(|p| p.trials.iter().any(|t| t.lengths_vary)) {
+            lengths_markdown(axis, &rows)
+        } else {
+            String::new()
+        },
+        fixed,
+        rows,
+    }
+}
+
+fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
     let notes: Vec<String> = p
         .trials
         .iter()
@@ -101,11 +107,7 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         .collect();
     Row {
         point_id: p.point.id,
-        // Open-loop points have no concurrency to show: name their load instead.
-        value: match (axis, &p.point.open_loop) {
-            (Axis::Concurrency, Some(_)) => p.point.load_label(),
-            _ => axis.value(&p.point).to_string(),
-        },
+        value: axis.cell(&p.point),
         n: p.n,
         agg: center(&p.agg_tok_s),
         agg_spread: spread(&p.agg_tok_s),
@@ -135,13 +137,59 @@ fn row(axis: Axis, p: &PointSummary, flags: &[FlagView]) -> Row {
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
+        values: RowValues {
+            axis: axis.value(&p.point),
+            agg: Stat::of(&p.agg_tok_s, "tok/s", 1.0),
+            decode: Stat::of(&p.decode_tok_s, "tok/s", 1.0),
+            ttft: Stat::of(&p.ttft_s, "s", 1.0),
+            ttft_p90: Stat::of(&p.ttft_p90_s, "s", 1.0),
+            e2e: Stat::of(&p.e2e_s, "s", 1.0),
+            itl_p50: Stat::of(&p.itl_p50_s, "ms", 1e3),
+            itl_p90: Stat::of(&p.itl_p90_s, "ms", 1e3),
+            itl_p99: Stat::of(&p.itl_p99_s, "ms", 1e3),
+            input_planned: Stat::of(&p.input_planned, "tokens", 1.0),
+            input_sent: Stat::of(&p.prompt_tokens, "tokens", 1.0),
+            output_sent: Stat::of(&p.completion_tokens, "tokens", 1.0),
+            cached_share: Stat::of(&p.cached_share, "share", 1.0),
+            cached_share_expected: Stat::of(&p.cached_share_expected, "share", 1.0),
+            server: server_columns().iter().map(|c| c.stat(p)).collect(),
+            failures: p.failures,
+            requests: p.requests,
+            flags: marks.iter().map(|m| m.to_string()).collect(),
+            notes,
+        },
+    }
+}
+
+impl Stat {
+    /// The values of a summary across trials, multiplied by `scale` (seconds to ms: 1000), in `unit`.
+    pub(crate) fn of(s: &Option<Summary>, unit: &'static str, scale: f64) -> Stat {
+        let Some(s) = s else {
+            return Stat {
+                unit,
+                ..Stat::default()
+            };
+        };
+        let x = |v: f64| Some(v * scale);
+        Stat {
+            unit,
+            n: s.n,
+            median: x(s.median),
+            min: x(s.min),
+            max: x(s.max),
+            q1: x(s.q1),
+            q3: x(s.q3),
+            iqr: x(s.iqr),
+            ci95: s.ci95.map(|(lo, hi)| [lo * scale, hi * scale]),
+            cv: s.cv,
+        }
     }
 }
 
 /// A Markdown table with one row per point: the axis value and n, then
 /// `columns` (header, right-aligned?) filled by `cells`.
 fn markdown_table(
-    axis: Axis,
+    axis: Along,
     columns: &[(&str, bool)],
     rows: &[Row],
     cells: impl Fn(&Row) -> Vec<String>,
@@ -166,7 +214,7 @@ fn markdown_table(
 }
 
 /// The founding table layout: medians with spread and n, units in headers.
-fn table_markdown(axis: Axis, rows: &[Row]) -> String {
+fn table_markdown(axis: Along, rows: &[Row]) -> String {
     let columns = [
         ("Aggregate (tok/s)", true),
         ("spread", true),
@@ -198,7 +246,7 @@ fn table_markdown(axis: Axis, rows: &[Row]) -> String {
 
 /// Latency beyond the median TTFT: its tail, E2E, and the pooled gaps
 /// between chunks (ITL), each a median across trials.
-fn latency_markdown(axis: Axis, rows: &[Row]) -> String {
+fn latency_markdown(axis: Along, rows: &[Row]) -> String {
     let columns = [
         ("TTFT p90 (s)", true),
         ("E2E (s)", true),
@@ -223,7 +271,7 @@ fn latency_markdown(axis: Axis, rows: &[Row]) -> String {
 
 /// How much the trials disagree, for the headline metrics: IQR, the 95%
 /// confidence interval of the median (order statistics) and the CV.
-fn spread_markdown(axis: Axis, rows: &[Row]) -> String {
+fn spread_markdown(axis: Along, rows: &[Row]) -> String {
     let columns = [
         ("Aggregate IQR (tok/s)", true),
         ("95% CI of median", true),
@@ -278,6 +326,21 @@ impl ServerColumn {
         }
     }
 
+    /// The point's values across trials, in the column's unit.
+    fn stat(self, p: &PointSummary) -> Stat {
+        let m = match self {
+            ServerColumn::Metric(m) => m,
+            ServerColumn::ClientTtft => return Stat::of(&p.ttft_s, "s", 1.0),
+        };
+        let unit = match m.spec().unit {
+            ServerUnit::Fraction => "share",
+            ServerUnit::Count => "count",
+            ServerUnit::Seconds => "s",
+            ServerUnit::Ratio => "ratio",
+        };
+        Stat::of(&p.server(m).cloned(), unit, 1.0)
+    }
+
     /// The point's median across trials, formatted for its unit.
     fn cell(self, p: &PointSummary) -> String {
         let m = match self {
@@ -307,7 +370,7 @@ pub(crate) fn server_headers() -> Vec<String> {
 
 /// What the server's own counters said over each point (deltas of its
 /// Prometheus metrics, scraped before and after each trial of the point).
-fn server_markdown(axis: Axis, rows: &[Row]) -> String {
+fn server_markdown(axis: Along, rows: &[Row]) -> String {
     let headers = server_headers();
     let columns: Vec<(&str, bool)> = headers.iter().map(|h| (h.as_str(), true)).collect();
     markdown_table(axis, &columns, rows, |r| r.server.clone())
@@ -326,7 +389,7 @@ fn tokens(s: &Option<qexp_analysis::stats::Summary>) -> String {
 }
 
 /// Medians of what was planned and sent when lengths are drawn per request.
-fn lengths_markdown(axis: Axis, rows: &[Row]) -> String {
+fn lengths_markdown(axis: Along, rows: &[Row]) -> String {
     let columns = [
         ("Input planned, median (tokens)", true),
         ("Input sent, median (tokens)", true),
@@ -350,7 +413,7 @@ fn has_cache_data(p: &PointSummary) -> bool {
 
 /// Cached share of prompt tokens per point: what the server reported in
 /// its responses beside what the plan's shared prefixes should give.
-fn cache_markdown(axis: Axis, rows: &[Row]) -> String {
+fn cache_markdown(axis: Along, rows: &[Row]) -> String {
     let columns = [
         ("Cached, reported", true),
         ("Cached, expected by the plan", true),

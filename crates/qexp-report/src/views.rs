@@ -1,9 +1,12 @@
 //! The plain serialisable structs templates read. Strings hold text as the
 //! run recorded it; escaping is the template's job (tera autoescape for
-//! HTML, the `md_cell` filter for Markdown), except for the pre-rendered
-//! Markdown snippets (`Table::markdown`), whose run-supplied text is already
-//! made inert with [`crate::format::md_text`]. Only types live here, below
-//! the modules that build them.
+//! HTML, the `md_cell` and `md_text` filters for Markdown), except for the
+//! pre-rendered Markdown snippets (`Table::markdown`, kept for narratives),
+//! whose run-supplied text is already made inert with
+//! [`crate::format::md_text`]. A table's rows carry both the formatted cells
+//! and their values ([`RowValues`], [`Stat`]), which the filters of
+//! [`crate::filters`] format the same way. Only types live here, below the
+//! modules that build them.
 
 use crate::deployments::DeploymentsView;
 use crate::open_loop::OpenLoopView;
@@ -77,6 +80,9 @@ pub struct ReportContext {
     pub server_counters: bool,
     /// Charts, filled in by the renderer (empty from [`crate::report_context`]).
     pub charts: Vec<ChartView>,
+    /// Per point, the requests' latency distributions and timeline, filled
+    /// in by the renderer (empty from [`crate::report_context`]).
+    pub distributions: Vec<DistributionView>,
     /// The rendered narrative notebook, filled in by the renderer when there is one.
     pub narrative: Option<NarrativeView>,
     /// A run with deployments: who was compared, and each against the baseline.
@@ -237,6 +243,78 @@ pub struct Row {
     pub flags: String,
     /// Notes (invalid trial reasons), as recorded.
     pub note: String,
+    /// The same cells as values, for templates that format their own tables.
+    pub values: RowValues,
+}
+
+/// One cell's values across trials, for templates that format their own
+/// tables (the `cell`, `spread`, `iqr`, `ci` and `cv` filters print them as
+/// the built-in tables do). Values are in `unit`; absent ones are null.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stat {
+    /// `tok/s`, `s`, `ms`, `tokens`, `share` (a fraction of 1), `count` or `ratio`.
+    pub unit: &'static str,
+    /// Trials with a value.
+    pub n: usize,
+    /// Median across trials.
+    pub median: Option<f64>,
+    /// Smallest trial value.
+    pub min: Option<f64>,
+    /// Largest trial value.
+    pub max: Option<f64>,
+    /// First quartile.
+    pub q1: Option<f64>,
+    /// Third quartile.
+    pub q3: Option<f64>,
+    /// Interquartile range.
+    pub iqr: Option<f64>,
+    /// 95% confidence interval of the median, `[low, high]`; null below 6 trials.
+    pub ci95: Option<[f64; 2]>,
+    /// Coefficient of variation (a fraction); null below 2 trials.
+    pub cv: Option<f64>,
+}
+
+/// A point's values, one [`Stat`] per column of the built-in tables.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RowValues {
+    /// The point's value on the table's axis (a concurrency, a length, a rate); null for a multi-stage or trace load.
+    pub axis: Option<f64>,
+    /// Aggregate output, tok/s.
+    pub agg: Stat,
+    /// Per-request decode, tok/s.
+    pub decode: Stat,
+    /// TTFT median, s.
+    pub ttft: Stat,
+    /// TTFT p90, s.
+    pub ttft_p90: Stat,
+    /// E2E median, s.
+    pub e2e: Stat,
+    /// Pooled ITL p50, ms.
+    pub itl_p50: Stat,
+    /// Pooled ITL p90, ms.
+    pub itl_p90: Stat,
+    /// Pooled ITL p99, ms.
+    pub itl_p99: Stat,
+    /// Planned prompt tokens.
+    pub input_planned: Stat,
+    /// Server-reported prompt tokens.
+    pub input_sent: Stat,
+    /// Server-reported completion tokens.
+    pub output_sent: Stat,
+    /// Share of prompt tokens reported cached.
+    pub cached_share: Stat,
+    /// Share the plan expected cached.
+    pub cached_share_expected: Stat,
+    /// The server-counter columns, in the order of [`Table::server_headers`].
+    pub server: Vec<Stat>,
+    /// Failed measured requests, all trials.
+    pub failures: u64,
+    /// Measured requests, all trials.
+    pub requests: u64,
+    /// The markers of the point's flags (`⚑1`), one per flag.
+    pub flags: Vec<String>,
+    /// Notes (invalid trial reasons), one per trial that has one.
+    pub notes: Vec<String>,
 }
 
 /// One chart as the templates place it.
@@ -250,6 +328,21 @@ pub struct ChartView {
     pub title: String,
     /// The SVG document, for inlining in HTML.
     pub svg: String,
+}
+
+/// One point's request-level charts as the templates place them.
+#[derive(Debug, Clone, Serialize)]
+pub struct DistributionView {
+    /// The point's id.
+    pub point_id: u32,
+    /// Its short label.
+    pub point: String,
+    /// TTFT distribution function, a line per trial.
+    pub ttft_cdf: Option<ChartView>,
+    /// E2E distribution function, a line per trial.
+    pub e2e_cdf: Option<ChartView>,
+    /// TTFT against send time, a colour per trial.
+    pub timeline: Option<ChartView>,
 }
 
 /// A narrative notebook rendered for this run.

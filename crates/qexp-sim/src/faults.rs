@@ -25,6 +25,8 @@ use axum::Json;
 use futures_util::stream::{self, BoxStream, Stream, StreamExt};
 use serde_json::json;
 
+use crate::jitter::Jitter;
+
 /// One way a request can go wrong. The parameter after `=` in the text form
 /// is given in brackets.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -120,8 +122,11 @@ pub enum FaultSpecProblem {
     /// `from=` is not a whole number.
     #[error("`from` is not a whole number")]
     From,
-    /// A query key other than `faults`, `seed` and `from`.
-    #[error("expected faults=…, seed=N or from=N")]
+    /// `jitter=` is not in [0, 1) or `jitter_s=` is not a number > 0.
+    #[error("jitter= takes a fraction in [0, 1) and jitter_s= a period > 0 (simulated seconds)")]
+    Jitter,
+    /// A query key other than `faults`, `seed`, `from`, `jitter` and `jitter_s`.
+    #[error("expected faults=…, seed=N, from=N, jitter=A or jitter_s=P")]
     QueryKey,
 }
 
@@ -206,6 +211,8 @@ pub struct FaultPlan {
     pub rules: Vec<(Fault, f64)>,
     /// Requests before this index are never faulted (a server that dies mid-run).
     pub from: u64,
+    /// How the server's speed wanders over time (none by default).
+    pub jitter: Jitter,
 }
 
 impl FaultPlan {
@@ -219,11 +226,11 @@ impl FaultPlan {
         FaultPlan {
             seed: 0,
             rules: vec![(fault, 1.0)],
-            from: 0,
+            ..FaultPlan::default()
         }
     }
 
-    /// True when no request is ever faulted.
+    /// True when no request is ever faulted (jitter aside).
     pub fn is_empty(&self) -> bool {
         self.rules.iter().all(|(_, p)| *p <= 0.0)
     }
@@ -260,16 +267,21 @@ impl FaultPlan {
         Ok(FaultPlan {
             seed,
             rules,
-            from: 0,
+            ..FaultPlan::default()
         })
     }
 
-    /// Reads the query of a `sim:<profile>?faults=…&seed=N&from=M` target
-    /// (`from`: the first request index faults may hit).
+    /// Reads the query of a `sim:<profile>?faults=…&seed=N&from=M&jitter=A&jitter_s=P`
+    /// target (`from`: the first request index faults may hit; `jitter`:
+    /// see [`Jitter`]).
     pub fn from_query(query: &str) -> Result<FaultPlan, FaultSpecError> {
         let mut spec = "";
         let mut seed = 0;
         let mut from = 0;
+        let mut jitter = Jitter {
+            period_s: 1.0,
+            ..Jitter::default()
+        };
         for pair in query.split('&').filter(|s| !s.is_empty()) {
             let bad = |reason: FaultSpecProblem| FaultSpecError {
                 item: pair.to_owned(),
@@ -279,11 +291,21 @@ impl FaultPlan {
                 Some(("faults", v)) => spec = v,
                 Some(("seed", v)) => seed = v.parse().map_err(|_| bad(FaultSpecProblem::Seed))?,
                 Some(("from", v)) => from = v.parse().map_err(|_| bad(FaultSpecProblem::From))?,
+                Some(("jitter", v)) => {
+                    jitter.amplitude =
+                        Jitter::parse_amplitude(v).ok_or_else(|| bad(FaultSpecProblem::Jitter))?;
+                }
+                Some(("jitter_s", v)) => {
+                    jitter.period_s =
+                        Jitter::parse_period(v).ok_or_else(|| bad(FaultSpecProblem::Jitter))?;
+                }
                 _ => return Err(bad(FaultSpecProblem::QueryKey)),
             }
         }
+        jitter.seed = seed;
         Ok(FaultPlan {
             from,
+            jitter,
             ..FaultPlan::parse(spec, seed)?
         })
     }
@@ -317,7 +339,7 @@ impl fmt::Display for FaultPlan {
 
 /// A number in [0, 1) from `seed` and `index` (SplitMix64: every index its
 /// own well-mixed draw, independent of arrival concurrency).
-fn unit(seed: u64, index: u64) -> f64 {
+pub(crate) fn unit(seed: u64, index: u64) -> f64 {
     let mut z = seed
         .wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -498,5 +520,22 @@ mod tests {
         let late = FaultPlan::from_query("faults=close&from=5").unwrap();
         assert_eq!((late.pick(4), late.pick(5)), (None, Some(Fault::Close)));
         assert_eq!(FaultPlan::none().pick(7), None);
+    }
+
+    #[test]
+    fn query_reads_jitter_with_the_seed() {
+        let p = FaultPlan::from_query("jitter=0.4&jitter_s=2&seed=9").unwrap();
+        assert_eq!(
+            (p.jitter.amplitude, p.jitter.period_s, p.jitter.seed),
+            (0.4, 2.0, 9)
+        );
+        assert!(p.is_empty(), "jitter alone faults no request");
+        assert_eq!(
+            FaultPlan::from_query("seed=9").unwrap().jitter.amplitude,
+            0.0
+        );
+        let e = FaultPlan::from_query("jitter=1.5").unwrap_err();
+        assert_eq!(e.reason, FaultSpecProblem::Jitter);
+        assert!(e.to_string().contains("jitter="), "{e}");
     }
 }

@@ -22,13 +22,15 @@
 //!
 //! Faults (connections closed or reset, HTTP 429/500/503, broken SSE, stalls,
 //! slow headers; see [`Fault`]) are injected into a seeded fraction of
-//! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`].
+//! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`],
+//! which also carries [`Jitter`]: a server whose speed wanders over time.
 #![warn(missing_docs)]
 // Library code never panics on input (STYLE.md, Errors): `unwrap` and
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod faults;
+mod jitter;
 mod metrics;
 mod openai;
 mod prefix_cache;
@@ -40,6 +42,7 @@ mod sse;
 mod tokens;
 
 pub use faults::{Fault, FaultPlan, FaultSpecError, FaultSpecProblem, FAULT_NAMES};
+pub use jitter::Jitter;
 pub use profile::{ProfileError, SimProfile};
 pub use server::SimServer;
 pub use tokens::CHAT_PRIMER_TOKENS;

@@ -196,7 +196,9 @@ impl SimProfile {
         } else {
             1.0
         };
-        Duration::try_from_secs_f64(secs * self.time_scale * drift).unwrap_or(Duration::ZERO)
+        let jitter = self.faults.jitter.factor(self.time_scale);
+        Duration::try_from_secs_f64(secs * self.time_scale * drift * jitter)
+            .unwrap_or(Duration::ZERO)
     }
 
     /// Starts the drift clock (no-op without drift or when already started).

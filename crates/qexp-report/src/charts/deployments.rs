@@ -3,7 +3,7 @@
 //! and each deployment's throughput over the run's wall-clock time, where
 //! drift would show. Runs without deployments get neither.
 
-use super::draw::{self, AxisSpec, DrawError, Mark, Plot, Series};
+use super::draw::{self, AxisSpec, DrawError, Mark, Plot, Series, Style};
 use super::{ticks, Chart, ChartError, FlagMark};
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::PointSummary;
@@ -58,10 +58,11 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
         series,
         legend: SeriesLabelPosition::LowerRight,
         dodge: false,
+        style: Style::LineAndDots,
     };
     let svg = draw::svg(&plot).map_err(err(NAME))?;
     Ok(Some(Chart {
-        name: NAME,
+        name: NAME.into(),
         title,
         svg,
     }))
@@ -230,10 +231,11 @@ pub fn over_time(
         series,
         legend: SeriesLabelPosition::LowerLeft,
         dodge: false,
+        style: Style::LineAndDots,
     };
     let svg = draw::svg(&plot).map_err(err(NAME))?;
     Ok(Some(Chart {
-        name: NAME,
+        name: NAME.into(),
         title,
         svg,
     }))

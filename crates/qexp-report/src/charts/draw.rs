@@ -163,6 +163,19 @@ pub(crate) struct Plot {
     /// Shift series at the same x a few pixels apart (true for charts over
     /// a swept axis); false where series share points on purpose.
     pub dodge: bool,
+    /// How each series' marks are drawn.
+    pub style: Style,
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// A line through the marks and a dot on each (medians over an axis).
+    LineAndDots,
+    /// Only the line (a distribution function).
+    Line,
+    /// Only small dots (one per request).
+    Dots,
 }
 
 /// A chart's drawing area with the coordinates every chart uses.
@@ -262,15 +275,35 @@ fn draw_series<'a, 'b: 'a, 'p>(
                 .iter()
                 .filter_map(|m| m.flag.as_deref().map(|f| (px(m), clamp(m.median), f))),
         );
-        let line = chart.draw_series(LineSeries::new(centers.clone(), style))?;
-        if several {
-            line.label(s.label.as_str()).legend(move |(lx, ly)| {
-                EmptyElement::at((lx + 10, ly))
-                    + PathElement::new(vec![(-10, 0), (10, 0)], style)
-                    + Circle::new((0, 0), 4, color.filled())
-            });
+        match plot.style {
+            Style::LineAndDots | Style::Line => {
+                let dots = plot.style == Style::LineAndDots;
+                let line = chart.draw_series(LineSeries::new(centers.clone(), style))?;
+                if several {
+                    line.label(s.label.as_str()).legend(move |(lx, ly)| {
+                        let dot = Circle::new((0, 0), if dots { 4 } else { 0 }, color.filled());
+                        EmptyElement::at((lx + 10, ly))
+                            + PathElement::new(vec![(-10, 0), (10, 0)], style)
+                            + dot
+                    });
+                }
+                if dots {
+                    chart
+                        .draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))?;
+                }
+            }
+            Style::Dots => {
+                let dots = chart.draw_series(
+                    centers
+                        .iter()
+                        .map(|c| Circle::new(*c, 2, color.mix(0.7).filled())),
+                )?;
+                if several {
+                    dots.label(s.label.as_str())
+                        .legend(move |(lx, ly)| Circle::new((lx + 10, ly), 4, color.filled()));
+                }
+            }
         }
-        chart.draw_series(centers.iter().map(|c| Circle::new(*c, 4, color.filled())))?;
     }
     Ok(flagged)
 }

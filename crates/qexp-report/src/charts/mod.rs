@@ -6,14 +6,16 @@
 
 mod deployments;
 mod draw;
+mod latency;
 mod ticks;
 
 use crate::format;
-use crate::labels;
+use crate::labels::{self, Along};
 pub use deployments::{over_time, pareto};
 pub use draw::DrawError;
 pub(crate) use draw::Keyed;
-use draw::{AxisSpec, Mark, Plot, Series};
+use draw::{AxisSpec, Mark, Plot, Series, Style};
+pub use latency::{latency_cdf, ttft_timeline, Latency};
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::{Axis, Metric, PointSummary};
 use std::collections::BTreeMap;
@@ -27,6 +29,15 @@ pub struct FlagMark {
     pub marker: String,
     /// Metrics the flag concerns (`ttft_s`, …): it is drawn on those charts only; empty: on every chart.
     pub metrics: Vec<String>,
+}
+
+/// `k=v` pairs of the point on these axes, comma-separated.
+fn pairs(p: &qexp_plan::Point, along: &[Along]) -> String {
+    along
+        .iter()
+        .map(|a| a.pair(p))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The marker text of a point on a chart of `metric`: its flags' markers, space-separated.
@@ -56,7 +67,7 @@ pub struct ChartError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// Stable name; the file is `<name>.svg`.
-    pub name: &'static str,
+    pub name: String,
     /// Title, as drawn above the plot.
     pub title: String,
     /// The SVG document.
@@ -67,7 +78,7 @@ pub struct Chart {
 struct Spec {
     name: &'static str,
     title: &'static str,
-    axis: Axis,
+    axis: Along,
     /// The metric on the value axis: its summary per point, its axis
     /// title, and the key that picks the flags concerning it.
     metric: Metric,
@@ -80,10 +91,12 @@ type MakeChart = fn(&[PointSummary], &[FlagMark]) -> Result<Option<Chart>, Chart
 
 /// Every chart this run sweeps for, in report order.
 pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, ChartError> {
-    let makers: [MakeChart; 6] = [
+    let makers: [MakeChart; 8] = [
         pareto,
         agg_vs_concurrency,
         ttft_vs_concurrency,
+        agg_vs_rate,
+        ttft_vs_rate,
         decode_vs_input,
         ttft_vs_input,
         over_time,
@@ -91,6 +104,44 @@ pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, Ch
     let mut out = Vec::new();
     for make in makers {
         out.extend(make(points, marks)?);
+    }
+    Ok(out)
+}
+
+/// One point's request-level charts: its latency distributions and timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointCharts {
+    /// The point.
+    pub point_id: u32,
+    /// Its short label, as the tables name it.
+    pub label: String,
+    /// TTFT distribution, a line per trial.
+    pub ttft_cdf: Option<Chart>,
+    /// E2E distribution, a line per trial.
+    pub e2e_cdf: Option<Chart>,
+    /// TTFT against send time, a colour per trial.
+    pub timeline: Option<Chart>,
+}
+
+/// The request-level charts of every point with distributions, in plan order.
+pub fn per_point(
+    points: &[PointSummary],
+    distributions: &[qexp_analysis::PointDistribution],
+) -> Result<Vec<PointCharts>, ChartError> {
+    let swept = labels::swept(points.iter().map(|p| &p.point));
+    let mut out = Vec::new();
+    for p in points {
+        let Some(d) = distributions.iter().find(|d| d.point_id == p.point.id) else {
+            continue;
+        };
+        let label = labels::short(&p.point, &swept);
+        out.push(PointCharts {
+            point_id: p.point.id,
+            ttft_cdf: latency_cdf(d, Latency::Ttft, &label)?,
+            e2e_cdf: latency_cdf(d, Latency::E2e, &label)?,
+            timeline: ttft_timeline(d, &label)?,
+            label,
+        });
     }
     Ok(out)
 }
@@ -104,7 +155,7 @@ pub fn agg_vs_concurrency(
         &Spec {
             name: "agg_vs_concurrency",
             title: "Aggregate output throughput vs concurrency",
-            axis: Axis::Concurrency,
+            axis: Along::Param(Axis::Concurrency),
             metric: Metric::AggTokS,
             y_log: false,
             legend: SeriesLabelPosition::LowerRight,
@@ -123,7 +174,46 @@ pub fn ttft_vs_concurrency(
         &Spec {
             name: "ttft_vs_concurrency",
             title: "Time to first token vs concurrency",
-            axis: Axis::Concurrency,
+            axis: Along::Param(Axis::Concurrency),
+            metric: Metric::TtftS,
+            y_log: true,
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+        points,
+        marks,
+    )
+}
+
+/// Aggregate output tok/s against the offered rate of open-loop points
+/// (log x): it follows the offered load until the server saturates.
+pub fn agg_vs_rate(
+    points: &[PointSummary],
+    marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "agg_vs_rate",
+            title: "Aggregate output throughput vs offered rate",
+            axis: Along::Rate,
+            metric: Metric::AggTokS,
+            y_log: false,
+            legend: SeriesLabelPosition::LowerRight,
+        },
+        points,
+        marks,
+    )
+}
+
+/// Median TTFT against the offered rate, both axes log: a backlog shows as a bend upwards.
+pub fn ttft_vs_rate(
+    points: &[PointSummary],
+    marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "ttft_vs_rate",
+            title: "Time to first token vs offered rate",
+            axis: Along::Rate,
             metric: Metric::TtftS,
             y_log: true,
             legend: SeriesLabelPosition::UpperLeft,
@@ -142,7 +232,7 @@ pub fn decode_vs_input(
         &Spec {
             name: "decode_vs_input",
             title: "Per-request decode rate vs input length",
-            axis: Axis::InputTokens,
+            axis: Along::Param(Axis::InputTokens),
             metric: Metric::DecodeTokS,
             y_log: false,
             legend: SeriesLabelPosition::LowerLeft,
@@ -161,7 +251,7 @@ pub fn ttft_vs_input(
         &Spec {
             name: "ttft_vs_input",
             title: "Time to first token vs input length",
-            axis: Axis::InputTokens,
+            axis: Along::Param(Axis::InputTokens),
             metric: Metric::TtftS,
             y_log: false,
             legend: SeriesLabelPosition::UpperLeft,
@@ -178,24 +268,15 @@ fn chart(
     points: &[PointSummary],
     marks: &[FlagMark],
 ) -> Result<Option<Chart>, ChartError> {
-    let swept = labels::swept(points.iter().map(|p| &p.point));
+    let plain: Vec<&qexp_plan::Point> = points.iter().map(|p| &p.point).collect();
+    let swept = Along::swept(&plain);
     if !swept.contains(&spec.axis) {
         return Ok(None);
     }
-    let others: Vec<Axis> = labels::AXES
+    let (varying, fixed): (Vec<Along>, Vec<Along>) = Along::applicable(plain.iter().copied())
         .into_iter()
         .filter(|a| *a != spec.axis)
-        .collect();
-    let varying: Vec<Axis> = others
-        .iter()
-        .copied()
-        .filter(|a| swept.contains(a))
-        .collect();
-    let fixed: Vec<Axis> = others
-        .iter()
-        .copied()
-        .filter(|a| !swept.contains(a))
-        .collect();
+        .partition(|a| swept.contains(a));
     let series = spec.series(points, marks, &varying);
     let Some(first) = points.first() else {
         return Ok(None);
@@ -207,7 +288,7 @@ fn chart(
     let y = spec.y_axis(&series);
     let mut title = spec.title.to_string();
     if !fixed.is_empty() {
-        title.push_str(&format!(" ({})", labels::pairs(&first.point, &fixed, ", ")));
+        title.push_str(&format!(" ({})", pairs(&first.point, &fixed)));
     }
     let plot = Plot {
         title: title.clone(),
@@ -216,13 +297,14 @@ fn chart(
         series,
         legend: spec.legend.clone(),
         dodge: true,
+        style: Style::LineAndDots,
     };
     let svg = draw::svg(&plot).map_err(|source| ChartError {
         name: spec.name,
         source,
     })?;
     Ok(Some(Chart {
-        name: spec.name,
+        name: spec.name.into(),
         title,
         svg,
     }))
@@ -231,28 +313,41 @@ fn chart(
 impl Spec {
     /// One series per deployment and combination of the `varying` axes, its
     /// points in axis order; points without a usable median are left out.
-    fn series(&self, points: &[PointSummary], marks: &[FlagMark], varying: &[Axis]) -> Vec<Series> {
-        let mut groups: BTreeMap<(Option<String>, Vec<u32>), Vec<&PointSummary>> = BTreeMap::new();
+    fn series(
+        &self,
+        points: &[PointSummary],
+        marks: &[FlagMark],
+        varying: &[Along],
+    ) -> Vec<Series> {
+        // Keyed by the varying axes' values (bits of positive numbers sort as the numbers).
+        type Key = (Option<String>, Vec<u64>);
+        let mut groups: BTreeMap<Key, Vec<(f64, &PointSummary)>> = BTreeMap::new();
         for p in points {
+            let Some(x) = self.axis.value(&p.point) else {
+                continue;
+            };
             groups
                 .entry((
                     p.point.deployment.clone(),
-                    varying.iter().map(|a| a.value(&p.point)).collect(),
+                    varying
+                        .iter()
+                        .map(|a| a.value(&p.point).unwrap_or(f64::NAN).to_bits())
+                        .collect(),
                 ))
                 .or_default()
-                .push(p);
+                .push((x, p));
         }
         let log_y = self.y_log;
         let mut series = Vec::new();
         for group in groups.values_mut() {
-            group.sort_by_key(|p| self.axis.value(&p.point));
+            group.sort_by(|a, b| a.0.total_cmp(&b.0));
             let marks: Vec<Mark> = group
                 .iter()
-                .filter_map(|p| {
+                .filter_map(|&(x, p)| {
                     let s = self.metric.summary(p)?;
                     let usable = |v: f64| v.is_finite() && (!log_y || v > 0.0);
                     usable(s.median).then(|| Mark {
-                        x: f64::from(self.axis.value(&p.point)),
+                        x,
                         median: s.median,
                         min: if usable(s.min) { s.min } else { s.median },
                         max: s.max,
@@ -263,8 +358,9 @@ impl Spec {
             if marks.is_empty() {
                 continue;
             }
-            let pairs = labels::pairs(&group[0].point, varying, ", ");
-            let label = match (&group[0].point.deployment, pairs.is_empty()) {
+            let first = &group[0].1.point;
+            let pairs = pairs(first, varying);
+            let label = match (&first.deployment, pairs.is_empty()) {
                 (Some(d), true) => d.clone(),
                 (Some(d), false) => format!("{d}: {pairs}"),
                 (None, _) => pairs,
@@ -274,25 +370,34 @@ impl Spec {
         series
     }
 
-    /// The swept axis: log concurrency with a tick per value, or linear lengths.
+    /// The swept axis: log concurrency or rate with a tick per value, or linear lengths.
     fn x_axis(&self, points: &[PointSummary]) -> AxisSpec {
         let xs: Vec<f64> = {
-            let mut v: Vec<u32> = points.iter().map(|p| self.axis.value(&p.point)).collect();
-            v.sort_unstable();
+            let mut v: Vec<f64> = points
+                .iter()
+                .filter_map(|p| self.axis.value(&p.point))
+                .collect();
+            v.sort_by(f64::total_cmp);
             v.dedup();
-            v.into_iter().map(f64::from).collect()
+            v
         };
         match self.axis {
-            Axis::Concurrency => AxisSpec {
+            Along::Param(Axis::Concurrency) => AxisSpec {
                 desc: "Concurrency (requests in flight, log scale)".into(),
                 log: true,
                 ticks: ticks::at_values(&xs),
                 label: |v| format!("{v:.0}"),
             },
-            Axis::InputTokens | Axis::OutputTokens => AxisSpec {
+            Along::Rate => AxisSpec {
+                desc: "Offered rate (req/s, log scale)".into(),
+                log: true,
+                ticks: ticks::at_values(&xs),
+                label: format::sig3,
+            },
+            Along::Param(axis) => AxisSpec {
                 desc: format!(
                     "{} (tokens)",
-                    if self.axis == Axis::InputTokens {
+                    if axis == Axis::InputTokens {
                         "Input length"
                     } else {
                         "Output length"

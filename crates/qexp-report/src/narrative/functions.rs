@@ -7,14 +7,6 @@ use qexp_analysis::Metric;
 use serde_json::Value;
 use std::collections::HashMap;
 
-pub(super) fn number(v: &Value) -> tera::Result<Option<f64>> {
-    match v {
-        Value::Null => Ok(None),
-        Value::Number(n) => Ok(n.as_f64()),
-        other => Err(format!("expected a number, got {other}").into()),
-    }
-}
-
 /// `metric(point=…, name=…, stat=…)`.
 pub(super) fn metric(points: &[PointView], args: &HashMap<String, Value>) -> tera::Result<Value> {
     let arg = |k: &str| args.get(k).and_then(Value::as_str);

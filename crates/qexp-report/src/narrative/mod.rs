@@ -27,7 +27,8 @@
 //! - `flags`: `number`, `marker`, `severity`, `title`, `point`, `message`;
 //!   `flags_md`: them as a Markdown list.
 //! - Filters `num` (three significant digits, as the tables), `pct` (a
-//!   fraction as a percentage) and `tokens` (120000 → 120K).
+//!   fraction as a percentage) and `tokens` (120000 → 120K), and the rest of
+//!   the report's filters (docs/reports.md, "Templates").
 //!
 //! Every string that comes from a run or a server (model, target, flag
 //! sentences, notes) is made inert for Markdown and HTML with
@@ -41,11 +42,10 @@ mod html;
 mod points;
 
 use crate::charts::Chart;
-use crate::format::percent_prose as pct;
-use crate::format::{md_text, num, tokens};
+use crate::format::md_text;
 use crate::labels;
 use crate::views::{FlagView, NarrativeView, ReportContext};
-use functions::{metric, number};
+use functions::metric;
 use html::to_html;
 use points::{point_views, PointView};
 use qexp_analysis::RunAnalysis;
@@ -212,15 +212,8 @@ fn evaluate(
     let mut tera = tera::Tera::default();
     tera.autoescape_on(vec![]);
     tera.add_raw_template(NAME, text)?;
-    tera.register_filter("num", |v: &Value, _: &HashMap<String, Value>| {
-        Ok(Value::from(number(v)?.map_or("–".into(), num)))
-    });
-    tera.register_filter("pct", |v: &Value, _: &HashMap<String, Value>| {
-        Ok(Value::from(number(v)?.map_or("–".into(), pct)))
-    });
-    tera.register_filter("tokens", |v: &Value, _: &HashMap<String, Value>| {
-        Ok(Value::from(number(v)?.map_or("–".into(), tokens)))
-    });
+    // The report's filters (`num`, `pct`, `tokens`, `cell`, …), declared once.
+    crate::filters::register(&mut tera);
     tera.register_function(
         "get_env",
         |_: &HashMap<String, Value>| -> tera::Result<Value> {

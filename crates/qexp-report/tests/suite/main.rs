@@ -2,5 +2,6 @@
 //! polars): reports and diffs rendered from fixture runs, snapshotted.
 
 mod diff;
+mod fit;
 mod fixture;
 mod report;

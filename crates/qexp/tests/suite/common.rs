@@ -1,5 +1,5 @@
 //! What the suite's modules share beyond qexp-testkit: the lock that keeps
-//! process-timing tests apart, and the `qexp` command.
+//! process-timing tests apart, the `qexp` command, and a plan run in-process.
 
 use std::process::Command;
 use tokio::sync::{Mutex, MutexGuard};
@@ -23,4 +23,19 @@ pub fn heavy_blocking() -> MutexGuard<'static, ()> {
 /// `qexp ARGS…` (the binary under test), output captured.
 pub fn qexp(args: &[&str]) -> Command {
     qexp_testkit::command(env!("CARGO_BIN_EXE_qexp"), args)
+}
+
+/// Writes `text` as `<dir>/<name>.toml`, runs it in-process into
+/// `<dir>/results` and analyses the run.
+pub async fn run_plan(dir: &std::path::Path, name: &str, text: &str) -> qexp_analysis::RunAnalysis {
+    let plan_path = dir.join(format!("{name}.toml"));
+    std::fs::write(&plan_path, text).unwrap();
+    let opts = qexp_runner::RunOptions {
+        plan: qexp_plan::Plan::load(&plan_path).unwrap(),
+        out: dir.join("results"),
+        overrides: Default::default(),
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let result = qexp_runner::run(opts, rx).await.expect("run succeeds");
+    qexp_analysis::analyze(&result.dir).expect("analysis")
 }

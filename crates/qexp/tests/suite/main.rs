@@ -13,6 +13,7 @@ mod faults_run;
 mod hostile_server;
 mod nothing_lost;
 mod open_loop_e2e;
+mod open_loop_noise;
 mod paths;
 mod readme;
 mod real_servers;

@@ -129,17 +129,31 @@ async fn rate_points_keep_their_schedule_and_report_goodput() {
         .any(|f| f.to_string().contains("server's backlog")));
 
     let ctx = qexp_report::report_context(&a);
-    // The main tables name each point's rate, not a concurrency it does not have.
-    let values: Vec<&str> = ctx.tables[0]
-        .rows
-        .iter()
-        .map(|r| r.value.as_str())
-        .collect();
-    assert_eq!(values, vec!["rate=20/s", "rate=200/s"]);
+    // The main tables run along the offered rate, not a concurrency the points do not have.
+    let t = &ctx.tables[0];
+    assert_eq!(
+        (t.title.as_str(), t.axis.as_str()),
+        ("By offered rate", "rate")
+    );
+    assert_eq!(t.axis_header, "Offered rate (req/s)");
+    let values: Vec<&str> = t.rows.iter().map(|r| r.value.as_str()).collect();
+    assert_eq!(values, vec!["20", "200"]);
+    // The headline gives the load: achieved rate, attainment, goodput and capacity, not peak throughput.
+    let labels: Vec<&str> = ctx.headline.iter().map(|h| h.label.as_str()).collect();
+    for want in [
+        "Achieved rate, lowest and highest offered",
+        "SLO attainment, lowest and highest",
+        "Goodput, highest",
+        "Capacity",
+    ] {
+        assert!(labels.contains(&want), "{want}: {labels:?}");
+    }
+    assert!(!labels.contains(&"Peak aggregate output"), "{labels:?}");
+    let achieved = &ctx.headline[0].value;
     assert!(
-        ctx.headline.iter().any(|h| h.value.contains("rate=")),
-        "{:?}",
-        ctx.headline
+        achieved.contains("at rate=20/s (offered 20)")
+            && achieved.contains("at rate=200/s (offered 200)"),
+        "{achieved}"
     );
     let md = ctx
         .open_loop

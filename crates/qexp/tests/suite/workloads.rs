@@ -3,10 +3,9 @@
 //! dip reproduced in miniature and flagged with its cause; multi-turn
 //! conversations that resend what came before.
 
+use crate::common::run_plan;
 use polars::prelude::DataType;
-use qexp_analysis::{analyze, Flag, Thresholds};
-use qexp_plan::Plan;
-use qexp_runner::{run, RunOptions};
+use qexp_analysis::{Flag, Thresholds};
 use qexp_sim::{SimProfile, SimServer};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,19 +21,6 @@ async fn prefill_bound_sim() -> SimServer {
     })
     .await
     .unwrap()
-}
-
-async fn run_plan(dir: &Path, name: &str, text: &str) -> qexp_analysis::RunAnalysis {
-    let plan_path = dir.join(format!("{name}.toml"));
-    std::fs::write(&plan_path, text).unwrap();
-    let opts = RunOptions {
-        plan: Plan::load(&plan_path).unwrap(),
-        out: dir.join("results"),
-        overrides: Default::default(),
-    };
-    let (_tx, rx) = tokio::sync::watch::channel(false);
-    let result = run(opts, rx).await.expect("run succeeds");
-    analyze(&result.dir).expect("analysis")
 }
 
 fn shared_plan(url: &str, unique: bool) -> String {
