@@ -1,9 +1,7 @@
 //! The prefix cache as a client sees it: cached tokens in the usage, a
 //! shorter TTFT for the cached part, and vLLM-named counters on /metrics.
 
-mod common;
-
-use common::{ms, stream, words};
+use crate::common::{ms, stream, words};
 use qexp_sim::{SimProfile, SimServer};
 use serde_json::{json, Value};
 

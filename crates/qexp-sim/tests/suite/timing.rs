@@ -4,11 +4,9 @@
 //! [`ATTEMPTS`] streams that shows it (see [`stream_timed`]), so a loaded
 //! 2-core machine does not make them flaky.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{ms, stream, words, Event};
+use crate::common::{ms, stream, words, Event};
 use qexp_sim::{SimProfile, SimServer, CHAT_PRIMER_TOKENS};
 use serde_json::{json, Value};
 
