@@ -159,3 +159,68 @@ fn unpaired(f: &mut std::fmt::Formatter<'_>, side: Side, count: usize) -> std::f
         plural(count, "is", "are"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sentences no diff snapshot shows, word for word, with both
+    /// plural forms.
+    #[test]
+    fn each_warning_says_what_to_do() {
+        let says = |w: DiffWarning| w.to_string();
+        assert_eq!(
+            says(DiffWarning::UnusedIgnore {
+                key: "seed".into(),
+                known: true
+            }),
+            "--ignore seed: the runs agree on this workload key, so there was nothing to ignore"
+        );
+        assert_eq!(
+            says(DiffWarning::UnusedIgnore { key: "sed".into(), known: false }),
+            "--ignore sed: neither run has a workload key of that name; check the spelling against the workload table"
+        );
+        assert_eq!(
+            says(DiffWarning::Incomplete {
+                side: Side::B,
+                status: RunStatus::Running
+            }),
+            "run B is still running, or its process died: only what it finished is compared"
+        );
+        assert_eq!(
+            says(DiffWarning::Incomplete {
+                side: Side::A,
+                status: RunStatus::Interrupted
+            }),
+            "run A is interrupted: only what it finished is compared"
+        );
+        assert_eq!(
+            says(DiffWarning::NoFingerprint),
+            "neither run records workload keys (made by an older qexp?), so qexp cannot check that they asked for the same workload"
+        );
+        assert_eq!(
+            says(DiffWarning::ClientTiming { a: None, b: Some(ClientTiming::Http1FromWire) }),
+            "the runs were timed by different qexp clients (A: an older qexp that timed from before each request was built; B: qexp-http1, from the wire): at high concurrency their TTFT and E2E can differ by the client's own overhead, not the deployment's"
+        );
+        assert_eq!(
+            says(DiffWarning::Unpaired { side: Side::A, count: 1 }),
+            "1 point of run A has no partner with the same parameters in the other run and is not compared (listed below)"
+        );
+        assert_eq!(
+            says(DiffWarning::Unpaired { side: Side::B, count: 2 }),
+            "2 points of run B have no partner with the same parameters in the other run and are not compared (listed below)"
+        );
+        let flags = |count| DiffWarning::RunFlags {
+            side: Side::A,
+            count,
+            kinds: vec!["Noisy point".into()],
+            points: vec!["c=1".into(), "c=4".into()],
+        };
+        assert!(
+            says(flags(1)).starts_with("run A has 1 measurement flag (noisy point) at c=1; c=4:")
+        );
+        assert!(
+            says(flags(2)).starts_with("run A has 2 measurement flags (noisy point) at c=1; c=4:")
+        );
+    }
+}
