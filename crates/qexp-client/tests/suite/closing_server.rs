@@ -139,7 +139,10 @@ async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
     // Judged against when the server took the request, not against the
     // 300 ms: on a busy host the client's own set-up eats into those.
     let waited = took.await.unwrap() - o.sent_unix_s;
-    assert!(waited > 0.0, "the server took the request {waited} s after it was sent");
+    assert!(
+        waited > 0.0,
+        "the server took the request {waited} s after it was sent"
+    );
     assert!(
         ttft >= waited,
         "TTFT {ttft} s left out the server's wait of {waited} s"

@@ -10,7 +10,6 @@ use crate::common::{ms, stream, words, Event, ONE_AT_A_TIME};
 use qexp_sim::{SimProfile, SimServer, CHAT_PRIMER_TOKENS};
 use serde_json::{json, Value};
 
-
 /// How many streams (or batches) a timing may take to show.
 const ATTEMPTS: usize = 4;
 
