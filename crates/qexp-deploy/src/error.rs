@@ -1,4 +1,5 @@
-//! Why a launch failed, with what the user needs to act on it.
+//! Why a launch failed, with what the user needs to act on it, and what
+//! a readiness poll saw instead of a ready server.
 
 use std::io;
 use std::path::PathBuf;
@@ -68,10 +69,68 @@ pub enum LaunchError {
         /// How long qexp waited, in seconds.
         waited_s: f64,
         /// What the last poll saw.
-        last: crate::PollError,
+        last: PollError,
         /// Its log file.
         log: PathBuf,
         /// The last lines of its log.
         tail: String,
+    },
+}
+
+/// The path that lists the models an OpenAI-compatible server serves.
+pub(crate) const MODELS_PATH: &str = "/v1/models";
+
+/// What a readiness poll saw instead of a ready server.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PollError {
+    /// A path answered with a status other than 2xx.
+    #[error("GET {path} answered {status}")]
+    Status {
+        /// The path polled.
+        path: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A request did not finish within the poll's limit.
+    #[error("GET {path} timed out after {timeout_s} s")]
+    TimedOut {
+        /// The path polled.
+        path: String,
+        /// The limit, seconds.
+        timeout_s: f64,
+    },
+    /// Nothing accepted the connection (yet).
+    #[error("GET {path}: connection refused")]
+    Refused {
+        /// The path polled.
+        path: String,
+    },
+    /// A request failed otherwise; `cause` is the root of the client's chain.
+    #[error("GET {path} failed: {cause}")]
+    Failed {
+        /// The path polled.
+        path: String,
+        /// The root cause, as text (reqwest's error is not `Clone`).
+        cause: String,
+    },
+    /// The model list was not JSON.
+    #[error("GET {MODELS_PATH} did not answer JSON: {cause}")]
+    NotJson {
+        /// What the parser said.
+        cause: String,
+    },
+    /// The model list had no `data` array.
+    #[error("GET {MODELS_PATH} answered without a `data` list")]
+    NoData,
+    /// The model list was empty.
+    #[error("the model list is empty")]
+    NoModel,
+    /// The model list did not name the expected model.
+    #[error("the model list names [{}], not `{want}`", listed.join(", "))]
+    OtherModel {
+        /// The ids listed.
+        listed: Vec<String>,
+        /// The model expected.
+        want: String,
     },
 }

@@ -32,11 +32,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use error::LaunchError;
+pub use error::{LaunchError, PollError};
 /// The records a start and a stop leave; declared in qexp-types so that the
 /// manifest can hold them without linking this crate.
 pub use qexp_types::{StartRecord, StopHow, StopRecord, REDACTED};
-pub use ready::PollError;
 pub use server::{launch, Server};
 
 /// How to launch one deployment: its argv, environment, address and limits.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::error::{PollError, MODELS_PATH};
 use crate::group::ProcessGroup;
 use crate::{LaunchError, LaunchSpec};
 
@@ -18,8 +19,6 @@ const BACKOFF: f64 = 1.25;
 const MAX_INTERVAL: Duration = Duration::from_millis(200);
 /// How long one HTTP request of a poll may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
-/// The path that lists the models an OpenAI-compatible server serves.
-const MODELS_PATH: &str = "/v1/models";
 
 /// How the wait for readiness ended.
 pub(crate) enum Readiness {
@@ -29,61 +28,6 @@ pub(crate) enum Readiness {
     Exited { status: String },
     /// The timeout passed; `last` is what the last poll saw.
     TimedOut { last: PollError },
-}
-
-/// What a readiness poll saw instead of a ready server.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PollError {
-    /// A path answered with a status other than 2xx.
-    #[error("GET {path} answered {status}")]
-    Status {
-        /// The path polled.
-        path: String,
-        /// The HTTP status.
-        status: u16,
-    },
-    /// A request did not finish within the poll's limit.
-    #[error("GET {path} timed out after {timeout_s} s")]
-    TimedOut {
-        /// The path polled.
-        path: String,
-        /// The limit, seconds.
-        timeout_s: f64,
-    },
-    /// Nothing accepted the connection (yet).
-    #[error("GET {path}: connection refused")]
-    Refused {
-        /// The path polled.
-        path: String,
-    },
-    /// A request failed otherwise; `cause` is the root of the client's chain.
-    #[error("GET {path} failed: {cause}")]
-    Failed {
-        /// The path polled.
-        path: String,
-        /// The root cause, as text (reqwest's error is not `Clone`).
-        cause: String,
-    },
-    /// The model list was not JSON.
-    #[error("GET {MODELS_PATH} did not answer JSON: {cause}")]
-    NotJson {
-        /// What the parser said.
-        cause: String,
-    },
-    /// The model list had no `data` array.
-    #[error("GET {MODELS_PATH} answered without a `data` list")]
-    NoData,
-    /// The model list was empty.
-    #[error("the model list is empty")]
-    NoModel,
-    /// The model list did not name the expected model.
-    #[error("the model list names [{}], not `{want}`", listed.join(", "))]
-    OtherModel {
-        /// The ids listed.
-        listed: Vec<String>,
-        /// The model expected.
-        want: String,
-    },
 }
 
 /// Polls one server for readiness.

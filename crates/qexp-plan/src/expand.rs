@@ -1,3 +1,4 @@
+use crate::deploy::DeploymentSpec;
 use crate::open_loop::{requests_for, OpenLoop, TraceRef};
 use crate::schema::{PlanFile, Requests};
 use crate::trace::Trace;
@@ -176,7 +177,7 @@ fn load_steps(plan: &PlanFile) -> Vec<(u32, u32, Option<OpenLoop>)> {
 
 /// Each point once per deployment, deployment-major: ids `d × P + p`, so
 /// a deployment's points are consecutive and in the plan's order.
-fn with_deployments(points: Vec<Point>, deployments: &[crate::DeploymentSpec]) -> Vec<Point> {
+fn with_deployments(points: Vec<Point>, deployments: &[DeploymentSpec]) -> Vec<Point> {
     if deployments.is_empty() {
         return points;
     }

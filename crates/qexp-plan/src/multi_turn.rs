@@ -6,6 +6,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use crate::error::Invalid;
+use crate::workload::MIN_QUESTION_TOKENS;
 
 /// `[workload.multi_turn]`: every session of a point is a conversation of
 /// `turns` requests. Turn 1 is a prompt of the point's `input_tokens`; each
@@ -41,7 +42,10 @@ impl MultiTurn {
         (measured / t, measured % t + 1)
     }
 
-    pub(crate) fn validate(&self, w: &crate::Workload, chat: bool) -> Result<(), Invalid> {
+    /// The session's own keys and the API they need; what it excludes
+    /// elsewhere in `[workload]` is checked where the whole workload is
+    /// known (schema.rs).
+    pub(crate) fn validate(&self, chat: bool) -> Result<(), Invalid> {
         let at = |span: Range<usize>, field: &str, msg: &str| -> Result<(), Invalid> {
             Err((
                 span,
@@ -52,14 +56,14 @@ impl MultiTurn {
         if self.turns() < 2 {
             return at(self.turns.span(), "turns", "must be at least 2");
         }
-        if *self.user_tokens.get_ref() < 2 * crate::MIN_QUESTION_TOKENS {
+        if *self.user_tokens.get_ref() < 2 * MIN_QUESTION_TOKENS {
             return at(
                 self.user_tokens.span(),
                 "user_tokens",
                 &format!(
                     "must be at least {}: a user message opens with a {}-token nonce",
-                    2 * crate::MIN_QUESTION_TOKENS,
-                    crate::MIN_QUESTION_TOKENS
+                    2 * MIN_QUESTION_TOKENS,
+                    MIN_QUESTION_TOKENS
                 ),
             );
         }
@@ -73,14 +77,6 @@ impl MultiTurn {
                 self.turns.span(),
                 "turns",
                 "a conversation is sent as chat messages: set target.api = \"chat\"",
-            );
-        }
-        if w.shared_prefix.is_some() || w.dataset.is_some() || w.input_lengths.is_some() {
-            return at(
-                self.turns.span(),
-                "turns",
-                "multi-turn sessions make their own prompts: drop shared_prefix, dataset and \
-                 input_lengths",
             );
         }
         Ok(())

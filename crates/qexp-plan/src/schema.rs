@@ -562,17 +562,33 @@ impl PlanFile {
     /// Where prompts come from: a dataset, length distributions,
     /// multi-turn sessions or shared-prefix groups, each with its limits.
     fn validate_generators(&self) -> Result<(), Invalid> {
-        if let Some(d) = &self.workload.dataset {
-            d.validate(&self.workload)?;
+        let w = &self.workload;
+        if let Some(d) = &w.dataset {
+            d.validate()?;
+            if w.shared_prefix.is_some() || w.input_lengths.is_some() {
+                return invalid(
+                    d.path.span(),
+                    "workload.dataset.path",
+                    "dataset prompts have their own lengths: drop shared_prefix and input_lengths",
+                );
+            }
         }
-        if let Some(l) = &self.workload.input_lengths {
+        if let Some(l) = &w.input_lengths {
             l.validate("workload.input_lengths")?;
         }
-        if let Some(l) = &self.workload.output_lengths {
+        if let Some(l) = &w.output_lengths {
             l.validate("workload.output_lengths")?;
         }
-        if let Some(m) = &self.workload.multi_turn {
-            m.validate(&self.workload, self.target.api == ApiKind::Chat)?;
+        if let Some(m) = &w.multi_turn {
+            m.validate(self.target.api == ApiKind::Chat)?;
+            if w.shared_prefix.is_some() || w.dataset.is_some() || w.input_lengths.is_some() {
+                return invalid(
+                    m.turns.span(),
+                    "workload.multi_turn.turns",
+                    "multi-turn sessions make their own prompts: drop shared_prefix, dataset and \
+                     input_lengths",
+                );
+            }
             if self.load.is_open(self.sweep.rate.is_some()) {
                 return invalid(
                     m.turns.span(),
@@ -582,7 +598,7 @@ impl PlanFile {
                 );
             }
         }
-        if let Some(shared) = &self.workload.shared_prefix {
+        if let Some(shared) = &w.shared_prefix {
             shared.validate()?;
             // An explicit `requests` has a span; the default has none.
             if !self.run.requests_raw.span().is_empty() {

@@ -149,7 +149,9 @@ impl DatasetSource {
         self.min_words.is_none_or(|m| words >= m) && self.max_words.is_none_or(|m| words <= m)
     }
 
-    pub(crate) fn validate(&self, w: &crate::Workload) -> Result<(), Invalid> {
+    /// The dataset's own keys; what it excludes elsewhere in `[workload]`
+    /// is checked where the whole workload is known (schema.rs).
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
         let at = |field: &str, msg: &str| -> Result<(), Invalid> {
             Err((
                 self.path.span(),
@@ -170,12 +172,6 @@ impl DatasetSource {
             if min > max {
                 return at("min_words", "must not be above max_words");
             }
-        }
-        if w.shared_prefix.is_some() || w.input_lengths.is_some() {
-            return at(
-                "path",
-                "dataset prompts have their own lengths: drop shared_prefix and input_lengths",
-            );
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! qexp-testkit is what qexp's tests share, declared once so that a new
-//! manifest field or column breaks one builder instead of five copies: a
-//! manifest builder with fixed, plausible defaults ([`ManifestFixture`]), a
+//! plan key, manifest field or column breaks one builder instead of five
+//! copies: a plan builder ([`PlanFixture`]), a manifest builder with fixed,
+//! plausible defaults ([`ManifestFixture`]), a
 //! simulator started on 127.0.0.1:0 ([`sim`]), readers of a frame's
 //! columns ([`u32s`], [`f64s`], [`strings()`]), and the `qexp` command with
 //! its output captured ([`command`]). It is a dev-dependency only.
@@ -11,6 +12,10 @@ use qexp_store::Manifest;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
+
+mod plan;
+
+pub use plan::PlanFixture;
 
 /// A manifest under construction: fixed defaults (run id, times, host,
 /// hashes, a target on 127.0.0.1), then whatever a test sets.

@@ -62,15 +62,7 @@ pub enum DiffWarning {
 impl std::fmt::Display for DiffWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DiffWarning::IgnoredWorkload { keys } => {
-                let list: Vec<String> = keys.iter().map(ToString::to_string).collect();
-                write!(
-                    f,
-                    "the runs asked for different workloads: {}; compared anyway because --ignore names {}. A difference may come from the workload, not the deployment",
-                    list.join(", "),
-                    if keys.len() == 1 { "it" } else { "them" }
-                )
-            }
+            DiffWarning::IgnoredWorkload { keys } => ignored_workload(f, keys),
             DiffWarning::UnusedIgnore { key, known: true } => write!(
                 f,
                 "--ignore {key}: the runs agree on this workload key, so there was nothing to ignore"
@@ -79,15 +71,7 @@ impl std::fmt::Display for DiffWarning {
                 f,
                 "--ignore {key}: neither run has a workload key of that name; check the spelling against the workload table"
             ),
-            DiffWarning::Incomplete { side, status } => write!(
-                f,
-                "run {side} is {}: only what it finished is compared",
-                match status {
-                    RunStatus::Running => "still running, or its process died",
-                    RunStatus::Interrupted => "interrupted",
-                    RunStatus::Complete => "complete",
-                }
-            ),
+            DiffWarning::Incomplete { side, status } => incomplete(f, *side, *status),
             DiffWarning::NoFingerprint => f.write_str(
                 "neither run records workload keys (made by an older qexp?), so qexp cannot check that they asked for the same workload",
             ),
@@ -96,33 +80,147 @@ impl std::fmt::Display for DiffWarning {
                 count,
                 kinds,
                 points,
-            } => write!(
-                f,
-                "run {side} has {count} measurement flag{} ({}) at {}: a verdict there may reflect noise or the client host rather than the deployment; `qexp report` on run {side} explains each",
-                if *count == 1 { "" } else { "s" },
-                kinds.join(", ").to_lowercase(),
-                points.join("; ")
-            ),
-            DiffWarning::ClientTiming { a, b } => {
-                let said = |t: &Option<ClientTiming>| {
-                    t.map_or("an older qexp that timed from before each request was built", |t| {
-                        t.as_str()
-                    })
-                };
-                write!(
-                    f,
-                    "the runs were timed by different qexp clients (A: {}; B: {}): at high concurrency their TTFT and E2E can differ by the client's own overhead, not the deployment's",
-                    said(a),
-                    said(b)
-                )
-            }
-            DiffWarning::Unpaired { side, count } => write!(
-                f,
-                "{count} point{} of run {side} {} no partner with the same parameters in the other run and {} not compared (listed below)",
-                if *count == 1 { "" } else { "s" },
-                if *count == 1 { "has" } else { "have" },
-                if *count == 1 { "is" } else { "are" },
-            ),
+            } => run_flags(f, *side, *count, kinds, points),
+            DiffWarning::ClientTiming { a, b } => client_timing(f, *a, *b),
+            DiffWarning::Unpaired { side, count } => unpaired(f, *side, *count),
         }
+    }
+}
+
+/// `one` when `count` is 1, else `many`.
+fn plural(count: usize, one: &'static str, many: &'static str) -> &'static str {
+    if count == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+fn ignored_workload(f: &mut std::fmt::Formatter<'_>, keys: &[KeyRow]) -> std::fmt::Result {
+    let list: Vec<String> = keys.iter().map(ToString::to_string).collect();
+    write!(
+        f,
+        "the runs asked for different workloads: {}; compared anyway because --ignore names {}. A difference may come from the workload, not the deployment",
+        list.join(", "),
+        plural(keys.len(), "it", "them")
+    )
+}
+
+fn incomplete(f: &mut std::fmt::Formatter<'_>, side: Side, status: RunStatus) -> std::fmt::Result {
+    let how = match status {
+        RunStatus::Running => "still running, or its process died",
+        RunStatus::Interrupted => "interrupted",
+        RunStatus::Complete => "complete",
+    };
+    write!(f, "run {side} is {how}: only what it finished is compared")
+}
+
+fn run_flags(
+    f: &mut std::fmt::Formatter<'_>,
+    side: Side,
+    count: usize,
+    kinds: &[String],
+    points: &[String],
+) -> std::fmt::Result {
+    write!(
+        f,
+        "run {side} has {count} measurement flag{} ({}) at {}: a verdict there may reflect noise or the client host rather than the deployment; `qexp report` on run {side} explains each",
+        plural(count, "", "s"),
+        kinds.join(", ").to_lowercase(),
+        points.join("; ")
+    )
+}
+
+fn client_timing(
+    f: &mut std::fmt::Formatter<'_>,
+    a: Option<ClientTiming>,
+    b: Option<ClientTiming>,
+) -> std::fmt::Result {
+    let said = |t: Option<ClientTiming>| {
+        t.map_or(
+            "an older qexp that timed from before each request was built",
+            |t| t.as_str(),
+        )
+    };
+    write!(
+        f,
+        "the runs were timed by different qexp clients (A: {}; B: {}): at high concurrency their TTFT and E2E can differ by the client's own overhead, not the deployment's",
+        said(a),
+        said(b)
+    )
+}
+
+fn unpaired(f: &mut std::fmt::Formatter<'_>, side: Side, count: usize) -> std::fmt::Result {
+    write!(
+        f,
+        "{count} point{} of run {side} {} no partner with the same parameters in the other run and {} not compared (listed below)",
+        plural(count, "", "s"),
+        plural(count, "has", "have"),
+        plural(count, "is", "are"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sentences no diff snapshot shows, word for word, with both
+    /// plural forms.
+    #[test]
+    fn each_warning_says_what_to_do() {
+        let says = |w: DiffWarning| w.to_string();
+        assert_eq!(
+            says(DiffWarning::UnusedIgnore {
+                key: "seed".into(),
+                known: true
+            }),
+            "--ignore seed: the runs agree on this workload key, so there was nothing to ignore"
+        );
+        assert_eq!(
+            says(DiffWarning::UnusedIgnore { key: "sed".into(), known: false }),
+            "--ignore sed: neither run has a workload key of that name; check the spelling against the workload table"
+        );
+        assert_eq!(
+            says(DiffWarning::Incomplete {
+                side: Side::B,
+                status: RunStatus::Running
+            }),
+            "run B is still running, or its process died: only what it finished is compared"
+        );
+        assert_eq!(
+            says(DiffWarning::Incomplete {
+                side: Side::A,
+                status: RunStatus::Interrupted
+            }),
+            "run A is interrupted: only what it finished is compared"
+        );
+        assert_eq!(
+            says(DiffWarning::NoFingerprint),
+            "neither run records workload keys (made by an older qexp?), so qexp cannot check that they asked for the same workload"
+        );
+        assert_eq!(
+            says(DiffWarning::ClientTiming { a: None, b: Some(ClientTiming::Http1FromWire) }),
+            "the runs were timed by different qexp clients (A: an older qexp that timed from before each request was built; B: qexp-http1, from the wire): at high concurrency their TTFT and E2E can differ by the client's own overhead, not the deployment's"
+        );
+        assert_eq!(
+            says(DiffWarning::Unpaired { side: Side::A, count: 1 }),
+            "1 point of run A has no partner with the same parameters in the other run and is not compared (listed below)"
+        );
+        assert_eq!(
+            says(DiffWarning::Unpaired { side: Side::B, count: 2 }),
+            "2 points of run B have no partner with the same parameters in the other run and are not compared (listed below)"
+        );
+        let flags = |count| DiffWarning::RunFlags {
+            side: Side::A,
+            count,
+            kinds: vec!["Noisy point".into()],
+            points: vec!["c=1".into(), "c=4".into()],
+        };
+        assert!(
+            says(flags(1)).starts_with("run A has 1 measurement flag (noisy point) at c=1; c=4:")
+        );
+        assert!(
+            says(flags(2)).starts_with("run A has 2 measurement flags (noisy point) at c=1; c=4:")
+        );
     }
 }

@@ -5,30 +5,22 @@
 use qexp_analysis::{analyze, analyze_in_batches};
 use qexp_plan::Plan;
 use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
-use qexp_testkit::ManifestFixture;
+use qexp_testkit::{ManifestFixture, PlanFixture};
 use std::path::{Path, PathBuf};
 
-const PLAN: &str = r#"[experiment]
-name = "itl"
-version = 1
-
-[target]
-base_url = "http://127.0.0.1:1"
-
-[workload]
-input_tokens = 100
-output_tokens = 4
-
-[sweep]
-concurrency = [1, 2]
-
-[run]
-trials = 2
-"#;
+/// Two points (c = 1 and 2) of 4 output tokens, 2 trials.
+fn itl_plan() -> PlanFixture {
+    PlanFixture::new("itl")
+        .target("http://127.0.0.1:1")
+        .input(100)
+        .output(4)
+        .concurrency(&[1, 2])
+        .trials(2)
+}
 
 fn manifest(plan: &Plan) -> Manifest {
     ManifestFixture::new("itl", &plan.points(), 2)
-        .with("plan_text", PLAN)
+        .with("plan_text", itl_plan().toml())
         .with("host.cpu_model", "c")
         .with("host.memory_bytes", 1u64)
         .build()
@@ -61,7 +53,7 @@ fn request(trial: u32, point_id: u32, index: u32, gaps: &[f64]) -> RequestRow {
 /// request whose huge gaps must not count. `split` writes each (trial,
 /// point) as two parts, so its rows arrive in two read batches.
 fn write_run(root: &Path, finish: bool, split: bool) -> PathBuf {
-    let plan = Plan::parse(Path::new("itl.toml"), PLAN).expect("valid plan");
+    let plan = itl_plan().parse();
     let mut w = RunWriter::create(root, manifest(&plan)).expect("create run");
     for trial in 1..=2 {
         for p in plan.points() {
@@ -182,7 +174,7 @@ fn pooled_itl_across_row_groups_of_a_merged_run() {
     use polars::prelude::{ParquetReader, SerReader};
     const ROWS: u32 = 100_000;
     let tmp = tempfile::tempdir().unwrap();
-    let plan = Plan::parse(Path::new("itl.toml"), PLAN).expect("valid plan");
+    let plan = itl_plan().parse();
     let mut w = RunWriter::create(tmp.path(), manifest(&plan)).expect("create run");
     let mut want = std::collections::BTreeMap::new();
     for trial in 1..=2 {

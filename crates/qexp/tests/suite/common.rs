@@ -25,13 +25,25 @@ pub fn qexp(args: &[&str]) -> Command {
     qexp_testkit::command(env!("CARGO_BIN_EXE_qexp"), args)
 }
 
-/// Writes `text` as `<dir>/<name>.toml`, runs it in-process into
-/// `<dir>/results` and analyses the run.
-pub async fn run_plan(dir: &std::path::Path, name: &str, text: &str) -> qexp_analysis::RunAnalysis {
+/// Writes the plan under `dir`, runs it in-process into `<dir>/results`
+/// and analyses the run.
+pub async fn run_plan(
+    dir: &std::path::Path,
+    plan: &qexp_testkit::PlanFixture,
+) -> qexp_analysis::RunAnalysis {
+    run_loaded(dir, plan.load(dir)).await
+}
+
+/// Runs a plan given as TOML text, written to `<dir>/<name>.toml`, and analyses it.
+pub async fn run_plan_text(dir: &std::path::Path, name: &str, text: &str) -> qexp_analysis::RunAnalysis {
     let plan_path = dir.join(format!("{name}.toml"));
     std::fs::write(&plan_path, text).unwrap();
+    run_loaded(dir, qexp_plan::Plan::load(&plan_path).unwrap()).await
+}
+
+async fn run_loaded(dir: &std::path::Path, plan: qexp_plan::Plan) -> qexp_analysis::RunAnalysis {
     let opts = qexp_runner::RunOptions {
-        plan: qexp_plan::Plan::load(&plan_path).unwrap(),
+        plan,
         out: dir.join("results"),
         overrides: Default::default(),
     };

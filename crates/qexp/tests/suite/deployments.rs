@@ -7,6 +7,8 @@
 //! are interleaved.
 
 use crate::common::qexp;
+use qexp_plan::ApiKind;
+use qexp_testkit::PlanFixture;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -37,31 +39,17 @@ labels = {{ profile = "{profile}" }}
     )
 }
 
-fn plan(name: &str, run: &str, deployments: &str) -> String {
-    format!(
-        r#"
-[experiment]
-name = "{name}"
-version = 1
-
-[target]
-model = "m"
-api = "chat"
-extra_body = {{ ignore_eos = true }}
-
-[workload]
-input_tokens = 100
-output_tokens = 12
-
-[sweep]
-concurrency = [1, 2]
-
-[run]
-{run}
-
-{deployments}
-"#
-    )
+/// Experiment `name` at c = 1 and 2 for the `[[deployment]]` tables
+/// `deployments`; the caller sets `[run]`.
+fn plan(name: &str, deployments: &str) -> PlanFixture {
+    PlanFixture::new(name)
+        .set("target.model", "m")
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(12)
+        .concurrency(&[1, 2])
+        .raw(deployments)
 }
 
 struct Dir {
@@ -75,10 +63,8 @@ impl Dir {
         }
     }
 
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.tmp.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
+    fn write(&self, plan: &PlanFixture) -> PathBuf {
+        plan.write(self.tmp.path())
     }
 
     fn results(&self) -> PathBuf {
@@ -169,12 +155,13 @@ fn launched_deployments_are_interleaved_compared_and_stopped() {
     let _s = serial();
     let dir = Dir::new();
     let deployments = sim_deployment("fast", "exact") + &sim_deployment("slow", "exact-slow");
-    let text_plan = plan(
-        "pair",
-        "requests = 6\nwarmup_requests = 1\ntrials = 5\nseed = 3",
-        &deployments,
+    let p = dir.write(
+        &plan("pair", &deployments)
+            .requests(6)
+            .warmup(1)
+            .trials(5)
+            .seed(3),
     );
-    let p = dir.write("pair.toml", &text_plan);
     let out = dir.run(&p, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let run = dir.the_run("pair");
@@ -307,12 +294,11 @@ port = {busy_port}
 "#
     );
     let p = dir.write(
-        "broken.toml",
-        &plan(
-            "broken",
-            "requests = 2\nwarmup_requests = 0\ntrials = 2\nseed = 1",
-            &deployments,
-        ),
+        &plan("broken", &deployments)
+            .requests(2)
+            .warmup(0)
+            .trials(2)
+            .seed(1),
     );
     let started = Instant::now();
     let out = dir.run(&p, &[]);
@@ -359,12 +345,11 @@ fn an_interrupted_run_resumes_exactly_the_missing_cells() {
     let deployments = sim_deployment("a", "exact") + &sim_deployment("b", "exact");
     // 2 points × 8 requests of ~170 ms: about 1.5 s a cell, 8 cells.
     let p = dir.write(
-        "resume.toml",
-        &plan(
-            "resume",
-            "requests = 8\nwarmup_requests = 0\ntrials = 4\nseed = 2",
-            &deployments,
-        ),
+        &plan("resume", &deployments)
+            .requests(8)
+            .warmup(0)
+            .trials(4)
+            .seed(2),
     );
     let child = qexp(&[
         "run",
@@ -455,12 +440,14 @@ fn interleaved_blocks_keep_drift_from_passing_for_a_difference() {
     let deployments = same("first") + &same("second");
     let mut verdicts = Vec::new();
     for order in ["blocked", "interleaved"] {
-        let run_section =
-            format!("requests = 3\nwarmup_requests = 0\ntrials = 4\nseed = 9\norder = \"{order}\"");
         let name = format!("drift-{order}");
         let p = dir.write(
-            &format!("{name}.toml"),
-            &plan(&name, &run_section, &deployments),
+            &plan(&name, &deployments)
+                .requests(3)
+                .warmup(0)
+                .trials(4)
+                .seed(9)
+                .set("run.order", order),
         );
         let out = dir.run(&p, &[]);
         assert!(out.status.success(), "{}", text(&out.stderr));

@@ -9,9 +9,9 @@
 use clap::{CommandFactory, Parser};
 use qexp::Cli;
 use qexp_analysis::stats::Rng;
-use qexp_plan::Point;
+use qexp_plan::{ApiKind, Point};
 use qexp_store::{Manifest, PointRow, RequestRow, RunStatus, RunWriter};
-use qexp_testkit::ManifestFixture;
+use qexp_testkit::{ManifestFixture, PlanFixture};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -279,34 +279,24 @@ fn diff_help_snapshot() {
     insta::assert_snapshot!("diff_help", diff.render_long_help().to_string());
 }
 
-const SIM_PLAN: &str = r#"
-[experiment]
-name = "diffsim"
-version = 1
-
-[target]
-base_url = "sim:exact"
-api = "chat"
-extra_body = { ignore_eos = true }
-
-[workload]
-input_tokens = 100
-output_tokens = 31
-
-[sweep]
-concurrency = [1, 4]
-
-[run]
-requests = "2x"
-warmup_requests = 0
-trials = 5
-seed = 1
-"#;
+/// 5 trials of 2 requests per slot at c = 1 and 4, 31 output tokens each.
+fn sim_plan() -> PlanFixture {
+    PlanFixture::new("diffsim")
+        .target("sim:exact")
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(31)
+        .concurrency(&[1, 4])
+        .requests("2x")
+        .warmup(0)
+        .trials(5)
+        .seed(1)
+}
 
 /// Runs the plan against `sim:<profile>` (real loopback HTTP, real time) and returns the run folder.
 fn sim_run(root: &Path, results: &Path, profile: &str) -> String {
-    let plan = root.join("diffsim.toml");
-    std::fs::write(&plan, SIM_PLAN).expect("write plan");
+    let plan = sim_plan().write(root);
     let before: Vec<PathBuf> = qexp_store::find_runs(results)
         .into_iter()
         .map(|r| r.dir)

@@ -7,9 +7,9 @@
 use clap::Parser as _;
 use polars::prelude::*;
 use qexp_client::ErrorClass;
-use qexp_plan::Plan;
 use qexp_runner::{run, RunOptions, RunResult};
 use qexp_sim::{Fault, FaultPlan};
+use qexp_testkit::PlanFixture;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -21,37 +21,21 @@ const MIX: &str = "reset=2:0.06,http_429:0.06,http_500:0.06,http_503=3:0.06,malf
 
 const REQUESTS: u64 = 48;
 
-fn plan_text(target: &str, tolerance: f64) -> String {
-    format!(
-        r#"
-[experiment]
-name = "faults"
-version = 1
-
-[target]
-base_url = "{target}"
-
-[workload]
-input_tokens = 60
-output_tokens = 8
-
-[sweep]
-concurrency = [4]
-
-[run]
-requests = {REQUESTS}
-warmup_requests = 0
-trials = 1
-
-[timeouts]
-first_byte_s = 0.5
-idle_s = 0.5
-total_s = 10
-
-[tolerance]
-max_failed_fraction = {tolerance}
-"#
-    )
+/// REQUESTS requests at c = 4, timeouts of 0.5 s to the first byte and
+/// between events, and at most `tolerance` of them failed.
+fn plan(target: &str, tolerance: f64) -> PlanFixture {
+    PlanFixture::new("faults")
+        .target(target)
+        .input(60)
+        .output(8)
+        .concurrency(&[4])
+        .requests(REQUESTS as u32)
+        .warmup(0)
+        .trials(1)
+        .set("timeouts.first_byte_s", 0.5)
+        .set("timeouts.idle_s", 0.5)
+        .set("timeouts.total_s", 10)
+        .set("tolerance.max_failed_fraction", tolerance)
 }
 
 fn class_of(fault: Fault) -> ErrorClass {
@@ -88,11 +72,9 @@ fn seed_hitting_every_fault() -> (u64, BTreeMap<&'static str, u32>) {
         .expect("some seed below 1000 hits all 12 faults in 48 requests")
 }
 
-async fn run_plan(dir: &Path, text: &str) -> RunResult {
-    let path = dir.join("faults.toml");
-    std::fs::write(&path, text).unwrap();
+async fn run_plan(dir: &Path, plan: &PlanFixture) -> RunResult {
     let opts = RunOptions {
-        plan: Plan::load(&path).unwrap(),
+        plan: plan.load(dir),
         out: dir.join("results"),
         overrides: Default::default(),
     };
@@ -133,7 +115,7 @@ async fn every_fault_becomes_a_row_of_its_class_and_the_rest_measure_normally() 
     let (seed, expected) = seed_hitting_every_fault();
     let tmp = tempfile::tempdir().unwrap();
     let target = format!("sim:exact?faults={MIX}&seed={seed}");
-    let result = run_plan(tmp.path(), &plan_text(&target, 1.0)).await;
+    let result = run_plan(tmp.path(), &plan(&target, 1.0)).await;
     assert!(result.over_tolerance.is_empty());
     let df = complete_rows(&result);
     let classes = strings(&df, "error_class");
@@ -207,7 +189,7 @@ async fn a_server_that_stops_answering_mid_run_ends_each_request_by_its_timeout(
     let started = std::time::Instant::now();
     let result = run_plan(
         tmp.path(),
-        &plan_text("sim:exact?faults=slow_headers:1&from=20", 1.0),
+        &plan("sim:exact?faults=slow_headers:1&from=20", 1.0),
     )
     .await;
     let df = complete_rows(&result);
@@ -227,9 +209,8 @@ fn the_exit_code_says_whether_failures_exceeded_the_tolerance() {
     let _heavy = crate::common::heavy_blocking();
     let tmp = tempfile::tempdir().unwrap();
     let exit = |tolerance: f64| {
-        let plan = tmp.path().join(format!("t{tolerance}.toml"));
         let target = "sim:exact?faults=http_500:0.25&seed=1";
-        std::fs::write(&plan, plan_text(target, tolerance)).unwrap();
+        let plan = plan(target, tolerance).write(tmp.path());
         let out = tmp.path().join("results");
         let cli = qexp::Cli::parse_from([
             "qexp",

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use polars::prelude::*;
+use qexp_testkit::PlanFixture;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -156,37 +157,17 @@ fn the_api_key_never_leaves_and_server_text_is_escaped_in_html() {
     let _heavy = crate::common::heavy_blocking();
     let url = start_server();
     let tmp = tempfile::tempdir().unwrap();
-    let plan = tmp.path().join("hostile.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            r#"
-[experiment]
-name = "hostile"
-version = 1
-
-[target]
-base_url = "{url}"
-api_key_env = "{KEY_ENV}"
-
-[workload]
-input_tokens = 60
-output_tokens = 2
-
-[sweep]
-concurrency = [1, 2]
-
-[run]
-requests = 6
-warmup_requests = 1
-trials = 2
-
-[tolerance]
-max_failed_fraction = 0.5
-"#
-        ),
-    )
-    .unwrap();
+    let plan = PlanFixture::new("hostile")
+        .target(&url)
+        .set("target.api_key_env", KEY_ENV)
+        .input(60)
+        .output(2)
+        .concurrency(&[1, 2])
+        .requests(6)
+        .warmup(1)
+        .trials(2)
+        .set("tolerance.max_failed_fraction", 0.5)
+        .write(tmp.path());
     let (results, reports, diff) = (
         tmp.path().join("results"),
         tmp.path().join("reports"),

@@ -7,36 +7,28 @@
 
 use crate::common::qexp;
 use crate::counting_proxy::CountingProxy;
+use qexp_plan::ApiKind;
+use qexp_testkit::PlanFixture;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// 2 points × (1 warmup + 12 measured); at 50 ms + 20 × 10 ms a request, the
 /// c=1 point alone runs about 3 s.
-const PLAN: &str = r#"
-[experiment]
-name = "lost"
-version = 1
-
-[target]
-base_url = "BASE_URL"
-api = "chat"
-extra_body = { ignore_eos = true }
-
-[workload]
-input_tokens = 100
-output_tokens = 20
-
-[sweep]
-concurrency = [1, 2]
-
-[run]
-requests = 12
-warmup_requests = 1
-trials = 1
-seed = 5
-shuffle = false
-"#;
+fn plan(base_url: &str) -> PlanFixture {
+    PlanFixture::new("lost")
+        .target(base_url)
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(20)
+        .concurrency(&[1, 2])
+        .requests(12)
+        .warmup(1)
+        .trials(1)
+        .seed(5)
+        .set("run.shuffle", false)
+}
 
 const PLANNED_ROWS: usize = 2 * (1 + 12);
 
@@ -53,8 +45,7 @@ async fn setup() -> Setup {
     let sim = qexp_sim::SimServer::start(profile).await.unwrap();
     let proxy = CountingProxy::start(sim.addr()).await;
     let tmp = tempfile::tempdir().unwrap();
-    let plan = tmp.path().join("lost.toml");
-    std::fs::write(&plan, PLAN.replace("BASE_URL", &proxy.base_url)).unwrap();
+    let plan = plan(&proxy.base_url).write(tmp.path());
     let results = tmp.path().join("results");
     Setup {
         tmp,

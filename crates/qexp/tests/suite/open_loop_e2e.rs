@@ -5,50 +5,36 @@
 //! goodput and capacity.
 
 use polars::prelude::*;
-use qexp_plan::Plan;
+use qexp_plan::ApiKind;
 use qexp_runner::{run, RunOptions};
-use qexp_testkit::f64s;
+use qexp_testkit::{f64s, PlanFixture};
 
-const PLAN: &str = r#"
-[experiment]
-name = "open-e2e"
-version = 1
-
-[target]
-base_url = "sim:exact"
-api = "chat"
-extra_body = { ignore_eos = true }
-
-[workload]
-input_tokens = 100
-output_tokens = 6
-
-[sweep]
-rate = [20, 200]
-
-[load]
-arrival = "constant"
-duration_s = 0.5
-max_in_flight = 4
-
-[slo]
-ttft_s = 0.2
-percentile = 0.9
-
-[run]
-warmup_requests = 1
-trials = 1
-seed = 3
-"#;
+/// Constant arrivals at 20 and 200 requests/s for 0.5 s, at most 4 in
+/// flight, and a TTFT objective of 0.2 s at p90.
+fn plan() -> PlanFixture {
+    PlanFixture::new("open-e2e")
+        .target("sim:exact")
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(6)
+        .set("sweep.rate", vec![20, 200])
+        .set("load.arrival", "constant")
+        .set("load.duration_s", 0.5)
+        .set("load.max_in_flight", 4)
+        .set("slo.ttft_s", 0.2)
+        .set("slo.percentile", 0.9)
+        .warmup(1)
+        .trials(1)
+        .seed(3)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_points_keep_their_schedule_and_report_goodput() {
     let _heavy = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    let plan_path = tmp.path().join("open.toml");
-    std::fs::write(&plan_path, PLAN).unwrap();
     let opts = RunOptions {
-        plan: Plan::load(&plan_path).unwrap(),
+        plan: plan().load(tmp.path()),
         out: tmp.path().join("results"),
         overrides: Default::default(),
     };

@@ -7,7 +7,7 @@
 //! a simulator whose speed wanders between trials (`jitter=`) is still
 //! flagged. The counts are printed (`-- --nocapture`).
 
-use crate::common::run_plan;
+use crate::common::run_plan_text;
 use qexp_analysis::{Flag, Metric, RunAnalysis};
 
 const RATE_PLAN: &str = include_str!("../../../../experiments/rate.toml");
@@ -113,7 +113,7 @@ async fn arrival_variance_is_never_called_noise_but_a_wandering_server_is() {
     let started = std::time::Instant::now();
     let (mut before, mut now, mut clean) = (0, [0; 4], 0);
     for seed in 0..20 {
-        let a = run_plan(
+        let a = run_plan_text(
             tmp.path(),
             &format!("rate-{seed}"),
             &rate_plan("sim:exact", 100 + seed),
@@ -142,7 +142,7 @@ async fn arrival_variance_is_never_called_noise_but_a_wandering_server_is() {
     // A server whose speed changes every 0.5 s (about one trial of a point)
     // by up to ±80%: TTFT (50 ms × the speed) differs between trials.
     let jitter = "sim:exact?jitter=0.8&jitter_s=0.5&seed=3";
-    let a = run_plan(tmp.path(), "rate-jitter", &rate_plan(jitter, 7)).await;
+    let a = run_plan_text(tmp.path(), "rate-jitter", &rate_plan(jitter, 7)).await;
     let [agg, other, ttft, ttft_clean] = noise_flags(&a);
     eprintln!(
         "jittering server: {other} flags on latency, decode or ITL, {agg} on throughput; \

@@ -3,24 +3,7 @@
 //! refused with one sentence (exit 2), and nothing is written outside.
 
 use clap::Parser as _;
-
-const PLAN: &str = r#"
-[experiment]
-name = "paths"
-version = 1
-
-[target]
-base_url = "sim:exact"
-
-[workload]
-input_tokens = 40
-output_tokens = 2
-
-[run]
-requests = 2
-warmup_requests = 0
-trials = 1
-"#;
+use qexp_testkit::PlanFixture;
 
 fn qexp(args: &[&str]) -> u8 {
     let mut argv = vec!["qexp"];
@@ -33,8 +16,14 @@ fn a_manifest_naming_a_path_outside_the_reports_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("a").join("b");
     std::fs::create_dir_all(&root).unwrap();
-    let plan = root.join("paths.toml");
-    std::fs::write(&plan, PLAN).unwrap();
+    let plan = PlanFixture::new("paths")
+        .target("sim:exact")
+        .input(40)
+        .output(2)
+        .requests(2)
+        .warmup(0)
+        .trials(1)
+        .write(&root);
     let results = root.join("results");
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
     assert_eq!(

@@ -13,9 +13,8 @@ use qexp_client::metrics::Exposition;
 use qexp_client::prompt::Filler;
 use qexp_client::{nonce_for, Client, GenRequest, MetricsSource};
 use qexp_plan::ApiKind;
-use qexp_plan::Plan;
 use qexp_runner::{run, RunError, RunOptions, RunResult};
-use qexp_testkit::f64s;
+use qexp_testkit::{f64s, PlanFixture};
 use std::path::Path;
 use std::time::Duration;
 
@@ -42,24 +41,27 @@ fn server(var: &str) -> Option<String> {
     }
 }
 
-fn plan(dir: &Path, url: &str, body: &str) -> RunOptions {
-    let text = format!(
-        "[experiment]\nname = \"real\"\nversion = 1\n\n\
-         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
-         extra_body = {{ ignore_eos = true }}\n\n{body}"
-    );
-    let path = dir.join("real.toml");
-    std::fs::write(&path, text).unwrap();
+/// A plan named `real` against `url` serving MODEL, chat, every request
+/// running to its output length; the caller sets the workload and run.
+fn real(url: &str) -> PlanFixture {
+    PlanFixture::new("real")
+        .target(url)
+        .set("target.model", MODEL)
+        .api(ApiKind::Chat)
+        .ignore_eos()
+}
+
+fn options(dir: &Path, plan: &PlanFixture) -> RunOptions {
     RunOptions {
-        plan: Plan::load(&path).unwrap(),
+        plan: plan.load(dir),
         out: dir.join("results"),
         overrides: Default::default(),
     }
 }
 
-async fn run_plan(dir: &Path, url: &str, body: &str) -> RunResult {
+async fn run_plan(dir: &Path, plan: &PlanFixture) -> RunResult {
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    run(plan(dir, url, body), rx).await.expect("run succeeds")
+    run(options(dir, plan), rx).await.expect("run succeeds")
 }
 
 fn requests(r: &RunResult) -> DataFrame {
@@ -130,14 +132,15 @@ async fn vllm_throughput_mini_sweep() {
     };
     let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    let r = run_plan(
-        tmp.path(),
-        &url,
-        "[workload]\ninput_tokens = 256\noutput_tokens = 64\n\n\
-         [sweep]\nconcurrency = [1, 4, 16]\n\n\
-         [run]\nrequests = \"2x\"\nwarmup_requests = 1\ntrials = 2\nseed = 7\n",
-    )
-    .await;
+    let plan = real(&url)
+        .input(256)
+        .output(64)
+        .concurrency(&[1, 4, 16])
+        .requests("2x")
+        .warmup(1)
+        .trials(2)
+        .seed(7);
+    let r = run_plan(tmp.path(), &plan).await;
     assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
     let fp = r.manifest.fingerprint.clone().expect("fingerprint");
     assert_eq!(
@@ -192,14 +195,15 @@ async fn vllm_long_context_mini_sweep() {
     };
     let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    let r = run_plan(
-        tmp.path(),
-        &url,
-        "[workload]\ninput_tokens = 1024\noutput_tokens = 16\n\n\
-         [sweep]\ninput_tokens = [1024, 8192, 32768]\n\n\
-         [run]\nrequests = 1\nwarmup_requests = 0\ntrials = 2\nseed = 11\n",
-    )
-    .await;
+    let plan = real(&url)
+        .input(1024)
+        .output(16)
+        .set("sweep.input_tokens", vec![1024, 8192, 32768])
+        .requests(1)
+        .warmup(0)
+        .trials(2)
+        .seed(11);
+    let r = run_plan(tmp.path(), &plan).await;
     let m = measured(&r);
     assert_eq!(m.height(), 6);
     for input in [1024.0, 8192.0, 32768.0] {
@@ -295,16 +299,20 @@ async fn vllm_shared_prefix_point_beats_its_cache_busted_twin() {
     };
     let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    let body = |unique: bool| {
-        format!(
-            "[workload]\ninput_tokens = 8500\noutput_tokens = 4\n\n\
-             [workload.shared_prefix]\ngroups = 1\nprompts_per_group = 3\n\
-             system_tokens = 8000\nunique_prefixes = {unique}\n\n\
-             [run]\nwarmup_requests = 0\ntrials = 1\nseed = 13\n"
-        )
+    let plan = |unique: bool| {
+        real(&url)
+            .input(8500)
+            .output(4)
+            .set("workload.shared_prefix.groups", 1)
+            .set("workload.shared_prefix.prompts_per_group", 3)
+            .set("workload.shared_prefix.system_tokens", 8000)
+            .set("workload.shared_prefix.unique_prefixes", unique)
+            .warmup(0)
+            .trials(1)
+            .seed(13)
     };
-    let shared = run_plan(tmp.path(), &url, &body(false)).await;
-    let busted = run_plan(tmp.path(), &url, &body(true)).await;
+    let shared = run_plan(tmp.path(), &plan(false)).await;
+    let busted = run_plan(tmp.path(), &plan(true)).await;
     let (ms, mb) = (measured(&shared), measured(&busted));
     assert_exact(&ms, 8500.0, 4.0);
     assert_exact(&mb, 8500.0, 4.0);
@@ -349,11 +357,12 @@ async fn vllm_preflight_refuses_before_any_load() {
     let tmp = tempfile::tempdir().unwrap();
     let before = counter(&url, "vllm:prompt_tokens_total").await;
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    let opts = plan(
+    let opts = options(
         tmp.path(),
-        &url,
-        "[workload]\ninput_tokens = 1000\noutput_tokens = 16\n\n\
-         [sweep]\ninput_tokens = [1000, 140000]\n",
+        &real(&url)
+            .input(1000)
+            .output(16)
+            .set("sweep.input_tokens", vec![1000, 140_000]),
     );
     let err = run(opts, rx).await.expect_err("must refuse");
     assert!(matches!(err, RunError::ContextTooSmall { .. }), "{err}");
@@ -374,14 +383,15 @@ async fn llamacpp_loses_no_request_at_c16() {
     };
     let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    let r = run_plan(
-        tmp.path(),
-        &url,
-        "[workload]\ninput_tokens = 128\noutput_tokens = 32\n\n\
-         [sweep]\nconcurrency = [16]\n\n\
-         [run]\nrequests = \"6x\"\nwarmup_requests = 0\ntrials = 2\nseed = 3\n",
-    )
-    .await;
+    let plan = real(&url)
+        .input(128)
+        .output(32)
+        .concurrency(&[16])
+        .requests("6x")
+        .warmup(0)
+        .trials(2)
+        .seed(3);
+    let r = run_plan(tmp.path(), &plan).await;
     let fp = r.manifest.fingerprint.clone().expect("fingerprint");
     assert_eq!(fp.engine, "llama.cpp");
     assert_eq!(fp.max_context, Some(33_024));
@@ -417,11 +427,7 @@ async fn llamacpp_preflight_names_the_per_slot_context() {
     let _guard = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    let opts = plan(
-        tmp.path(),
-        &url,
-        "[workload]\ninput_tokens = 40000\noutput_tokens = 16\n",
-    );
+    let opts = options(tmp.path(), &real(&url).input(40_000).output(16));
     let msg = run(opts, rx).await.expect_err("must refuse").to_string();
     assert!(msg.contains("33024") && msg.contains("--ctx-size"), "{msg}");
     assert!(!tmp.path().join("results").exists());
@@ -459,23 +465,21 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
              ready_timeout_s = 120\nstop_grace_s = 10\n"
         )
     };
-    let text = format!(
-        "[experiment]\nname = \"slots\"\nversion = 1\n\n\
-         [target]\nmodel = \"{MODEL}\"\napi = \"chat\"\nextra_body = {{ ignore_eos = true }}\n\n\
-         [workload]\ninput_tokens = 64\noutput_tokens = 256\n\n\
-         [sweep]\nconcurrency = [4]\n\n\
-         [run]\nrequests = \"8x\"\nwarmup_requests = 4\ntrials = 6\nseed = 4\n\n\
-         [analysis]\nbaseline = \"slots-1\"\n\n{}\n{}",
-        deployment("slots-1", 1),
-        deployment("slots-4", 4)
-    );
-    let path = tmp.path().join("slots.toml");
-    std::fs::write(&path, text).unwrap();
-    let opts = RunOptions {
-        plan: Plan::load(&path).unwrap(),
-        out: tmp.path().join("results"),
-        overrides: Default::default(),
-    };
+    let plan = PlanFixture::new("slots")
+        .set("target.model", MODEL)
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(64)
+        .output(256)
+        .concurrency(&[4])
+        .requests("8x")
+        .warmup(4)
+        .trials(6)
+        .seed(4)
+        .set("analysis.baseline", "slots-1")
+        .raw(&deployment("slots-1", 1))
+        .raw(&deployment("slots-4", 4));
+    let opts = options(tmp.path(), &plan);
     let started = std::time::Instant::now();
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let r = run(opts, rx).await.expect("run succeeds");

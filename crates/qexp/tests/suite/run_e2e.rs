@@ -4,40 +4,29 @@
 //! server is known to do, and the report must render.
 
 use polars::prelude::*;
-use qexp_plan::Plan;
+use qexp_plan::ApiKind;
 use qexp_runner::{run, RunOptions};
-use qexp_testkit::f64s;
+use qexp_testkit::{f64s, PlanFixture};
 use std::path::Path;
 
-const PLAN: &str = r#"
-[experiment]
-name = "e2e"
-version = 1
+/// 2 requests per slot at c = 1 and 4 against `sim:exact`, one warmup, 2 trials.
+fn plan() -> PlanFixture {
+    PlanFixture::new("e2e")
+        .target("sim:exact")
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(200)
+        .output(21)
+        .concurrency(&[1, 4])
+        .requests("2x")
+        .warmup(1)
+        .trials(2)
+        .seed(3)
+}
 
-[target]
-base_url = "sim:exact"
-api = "chat"
-extra_body = { ignore_eos = true }
-
-[workload]
-input_tokens = 200
-output_tokens = 21
-
-[sweep]
-concurrency = [1, 4]
-
-[run]
-requests = "2x"
-warmup_requests = 1
-trials = 2
-seed = 3
-"#;
-
-fn opts(dir: &Path, plan_text: &str) -> RunOptions {
-    let plan_path = dir.join("e2e.toml");
-    std::fs::write(&plan_path, plan_text).unwrap();
+fn opts(dir: &Path, plan: &PlanFixture) -> RunOptions {
     RunOptions {
-        plan: Plan::load(&plan_path).unwrap(),
+        plan: plan.load(dir),
         out: dir.join("results"),
         overrides: Default::default(),
     }
@@ -69,7 +58,9 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
     for run_no in 1..=TIMING_RUNS {
         let tmp = tempfile::tempdir().unwrap();
         let (_tx, rx) = tokio::sync::watch::channel(false);
-        let result = run(opts(tmp.path(), PLAN), rx).await.expect("run succeeds");
+        let result = run(opts(tmp.path(), &plan()), rx)
+            .await
+            .expect("run succeeds");
         let measured = check_rows(&result);
         let a = qexp_analysis::analyze(&result.dir).unwrap();
         check_report(&a, tmp.path());
@@ -185,7 +176,7 @@ async fn unreachable_target_fails_before_writing_anything() {
         .local_addr()
         .unwrap()
         .port();
-    let plan = PLAN.replace("sim:exact", &format!("http://127.0.0.1:{port}"));
+    let plan = plan().target(&format!("http://127.0.0.1:{port}"));
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let err = run(opts(tmp.path(), &plan), rx)
         .await
@@ -206,7 +197,7 @@ async fn a_point_beyond_the_context_window_is_refused_before_any_load() {
     let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     // sim:exact serves 131072 tokens of context; 140000 + 21 does not fit.
-    let plan = PLAN.replace("input_tokens = 200", "input_tokens = 140000");
+    let plan = plan().input(140_000);
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let err = run(opts(tmp.path(), &plan), rx)
         .await
@@ -237,12 +228,7 @@ async fn a_point_beyond_the_context_window_is_refused_before_any_load() {
 fn the_cli_exits_2_on_a_plan_that_does_not_fit() {
     use clap::Parser as _;
     let tmp = tempfile::tempdir().unwrap();
-    let plan = tmp.path().join("big.toml");
-    std::fs::write(
-        &plan,
-        PLAN.replace("input_tokens = 200", "input_tokens = 140000"),
-    )
-    .unwrap();
+    let plan = plan().input(140_000).write(tmp.path());
     let out = tmp.path().join("results");
     let cli = qexp::Cli::parse_from([
         "qexp",

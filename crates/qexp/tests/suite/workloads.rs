@@ -6,7 +6,9 @@
 use crate::common::run_plan;
 use polars::prelude::DataType;
 use qexp_analysis::{Flag, Thresholds};
+use qexp_plan::ApiKind;
 use qexp_sim::{SimProfile, SimServer};
+use qexp_testkit::PlanFixture;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -23,33 +25,19 @@ async fn prefill_bound_sim() -> SimServer {
     .unwrap()
 }
 
-fn shared_plan(url: &str, unique: bool) -> String {
-    format!(
-        r#"
-[experiment]
-name = "shared-{unique}"
-version = 1
-
-[target]
-base_url = "{url}"
-api = "chat"
-
-[workload]
-input_tokens = 2500
-output_tokens = 4
-
-[workload.shared_prefix]
-groups = 2
-prompts_per_group = 3
-system_tokens = 2000
-unique_prefixes = {unique}
-
-[run]
-warmup_requests = 1
-trials = 2
-seed = 9
-"#
-    )
+fn shared_plan(url: &str, unique: bool) -> PlanFixture {
+    PlanFixture::new(&format!("shared-{unique}"))
+        .target(url)
+        .api(ApiKind::Chat)
+        .input(2500)
+        .output(4)
+        .set("workload.shared_prefix.groups", 2)
+        .set("workload.shared_prefix.prompts_per_group", 3)
+        .set("workload.shared_prefix.system_tokens", 2000)
+        .set("workload.shared_prefix.unique_prefixes", unique)
+        .warmup(1)
+        .trials(2)
+        .seed(9)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,8 +46,8 @@ async fn shared_prefix_is_cached_and_faster_than_its_cache_busted_twin() {
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
     let url = server.base_url();
-    let shared = run_plan(tmp.path(), "shared", &shared_plan(&url, false)).await;
-    let busted = run_plan(tmp.path(), "busted", &shared_plan(&url, true)).await;
+    let shared = run_plan(tmp.path(), &shared_plan(&url, false)).await;
+    let busted = run_plan(tmp.path(), &shared_plan(&url, true)).await;
 
     let (s, b) = (&shared.points[0], &busted.points[0]);
     assert_eq!(s.requests, 12, "2 trials × 2 groups × 3 prompts");
@@ -143,36 +131,19 @@ async fn a_cached_prefix_at_the_longest_point_is_flagged_with_its_cause() {
     let tmp = tempfile::tempdir().unwrap();
     // experiments/prefix-dip.toml at a tenth of the lengths: only the longest
     // point holds the 10K-token shared prefix; its second prompt prefills 2K.
-    let plan = format!(
-        r#"
-[experiment]
-name = "dip"
-version = 1
-
-[target]
-base_url = "{}"
-api = "chat"
-
-[workload]
-input_tokens = 1000
-output_tokens = 4
-
-[workload.shared_prefix]
-groups = 1
-prompts_per_group = 2
-system_tokens = 10000
-
-[sweep]
-input_tokens = [6000, 10000, 12000]
-
-[run]
-warmup_requests = 0
-trials = 3
-seed = 1
-"#,
-        server.base_url()
-    );
-    let analysis = run_plan(tmp.path(), "dip", &plan).await;
+    let plan = PlanFixture::new("dip")
+        .target(&server.base_url())
+        .api(ApiKind::Chat)
+        .input(1000)
+        .output(4)
+        .set("workload.shared_prefix.groups", 1)
+        .set("workload.shared_prefix.prompts_per_group", 2)
+        .set("workload.shared_prefix.system_tokens", 10000)
+        .set("sweep.input_tokens", vec![6000, 10000, 12000])
+        .warmup(0)
+        .trials(3)
+        .seed(1);
+    let analysis = run_plan(tmp.path(), &plan).await;
     let flags = qexp_analysis::anomaly::detect(&analysis, &Thresholds::default());
     let dip = flags
         .iter()
@@ -207,42 +178,26 @@ fn u32_col(df: &polars::prelude::DataFrame, name: &str) -> Vec<u32> {
 async fn drawn_lengths_are_sent_recorded_and_reproducible() {
     let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    let plan = r#"
-[experiment]
-name = "lengths"
-version = 1
-
-[target]
-base_url = "sim:exact"
-api = "chat"
-
-[workload]
-input_tokens = 300
-output_tokens = 8
-
-[workload.input_lengths]
-distribution = "lognormal"
-std_dev = 100
-min = 100
-max = 600
-
-[workload.output_lengths]
-distribution = "uniform"
-min = 2
-max = 12
-
-[sweep]
-concurrency = [4]
-
-[run]
-requests = 24
-warmup_requests = 0
-trials = 1
-seed = 5
-"#;
+    let plan = PlanFixture::new("lengths")
+        .target("sim:exact")
+        .api(ApiKind::Chat)
+        .input(300)
+        .output(8)
+        .set("workload.input_lengths.distribution", "lognormal")
+        .set("workload.input_lengths.std_dev", 100)
+        .set("workload.input_lengths.min", 100)
+        .set("workload.input_lengths.max", 600)
+        .set("workload.output_lengths.distribution", "uniform")
+        .set("workload.output_lengths.min", 2)
+        .set("workload.output_lengths.max", 12)
+        .concurrency(&[4])
+        .requests(24)
+        .warmup(0)
+        .trials(1)
+        .seed(5);
     let mut planned = Vec::new();
-    for name in ["a", "b"] {
-        let analysis = run_plan(tmp.path(), name, plan).await;
+    for _ in 0..2 {
+        let analysis = run_plan(tmp.path(), &plan).await;
         let df = qexp_store::scan_requests(&analysis.dir)
             .unwrap()
             .collect()
@@ -272,36 +227,19 @@ seed = 5
     assert_eq!(planned[0], planned[1], "the plan's seed fixes every length");
 }
 
-fn dataset_plan(path: &Path, format: &str) -> String {
-    format!(
-        r#"
-[experiment]
-name = "data"
-version = 1
-
-[target]
-base_url = "sim:exact"
-api = "chat"
-
-[workload]
-input_tokens = 40
-output_tokens = 3
-
-[workload.dataset]
-path = "{}"
-format = "{format}"
-
-[sweep]
-concurrency = [2]
-
-[run]
-requests = 12
-warmup_requests = 0
-trials = 1
-seed = 4
-"#,
-        path.display()
-    )
+fn dataset_plan(path: &Path, format: &str) -> PlanFixture {
+    PlanFixture::new("data")
+        .target("sim:exact")
+        .api(ApiKind::Chat)
+        .input(40)
+        .output(3)
+        .set("workload.dataset.path", path.display().to_string())
+        .set("workload.dataset.format", format)
+        .concurrency(&[2])
+        .requests(12)
+        .warmup(0)
+        .trials(1)
+        .seed(4)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,7 +253,7 @@ async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
     ] {
         let copy = tmp.path().join(file);
         std::fs::copy(shipped.join(file), &copy).unwrap();
-        let a = run_plan(tmp.path(), "data", &dataset_plan(&copy, format)).await;
+        let a = run_plan(tmp.path(), &dataset_plan(&copy, format)).await;
         let df = qexp_store::scan_requests(&a.dir)
             .unwrap()
             .collect()
@@ -344,7 +282,7 @@ async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
                 .replacen("a", "A", 1),
         )
         .unwrap();
-        let b = run_plan(tmp.path(), "data", &dataset_plan(&copy, format)).await;
+        let b = run_plan(tmp.path(), &dataset_plan(&copy, format)).await;
         assert_ne!(sha(&a), sha(&b), "{file}");
         assert_ne!(
             a.manifest.comparability.workload_hash,
@@ -366,36 +304,20 @@ fn render(run: &qexp_analysis::RunAnalysis, out: &Path) -> String {
     std::fs::read_to_string(&written[0]).unwrap()
 }
 
-fn multi_turn_plan(url: &str) -> String {
-    format!(
-        r#"
-[experiment]
-name = "multi-turn"
-version = 1
-
-[target]
-base_url = "{url}"
-api = "chat"
-
-[workload]
-input_tokens = 400
-output_tokens = 24
-
-[workload.multi_turn]
-turns = 3
-user_tokens = 60
-think_time_s = 0.02
-
-[sweep]
-concurrency = [2]
-
-[run]
-requests = 3
-warmup_requests = 1
-trials = 2
-seed = 5
-"#
-    )
+fn multi_turn_plan(url: &str) -> PlanFixture {
+    PlanFixture::new("multi-turn")
+        .target(url)
+        .api(ApiKind::Chat)
+        .input(400)
+        .output(24)
+        .set("workload.multi_turn.turns", 3)
+        .set("workload.multi_turn.user_tokens", 60)
+        .set("workload.multi_turn.think_time_s", 0.02)
+        .concurrency(&[2])
+        .requests(3)
+        .warmup(1)
+        .trials(2)
+        .seed(5)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,7 +325,7 @@ async fn multi_turn_sessions_resend_the_conversation_in_order() {
     let _serial = crate::common::heavy().await;
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
-    let run = run_plan(tmp.path(), "multi", &multi_turn_plan(&server.base_url())).await;
+    let run = run_plan(tmp.path(), &multi_turn_plan(&server.base_url())).await;
     let point = &run.points[0];
     assert_eq!(point.requests, 18, "2 trials × 3 sessions × 3 turns");
     assert_eq!(point.failures, 0);
@@ -487,28 +409,17 @@ async fn reasoning_is_timed_apart_from_the_answer_and_reported() {
     .await
     .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let plan = format!(
-        r#"
-[experiment]
-name = "reasoning"
-version = 1
-
-[target]
-base_url = "{}"
-api = "chat"
-
-[workload]
-input_tokens = 100
-output_tokens = 12
-
-[run]
-requests = 2
-warmup_requests = 0
-trials = 2
-"#,
-        server.base_url()
-    );
-    let run = run_plan(tmp.path(), "reasoning", &plan).await;
+    let plan = |name: &str, server: &SimServer| {
+        PlanFixture::new(name)
+            .target(&server.base_url())
+            .api(ApiKind::Chat)
+            .input(100)
+            .output(12)
+            .requests(2)
+            .warmup(0)
+            .trials(2)
+    };
+    let run = run_plan(tmp.path(), &plan("reasoning", &server)).await;
     assert_eq!(run.points[0].failures, 0);
     let df = qexp_store::scan_requests(&run.dir)
         .unwrap()
@@ -535,10 +446,7 @@ trials = 2
     assert!(md.contains("| 66.7% |"), "{md}");
     // A run without reasoning has no reasoning table.
     let other = prefill_bound_sim().await;
-    let plain = plan
-        .replace(&server.base_url(), &other.base_url())
-        .replace("\"reasoning\"", "\"plain\"");
-    let plain = run_plan(tmp.path(), "plain", &plain).await;
+    let plain = run_plan(tmp.path(), &plan("plain", &other)).await;
     assert!(plain.reasoning.is_empty());
     let md = render(&plain, &tmp.path().join("plain-report"));
     assert!(!md.contains("### Reasoning"), "{md}");

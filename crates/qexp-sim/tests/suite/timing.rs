@@ -4,18 +4,11 @@
 //! [`ATTEMPTS`] streams that shows it (see [`stream_timed`]), so a loaded
 //! 2-core machine does not make them flaky.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{ms, stream, words, Event};
+use crate::common::{ms, stream, words, Event, ONE_AT_A_TIME};
 use qexp_sim::{SimProfile, SimServer, CHAT_PRIMER_TOKENS};
 use serde_json::{json, Value};
-
-/// One timing test at a time: each measures milliseconds over loopback, and
-/// a neighbour streaming hundreds of sequences on the same two cores would
-/// be measured with it.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How many streams (or batches) a timing may take to show.
 const ATTEMPTS: usize = 4;

@@ -1,8 +1,6 @@
 //! The HTTP surface over a real loopback socket: probes, usage accounting, errors.
 
-mod common;
-
-use common::{split, words};
+use crate::common::{split, words};
 use qexp_sim::{SimProfile, SimServer, CHAT_PRIMER_TOKENS};
 use serde_json::{json, Value};
 

@@ -1,9 +1,16 @@
-//! Test helpers: a tiny SSE reader that timestamps every event.
+//! Test helpers: a tiny SSE reader that timestamps every event, and the
+//! lock that keeps timing tests apart.
 #![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+/// One timing test at a time: each measures milliseconds over loopback, and
+/// a neighbour streaming hundreds of sequences on the same two cores would
+/// be measured with it. Held by the timing module's tests and by every
+/// other test that judges a duration.
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One `data:` event of a stream and when its bytes arrived.
 #[derive(Debug)]

@@ -1,9 +1,7 @@
 //! The prefix cache as a client sees it: cached tokens in the usage, a
 //! shorter TTFT for the cached part, and vLLM-named counters on /metrics.
 
-mod common;
-
-use common::{ms, stream, words};
+use crate::common::{ms, stream, words, ONE_AT_A_TIME};
 use qexp_sim::{SimProfile, SimServer};
 use serde_json::{json, Value};
 
@@ -47,6 +45,7 @@ async fn counters(client: &reqwest::Client, base: &str) -> String {
 
 #[tokio::test]
 async fn a_shared_prefix_is_served_from_cache() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let server = SimServer::start(profile()).await.unwrap();
     let client = reqwest::Client::new();
     let base = server.base_url();
