@@ -35,7 +35,11 @@ pub async fn run_plan(
 }
 
 /// Runs a plan given as TOML text, written to `<dir>/<name>.toml`, and analyses it.
-pub async fn run_plan_text(dir: &std::path::Path, name: &str, text: &str) -> qexp_analysis::RunAnalysis {
+pub async fn run_plan_text(
+    dir: &std::path::Path,
+    name: &str,
+    text: &str,
+) -> qexp_analysis::RunAnalysis {
     let plan_path = dir.join(format!("{name}.toml"));
     std::fs::write(&plan_path, text).unwrap();
     run_loaded(dir, qexp_plan::Plan::load(&plan_path).unwrap()).await
