@@ -95,6 +95,7 @@ async fn run_plan(dir: &Path, text: &str) -> RunResult {
         plan: Plan::load(&path).unwrap(),
         out: dir.join("results"),
         overrides: Default::default(),
+        shard: None,
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let run = tokio::time::timeout(std::time::Duration::from_secs(60), run(opts, rx));

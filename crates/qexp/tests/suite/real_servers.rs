@@ -54,6 +54,7 @@ fn plan(dir: &Path, url: &str, body: &str) -> RunOptions {
         plan: Plan::load(&path).unwrap(),
         out: dir.join("results"),
         overrides: Default::default(),
+        shard: None,
     }
 }
 
@@ -475,6 +476,7 @@ async fn llamacpp_slots_launched_by_qexp_differ_as_expected() {
         plan: Plan::load(&path).unwrap(),
         out: tmp.path().join("results"),
         overrides: Default::default(),
+        shard: None,
     };
     let started = std::time::Instant::now();
     let (_tx, rx) = tokio::sync::watch::channel(false);

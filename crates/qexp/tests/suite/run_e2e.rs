@@ -40,6 +40,7 @@ fn opts(dir: &Path, plan_text: &str) -> RunOptions {
         plan: Plan::load(&plan_path).unwrap(),
         out: dir.join("results"),
         overrides: Default::default(),
+        shard: None,
     }
 }
 

@@ -31,6 +31,7 @@ async fn run_plan(dir: &Path, name: &str, text: &str) -> qexp_analysis::RunAnaly
         plan: Plan::load(&plan_path).unwrap(),
         out: dir.join("results"),
         overrides: Default::default(),
+        shard: None,
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let result = run(opts, rx).await.expect("run succeeds");
