@@ -285,9 +285,12 @@ pub struct SimArgs {
     /// Simulator profile.
     #[arg(long, default_value = "founding")]
     pub profile: String,
-    /// Port on 127.0.0.1 (0 picks a free one).
+    /// Port (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// Address to listen on; only loopback unless you give another.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
     /// The model id to serve [default: sim-<profile>].
     #[arg(long)]
     pub model: Option<String>,

@@ -12,6 +12,7 @@ mod diff_cli;
 mod faults_run;
 mod hostile_server;
 mod kube;
+mod netns;
 mod nothing_lost;
 mod open_loop_e2e;
 mod paths;

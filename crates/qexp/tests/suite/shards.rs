@@ -628,6 +628,21 @@ async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
     );
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(!out.exists(), "a refused merge writes nothing");
+    // --partial merges what there is and says what is missing.
+    let partial = s.tmp.path().join("partial");
+    let o = merge(&dirs, &partial, &["--partial"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("partial: shard 3 of 4"),
+        "{}",
+        text(&o.stdout)
+    );
+    let m = qexp_store::read_manifest(&partial).unwrap();
+    let rec = m.merged.unwrap();
+    assert!(rec.partial);
+    assert_eq!(rec.missing, [3]);
+    let df = measured(&partial);
+    assert!(u32s(&df, "shard").iter().all(|k| *k != 3));
 
     let o = qexp(&["run", "--resume", dirs[3].to_str().unwrap(), "--no-report"])
         .output()
