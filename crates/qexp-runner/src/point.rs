@@ -221,7 +221,10 @@ impl<B: Backend> PointRunner<'_, B> {
         };
         self.backend.prepare(in_flight).await;
         // Every shard starts the measured requests at the time shard 0 names.
-        self.meeting.before_point(ctx.trial, point.id).await;
+        let at_barrier = self.stop.receiver();
+        self.meeting
+            .before_point(ctx.trial, point.id, at_barrier)
+            .await;
         let probe = Probe::start();
         let done = self
             .measure(ctx.trial, point, measured_jobs, share, &mut on_measured)

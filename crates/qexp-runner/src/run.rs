@@ -129,7 +129,7 @@ async fn run_trials<B: Backend>(
     runner.meeting = meeting;
     let result = run_pairs(opts, points, trials, writer, &mut runner).await;
     // Also after a failure: shard 0 serves until the others are done.
-    runner.meeting.end().await;
+    runner.meeting.end(stop.receiver()).await;
     if runner.meeting.note_lost(writer.manifest_mut()) {
         writer.save_manifest()?;
     }

@@ -6,8 +6,9 @@
 use crate::error::RunError;
 use crate::rendezvous::hall::{Hall, Serving};
 use crate::rendezvous::member::{Clock, Member};
-use crate::rendezvous::RendezvousOptions;
+use crate::rendezvous::wire::RendezvousOptions;
 use crate::shard::Shard;
+use crate::Cancel;
 use qexp_store::{LostShard, Manifest, ShardRecord};
 
 /// `qexp run --shard K/N`: which shard, under which shared run id, meeting where.
@@ -138,17 +139,24 @@ impl Meeting {
         })
     }
 
-    /// Waits at the barrier before (`trial`, `point_id`)'s measured requests.
-    pub(crate) async fn before_point(&self, trial: u32, point_id: u32) {
-        if let Some(m) = &self.member {
-            m.meet(&format!("t{trial}-p{point_id}")).await;
-        }
+    /// Waits at the barrier before (`trial`, `point_id`)'s measured
+    /// requests, or until `cancel` (Ctrl-C, SIGTERM) turns true.
+    pub(crate) async fn before_point(&self, trial: u32, point_id: u32, cancel: Cancel) {
+        self.meet(&format!("t{trial}-p{point_id}"), cancel).await;
     }
 
-    /// The last barrier: shard 0 serves until every shard not lost is done.
-    pub(crate) async fn end(&mut self) {
-        if let Some(m) = &mut self.member {
-            m.meet("end").await;
+    /// The last barrier: shard 0 serves until every shard not lost is done
+    /// (or `cancel` turns true).
+    pub(crate) async fn end(&self, cancel: Cancel) {
+        self.meet("end", cancel).await;
+    }
+
+    async fn meet(&self, key: &str, mut cancel: Cancel) {
+        if let Some(m) = &self.member {
+            tokio::select! {
+                _ = m.meet(key) => {}
+                _ = cancel.wait_for(|c| *c) => {}
+            }
         }
     }
 

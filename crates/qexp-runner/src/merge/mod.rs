@@ -11,11 +11,10 @@
 //! (see `rows.rs`).
 
 mod check;
-mod error;
+pub(crate) mod error;
 mod rows;
 
-pub use error::MergeError;
-
+use crate::merge::error::MergeError;
 use crate::record::Context;
 use qexp_plan::Plan;
 use qexp_store::{Manifest, MergeRecord, MergedShard, PointRow, RunStatus};

@@ -15,6 +15,4 @@
 
 pub(crate) mod hall;
 pub(crate) mod member;
-mod wire;
-
-pub use wire::RendezvousOptions;
+pub(crate) mod wire;

@@ -482,6 +482,16 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
     // Trials, then requests (DESIGN.md): the interval is the order-statistic
     // 95% CI of the median over the one-process run's 6 trial medians.
     let one = qexp_analysis::analyze(&single_dir).unwrap();
+    for (name, an) in [("one process", &one), ("4 shards merged", &a)] {
+        let p = &an.points[0];
+        let med = |s: &Option<qexp_analysis::stats::summary::Summary>| {
+            s.as_ref().map_or(f64::NAN, |s| s.median)
+        };
+        eprintln!(
+            "{name}: TTFT median {:.4} s, TTFT p90 {:.4} s, E2E median {:.4} s, ITL p50 {:.4} s, aggregate {:.0} tok/s ({} requests)",
+            med(&p.ttft_s), med(&p.ttft_p90_s), med(&p.e2e_s), med(&p.itl_p50_s), med(&p.agg_tok_s), p.requests
+        );
+    }
     for (metric, merged, single) in [
         ("ttft_s", &a.points[0].ttft_s, &one.points[0].ttft_s),
         ("e2e_s", &a.points[0].e2e_s, &one.points[0].e2e_s),
