@@ -204,6 +204,9 @@ pub struct RunArgs {
 }
 
 /// `qexp merge`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
     /// The shard folders (`qexp run --shard K/N` wrote one each).

@@ -226,7 +226,7 @@ async fn shards_in_separate_network_namespaces_merge_into_the_plans_run() {
         .to_vec();
         logs.push(lab.spawn(k + 1, &args));
     }
-    for k in 0..4usize {
+    for (k, log) in logs.iter().enumerate() {
         let child = &mut lab.children[k + 1];
         let started = Instant::now();
         let status = loop {
@@ -236,11 +236,11 @@ async fn shards_in_separate_network_namespaces_merge_into_the_plans_run() {
             assert!(
                 started.elapsed() < Duration::from_secs(120),
                 "shard {k} did not finish:\n{}",
-                logs[k].lock().unwrap()
+                log.lock().unwrap()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        assert!(status.success(), "shard {k}:\n{}", logs[k].lock().unwrap());
+        assert!(status.success(), "shard {k}:\n{}", log.lock().unwrap());
     }
     let dirs: Vec<String> = (0..4)
         .map(|k| {

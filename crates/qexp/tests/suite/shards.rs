@@ -608,14 +608,14 @@ async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
     }
     shards.children[3].kill().unwrap();
     shards.children[3].wait().unwrap();
-    for k in 0..3 {
+    for (k, dir) in dirs.iter().enumerate().take(3) {
         let st = exit_of(&mut shards, k).await;
         assert!(
             st.success(),
             "shard {k}: {}",
             shards.stderr[k].lock().unwrap()
         );
-        let m = qexp_store::read_manifest(&dirs[k]).unwrap();
+        let m = qexp_store::read_manifest(dir).unwrap();
         let lost = m.shard.unwrap().lost;
         assert_eq!(
             lost.iter().map(|l| l.shard).collect::<Vec<_>>(),
