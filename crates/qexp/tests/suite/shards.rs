@@ -581,12 +581,25 @@ async fn open_loop_shards_keep_the_plans_rate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
     let _heavy = crate::common::heavy().await;
+    kill_resume_merge(3, "20261203T120000Z-d1ed03").await;
+}
+
+/// Shard 0 serves the rendezvous: when it dies the others go on alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_shard_0_is_named_and_the_others_go_on_alone() {
+    let _heavy = crate::common::heavy().await;
+    kill_resume_merge(0, "20261203T120000Z-d1ed00").await;
+}
+
+/// Kills shard `victim` mid-point: the others finish and name it, `qexp
+/// merge` refuses naming it (and `--partial` merges the rest), `--resume`
+/// of it alone, then the merge, completes the run.
+async fn kill_resume_merge(victim: usize, run_id: &str) {
     let s = setup("exact", KILLED).await;
-    let run_id = "20261203T120000Z-d1ed00";
     let mut shards = start_shards(&s, 4, run_id).await;
     let dirs = shard_dirs(&s, "shards-killed", run_id, 4);
-    // Kill shard 3 once it has journaled a few requests of its first point.
-    let journal = dirs[3].join("journal");
+    // Kill it once it has journaled a few requests of its first point.
+    let journal = dirs[victim].join("journal");
     let started = Instant::now();
     loop {
         let lines: usize = std::fs::read_dir(&journal)
@@ -602,13 +615,13 @@ async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "shard 3 never sent"
+            "shard {victim} never sent"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    shards.children[3].kill().unwrap();
-    shards.children[3].wait().unwrap();
-    for (k, dir) in dirs.iter().enumerate().take(3) {
+    shards.children[victim].kill().unwrap();
+    shards.children[victim].wait().unwrap();
+    for (k, dir) in dirs.iter().enumerate().filter(|(k, _)| *k != victim) {
         let st = exit_of(&mut shards, k).await;
         assert!(
             st.success(),
@@ -619,11 +632,11 @@ async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
         let lost = m.shard.unwrap().lost;
         assert_eq!(
             lost.iter().map(|l| l.shard).collect::<Vec<_>>(),
-            [3],
+            [victim as u32],
             "shard {k}"
         );
         assert!(
-            lost[0].message.contains("shard 3 of 4"),
+            lost[0].message.contains(&format!("shard {victim} ")),
             "{}",
             lost[0].message
         );
@@ -633,7 +646,7 @@ async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
     let err = text(&o.stderr);
     assert!(
-        err.contains("shard 3 of 4") && err.contains("--resume"),
+        err.contains(&format!("shard {victim} of 4")) && err.contains("--resume"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "one line: {err}");
@@ -643,20 +656,25 @@ async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
     let o = merge(&dirs, &partial, &["--partial"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
-        text(&o.stdout).contains("partial: shard 3 of 4"),
+        text(&o.stdout).contains(&format!("partial: shard {victim} of 4")),
         "{}",
         text(&o.stdout)
     );
     let m = qexp_store::read_manifest(&partial).unwrap();
     let rec = m.merged.unwrap();
     assert!(rec.partial);
-    assert_eq!(rec.missing, [3]);
+    assert_eq!(rec.missing, [victim as u32]);
     let df = measured(&partial);
-    assert!(u32s(&df, "shard").iter().all(|k| *k != 3));
+    assert!(u32s(&df, "shard").iter().all(|k| *k != victim as u32));
 
-    let o = qexp(&["run", "--resume", dirs[3].to_str().unwrap(), "--no-report"])
-        .output()
-        .unwrap();
+    let o = qexp(&[
+        "run",
+        "--resume",
+        dirs[victim].to_str().unwrap(),
+        "--no-report",
+    ])
+    .output()
+    .unwrap();
     assert!(o.status.success(), "resume: {}", text(&o.stderr));
     let o = merge(&dirs, &out, &[]);
     assert!(
