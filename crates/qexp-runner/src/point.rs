@@ -38,7 +38,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
     let f = &opts.plan.file;
     let run_id = writer.manifest().run_id.clone();
     let host = writer.manifest().host.hostname.clone().unwrap_or_default();
-    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
+    let salt = crate::workload::run_salt(&run_id);
     let per_deployment = (opts.plan.points().len() / opts.plan.deployments().len().max(1)) as u32;
     let prompts = Prompts {
         filler: &prep.filler,
