@@ -76,6 +76,7 @@ async fn run_plan(
         plan,
         out: env.scratch.clone(),
         overrides: Default::default(),
+        shard: None,
     };
     let (_stop, cancel) = tokio::sync::watch::channel(false);
     env.drain().await?;

@@ -90,6 +90,12 @@ pub enum RunError {
     /// The HTTP client could not be built.
     #[error(transparent)]
     Client(#[from] qexp_client::ClientError),
+    /// A shard option does not fit the plan.
+    #[error("{0}")]
+    Shard(String),
+    /// The shards of a run could not meet: the rendezvous cannot be served or reached.
+    #[error("{0}")]
+    Rendezvous(String),
     /// The output folder is unusable.
     #[error("cannot use output folder {}: {message}", path.display())]
     Output {

@@ -19,6 +19,8 @@ pub struct RunOptions {
     /// `--trials`, `--target` and `--model`, overriding the plan (and
     /// recorded in the manifest as given).
     pub overrides: Overrides,
+    /// `--shard K/N`: this process runs one shard of the plan; `None`: all of it.
+    pub shard: Option<crate::sharded::ShardOptions>,
 }
 
 /// A finished (or interrupted) run.
@@ -103,7 +105,10 @@ pub(crate) fn base_manifest(
     Manifest {
         schema_version: qexp_store::SCHEMA_VERSION,
         qexp_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: qexp_store::new_run_id(started_at),
+        run_id: opts
+            .shard
+            .as_ref()
+            .map_or_else(|| qexp_store::new_run_id(started_at), |s| s.run_id.clone()),
         experiment: plan.name().to_string(),
         plan_path: plan.path.display().to_string(),
         plan_hash: plan.hash(),
@@ -130,5 +135,7 @@ pub(crate) fn base_manifest(
         order: None,
         restart: None,
         baseline: None,
+        shard: None,
+        merged: None,
     }
 }

@@ -13,6 +13,8 @@ use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, Context, DeploymentTag};
 use crate::scheduler::{run_closed_loop, Job};
 use crate::session::{plan_turns, run_sessions};
+use crate::shard::Share;
+use crate::sharded::Meeting;
 use crate::stop::Stop;
 use crate::timer::Timer;
 use crate::workload::{Planned, Prompts};
@@ -36,7 +38,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
     let f = &opts.plan.file;
     let run_id = writer.manifest().run_id.clone();
     let host = writer.manifest().host.hostname.clone().unwrap_or_default();
-    let salt = u64::from_str_radix(run_id.rsplit('-').next().unwrap_or("0"), 16).unwrap_or(0);
+    let salt = crate::workload::run_salt(&run_id);
     let per_deployment = (opts.plan.points().len() / opts.plan.deployments().len().max(1)) as u32;
     let prompts = Prompts {
         filler: &prep.filler,
@@ -62,6 +64,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
         trials,
         deployment,
         over_tolerance: Vec::new(),
+        meeting: Meeting::whole(),
     }
 }
 
@@ -92,6 +95,8 @@ pub(crate) struct PointRunner<'a, B: Backend> {
     pub deployment: Option<DeploymentTag>,
     /// One line per whole (trial, point) whose failures exceeded `[tolerance]`.
     pub over_tolerance: Vec<String>,
+    /// This process's shard of the run and where it meets the others.
+    pub meeting: Meeting,
 }
 
 impl<B: Backend> PointRunner<'_, B> {
@@ -103,6 +108,11 @@ impl<B: Backend> PointRunner<'_, B> {
         pos: u32,
         point: &Point,
     ) -> Result<(), RunError> {
+        let shard = self.meeting.shard();
+        let share = shard.share(
+            point,
+            self.plan.workload.multi_turn.as_ref().map(|m| m.turns()),
+        );
         let ctx = Context {
             run_id: &self.run_id,
             client_host: &self.host,
@@ -110,13 +120,30 @@ impl<B: Backend> PointRunner<'_, B> {
             point,
             point_order: pos,
             deployment: self.deployment.as_ref(),
+            shard: (shard.count > 1).then_some(shard.index),
+            shift_s: self.meeting.clock().shift_s(),
+            requests_planned: share.measured.len() as u32,
         };
         let mut planned = BTreeMap::new();
-        let jobs = self.jobs(trial, point, &mut planned);
-        let label = format!("trial {trial}/{} {}", self.trials, point.label());
-        let bar = PointProgress::new(&label, u64::from(point.warmup + point.requests));
+        let jobs = self.jobs(trial, point, &share, &mut planned);
+        let label = match shard.count {
+            1 => format!("trial {trial}/{} {}", self.trials, point.label()),
+            n => format!(
+                "shard {}/{n} trial {trial}/{} {}",
+                shard.index,
+                self.trials,
+                point.label()
+            ),
+        };
+        let total = share.warmup.len() + share.measured.len();
+        let bar = PointProgress::new(&label, total as u64);
         writer.begin_point(trial, point.id)?;
-        let sent = self.send(writer, &ctx, &bar, jobs, &mut planned).await;
+        let sent = self
+            .send(writer, &ctx, &bar, jobs, &share, &mut planned)
+            .await;
+        if self.meeting.note_lost(writer.manifest_mut()) {
+            writer.save_manifest()?;
+        }
         let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
         let mut rows: Vec<RequestRow> = sent
             .warm
@@ -130,8 +157,8 @@ impl<B: Backend> PointRunner<'_, B> {
             .collect();
         let prow = self.point_row(&ctx, &measured, &sent).await;
         rows.extend(measured.iter().cloned());
-        let whole =
-            all_finished(&sent.warm, point.warmup) && all_finished(&sent.measured, point.requests);
+        let whole = all_finished(&sent.warm, share.warmup.len() as u32)
+            && all_finished(&sent.measured, ctx.requests_planned);
         if let Some(e) = sent.journal_failure {
             // Keep what can still be kept; the journal's failure is the one to report.
             let _ = writer.write_incomplete_point(&rows, &prow);
@@ -161,15 +188,17 @@ impl<B: Backend> PointRunner<'_, B> {
         ctx: &Context<'_>,
         bar: &PointProgress,
         (warm, measured_jobs): (Vec<Job>, Vec<Job>),
+        share: &Share,
         planned: &mut BTreeMap<u32, Planned>,
     ) -> Sent {
         let point = ctx.point;
         let cancel = self.stop.receiver();
         let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
         let mut journal = Journaling::new(writer, self.stop);
-        let warm_c = match point.concurrency {
-            0 => point.warmup.max(1),
-            c => c.min(point.warmup.max(1)),
+        let warmups = share.warmup.len() as u32;
+        let warm_c = match share.concurrency {
+            0 => warmups.max(1),
+            c => c.min(warmups.max(1)),
         };
         let warm_done = run_closed_loop(self.backend.clone(), warm, warm_c, cancel, |f| {
             bar.inc(f.outcome.error.is_some());
@@ -187,13 +216,18 @@ impl<B: Backend> PointRunner<'_, B> {
         // As many connections as the point keeps requests in flight
         // (its in-flight cap for an open loop), opened before it is measured.
         let in_flight = match &point.open_loop {
-            Some(ol) => ol.max_in_flight.unwrap_or(0),
-            None => point.concurrency,
+            Some(_) => share.max_in_flight.unwrap_or(0),
+            None => share.concurrency,
         };
         self.backend.prepare(in_flight).await;
+        // Every shard starts the measured requests at the time shard 0 names.
+        let at_barrier = self.stop.receiver();
+        self.meeting
+            .before_point(ctx.trial, point.id, at_barrier)
+            .await;
         let probe = Probe::start();
         let done = self
-            .measure(ctx.trial, point, measured_jobs, &mut on_measured)
+            .measure(ctx.trial, point, measured_jobs, share, &mut on_measured)
             .await;
         let health = probe.finish().await;
         let journal_failure = journal.failure();
@@ -255,6 +289,7 @@ impl<B: Backend> PointRunner<'_, B> {
         &self,
         trial: u32,
         point: &Point,
+        share: &Share,
         planned: &mut BTreeMap<u32, Planned>,
     ) -> (Vec<Job>, Vec<Job>) {
         let mut make = |index: u32| {
@@ -272,10 +307,8 @@ impl<B: Backend> PointRunner<'_, B> {
                 },
             }
         };
-        let warm: Vec<Job> = (0..point.warmup).map(&mut make).collect();
-        let measured = (point.warmup..point.warmup + point.requests)
-            .map(&mut make)
-            .collect();
+        let warm: Vec<Job> = share.warmup.iter().copied().map(&mut make).collect();
+        let measured = share.measured.iter().copied().map(&mut make).collect();
         (warm, measured)
     }
 
@@ -285,13 +318,14 @@ impl<B: Backend> PointRunner<'_, B> {
         trial: u32,
         point: &Point,
         jobs: Vec<Job>,
+        share: &Share,
         on_measured: &mut impl FnMut(&crate::Finished),
     ) -> Vec<crate::Finished> {
         let cancel = self.stop.receiver();
         let backend = self.backend.clone();
         match (&self.plan.workload.multi_turn, &point.open_loop) {
             (None, None) => {
-                run_closed_loop(backend, jobs, point.concurrency, cancel, on_measured).await
+                run_closed_loop(backend, jobs, share.concurrency, cancel, on_measured).await
             }
             (Some(m), _) => {
                 // Jobs are session-major: a session's turns are consecutive.
@@ -303,7 +337,7 @@ impl<B: Backend> PointRunner<'_, B> {
                 run_sessions(
                     backend,
                     sessions,
-                    point.concurrency,
+                    share.concurrency,
                     think,
                     cancel,
                     on_measured,
@@ -315,9 +349,11 @@ impl<B: Backend> PointRunner<'_, B> {
                 // (and match between the deployments of a block).
                 let place = point.id % self.prompts.per_deployment.max(1);
                 let seed = self.plan.run.seed ^ (u64::from(trial) << 32) ^ u64::from(place);
+                let shard = self.meeting.shard();
+                let trace = self.prep.trace.as_ref();
                 let spec = OpenLoopSpec {
-                    offsets: crate::arrivals::offsets(ol, self.prep.trace.as_ref(), seed),
-                    max_in_flight: ol.max_in_flight,
+                    offsets: shard.offsets(ol, trace, seed, point.warmup, &share.measured),
+                    max_in_flight: share.max_in_flight,
                     timer: Timer::Precise,
                 };
                 run_open_loop(backend, jobs, spec, cancel, on_measured).await

@@ -16,6 +16,12 @@ pub(crate) struct Context<'a> {
     pub point_order: u32,
     /// The deployment and start that answered, in a run with deployments.
     pub deployment: Option<&'a DeploymentTag>,
+    /// The shard sending, in a run split over several processes.
+    pub shard: Option<u32>,
+    /// Seconds added to every time measured here to put it on shard 0's clock.
+    pub shift_s: f64,
+    /// Measured requests this process was to send of the point.
+    pub requests_planned: u32,
 }
 
 /// What every row of a deployment's start carries.
@@ -80,8 +86,8 @@ pub(crate) fn request_row(
         prefix_group: planned.prefix_group,
         session: planned.session,
         turn: planned.turn,
-        scheduled_unix_s: f.scheduled_unix_s,
-        sent_unix_s: o.sent_unix_s,
+        scheduled_unix_s: f.scheduled_unix_s + ctx.shift_s,
+        sent_unix_s: o.sent_unix_s + ctx.shift_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
         headers_s: o.headers_s,
         ttft_s: o.ttft_s(),
@@ -105,6 +111,7 @@ pub(crate) fn request_row(
         error_class: o.error.as_ref().map(|e| e.class),
         error_message: o.error.as_ref().map(|e| e.message.clone()),
         retries: o.retries,
+        shard: ctx.shard,
     }
 }
 
@@ -146,7 +153,7 @@ pub(crate) fn point_row(
         concurrency: ctx.point.concurrency,
         input_tokens_target: ctx.point.input_tokens,
         output_tokens_target: ctx.point.output_tokens,
-        requests_planned: ctx.point.requests,
+        requests_planned: ctx.requests_planned,
         requests_done: measured.len() as u32,
         failures: (measured.len() - ok.len()) as u32,
         window_start_unix_s: if start.is_finite() { start } else { 0.0 },
@@ -157,7 +164,7 @@ pub(crate) fn point_row(
         client_cpu_cores: None,
         client_loop_lag_p99_s: None,
         prompt_units,
-        invalid_reason: interrupted(measured, ctx.point.requests)
+        invalid_reason: interrupted(measured, ctx.requests_planned)
             .or_else(|| prompt_mismatch(&ok, tolerance)),
         server: None,
     }

@@ -93,6 +93,21 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             target,
             model: manifest.overrides.model.clone(),
         },
+        // A shard resumes alone (the others are done): no rendezvous, the
+        // clock offset its run measured.
+        shard: manifest
+            .shard
+            .as_ref()
+            .map(|s| crate::sharded::ShardOptions {
+                shard: crate::shard::Shard {
+                    index: s.index,
+                    count: s.count,
+                },
+                run_id: manifest.run_id.clone(),
+                rendezvous: None,
+                clock_skew_s: 0.0,
+                clock_offset_s: s.clock_offset_s,
+            }),
     };
     let resuming = Resuming {
         dir: r.dir.clone(),

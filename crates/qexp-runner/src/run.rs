@@ -2,9 +2,10 @@ use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
 use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
-use crate::point::point_runner;
+use crate::point::{point_runner, PointRunner};
 use crate::prepare::{prepare, Prepared};
 use crate::resume::{ResumeOptions, Resuming};
+use crate::sharded::Meeting;
 use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
 use crate::Cancel;
@@ -33,6 +34,11 @@ async fn run_or_resume(
     cancel: Cancel,
 ) -> Result<RunResult, RunError> {
     if !opts.plan.deployments().is_empty() {
+        if opts.shard.is_some() {
+            return Err(RunError::Shard(
+                "--shard splits a plan against one target; a plan with [[deployment]] tables runs in one process".into(),
+            ));
+        }
         return crate::deployed::run(opts, resuming, cancel).await;
     }
     let given = opts
@@ -72,7 +78,9 @@ async fn run_on(
         &host,
     );
     let target_info = target_info(opts, target, &prep);
+    let meeting = Meeting::open(opts.shard.as_ref()).await?;
     let manifest = Manifest {
+        shard: meeting.record(),
         server: Some(prep.info.clone()),
         fingerprint: Some(prep.fingerprint.clone()),
         calibration: prep
@@ -95,7 +103,15 @@ async fn run_on(
     );
     let backend = Arc::new(target.client.clone());
     let stop = Stop::following(&cancel);
-    let outcome = run_trials(opts, &prep, &points, trials, &mut writer, backend, &stop).await;
+    let outcome = run_trials(
+        opts,
+        &prep,
+        (&points, trials),
+        &mut writer,
+        (backend, meeting),
+        &stop,
+    )
+    .await;
     finish(writer, outcome, &cancel, Vec::new())
 }
 
@@ -104,15 +120,32 @@ async fn run_on(
 async fn run_trials<B: Backend>(
     opts: &RunOptions,
     prep: &Prepared,
+    (points, trials): (&[Point], u32),
+    writer: &mut RunWriter,
+    (backend, meeting): (Arc<B>, Meeting),
+    stop: &Stop,
+) -> Result<Vec<String>, RunError> {
+    let mut runner = point_runner(opts, prep, writer, backend, stop, trials, None);
+    runner.meeting = meeting;
+    let result = run_pairs(opts, points, trials, writer, &mut runner).await;
+    // Also after a failure: shard 0 serves until the others are done.
+    runner.meeting.end(stop.receiver()).await;
+    if runner.meeting.note_lost(writer.manifest_mut()) {
+        writer.save_manifest()?;
+    }
+    result.map(|()| runner.over_tolerance)
+}
+
+/// Every (trial, point) not yet complete, in each trial's order.
+async fn run_pairs<B: Backend>(
+    opts: &RunOptions,
     points: &[Point],
     trials: u32,
     writer: &mut RunWriter,
-    backend: Arc<B>,
-    stop: &Stop,
-) -> Result<Vec<String>, RunError> {
-    let cancel = stop.receiver();
+    runner: &mut PointRunner<'_, B>,
+) -> Result<(), RunError> {
+    let cancel = runner.stop.receiver();
     let f = &opts.plan.file;
-    let mut runner = point_runner(opts, prep, writer, backend, stop, trials, None);
     for trial in 1..=trials {
         let order = match writer.manifest().point_order.get(trial as usize - 1) {
             // A resumed run keeps the order each trial started with.
@@ -129,7 +162,7 @@ async fn run_trials<B: Backend>(
         };
         for (pos, &pid) in order.iter().enumerate() {
             if *cancel.borrow() {
-                return Ok(runner.over_tolerance);
+                return Ok(());
             }
             if writer.is_complete(trial, pid) {
                 // Resumed: measured already.
@@ -140,7 +173,7 @@ async fn run_trials<B: Backend>(
                 .await?;
         }
     }
-    Ok(runner.over_tolerance)
+    Ok(())
 }
 
 fn target_info(opts: &RunOptions, target: &Target, prep: &Prepared) -> TargetInfo {

@@ -66,6 +66,30 @@ pub(crate) struct Prompts<'a> {
     pub per_deployment: u32,
 }
 
+/// The salt a run's nonces are keyed by: the hex suffix of a generated run
+/// id (`<UTC time>-<hex>`, as runs have always been salted), else a hash of
+/// the whole id, so that two runs given their own `--run-id`s never share
+/// prompts (and never find each other's prefixes in a server's cache).
+pub(crate) fn run_salt(run_id: &str) -> u64 {
+    // `YYYYMMDDTHHMMSSZ-xxxxxx`, as `qexp_store::new_run_id` makes them.
+    let generated = run_id.split_once('-').and_then(|(time, hex)| {
+        let time_ok = time.len() == 16
+            && time.chars().enumerate().all(|(i, c)| match i {
+                8 => c == 'T',
+                15 => c == 'Z',
+                _ => c.is_ascii_digit(),
+            });
+        let hex_ok = hex.len() == 6 && hex.chars().all(|c| c.is_ascii_hexdigit());
+        (time_ok && hex_ok).then(|| u64::from_str_radix(hex, 16).ok())?
+    });
+    // Otherwise FNV-1a over the whole id: stable across builds and platforms.
+    generated.unwrap_or_else(|| {
+        run_id.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    })
+}
+
 /// The client's distribution for a plan's `lengths` around `mean`.
 fn dist(lengths: &Lengths, mean: u32) -> LengthDist {
     let (min, max) = lengths.bounds();
@@ -283,6 +307,23 @@ mod tests {
             open_loop: None,
             deployment: None,
         }
+    }
+
+    #[test]
+    fn run_ids_salt_their_prompts_apart() {
+        // Generated ids keep the salt they always had: their hex suffix.
+        assert_eq!(run_salt("20261130T101500Z-1a2b3c"), 0x1a2b3c);
+        // Ids given by hand are hashed whole: no two share a salt.
+        let given = [
+            "nightly-run",
+            "nightly-abc",
+            "other-abc",
+            "nightly",
+            "a.b_c",
+        ];
+        let salts: std::collections::BTreeSet<u64> = given.iter().map(|g| run_salt(g)).collect();
+        assert_eq!(salts.len(), given.len(), "{salts:?}");
+        assert_ne!(run_salt("nightly-run"), 0);
     }
 
     #[test]

@@ -36,10 +36,16 @@ impl SimServer {
 
     /// Like [`SimServer::start`], on a chosen port of 127.0.0.1 (0 picks a free one).
     pub async fn start_on(profile: SimProfile, port: u16) -> io::Result<SimServer> {
+        SimServer::start_at(profile, (Ipv4Addr::LOCALHOST, port).into()).await
+    }
+
+    /// Like [`SimServer::start`], on a chosen address (a test's network
+    /// namespace has no loopback peer: its simulator listens on its own address).
+    pub async fn start_at(profile: SimProfile, at: std::net::SocketAddr) -> io::Result<SimServer> {
         profile
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
+        let listener = TcpListener::bind(at).await?;
         let addr = listener.local_addr()?;
         // Chunks are small and timed: Nagle's algorithm would hold them back.
         let listener = listener.tap_io(|tcp| {

@@ -24,8 +24,9 @@ pub use error::StoreError;
 pub use journal::Journal;
 pub use lock::RunLock;
 pub use manifest::{
-    Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, Manifest, Resume, RunStatus,
-    ScheduleCell, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION,
+    Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, LostShard, Manifest,
+    MergeRecord, MergedShard, Resume, RunStatus, ScheduleCell, ShardRecord, TargetInfo,
+    MANIFEST_FILE, SCHEMA_VERSION,
 };
 pub use overrides::Overrides;
 pub use reader::{
@@ -35,4 +36,4 @@ pub use reader::{
 pub use rows::{
     points, points_frame, requests, requests_frame, server_column, PointRow, RequestRow,
 };
-pub use writer::{new_run_id, RunWriter};
+pub use writer::{merge_into, new_run_id, RunWriter};

@@ -172,6 +172,88 @@ pub struct Manifest {
     /// With deployments: the one the others are compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
+    /// A shard of a run split over several client processes (`qexp run
+    /// --shard K/N`): which one, its clock against shard 0, the shards it
+    /// lost sight of. Absent for a run made by one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// A run `qexp merge` made from shards: which shards went into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeRecord>,
+}
+
+impl Manifest {
+    /// The run folder's name: the run id, followed for a shard by
+    /// `-shardK-of-N`, so that every shard of one run id has a folder of
+    /// its own under the same results root.
+    pub fn folder_name(&self) -> String {
+        match &self.shard {
+            Some(s) => format!("{}-shard{}-of-{}", self.run_id, s.index, s.count),
+            None => self.run_id.clone(),
+        }
+    }
+}
+
+/// One shard of a run split over several client processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// This shard, from 0.
+    pub index: u32,
+    /// How many shards the run has.
+    pub count: u32,
+    /// Shard 0's rendezvous address, when the shards met (absent: ran alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous: Option<String>,
+    /// Seconds added to this host's clock to read shard 0's (minimum-RTT
+    /// estimate); every time in this shard's rows has it added already.
+    pub clock_offset_s: f64,
+    /// Round trip of the sample the offset came from: the offset is known
+    /// to within half of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_rtt_s: Option<f64>,
+    /// Shards that stopped reaching the rendezvous while this one ran.
+    #[serde(default)]
+    pub lost: Vec<LostShard>,
+}
+
+/// A shard the others stopped hearing from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LostShard {
+    /// Its index.
+    pub shard: u32,
+    /// When it was declared lost.
+    pub at: DateTime<Utc>,
+    /// One sentence: what was seen.
+    pub message: String,
+}
+
+/// What `qexp merge` put together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergeRecord {
+    /// How many shards the run was split into.
+    pub count: u32,
+    /// The shard folders merged, by shard index.
+    pub shards: Vec<MergedShard>,
+    /// Shards absent or incomplete (`--partial` only): the run lacks their requests.
+    #[serde(default)]
+    pub missing: Vec<u32>,
+    /// True when shards are missing (`--partial`).
+    pub partial: bool,
+    /// When the merge ran.
+    pub at: DateTime<Utc>,
+}
+
+/// One shard folder a merge read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    /// Its index.
+    pub index: u32,
+    /// The folder, as given.
+    pub dir: String,
+    /// Its host.
+    pub host: Option<String>,
+    /// Its clock offset to shard 0, s.
+    pub clock_offset_s: f64,
 }
 
 /// One (block, deployment) cell of a run's schedule.

@@ -237,6 +237,8 @@ stored_row! {
         DEPLOYMENT_HASH deployment_hash: Option<String>,
         /// The server start that answered (`<deployment>-bBBBB` / `<deployment>-once`), for launched deployments.
         START_ID start_id: Option<String>,
+        /// The shard that sent the request (`qexp run --shard K/N`); null in a run made by one process.
+        SHARD shard: Option<u32>,
     }
 
     /// Column names of `requests.parquet`.
@@ -347,7 +349,7 @@ mod tests {
              reasoning_chunks,itl_mean_s,itl_max_s,chunk_offsets_s,\
              prompt_tokens,completion_tokens,cached_tokens,client_tokens,output_chars,\
              finish_reason,http_status,error_class,error_message,retries,deployment,\
-             deployment_hash,start_id"
+             deployment_hash,start_id,shard"
         );
         assert_eq!(
             names(requests_frame(&[])),

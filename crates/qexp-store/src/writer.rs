@@ -43,7 +43,7 @@ impl RunWriter {
     pub fn create(root: &Path, manifest: Manifest) -> Result<RunWriter, StoreError> {
         let parent = root.join(&manifest.experiment);
         std::fs::create_dir_all(&parent).map_err(StoreError::io("cannot create", &parent))?;
-        let dir = parent.join(&manifest.run_id);
+        let dir = parent.join(manifest.folder_name());
         std::fs::create_dir(&dir).map_err(|source| match source.kind() {
             std::io::ErrorKind::AlreadyExists => StoreError::RunExists { path: dir.clone() },
             _ => StoreError::io("cannot create", &dir)(source),
@@ -233,6 +233,47 @@ impl RunWriter {
         self.save_manifest()?;
         Ok(self.dir)
     }
+}
+
+/// Writes a run made of other runs' request rows (`qexp merge`): creates
+/// `dir` (never an existing folder), copies the request rows of each of
+/// `sources` in turn (one source in memory at a time), writes `points` as
+/// its point rows, then the manifest. A merge cut short leaves no manifest,
+/// so no reader takes the folder for a run.
+pub fn merge_into(
+    dir: &Path,
+    manifest: &Manifest,
+    sources: &[PathBuf],
+    points: &[PointRow],
+) -> Result<(), StoreError> {
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(StoreError::io("cannot create", parent))?;
+    }
+    std::fs::create_dir(dir).map_err(|source| match source.kind() {
+        std::io::ErrorKind::AlreadyExists => StoreError::RunExists {
+            path: dir.to_path_buf(),
+        },
+        _ => StoreError::io("cannot create", dir)(source),
+    })?;
+    let parts = dir.join(PARTS);
+    std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
+    for (i, source) in sources.iter().enumerate() {
+        let mut df = crate::reader::scan_requests(source)?
+            .collect()
+            .map_err(StoreError::pq("cannot read", source))?;
+        write_parquet(
+            &parts.join(format!("{REQUESTS}-{:05}.parquet", i + 1)),
+            &mut df,
+        )?;
+    }
+    let mut pts = points_frame(points).map_err(StoreError::pq("cannot encode", dir))?;
+    write_parquet(&parts.join(format!("{POINTS}-00001.parquet")), &mut pts)?;
+    merge_parts(dir)?;
+    let json = serde_json::to_vec_pretty(manifest).map_err(|e| StoreError::Manifest {
+        path: dir.join(MANIFEST_FILE),
+        message: e.to_string(),
+    })?;
+    write_atomic(&dir.join(MANIFEST_FILE), |f| f.write_all(&json))
 }
 
 /// `NNNNN` of `parts/<kind>-NNNNN.parquet`.

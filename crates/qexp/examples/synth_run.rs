@@ -92,6 +92,8 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
         order: None,
         restart: None,
         baseline: None,
+        shard: None,
+        merged: None,
     };
     let mut w = RunWriter::create(out, manifest).expect("create run");
     let parts = points.len() * trials as usize;
@@ -170,6 +172,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                     deployment: None,
                     deployment_hash: None,
                     start_id: None,
+                    shard: None,
                 });
             }
             let window = n as f64 * 0.01 + 1.0;

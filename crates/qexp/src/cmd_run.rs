@@ -1,7 +1,10 @@
 use crate::{cmd_report, summary, CliError, RunArgs};
 use anyhow::Context as _;
 use qexp_plan::Plan;
-use qexp_runner::{Cancel, ResumeOptions, RunError, RunOptions};
+use qexp_runner::{
+    Cancel, RendezvousOptions, ResumeOptions, RunError, RunOptions, Shard, ShardOptions,
+    JOB_INDEX_ENV,
+};
 use qexp_store::Overrides;
 
 /// Exit code when a second Ctrl-C/SIGTERM ends qexp at once (128 + SIGINT).
@@ -36,6 +39,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         | RunError::ContextTooSmall { .. }
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
+        | RunError::Shard(_)
         | RunError::Store(
             qexp_store::StoreError::NotARun { .. }
             | qexp_store::StoreError::NewerSchema { .. }
@@ -137,7 +141,58 @@ fn options(args: &RunArgs, plan: &std::path::Path) -> Result<RunOptions, CliErro
             target: args.target.clone(),
             model: args.model.clone(),
         },
+        shard: shard_options(args)?,
     })
+}
+
+/// `--shard`, `--run-id` and `--rendezvous` as the runner takes them.
+fn shard_options(args: &RunArgs) -> Result<Option<ShardOptions>, CliError> {
+    let Some(spec) = &args.shard else {
+        return Ok(None);
+    };
+    let job_index = std::env::var(JOB_INDEX_ENV).ok();
+    let shard = Shard::parse(spec, job_index.as_deref()).map_err(CliError::input)?;
+    // clap requires --run-id with --shard.
+    let run_id = args.run_id.clone().unwrap_or_default();
+    let id_ok = !run_id.is_empty()
+        && run_id.len() <= 100
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !run_id.starts_with('.');
+    if !id_ok {
+        return Err(CliError::input(anyhow::anyhow!(
+            "--run-id `{run_id}`: use letters, digits, `.`, `_` and `-` only (it names the run's folder)"
+        )));
+    }
+    let seconds = |name: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(std::time::Duration::from_secs_f64(v))
+        } else {
+            Err(CliError::input(anyhow::anyhow!(
+                "--{name} {v}: give a number of seconds above 0"
+            )))
+        }
+    };
+    let lost_after = seconds("shard-lost-after", args.shard_lost_after)?;
+    let join_timeout = seconds("shard-join-timeout", args.shard_join_timeout)?;
+    if !args.clock_skew_s.is_finite() {
+        return Err(CliError::input(anyhow::anyhow!(
+            "--clock-skew-s must be finite"
+        )));
+    }
+    Ok(Some(ShardOptions {
+        shard,
+        run_id,
+        rendezvous: args.rendezvous.as_ref().map(|addr| RendezvousOptions {
+            addr: addr.clone(),
+            bind: args.rendezvous_bind.clone(),
+            lost_after,
+            join_timeout,
+        }),
+        clock_skew_s: args.clock_skew_s,
+        clock_offset_s: 0.0,
+    }))
 }
 
 /// Ctrl-C or SIGTERM raises the flag the runner watches; a second one ends

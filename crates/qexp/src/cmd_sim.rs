@@ -13,7 +13,7 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
     profile.faults = FaultPlan::parse(args.faults.as_deref().unwrap_or(""), args.fault_seed)
         .map_err(CliError::input)?;
     profile.model = args.model.clone();
-    let server = SimServer::start_on(profile, args.port)
+    let server = SimServer::start_at(profile, (args.host, args.port).into())
         .await
         .map_err(CliError::failure)?;
     println!(

@@ -9,6 +9,8 @@
 
 mod cmd_bench;
 mod cmd_diff;
+mod cmd_kube;
+mod cmd_merge;
 mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
@@ -34,7 +36,8 @@ Examples:
   qexp run experiments/longctx.toml --trials 5 --target http://127.0.0.1:30000
   qexp report                                   # newest run of each experiment
   qexp diff RUN_A RUN_B --fail-on-regression    # compare two runs, exit 1 on a regression
-  qexp sim --profile founding --port 8000       # serve the simulator")]
+  qexp sim --profile founding --port 8000       # serve the simulator
+  qexp kube experiments/throughput.toml --shards 8 --image IMAGE   # the plan as a Kubernetes Job")]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -96,6 +99,24 @@ Measures output tok/s and CPU s per million tokens (C = 1..1024), TTFT and chunk
 error against the server's own timestamps, peak RSS with 1,000 and 10,000 open
 streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
     Bench(BenchArgs),
+    /// Put the shard folders of one run (`qexp run --shard K/N`) together into one run.
+    #[command(after_help = "\
+Examples:
+  qexp merge results/throughput/RUN-shard0-of-4 results/throughput/RUN-shard1-of-4 \\
+             results/throughput/RUN-shard2-of-4 results/throughput/RUN-shard3-of-4 \\
+             --out results/throughput/RUN
+  qexp merge results/throughput/RUN-shard* --out results/throughput/RUN --partial
+Refuses (exit 2), naming the shard, when a shard is missing or did not complete; resume
+that shard alone (qexp run --resume SHARD_DIR) and merge again, or pass --partial.")]
+    Merge(MergeArgs),
+    /// Write the Kubernetes objects that run a plan as N shards (an Indexed Job).
+    #[command(after_help = "\
+Examples:
+  qexp kube experiments/throughput.toml --shards 8 --image ghcr.io/me/qexp:0.1 > qexp.yaml
+  kubectl apply -f qexp.yaml
+Writes a ConfigMap with the plan, a headless Service through which the shards reach
+shard 0, a PersistentVolumeClaim for the results, and the Indexed Job. See docs/kubernetes.md.")]
+    Kube(KubeArgs),
 }
 
 /// `qexp run`.
@@ -135,6 +156,105 @@ pub struct RunArgs {
     /// starts) and the points, then exit without starting or sending anything.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+    /// Run shard K of N of the plan (K from 0); `auto/N` takes K from
+    /// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it. Every shard
+    /// gets the same --run-id; `qexp merge` puts their folders together.
+    #[arg(
+        long,
+        value_name = "K/N",
+        conflicts_with = "resume",
+        requires = "run_id"
+    )]
+    pub shard: Option<String>,
+    /// The run id every shard of the run shares (letters, digits, `.`, `_`, `-`).
+    #[arg(long, value_name = "ID", requires = "shard", conflicts_with = "resume")]
+    pub run_id: Option<String>,
+    /// Where the shards meet: shard 0's HOST:PORT, which shard 0 serves and
+    /// the others reach (shard 0 given port 0 picks one and prints it).
+    #[arg(long, value_name = "HOST:PORT", requires = "shard")]
+    pub rendezvous: Option<String>,
+    /// Where shard 0 listens when that is not --rendezvous (in a pod: 0.0.0.0:PORT).
+    #[arg(long, value_name = "ADDR", requires = "rendezvous")]
+    pub rendezvous_bind: Option<String>,
+    /// Seconds a shard may go unheard before the others go on without it
+    /// (it is named in their manifests).
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 30.0,
+        requires = "rendezvous"
+    )]
+    pub shard_lost_after: f64,
+    /// Seconds the shards wait for each other to start.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 600.0,
+        requires = "rendezvous"
+    )]
+    pub shard_join_timeout: f64,
+    /// Test only: make this host's clock read this many seconds ahead.
+    #[arg(
+        long,
+        hide = true,
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    pub clock_skew_s: f64,
+}
+
+/// `qexp merge`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shard folders (`qexp run --shard K/N` wrote one each).
+    #[arg(required = true, value_name = "SHARD_DIR")]
+    pub shards: Vec<PathBuf>,
+    /// The merged run's folder, e.g. results/<experiment>/<run-id> (must not exist).
+    #[arg(long, value_name = "RUN")]
+    pub out: PathBuf,
+    /// Merge even if shards are missing or incomplete; the run is marked partial.
+    #[arg(long)]
+    pub partial: bool,
+}
+
+/// `qexp kube`.
+#[derive(Debug, clap::Args)]
+pub struct KubeArgs {
+    /// The plan (TOML).
+    pub plan: PathBuf,
+    /// Shards: pods of the Indexed Job, each one client host.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// The container image with qexp (see the repository's Dockerfile).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// The run id every shard shares [default: a new one].
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Server base URL, overriding the plan's (a Service inside the cluster).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Kubernetes namespace of the objects.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// CPU each shard requests (and is limited to).
+    #[arg(long, default_value = "2")]
+    pub cpu: String,
+    /// Memory each shard requests (and is limited to).
+    #[arg(long, default_value = "4Gi")]
+    pub memory: String,
+    /// Size of the PersistentVolumeClaim the shards write their folders to.
+    #[arg(long, default_value = "10Gi")]
+    pub storage: String,
+    /// Storage class of that claim (it must allow ReadWriteMany) [default: the cluster's].
+    #[arg(long)]
+    pub storage_class: Option<String>,
+    /// Write here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// `qexp report`.
@@ -168,9 +288,12 @@ pub struct SimArgs {
     /// Simulator profile.
     #[arg(long, default_value = "founding")]
     pub profile: String,
-    /// Port on 127.0.0.1 (0 picks a free one).
+    /// Port (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// Address to listen on; only loopback unless you give another.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
     /// The model id to serve [default: sim-<profile>].
     #[arg(long)]
     pub model: Option<String>,
@@ -252,6 +375,8 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Diff(args) => cmd_diff::diff(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
         Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),
+        Command::Merge(args) => cmd_merge::merge(args),
+        Command::Kube(args) => cmd_kube::kube(args),
     };
     match result {
         Ok(code) => code,

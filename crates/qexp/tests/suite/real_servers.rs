@@ -56,6 +56,7 @@ fn options(dir: &Path, plan: &PlanFixture) -> RunOptions {
         plan: plan.load(dir),
         out: dir.join("results"),
         overrides: Default::default(),
+        shard: None,
     }
 }
 

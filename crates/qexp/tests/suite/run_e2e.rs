@@ -29,6 +29,7 @@ fn opts(dir: &Path, plan: &PlanFixture) -> RunOptions {
         plan: plan.load(dir),
         out: dir.join("results"),
         overrides: Default::default(),
+        shard: None,
     }
 }
 

@@ -1,0 +1,33 @@
+//! qexp-kube writes the Kubernetes objects that run a plan as N shards on
+//! N client pods (`qexp kube`): the plan as a ConfigMap, a headless
+//! Service through which the shards reach shard 0's rendezvous, a
+//! PersistentVolumeClaim the shards write their run folders to, and an
+//! Indexed Job whose pod K runs `qexp run --shard auto/N` (Kubernetes sets
+//! `JOB_COMPLETION_INDEX` to K). Kubernetes runs the pods; qexp only
+//! describes them. It owns no plan parsing (the caller passes the plan's
+//! name and text) and talks to no cluster.
+
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod objects;
+mod yaml;
+
+pub use objects::{objects, JobSpec, KubeError, RENDEZVOUS_PORT, RESULTS_MOUNT};
+pub use yaml::to_yaml;
+
+/// The objects of `spec` as one YAML stream (`---` between documents), ready for `kubectl apply -f`.
+pub fn manifest(spec: &JobSpec) -> Result<String, KubeError> {
+    let docs = objects(spec)?;
+    let mut out = format!(
+        "# qexp kube: run {} of experiment `{}` as {} shards.\n# kubectl apply -f this file; see docs/kubernetes.md.\n",
+        spec.run_id, spec.experiment, spec.shards
+    );
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(&to_yaml(&d));
+    }
+    Ok(out)
+}

@@ -1,0 +1,298 @@
+//! The four objects of a sharded run, as JSON values in the Kubernetes API's
+//! shapes (batch/v1 Job, v1 Service, ConfigMap, PersistentVolumeClaim).
+
+use serde_json::{json, Value};
+
+/// The port shard 0 serves the rendezvous on, inside its pod.
+pub const RENDEZVOUS_PORT: u16 = 7077;
+/// Where the results claim is mounted in every pod (the shards' `--out`).
+pub const RESULTS_MOUNT: &str = "/results";
+/// Where the plan's ConfigMap is mounted.
+const PLAN_MOUNT: &str = "/plan";
+/// The plan's file name inside the ConfigMap.
+const PLAN_FILE: &str = "plan.toml";
+
+/// What `qexp kube` was asked for.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    /// The plan's experiment name (names the objects).
+    pub experiment: String,
+    /// The plan, verbatim.
+    pub plan_text: String,
+    /// Shards: pods of the Job.
+    pub shards: u32,
+    /// The container image with `qexp` on its PATH.
+    pub image: String,
+    /// The run id every shard shares.
+    pub run_id: String,
+    /// `--target` for every shard, when the plan's base URL is not the one to use.
+    pub target: Option<String>,
+    /// The objects' namespace.
+    pub namespace: String,
+    /// CPU per shard (a Kubernetes quantity).
+    pub cpu: String,
+    /// Memory per shard (a Kubernetes quantity).
+    pub memory: String,
+    /// Size of the results claim (a Kubernetes quantity).
+    pub storage: String,
+    /// Storage class of the results claim.
+    pub storage_class: Option<String>,
+}
+
+/// Why the objects cannot be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KubeError {
+    /// A value the objects need is unusable.
+    #[error("{0}")]
+    Bad(String),
+}
+
+/// `s` as a DNS-1123 label part: lower case letters, digits and `-`, at most `max` long.
+fn label(s: &str, max: usize) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    out.truncate(max);
+    out.trim_matches('-').to_string()
+}
+
+fn check(spec: &JobSpec) -> Result<(), KubeError> {
+    let bad = |m: String| Err(KubeError::Bad(m));
+    if spec.shards == 0 || spec.shards > 10_000 {
+        return bad(format!("--shards {}: give 1 to 10000 shards", spec.shards));
+    }
+    if spec.image.trim().is_empty() || spec.image.chars().any(char::is_whitespace) {
+        return bad(format!("--image `{}`: give an image reference", spec.image));
+    }
+    if label(&spec.namespace, 63) != spec.namespace {
+        return bad(format!(
+            "--namespace `{}`: a namespace is lower case letters, digits and `-`",
+            spec.namespace
+        ));
+    }
+    let id_ok = !spec.run_id.is_empty()
+        && spec.run_id.len() <= 63
+        && spec
+            .run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && spec.run_id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && spec.run_id.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !id_ok {
+        return bad(format!(
+            "--run-id `{}`: use at most 63 letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit",
+            spec.run_id
+        ));
+    }
+    for (flag, q) in [
+        ("cpu", &spec.cpu),
+        ("memory", &spec.memory),
+        ("storage", &spec.storage),
+    ] {
+        let ok = q.starts_with(|c: char| c.is_ascii_digit())
+            && q.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+        if !ok {
+            return bad(format!(
+                "--{flag} `{q}`: give a Kubernetes quantity such as 2, 500m, 4Gi"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The ConfigMap, Service, PersistentVolumeClaim and Job of `spec`, in the order to apply them.
+pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
+    check(spec)?;
+    // Pod host names are `<job>-<index>`: keep the Job's name well under 63.
+    let exp = label(&spec.experiment, 30);
+    let name = if exp.is_empty() {
+        "qexp".to_string()
+    } else {
+        format!("qexp-{exp}")
+    };
+    let labels = json!({
+        "app.kubernetes.io/name": "qexp",
+        "app.kubernetes.io/instance": name,
+        "qexp.dev/run-id": spec.run_id,
+    });
+    let meta = |n: String| json!({"name": n, "namespace": spec.namespace, "labels": labels});
+    let plan = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta(format!("{name}-plan")),
+        "data": { PLAN_FILE: spec.plan_text },
+    });
+    let service = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(name.clone()),
+        "spec": {
+            "clusterIP": "None",
+            // Shard 0's name resolves as soon as its pod runs, before any readiness.
+            "publishNotReadyAddresses": true,
+            "selector": {"app.kubernetes.io/instance": name, "qexp.dev/run-id": spec.run_id},
+            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
+        },
+    });
+    let mut claim_spec = json!({
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": spec.storage}},
+    });
+    if let Some(class) = &spec.storage_class {
+        claim_spec["storageClassName"] = json!(class);
+    }
+    let claim = json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta(format!("{name}-results")),
+        "spec": claim_spec,
+    });
+    Ok(vec![plan, service, claim, job(spec, &name, &labels)])
+}
+
+/// The Indexed Job: pod K runs shard K; shard 0's pod is `<job>-0.<service>`.
+fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
+    let n = spec.shards;
+    let mut args = vec![
+        "run".to_string(),
+        format!("{PLAN_MOUNT}/{PLAN_FILE}"),
+        "--shard".into(),
+        format!("auto/{n}"),
+        "--run-id".into(),
+        spec.run_id.clone(),
+        "--rendezvous".into(),
+        format!("{name}-0.{name}:{RENDEZVOUS_PORT}"),
+        "--rendezvous-bind".into(),
+        format!("0.0.0.0:{RENDEZVOUS_PORT}"),
+        "--out".into(),
+        RESULTS_MOUNT.into(),
+        "--no-report".into(),
+    ];
+    if let Some(t) = &spec.target {
+        args.extend(["--target".to_string(), t.clone()]);
+    }
+    let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": spec.namespace, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": n,
+            "parallelism": n,
+            // A failed shard is resumed by hand (`qexp run --resume`), never
+            // restarted from scratch into a folder that exists.
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "subdomain": name,
+                    "restartPolicy": "Never",
+                    // The image's user; the claim is made writable for it.
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
+                    "containers": [{
+                        "name": "qexp",
+                        "image": spec.image,
+                        "command": ["qexp"],
+                        "args": args,
+                        "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
+                        "resources": {"requests": resources, "limits": resources},
+                        "volumeMounts": [
+                            {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": true},
+                            {"name": "results", "mountPath": RESULTS_MOUNT},
+                        ],
+                    }],
+                    "volumes": [
+                        {"name": "plan", "configMap": {"name": format!("{name}-plan")}},
+                        {"name": "results", "persistentVolumeClaim": {"claimName": format!("{name}-results")}},
+                    ],
+                },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            experiment: "Throughput_sweep".into(),
+            plan_text: "[experiment]\nname = \"x\"\n".into(),
+            shards: 8,
+            image: "ghcr.io/me/qexp:0.1".into(),
+            run_id: "20261203T140000Z-abc123".into(),
+            target: None,
+            namespace: "default".into(),
+            cpu: "2".into(),
+            memory: "4Gi".into(),
+            storage: "10Gi".into(),
+            storage_class: None,
+        }
+    }
+
+    #[test]
+    fn the_job_is_indexed_with_one_pod_per_shard() {
+        let objs = objects(&spec()).unwrap();
+        let kinds: Vec<&str> = objs.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["ConfigMap", "Service", "PersistentVolumeClaim", "Job"]
+        );
+        let job = &objs[3]["spec"];
+        assert_eq!(job["completionMode"], "Indexed");
+        assert_eq!(
+            (job["completions"].as_u64(), job["parallelism"].as_u64()),
+            (Some(8), Some(8))
+        );
+        let pod = &job["template"]["spec"];
+        assert_eq!(pod["subdomain"], objs[1]["metadata"]["name"]);
+        let args: Vec<&str> = pod["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.as_str())
+            .collect();
+        assert!(
+            args.windows(2).any(|w| w == ["--shard", "auto/8"]),
+            "{args:?}"
+        );
+        assert!(args.contains(&"qexp-throughput-sweep-0.qexp-throughput-sweep:7077"));
+    }
+
+    #[test]
+    fn bad_values_are_refused_in_one_sentence() {
+        for (edit, says) in [
+            (
+                Box::new(|s: &mut JobSpec| s.shards = 0) as Box<dyn Fn(&mut JobSpec)>,
+                "--shards",
+            ),
+            (
+                Box::new(|s: &mut JobSpec| s.image = "a b".into()),
+                "--image",
+            ),
+            (Box::new(|s: &mut JobSpec| s.cpu = "lots".into()), "--cpu"),
+            (
+                Box::new(|s: &mut JobSpec| s.run_id = "-x".into()),
+                "--run-id",
+            ),
+            (
+                Box::new(|s: &mut JobSpec| s.namespace = "Prod".into()),
+                "--namespace",
+            ),
+        ] {
+            let mut s = spec();
+            edit(&mut s);
+            let e = objects(&s).unwrap_err().to_string();
+            assert!(e.starts_with(says), "{e}");
+        }
+    }
+}

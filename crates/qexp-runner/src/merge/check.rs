@@ -1,0 +1,117 @@
+//! Which shard folders make one run: the same run id, plan hash and shard
+//! count, each shard once; which are complete and which are missing.
+
+use crate::merge::error::MergeError;
+use qexp_store::{Manifest, RunStatus};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The shards given, checked.
+pub(crate) struct Roll {
+    /// Shards in the run.
+    pub count: u32,
+    /// Complete shards, by index: their folder and manifest.
+    pub complete: BTreeMap<u32, (PathBuf, Manifest)>,
+    /// Shards absent or not complete, each with a sentence.
+    pub missing: BTreeMap<u32, String>,
+}
+
+/// Reads and checks `dirs`.
+pub(crate) fn roll(dirs: &[PathBuf]) -> Result<Roll, MergeError> {
+    let mut first: Option<(PathBuf, Manifest)> = None;
+    let mut given: BTreeMap<u32, (PathBuf, Manifest)> = BTreeMap::new();
+    for dir in dirs {
+        let m = qexp_store::read_manifest(dir)?;
+        let Some(s) = m.shard.clone() else {
+            return Err(MergeError::Refused(format!(
+                "{} is not a shard (its manifest records no --shard); merge the folders `qexp run --shard K/N` wrote",
+                dir.display()
+            )));
+        };
+        if let Some((fd, f)) = &first {
+            let fs = f.shard.as_ref().map_or(0, |s| s.count);
+            for (what, a, b) in [
+                ("run id", f.run_id.clone(), m.run_id.clone()),
+                ("plan hash", f.plan_hash.clone(), m.plan_hash.clone()),
+                ("shard count", fs.to_string(), s.count.to_string()),
+            ] {
+                if a != b {
+                    return Err(MergeError::Refused(format!(
+                        "{} and {} are not shards of one run: their {what} differs ({a} vs {b})",
+                        fd.display(),
+                        dir.display()
+                    )));
+                }
+            }
+        } else {
+            first = Some((dir.clone(), m.clone()));
+        }
+        if let Some((other, _)) = given.get(&s.index) {
+            return Err(MergeError::Refused(format!(
+                "shard {} of {} is given twice: {} and {}",
+                s.index,
+                s.count,
+                other.display(),
+                dir.display()
+            )));
+        }
+        given.insert(s.index, (dir.clone(), m));
+    }
+    let count = first
+        .as_ref()
+        .and_then(|(_, m)| m.shard.as_ref())
+        .map_or(0, |s| s.count);
+    if count == 0 {
+        return Err(MergeError::Refused(
+            "give the shard folders to merge".into(),
+        ));
+    }
+    let mut r = Roll {
+        count,
+        complete: BTreeMap::new(),
+        missing: BTreeMap::new(),
+    };
+    for k in 0..count {
+        match given.remove(&k) {
+            Some((dir, m)) if m.status == RunStatus::Complete => {
+                r.complete.insert(k, (dir, m));
+            }
+            Some((dir, m)) => {
+                let why = match (&m.stop_reason, m.ended_at) {
+                    (Some(reason), _) => format!("it stopped: {reason}"),
+                    (None, None) => {
+                        "its process ended without finishing it (killed or crashed)".into()
+                    }
+                    (None, Some(_)) => format!("its status is {}", m.status),
+                };
+                r.missing.insert(
+                    k,
+                    format!(
+                        "shard {k} of {count} ({}) is not complete: {why}; finish it with `qexp run --resume {}`, then merge again",
+                        dir.display(),
+                        dir.display()
+                    ),
+                );
+            }
+            None => {
+                r.missing
+                    .insert(k, format!("shard {k} of {count} was not given"));
+            }
+        }
+    }
+    // What the other shards saw of a missing one.
+    for (k, why) in r.missing.iter_mut() {
+        let seen = r.complete.values().find_map(|(_, m)| {
+            m.shard
+                .as_ref()?
+                .lost
+                .iter()
+                .find(|l| l.shard == *k)
+                .cloned()
+        });
+        if let Some(l) = seen {
+            why.push_str(&format!(" (the other shards saw: {})", l.message));
+        }
+    }
+    Ok(r)
+}

@@ -1,0 +1,158 @@
+//! `qexp merge SHARD_DIR… --out RUN`: the shards of one run (`qexp run
+//! --shard K/N`) put together into one ordinary run folder that `report`,
+//! `diff` and `--resume` read like any other.
+//!
+//! The shards must share their run id, plan hash and shard count, and
+//! every shard must be complete, unless `--partial` (the run is then
+//! marked partial and lacks the missing shards' requests). The request
+//! rows are concatenated as the shards wrote them: their times are on
+//! shard 0's clock already and their `shard` column says who sent them.
+//! Each (trial, point) row is recomputed from the union of the requests
+//! (see `rows.rs`).
+
+mod check;
+pub(crate) mod error;
+mod rows;
+
+use crate::merge::error::MergeError;
+use crate::record::Context;
+use qexp_plan::Plan;
+use qexp_store::{Manifest, MergeRecord, MergedShard, PointRow, RunStatus};
+use rows::{Health, Measured, Pair};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What `qexp merge` was asked to do.
+#[derive(Debug, Clone)]
+pub struct MergeOptions {
+    /// The shard folders.
+    pub shards: Vec<PathBuf>,
+    /// The merged run's folder (must not exist).
+    pub out: PathBuf,
+    /// Merge even when shards are missing or incomplete, marking the run partial.
+    pub partial: bool,
+}
+
+/// A merged run.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Measured requests in it.
+    pub requests: usize,
+    /// One sentence per shard left out (`--partial`).
+    pub missing: Vec<String>,
+}
+
+/// Merges the shards of `opts` into `opts.out`.
+pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
+    let roll = check::roll(&opts.shards)?;
+    if !roll.missing.is_empty() && !opts.partial {
+        let lines: Vec<&str> = roll.missing.values().map(String::as_str).collect();
+        return Err(MergeError::Refused(format!(
+            "{}; or merge what there is with --partial",
+            lines.join("; ")
+        )));
+    }
+    let Some((_, (_, base))) = roll.complete.iter().next() else {
+        return Err(MergeError::Refused(
+            "no shard is complete: there is nothing to merge".into(),
+        ));
+    };
+    let plan = Plan::parse(Path::new(&base.plan_path), &base.plan_text)
+        .map_err(|e| MergeError::Refused(format!("the shards' plan does not load: {e}")))?;
+    let tolerance = *plan.file.workload.input_tolerance.get_ref();
+    let mut union: BTreeMap<Pair, Vec<Measured>> = BTreeMap::new();
+    let mut health: BTreeMap<Pair, Vec<(u32, Health)>> = BTreeMap::new();
+    for (k, (dir, _)) in &roll.complete {
+        for (pair, rows) in rows::measured(dir, *k)? {
+            union.entry(pair).or_default().extend(rows);
+        }
+        for (pair, h) in rows::health(dir)? {
+            health.entry(pair).or_default().push((*k, h));
+        }
+    }
+    let points = point_rows(base, &union, &health, tolerance);
+    let manifest = merged_manifest(&roll, base);
+    let dirs: Vec<PathBuf> = roll.complete.values().map(|(d, _)| d.clone()).collect();
+    qexp_store::merge_into(&opts.out, &manifest, &dirs, &points)?;
+    Ok(Merged {
+        dir: opts.out.clone(),
+        manifest,
+        requests: union.values().map(Vec::len).sum(),
+        missing: roll.missing.into_values().collect(),
+    })
+}
+
+/// One row per (trial, point) of the run, from the union of the shards.
+fn point_rows(
+    base: &Manifest,
+    union: &BTreeMap<Pair, Vec<Measured>>,
+    health: &BTreeMap<Pair, Vec<(u32, Health)>>,
+    tolerance: f64,
+) -> Vec<PointRow> {
+    let mut out = Vec::new();
+    for trial in 1..=base.trials {
+        for point in &base.points {
+            let key = (trial, point.id);
+            let ctx = Context {
+                run_id: &base.run_id,
+                client_host: "",
+                trial,
+                point,
+                point_order: rows::order_of(&base.point_order, trial, point),
+                deployment: None,
+                shard: None,
+                shift_s: 0.0,
+                requests_planned: point.requests,
+            };
+            let rows = union.get(&key).map_or(&[][..], Vec::as_slice);
+            let h = health.get(&key).map_or(&[][..], Vec::as_slice);
+            out.push(rows::merged_point(&ctx, rows, h, tolerance));
+        }
+    }
+    out
+}
+
+/// The merged run's manifest: the first complete shard's, less its shard
+/// record, with what was merged.
+fn merged_manifest(roll: &check::Roll, base: &Manifest) -> Manifest {
+    let shards = roll
+        .complete
+        .iter()
+        .map(|(k, (dir, m))| MergedShard {
+            index: *k,
+            dir: dir.display().to_string(),
+            host: m.host.hostname.clone(),
+            clock_offset_s: m.shard.as_ref().map_or(0.0, |s| s.clock_offset_s),
+        })
+        .collect();
+    let all = || roll.complete.values().map(|(_, m)| m);
+    let partial = !roll.missing.is_empty();
+    Manifest {
+        shard: None,
+        merged: Some(MergeRecord {
+            count: roll.count,
+            shards,
+            missing: roll.missing.keys().copied().collect(),
+            partial,
+            at: chrono::Utc::now(),
+        }),
+        status: RunStatus::Complete,
+        stop_reason: partial.then(|| {
+            format!(
+                "partial merge (--partial): {}",
+                roll.missing
+                    .values()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        }),
+        started_at: all().map(|m| m.started_at).min().unwrap_or(base.started_at),
+        ended_at: all().filter_map(|m| m.ended_at).max(),
+        ..base.clone()
+    }
+}

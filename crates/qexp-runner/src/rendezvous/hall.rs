@@ -1,0 +1,181 @@
+//! Shard 0's rendezvous endpoint: its clock, the shards' heartbeats, and
+//! one barrier per point. State is in memory: a restarted shard 0 is a new
+//! rendezvous (a resumed shard runs alone).
+
+use super::wire::{Answer, Arrival, ClockReading, LEAD_S};
+use crate::scheduler::unix_now;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// How long a barrier request waits before it answers "not yet" (the member asks again).
+const HOLD: Duration = Duration::from_secs(10);
+
+/// The rendezvous of `count` shards, served by shard 0.
+pub(crate) struct Hall {
+    count: u32,
+    opened: Instant,
+    lost_after: Duration,
+    join_timeout: Duration,
+    /// Test-only skew of shard 0's clock (see `Clock`).
+    skew_s: f64,
+    state: Mutex<Roll>,
+    changed: Notify,
+}
+
+/// Who was heard from when, who is lost, who reached which barrier.
+#[derive(Default)]
+struct Roll {
+    seen: BTreeMap<u32, Instant>,
+    lost: BTreeMap<u32, String>,
+    barriers: BTreeMap<String, Barrier>,
+}
+
+#[derive(Default)]
+struct Barrier {
+    arrived: BTreeSet<u32>,
+    start: Option<f64>,
+}
+
+/// A hall being served; dropping it stops the server.
+pub(crate) struct Serving {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl Hall {
+    /// A hall for `count` shards.
+    pub(crate) fn new(
+        count: u32,
+        lost_after: Duration,
+        join_timeout: Duration,
+        skew_s: f64,
+    ) -> Arc<Hall> {
+        Arc::new(Hall {
+            count,
+            opened: Instant::now(),
+            lost_after,
+            join_timeout,
+            skew_s,
+            state: Mutex::new(Roll::default()),
+            changed: Notify::new(),
+        })
+    }
+
+    /// Binds `bind` and serves the hall on the current runtime.
+    pub(crate) async fn serve(self: Arc<Hall>, bind: &str) -> std::io::Result<Serving> {
+        let listener = tokio::net::TcpListener::bind(bind).await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new()
+            .route("/clock", get(clock))
+            .route("/beat", post(beat))
+            .route("/meet", post(meet))
+            .with_state(self);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = rx.await;
+        });
+        tokio::spawn(serve.into_future());
+        Ok(Serving {
+            addr,
+            stop: Some(tx),
+        })
+    }
+
+    /// Notes `shard` as heard from now and declares lost whoever is
+    /// overdue; returns the lost shards.
+    fn heard(&self, roll: &mut Roll, shard: u32) -> Vec<(u32, String)> {
+        if !roll.lost.contains_key(&shard) {
+            roll.seen.insert(shard, Instant::now());
+        }
+        for k in 0..self.count {
+            if roll.lost.contains_key(&k) {
+                continue;
+            }
+            let why = match roll.seen.get(&k) {
+                Some(t) if t.elapsed() > self.lost_after => format!(
+                    "shard {k} of {} stopped reaching the rendezvous (last heard {:.1} s before it was declared lost)",
+                    self.count,
+                    t.elapsed().as_secs_f64()
+                ),
+                None if self.opened.elapsed() > self.join_timeout => format!(
+                    "shard {k} of {} never reached the rendezvous within {:.0} s",
+                    self.count,
+                    self.join_timeout.as_secs_f64()
+                ),
+                _ => continue,
+            };
+            tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {why}; the other shards go on");
+            roll.lost.insert(k, why);
+        }
+        roll.lost.iter().map(|(k, w)| (*k, w.clone())).collect()
+    }
+
+    /// One look at barrier `key` for `shard`: its start once every shard
+    /// not lost has arrived.
+    fn look(&self, shard: u32, key: &str) -> Answer {
+        let Ok(mut roll) = self.state.lock() else {
+            return Answer::default();
+        };
+        let lost = self.heard(&mut roll, shard);
+        let live: Vec<u32> = (0..self.count)
+            .filter(|k| !roll.lost.contains_key(k))
+            .collect();
+        let b = roll.barriers.entry(key.to_string()).or_default();
+        b.arrived.insert(shard);
+        if b.start.is_none() && live.iter().all(|k| b.arrived.contains(k)) {
+            b.start = Some(unix_now() + self.skew_s + LEAD_S);
+            self.changed.notify_waiters();
+        }
+        Answer {
+            start_unix_s: b.start,
+            lost,
+        }
+    }
+}
+
+async fn clock(State(hall): State<Arc<Hall>>) -> Json<ClockReading> {
+    Json(ClockReading {
+        unix_s: unix_now() + hall.skew_s,
+    })
+}
+
+async fn beat(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Answer> {
+    let lost = match hall.state.lock() {
+        Ok(mut roll) => hall.heard(&mut roll, a.shard),
+        Err(_) => Vec::new(),
+    };
+    Json(Answer {
+        start_unix_s: None,
+        lost,
+    })
+}
+
+/// Holds the request until the barrier opens (or [`HOLD`] passes).
+async fn meet(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Answer> {
+    let key = a.key.unwrap_or_default();
+    let until = Instant::now() + HOLD;
+    loop {
+        let answer = hall.look(a.shard, &key);
+        if answer.start_unix_s.is_some() || Instant::now() >= until {
+            return Json(answer);
+        }
+        // Woken by an arrival, or every 200 ms to look for lost shards.
+        let _ = tokio::time::timeout(Duration::from_millis(200), hall.changed.notified()).await;
+    }
+}

@@ -1,0 +1,52 @@
+//! What the shards and shard 0's rendezvous say to each other, and how a
+//! run's shards are told to meet.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How far ahead of the last arrival at a barrier shard 0 names the
+/// start: enough for the answer to reach every shard first.
+pub(crate) const LEAD_S: f64 = 0.25;
+
+/// How the shards of a run meet.
+#[derive(Debug, Clone)]
+pub struct RendezvousOptions {
+    /// Shard 0's address, as every shard reaches it (`host:port`).
+    pub addr: String,
+    /// Where shard 0 listens (default: `addr`).
+    pub bind: Option<String>,
+    /// A shard not heard from this long is lost.
+    pub lost_after: Duration,
+    /// A shard never heard from this long after shard 0 started is lost;
+    /// also how long a shard tries to reach shard 0 at the start.
+    pub join_timeout: Duration,
+}
+
+/// A shard's clock as read by the rendezvous.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct ClockReading {
+    /// Unix seconds on shard 0's clock.
+    pub unix_s: f64,
+}
+
+/// A shard saying it is alive, or arriving at a barrier.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Arrival {
+    /// The shard.
+    pub shard: u32,
+    /// The barrier (absent for a heartbeat).
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+/// Shard 0's answer at a barrier or to a heartbeat.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Answer {
+    /// The named start, on shard 0's clock; absent while shards are still
+    /// expected (the member asks again).
+    #[serde(default)]
+    pub start_unix_s: Option<f64>,
+    /// Shards lost so far, each with a sentence.
+    #[serde(default)]
+    pub lost: Vec<(u32, String)>,
+}

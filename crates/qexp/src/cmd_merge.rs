@@ -1,0 +1,34 @@
+use crate::{CliError, MergeArgs};
+use qexp_runner::{MergeError, MergeOptions};
+
+/// `qexp merge`: exit 0 when merged, 2 when refused.
+pub(crate) fn merge(args: MergeArgs) -> Result<u8, CliError> {
+    let opts = MergeOptions {
+        shards: args.shards,
+        out: args.out,
+        partial: args.partial,
+    };
+    let merged = qexp_runner::merge(&opts).map_err(|e| match e {
+        MergeError::Refused(_)
+        | MergeError::Store(
+            qexp_store::StoreError::NotARun { .. }
+            | qexp_store::StoreError::NewerSchema { .. }
+            | qexp_store::StoreError::Manifest { .. }
+            | qexp_store::StoreError::RunExists { .. },
+        ) => CliError::input(e),
+        other => CliError::failure(other),
+    })?;
+    let record = merged.manifest.merged.as_ref();
+    println!(
+        "merged {} of {} shards of run {} ({} measured requests) into {}",
+        record.map_or(0, |r| r.shards.len()),
+        record.map_or(0, |r| r.count),
+        merged.manifest.run_id,
+        merged.requests,
+        merged.dir.display()
+    );
+    for line in &merged.missing {
+        println!("partial: {line}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,137 @@
+//! `qexp kube`'s objects validated offline against the Kubernetes API
+//! schema by kubernetes-validate (PyPI; it bundles the schemas): the
+//! generated YAML passes in strict mode, and the same YAML with a field
+//! misspelt or of the wrong type fails, so the validator is seen to judge
+//! what qexp wrote. The YAML for N = 8 in docs/kubernetes-job.yaml is the
+//! one `qexp kube` writes. Without the validator the schema test says so
+//! and skips, unless QEXP_REQUIRE_KUBE_VALIDATE=1 (CI installs it with
+//! scripts/kube/install-validator.sh).
+
+use crate::common::qexp;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The arguments that give docs/kubernetes-job.yaml.
+const DOC_ARGS: [&str; 8] = [
+    "--shards",
+    "8",
+    "--image",
+    "ghcr.io/example/qexp:0.1.0",
+    "--run-id",
+    "20261203T150000Z-5a4d01",
+    "--target",
+    "http://vllm.inference.svc:8000",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn generate(out: &Path) -> String {
+    let plan = root().join("experiments/throughput.toml");
+    let mut args = vec!["kube", plan.to_str().unwrap()];
+    args.extend(DOC_ARGS);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = qexp(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// The python with kubernetes_validate, or None (with the reason printed).
+fn validator() -> Option<String> {
+    let python =
+        std::env::var("QEXP_KUBE_VALIDATE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let found = Command::new(&python)
+        .args(["-m", "kubernetes_validate", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(python);
+    }
+    let why = format!(
+        "kubernetes-validate is not importable by `{python}` (install it with scripts/kube/install-validator.sh and set QEXP_KUBE_VALIDATE_PYTHON)"
+    );
+    assert!(
+        std::env::var("QEXP_REQUIRE_KUBE_VALIDATE").as_deref() != Ok("1"),
+        "QEXP_REQUIRE_KUBE_VALIDATE=1 but {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// Runs the validator in strict mode (unknown fields are errors) on `file`.
+fn validate(python: &str, file: &Path) -> (bool, String) {
+    let o = Command::new(python)
+        .args(["-m", "kubernetes_validate", "--strict", "--quiet"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success() && !text.contains("ERROR"), text)
+}
+
+#[test]
+fn generated_objects_pass_the_kubernetes_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("qexp.yaml");
+    let yaml = generate(&file);
+    for kind in ["ConfigMap", "Service", "PersistentVolumeClaim", "Job"] {
+        assert!(
+            yaml.contains(&format!("kind: \"{kind}\"")),
+            "{kind} missing:\n{yaml}"
+        );
+    }
+    let Some(python) = validator() else { return };
+    let (ok, out) = validate(&python, &file);
+    assert!(ok, "the generated objects fail the schema:\n{out}\n{yaml}");
+    // The validator judges what qexp wrote: a misspelt field and a wrong
+    // type each fail.
+    for (from, to) in [
+        ("parallelism: 8", "parallelizm: 8"),
+        ("completions: 8", "completions: \"eight\""),
+    ] {
+        assert!(yaml.contains(from), "{from}");
+        let broken = tmp.path().join("broken.yaml");
+        std::fs::write(&broken, yaml.replace(from, to)).unwrap();
+        let (ok, out) = validate(&python, &broken);
+        assert!(!ok, "`{to}` passed the schema:\n{out}");
+    }
+}
+
+#[test]
+fn the_documented_job_is_the_one_qexp_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = generate(&tmp.path().join("qexp.yaml"));
+    let doc = std::fs::read_to_string(root().join("docs/kubernetes-job.yaml")).unwrap();
+    assert_eq!(
+        doc, yaml,
+        "docs/kubernetes-job.yaml is stale: regenerate it with `qexp kube experiments/throughput.toml {} --out docs/kubernetes-job.yaml`",
+        DOC_ARGS.join(" ")
+    );
+}
+
+#[test]
+fn bad_kube_input_is_one_line_and_exit_2() {
+    let plan = root().join("experiments/throughput.toml");
+    for (args, says) in [
+        (vec!["--shards", "0", "--image", "x"], "--shards"),
+        (
+            vec!["--shards", "2", "--image", "x", "--cpu", "lots"],
+            "--cpu",
+        ),
+    ] {
+        let mut a = vec!["kube", plan.to_str().unwrap()];
+        a.extend(args);
+        let o = qexp(&a).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says) && err.lines().count() == 1,
+            "{err}"
+        );
+    }
+}
