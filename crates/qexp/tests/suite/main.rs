@@ -17,4 +17,5 @@ mod paths;
 mod readme;
 mod real_servers;
 mod run_e2e;
+mod rx_timestamps;
 mod workloads;
