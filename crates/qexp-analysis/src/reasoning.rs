@@ -45,12 +45,12 @@ pub(crate) fn reasoning_frame(measured: LazyFrame) -> LazyFrame {
 /// Summaries from [`reasoning_frame`]'s rows for every point with reasoning
 /// chunks, by point; empty when none streamed reasoning.
 pub(crate) fn reasoning_summaries(df: &DataFrame) -> PolarsResult<Vec<ReasoningSummary>> {
-    let pid = u32s(&df, rq::POINT_ID)?;
+    let pid = u32s(df, rq::POINT_ID)?;
     let (thinking, answer, reasoning, share) = (
-        f64s(&df, "ttft_reasoning_s")?,
-        f64s(&df, "ttft_answer_s")?,
-        f64s(&df, "reasoning")?,
-        f64s(&df, "share")?,
+        f64s(df, "ttft_reasoning_s")?,
+        f64s(df, "ttft_answer_s")?,
+        f64s(df, "reasoning")?,
+        f64s(df, "share")?,
     );
     let mut by_point: BTreeMap<u32, Vec<[f64; 3]>> = BTreeMap::new();
     for i in (0..df.height()).filter(|&i| reasoning[i] > 0.0) {

@@ -63,13 +63,13 @@ pub(crate) fn turn_frame(measured: LazyFrame) -> LazyFrame {
 /// Per-turn summaries from [`turn_frame`]'s rows, by point then turn; empty
 /// when no row has a turn.
 pub(crate) fn turn_summaries(df: &DataFrame) -> PolarsResult<Vec<TurnSummary>> {
-    let (pid, turn) = (u32s(&df, rq::POINT_ID)?, u32s(&df, rq::TURN)?);
+    let (pid, turn) = (u32s(df, rq::POINT_ID)?, u32s(df, rq::TURN)?);
     let (req, fail, ttft, prompt, share) = (
-        f64s(&df, "requests")?,
-        f64s(&df, "failures")?,
-        f64s(&df, "ttft_s")?,
-        f64s(&df, "prompt_tokens")?,
-        f64s(&df, "cached_share")?,
+        f64s(df, "requests")?,
+        f64s(df, "failures")?,
+        f64s(df, "ttft_s")?,
+        f64s(df, "prompt_tokens")?,
+        f64s(df, "cached_share")?,
     );
     // (point, turn) → one [requests, failures, ttft, prompt, share] per trial.
     let mut by_turn: BTreeMap<(u32, u32), Vec<[f64; 5]>> = BTreeMap::new();
