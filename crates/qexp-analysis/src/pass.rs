@@ -48,8 +48,7 @@ pub(crate) fn for_each_trial_point(
     let mut wanted = keys.to_vec();
     wanted.extend(columns.iter().filter(|c| !keys.contains(c)));
     qexp_store::for_each_request_batch(dir, &wanted, batch_rows, |df| {
-        let measured = !df.column(rq::WARMUP)?.bool()?;
-        let df = df.filter(&measured)?;
+        let df = measured(df)?;
         for (key, piece) in blocks(&df)? {
             let group = open.entry(key).or_default();
             group.rows += piece.height();
@@ -81,13 +80,22 @@ fn measured_rows(
     let mut counts: BTreeMap<TrialPoint, usize> = BTreeMap::new();
     let columns = [rq::TRIAL, rq::POINT_ID, rq::WARMUP];
     qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
-        let measured = !df.column(rq::WARMUP)?.bool()?;
-        for (key, piece) in blocks(&df.filter(&measured)?)? {
+        for (key, piece) in blocks(&measured(df)?)? {
             *counts.entry(key).or_default() += piece.height();
         }
         Ok(())
     })?;
     Ok(counts)
+}
+
+/// The measured (not warm-up) rows of `df`; `df` itself, uncopied, when
+/// it has no warm-up row (most batches of a long run).
+fn measured(df: DataFrame) -> PolarsResult<DataFrame> {
+    let measured = !df.column(rq::WARMUP)?.bool()?;
+    if measured.all() {
+        return Ok(df);
+    }
+    df.filter(&measured)
 }
 
 /// `df` cut into its runs of rows with one (trial, point) (slices, no copy).
