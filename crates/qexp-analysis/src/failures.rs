@@ -22,20 +22,26 @@ pub struct FailureGroup {
     pub message: String,
 }
 
-/// The failure groups of `measured` rows, by point then by count (largest first).
-pub(crate) fn failure_groups(measured: LazyFrame) -> PolarsResult<Vec<FailureGroup>> {
-    let df = measured
+/// The failures of `measured` rows counted by (point, class, trial), each
+/// with its first message (any set of whole (trial, point)s: the analysis
+/// feeds one at a time).
+pub(crate) fn failure_frame(measured: LazyFrame) -> LazyFrame {
+    measured
         .filter(col(rq::ERROR_CLASS).is_not_null())
         .group_by([col(rq::POINT_ID), col(rq::ERROR_CLASS), col(rq::TRIAL)])
         .agg([
             len().cast(DataType::Float64).alias("n"),
             col(rq::ERROR_MESSAGE).first().alias("message"),
         ])
-        .sort(
-            [rq::POINT_ID, rq::ERROR_CLASS, rq::TRIAL],
-            SortMultipleOptions::default(),
-        )
-        .collect()?;
+}
+
+/// The failure groups from [`failure_frame`]'s rows, by point then by count
+/// (largest first).
+pub(crate) fn failure_groups(df: &DataFrame) -> PolarsResult<Vec<FailureGroup>> {
+    let df = df.sort(
+        [rq::POINT_ID, rq::ERROR_CLASS, rq::TRIAL],
+        SortMultipleOptions::default(),
+    )?;
     let (pid, trial, n) = (
         u32s(&df, rq::POINT_ID)?,
         u32s(&df, rq::TRIAL)?,

@@ -23,6 +23,7 @@ pub mod format;
 mod load;
 mod metric;
 mod metrics;
+mod pass;
 mod reasoning;
 mod run;
 pub mod schedule;

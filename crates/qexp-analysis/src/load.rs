@@ -63,8 +63,8 @@ impl RunAnalysis {
     }
 }
 
-/// Request rows read at a time for the pooled ITL: four row groups of a
-/// merged file (about a million rows; 16 chunk offsets each are 128 MB).
+/// Request rows read at a time: four row groups of a merged file (about a
+/// million rows; 16 chunk offsets each are 128 MB).
 pub const ITL_BATCH_ROWS: usize = 4 * 512 * 512;
 
 /// Reads a run folder and summarises every point across trials.
@@ -72,8 +72,8 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
     analyze_in_batches(dir, ITL_BATCH_ROWS)
 }
 
-/// [`analyze`], reading request rows for the pooled ITL `batch_rows` at a
-/// time (tests use small batches to cross batch boundaries).
+/// [`analyze`], reading request rows `batch_rows` at a time (tests use
+/// small batches to cross batch boundaries).
 #[doc(hidden)]
 pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, AnalysisError> {
     let manifest = qexp_store::read_manifest(dir)?;
@@ -81,40 +81,17 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         path: dir.to_path_buf(),
         source,
     };
-    let is_measured = col(rq::WARMUP).not();
-    let ok = col(rq::ERROR_CLASS).is_null();
-    let requests = scan_requests(dir)?;
-    let schema = requests.clone().collect_schema().map_err(q)?;
-    let measured = requests.filter(is_measured.clone());
-    // Runs written before reasoning was timed apart have no reasoning columns.
-    let reasoning = if schema.contains(rq::REASONING_CHUNKS) {
-        crate::reasoning::reasoning_summaries(measured.clone()).map_err(q)?
-    } else {
-        Vec::new()
-    };
-    // Runs written before multi-turn sessions existed have no turns.
-    let turns = if schema.contains(rq::TURN) {
-        crate::turns::turn_summaries(measured.clone()).map_err(q)?
-    } else {
-        Vec::new()
-    };
-    let failures = crate::failures::failure_groups(measured.clone()).map_err(q)?;
-    let per_trial = per_trial_frame(measured, &schema, ok.clone())
-        .collect()
-        .map_err(q)?;
-    let mut by_key = request_metrics(&per_trial).map_err(q)?;
-    let ok_rows = by_key
-        .values()
-        .map(|m| ((m.trial, m.point_id), (m.requests - m.failures) as usize))
+    let schema = scan_requests(dir)?.collect_schema().map_err(q)?;
+    let mut frames = TrialFrames::new(&schema);
+    let columns: Vec<&str> = REQUEST_COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| schema.contains(c))
         .collect();
-    // The same predicate that counted `ok_rows`, so the counts agree.
-    let itl = itl_percentiles(dir, is_measured.and(ok), ok_rows, batch_rows)?;
-    for m in by_key.values_mut() {
-        [m.itl_p50_s, m.itl_p90_s, m.itl_p99_s] = itl
-            .get(&(m.trial, m.point_id))
-            .copied()
-            .unwrap_or([f64::NAN; 3]);
-    }
+    crate::pass::for_each_trial_point(dir, &columns, batch_rows, |key, rows| {
+        frames.add(key, rows)
+    })?;
+    let mut by_key = frames.request_metrics().map_err(q)?;
     let with_rows = add_point_rows(dir, &mut by_key)?;
     mark_journal_only(&mut by_key, &with_rows, &manifest);
     let summaries = manifest
@@ -129,6 +106,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
         })
         .collect();
     let schedule = crate::schedule::for_run(dir, &manifest)?;
+    let (turns, reasoning, failures) = frames.summaries().map_err(q)?;
     let mut run = RunAnalysis::new(
         dir.to_path_buf(),
         manifest,
@@ -141,6 +119,134 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
     run.distributions = crate::distribution::for_run(dir, &ids)?;
     Ok(run)
+}
+
+/// Every request column the per-(trial, point) statistics read; a run made
+/// before one existed lacks it, and the statistic that needs it is skipped
+/// or falls back (see [`per_trial_frame`]).
+const REQUEST_COLUMNS: &[&str] = &[
+    rq::ERROR_CLASS,
+    rq::ERROR_MESSAGE,
+    rq::TPOT_S,
+    rq::TTFT_S,
+    rq::E2E_S,
+    rq::COMPLETION_TOKENS,
+    rq::CLIENT_TOKENS,
+    rq::CHUNKS,
+    rq::PROMPT_TOKENS,
+    rq::CACHED_TOKENS,
+    rq::CACHED_TOKENS_EXPECTED,
+    rq::FINISH_REASON,
+    rq::INPUT_TOKENS_PLANNED,
+    rq::INPUT_TOKENS_TARGET,
+    rq::OUTPUT_TOKENS_PLANNED,
+    rq::OUTPUT_TOKENS_TARGET,
+    rq::TTFT_REASONING_S,
+    rq::TTFT_ANSWER_S,
+    rq::REASONING_CHUNKS,
+    rq::TURN,
+    rq::CHUNK_OFFSETS_S,
+];
+
+/// The per-(trial, point) results of the pass: each (trial, point)'s rows
+/// are summarised into these small frames (one row per (trial, point), or
+/// per turn or failure class) and the pooled ITL, then dropped.
+///
+/// This is the one place a per-(trial, point) statistic over requests is
+/// computed: a new one (a CDF, a timeline) reads `rows` in [`TrialFrames::add`].
+struct TrialFrames {
+    schema: Schema,
+    per_trial: Vec<DataFrame>,
+    reasoning: Vec<DataFrame>,
+    turns: Vec<DataFrame>,
+    failures: Vec<DataFrame>,
+    itl: BTreeMap<(u32, u32), [f64; 3]>,
+}
+
+impl TrialFrames {
+    fn new(schema: &Schema) -> TrialFrames {
+        TrialFrames {
+            schema: schema.clone(),
+            per_trial: Vec::new(),
+            reasoning: Vec::new(),
+            turns: Vec::new(),
+            failures: Vec::new(),
+            itl: BTreeMap::new(),
+        }
+    }
+
+    /// Summarises one (trial, point)'s measured rows.
+    fn add(&mut self, (trial, point): (u32, u32), rows: DataFrame) -> PolarsResult<()> {
+        let ok = col(rq::ERROR_CLASS).is_null();
+        let lazy = rows.lazy();
+        self.per_trial
+            .push(per_trial_frame(lazy.clone(), &self.schema, ok.clone()).collect()?);
+        // Runs written before reasoning was timed apart have no reasoning columns.
+        if self.schema.contains(rq::REASONING_CHUNKS) {
+            self.reasoning
+                .push(crate::reasoning::reasoning_frame(lazy.clone()).collect()?);
+        }
+        // Runs written before multi-turn sessions existed have no turns.
+        if self.schema.contains(rq::TURN) {
+            self.turns
+                .push(crate::turns::turn_frame(lazy.clone()).collect()?);
+        }
+        self.failures
+            .push(crate::failures::failure_frame(lazy.clone()).collect()?);
+        let ok_rows = lazy
+            .filter(ok)
+            .select([col(rq::CHUNK_OFFSETS_S)])
+            .collect()?;
+        self.itl.insert((point, trial), itl_percentiles(&ok_rows)?);
+        Ok(())
+    }
+
+    /// The request metrics of each (trial, point), keyed by (point, trial).
+    fn request_metrics(&self) -> PolarsResult<BTreeMap<(u32, u32), TrialMetrics>> {
+        let mut by_key = request_metrics(&stacked(&self.per_trial)?)?;
+        for (key, m) in by_key.iter_mut() {
+            [m.itl_p50_s, m.itl_p90_s, m.itl_p99_s] =
+                self.itl.get(key).copied().unwrap_or([f64::NAN; 3]);
+        }
+        Ok(by_key)
+    }
+
+    /// Per-turn, reasoning and failure summaries over every (trial, point).
+    #[allow(clippy::type_complexity)]
+    fn summaries(
+        &self,
+    ) -> PolarsResult<(
+        Vec<TurnSummary>,
+        Vec<ReasoningSummary>,
+        Vec<crate::failures::FailureGroup>,
+    )> {
+        let turns = match self.turns.is_empty() {
+            true => Vec::new(),
+            false => crate::turns::turn_summaries(&stacked(&self.turns)?)?,
+        };
+        let reasoning = match self.reasoning.is_empty() {
+            true => Vec::new(),
+            false => crate::reasoning::reasoning_summaries(&stacked(&self.reasoning)?)?,
+        };
+        let failures = match self.failures.is_empty() {
+            true => Vec::new(),
+            false => crate::failures::failure_groups(&stacked(&self.failures)?)?,
+        };
+        Ok((turns, reasoning, failures))
+    }
+}
+
+/// Small per-(trial, point) frames as one.
+fn stacked(frames: &[DataFrame]) -> PolarsResult<DataFrame> {
+    let mut all = frames.iter();
+    let Some(first) = all.next() else {
+        return Ok(DataFrame::empty());
+    };
+    let mut df = first.clone();
+    for f in all {
+        df.vstack_mut(f)?;
+    }
+    Ok(df)
 }
 
 /// One row per (trial, point) with the request metrics, from measured rows.
@@ -375,71 +481,23 @@ fn mark_journal_only(
     }
 }
 
-/// p50, p90 and p99 of the inter-chunk gaps of the rows `measured_ok` keeps
-/// (measured, successful requests), pooled per (trial, point).
-///
-/// A run holds one gap per chunk, so its gaps outnumber its requests many
-/// times over (10 million requests of 16 chunks: 150 million gaps, 1.2 GB).
-/// The rows are read `batch_rows` at a time, and a (trial, point) is
-/// summarised and its gaps dropped as soon as all of its `expected`
-/// successful rows have been seen; since the runner writes each (trial,
-/// point) as one block, about one (trial, point) is held at a time.
-fn itl_percentiles(
-    dir: &Path,
-    measured_ok: Expr,
-    expected: BTreeMap<(u32, u32), usize>,
-    batch_rows: usize,
-) -> Result<BTreeMap<(u32, u32), [f64; 3]>, AnalysisError> {
-    let mut open: BTreeMap<(u32, u32), (usize, Vec<f64>)> = BTreeMap::new();
-    let mut done: BTreeMap<(u32, u32), [f64; 3]> = BTreeMap::new();
-    let finish = |g: &mut Vec<f64>| {
-        g.retain(|x| x.is_finite());
-        [0.5, 0.9, 0.99].map(|q| quantile_in_place(g, q).unwrap_or(f64::NAN))
-    };
-    let columns = [
-        rq::TRIAL,
-        rq::POINT_ID,
-        rq::WARMUP,
-        rq::ERROR_CLASS,
-        rq::CHUNK_OFFSETS_S,
-    ];
-    qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
-        let df = df
-            .lazy()
-            .filter(measured_ok.clone())
-            .select([col(rq::TRIAL), col(rq::POINT_ID), col(rq::CHUNK_OFFSETS_S)])
-            .collect()?;
-        let trial = u32s(&df, rq::TRIAL)?;
-        let pid = u32s(&df, rq::POINT_ID)?;
-        // Walk the list column's flat offsets and values directly: one pass,
-        // no per-row allocation.
-        let lists = df.column(rq::CHUNK_OFFSETS_S)?.list()?;
-        let mut row = 0usize;
-        for arr in lists.downcast_iter() {
-            // Offsets index this array's own (unsliced) values buffer.
-            let inner = Series::try_from((PlSmallStr::EMPTY, arr.values().clone()))?;
-            let inner = inner.f64()?;
-            let values = inner.cont_slice()?;
-            for w in arr.offsets().as_slice().windows(2) {
-                let key = (trial[row], pid[row]);
-                row += 1;
-                let offs = &values[w[0] as usize..w[1] as usize];
-                let (seen, gaps) = open.entry(key).or_default();
-                gaps.extend(offs.windows(2).map(|g| g[1] - g[0]));
-                *seen += 1;
-                if *seen >= expected.get(&key).copied().unwrap_or(usize::MAX) {
-                    let (_, mut gaps) = open.remove(&key).unwrap_or_default();
-                    // First result wins: rows of a finished key arriving
-                    // later (a count that disagreed) never replace it.
-                    done.entry(key).or_insert_with(|| finish(&mut gaps));
-                }
-            }
+/// p50, p90 and p99 of the inter-chunk gaps of one (trial, point)'s
+/// successful requests (`rows`: their chunk offsets), pooled.
+fn itl_percentiles(rows: &DataFrame) -> PolarsResult<[f64; 3]> {
+    let lists = rows.column(rq::CHUNK_OFFSETS_S)?.list()?;
+    let mut gaps = Vec::new();
+    // Walk the list column's flat offsets and values directly: one pass,
+    // no per-row allocation.
+    for arr in lists.downcast_iter() {
+        // Offsets index this array's own (unsliced) values buffer.
+        let inner = Series::try_from((PlSmallStr::EMPTY, arr.values().clone()))?;
+        let inner = inner.f64()?;
+        let values = inner.cont_slice()?;
+        for w in arr.offsets().as_slice().windows(2) {
+            let offs = &values[w[0] as usize..w[1] as usize];
+            gaps.extend(offs.windows(2).map(|g| g[1] - g[0]));
         }
-        Ok(())
-    })?;
-    // Groups whose count never matched (not expected to happen) still count.
-    for (key, (_, mut gaps)) in open {
-        done.entry(key).or_insert_with(|| finish(&mut gaps));
     }
-    Ok(done)
+    gaps.retain(|x| x.is_finite());
+    Ok([0.5, 0.9, 0.99].map(|q| quantile_in_place(&mut gaps, q).unwrap_or(f64::NAN)))
 }

@@ -23,11 +23,11 @@ pub struct ReasoningSummary {
     pub reasoning_share: Option<Summary>,
 }
 
-/// Summaries of the measured, successful rows of `measured` for every point
-/// with reasoning chunks, by point; empty when none streamed reasoning.
-pub(crate) fn reasoning_summaries(measured: LazyFrame) -> PolarsResult<Vec<ReasoningSummary>> {
+/// The per-(trial, point) reasoning aggregates of `measured` rows' successful
+/// requests (any set of whole (trial, point)s: the analysis feeds one at a time).
+pub(crate) fn reasoning_frame(measured: LazyFrame) -> LazyFrame {
     let f = DataType::Float64;
-    let df = measured
+    measured
         .filter(col(rq::ERROR_CLASS).is_null())
         .group_by([col(rq::TRIAL), col(rq::POINT_ID)])
         .agg([
@@ -40,13 +40,17 @@ pub(crate) fn reasoning_summaries(measured: LazyFrame) -> PolarsResult<Vec<Reaso
             (col(rq::REASONING_CHUNKS).cast(f.clone()).sum() / col(rq::CHUNKS).cast(f).sum())
                 .alias("share"),
         ])
-        .collect()?;
-    let pid = u32s(&df, rq::POINT_ID)?;
+}
+
+/// Summaries from [`reasoning_frame`]'s rows for every point with reasoning
+/// chunks, by point; empty when none streamed reasoning.
+pub(crate) fn reasoning_summaries(df: &DataFrame) -> PolarsResult<Vec<ReasoningSummary>> {
+    let pid = u32s(df, rq::POINT_ID)?;
     let (thinking, answer, reasoning, share) = (
-        f64s(&df, "ttft_reasoning_s")?,
-        f64s(&df, "ttft_answer_s")?,
-        f64s(&df, "reasoning")?,
-        f64s(&df, "share")?,
+        f64s(df, "ttft_reasoning_s")?,
+        f64s(df, "ttft_answer_s")?,
+        f64s(df, "reasoning")?,
+        f64s(df, "share")?,
     );
     let mut by_point: BTreeMap<u32, Vec<[f64; 3]>> = BTreeMap::new();
     for i in (0..df.height()).filter(|&i| reasoning[i] > 0.0) {

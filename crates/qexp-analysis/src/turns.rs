@@ -30,12 +30,12 @@ pub struct TurnSummary {
     pub cached_share: Option<Summary>,
 }
 
-/// Per-turn summaries of the measured multi-turn rows of `measured`, by
-/// point then turn; empty when no row has a turn.
-pub(crate) fn turn_summaries(measured: LazyFrame) -> PolarsResult<Vec<TurnSummary>> {
+/// The per-(trial, point, turn) aggregates of `measured` multi-turn rows
+/// (any set of whole (trial, point)s: the analysis feeds one at a time).
+pub(crate) fn turn_frame(measured: LazyFrame) -> LazyFrame {
     let f = DataType::Float64;
     let ok = col(rq::ERROR_CLASS).is_null();
-    let df = measured
+    measured
         .filter(col(rq::TURN).is_not_null())
         .group_by([col(rq::TRIAL), col(rq::POINT_ID), col(rq::TURN)])
         .agg([
@@ -58,14 +58,18 @@ pub(crate) fn turn_summaries(measured: LazyFrame) -> PolarsResult<Vec<TurnSummar
                 / col(rq::PROMPT_TOKENS).filter(ok).cast(f.clone()).sum())
             .alias("cached_share"),
         ])
-        .collect()?;
-    let (pid, turn) = (u32s(&df, rq::POINT_ID)?, u32s(&df, rq::TURN)?);
+}
+
+/// Per-turn summaries from [`turn_frame`]'s rows, by point then turn; empty
+/// when no row has a turn.
+pub(crate) fn turn_summaries(df: &DataFrame) -> PolarsResult<Vec<TurnSummary>> {
+    let (pid, turn) = (u32s(df, rq::POINT_ID)?, u32s(df, rq::TURN)?);
     let (req, fail, ttft, prompt, share) = (
-        f64s(&df, "requests")?,
-        f64s(&df, "failures")?,
-        f64s(&df, "ttft_s")?,
-        f64s(&df, "prompt_tokens")?,
-        f64s(&df, "cached_share")?,
+        f64s(df, "requests")?,
+        f64s(df, "failures")?,
+        f64s(df, "ttft_s")?,
+        f64s(df, "prompt_tokens")?,
+        f64s(df, "cached_share")?,
     );
     // (point, turn) → one [requests, failures, ttft, prompt, share] per trial.
     let mut by_turn: BTreeMap<(u32, u32), Vec<[f64; 5]>> = BTreeMap::new();

@@ -46,6 +46,14 @@ pub struct FidelityRow {
     pub ttft_p50_error_ms: f64,
     /// TTFT p99, qexp − server, ms.
     pub ttft_p99_error_ms: f64,
+    /// TTFT p50, qexp − server counted from the request's arrival at its
+    /// socket (the kernel's stamp), not from its handler, ms; NaN where
+    /// the server's kernel stamped nothing.
+    #[serde(default = "nan")]
+    pub ttft_p50_arrival_error_ms: f64,
+    /// TTFT p99, qexp − server from the request's arrival, ms.
+    #[serde(default = "nan")]
+    pub ttft_p99_arrival_error_ms: f64,
     /// Chunk gap p50, qexp − server, ms.
     pub gap_p50_error_ms: f64,
     /// Chunk gap p99, qexp − server, ms.
@@ -61,6 +69,10 @@ pub struct FidelityRow {
     pub server_cores: f64,
     /// Failed requests.
     pub failures: u64,
+    /// How qexp timed the run (its manifest's `client_timing`): the kernel's
+    /// receive stamps or stamps on return. Absent in results from before.
+    #[serde(default)]
+    pub client_timing: Option<qexp_types::ClientTiming>,
 }
 
 /// Peak resident memory with many streams open.
@@ -114,6 +126,11 @@ pub struct BenchResults {
     pub memory: Vec<MemoryRow>,
     /// Open-loop rows.
     pub open_loop: Vec<OpenLoopRow>,
+}
+
+/// What a figure missing from older results reads as.
+fn nan() -> f64 {
+    f64::NAN
 }
 
 fn f(x: f64, digits: usize) -> String {
@@ -174,25 +191,28 @@ impl BenchResults {
     /// own timestamps at each concurrency; nothing without rows.
     fn fidelity_table(&self, s: &mut String) {
         if !self.fidelity.is_empty() {
-            s.push_str("| C | server TTFT / gap (ms) | TTFT error p50 (ms) | TTFT error p99 (ms) | gap error p50 (ms) | gap error p99 (ms) | server gap p99 (ms) | cores used | server cores | failures |\n|---|---|---|---|---|---|---|---|---|---|\n");
+            s.push_str("| C | server TTFT / gap (ms) | TTFT error p50 (ms) | TTFT error p99 (ms) | from arrival p50 (ms) | from arrival p99 (ms) | gap error p50 (ms) | gap error p99 (ms) | server gap p99 (ms) | cores used | server cores | failures | timing |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
             for r in &self.fidelity {
                 let _ = writeln!(
                     s,
-                    "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.concurrency,
                     f(r.server_ttft_ms, 0),
                     f(r.server_itl_ms, 0),
                     f(r.ttft_p50_error_ms, 2),
                     f(r.ttft_p99_error_ms, 2),
+                    f(r.ttft_p50_arrival_error_ms, 2),
+                    f(r.ttft_p99_arrival_error_ms, 2),
                     f(r.gap_p50_error_ms, 2),
                     f(r.gap_p99_error_ms, 2),
                     f(r.server_gap_p99_ms, 2),
                     f(r.cores_used, 2),
                     f(r.server_cores, 2),
-                    r.failures
+                    r.failures,
+                    r.client_timing.map_or("-", |t| t.as_str())
                 );
             }
-            s.push('\n');
+            s.push_str("\nTTFT error: qexp's TTFT − the server's, counted from when its handler ran; from arrival: counted from when the request reached the server's socket (its kernel's receive stamp), which includes the server's own intake queue, as a client sees it.\n\n");
         }
     }
 

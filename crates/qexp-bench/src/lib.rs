@@ -10,6 +10,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod arrival;
 mod error;
 pub mod figures;
 pub mod process;
@@ -63,6 +64,17 @@ impl Scale {
             memory_hold_ms: 4000.0,
             rates: vec![100.0, 1000.0, 10_000.0],
             rate_duration_s: 3.0,
+        }
+    }
+
+    /// Only the full benchmark's timing fidelity (C = 1, 100, 500, 1000):
+    /// a minute, for setting the client's timing against the server's.
+    pub fn fidelity_only() -> Scale {
+        Scale {
+            ceiling_c: Vec::new(),
+            memory_c: Vec::new(),
+            rates: Vec::new(),
+            ..Scale::full()
         }
     }
 
@@ -142,8 +154,12 @@ pub async fn run_bench(
         let requests = (2 * c).max(scale.fidelity_min_requests);
         let row = scenarios::fidelity(&env, c, requests, 50.0, 10.0, scale.fidelity_tokens).await?;
         say(&format!(
-            "fidelity: C={c}, TTFT error p50 {:+.2} ms p99 {:+.2} ms, gap error p99 {:+.2} ms",
-            row.ttft_p50_error_ms, row.ttft_p99_error_ms, row.gap_p99_error_ms
+            "fidelity: C={c}, TTFT error p50 {:+.2} ms p99 {:+.2} ms, gap error p99 {:+.2} ms ({})",
+            row.ttft_p50_error_ms,
+            row.ttft_p99_error_ms,
+            row.gap_p99_error_ms,
+            row.client_timing
+                .map_or("timing not recorded", |t| t.as_str())
         ));
         res.fidelity.push(row);
     }

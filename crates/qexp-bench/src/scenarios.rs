@@ -241,21 +241,41 @@ pub async fn fidelity(
     )
     .await?;
     let rows = read_rows(&m.dir)?;
+    let client_timing = qexp_store::read_manifest(&m.dir)
+        .ok()
+        .and_then(|man| man.client_timing);
     cleanup(&m.dir);
+    let ms = |x: f64| x * 1000.0;
     let s_ttft: Vec<f64> = m.server.records.iter().map(|r| r.ttft_s).collect();
+    let s_from_arrival: Vec<f64> = m
+        .server
+        .records
+        .iter()
+        .map(|r| r.ttft_from_arrival_s.unwrap_or(f64::NAN))
+        .collect();
+    // Every record or none: a mix would compare different requests' tails.
+    let arrival_error = |p: f64| {
+        let all = s_from_arrival.iter().all(|x| x.is_finite());
+        if all && !s_from_arrival.is_empty() {
+            ms(q(&rows.ttft_s, p) - q(&s_from_arrival, p))
+        } else {
+            f64::NAN
+        }
+    };
     let s_gaps: Vec<f64> = m
         .server
         .records
         .iter()
         .flat_map(|r| r.gaps_s.iter().copied())
         .collect();
-    let ms = |x: f64| x * 1000.0;
     Ok(FidelityRow {
         concurrency: c,
         server_ttft_ms: ttft_ms,
         server_itl_ms: itl_ms,
         ttft_p50_error_ms: ms(q(&rows.ttft_s, 0.5) - q(&s_ttft, 0.5)),
         ttft_p99_error_ms: ms(q(&rows.ttft_s, 0.99) - q(&s_ttft, 0.99)),
+        ttft_p50_arrival_error_ms: arrival_error(0.5),
+        ttft_p99_arrival_error_ms: arrival_error(0.99),
         gap_p50_error_ms: ms(q(&rows.gaps_s, 0.5) - q(&s_gaps, 0.5)),
         gap_p99_error_ms: ms(q(&rows.gaps_s, 0.99) - q(&s_gaps, 0.99)),
         server_ttft_p99_ms: ms(q(&s_ttft, 0.99)),
@@ -263,6 +283,7 @@ pub async fn fidelity(
         cores_used: m.cpu_s / m.wall_s,
         server_cores: m.server.cpu_s / m.wall_s,
         failures: rows.failures,
+        client_timing,
     })
 }
 

@@ -2,14 +2,15 @@
 //! streams `max_tokens` one-token chunks as fast as they are read, or on an
 //! exact schedule a request asks for (`bench_ttft_ms`, `bench_itl_ms` in its
 //! body), and records its own timestamps of every chunk it hands to the
-//! socket. Those timestamps are the truth the client's are compared with.
+//! socket, and when each request arrived (the kernel's receive stamp, see
+//! `arrival`). Those timestamps are the truth the client's are compared with.
 
+use crate::arrival::{Arrival, StampedListener};
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
@@ -28,8 +29,14 @@ use tokio::time::Sleep;
 /// What the server measured for one finished request (timed requests only).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerRecord {
-    /// Request received → first content chunk handed to the socket, seconds.
+    /// Request received (its handler ran) → first content chunk handed to
+    /// the socket, seconds.
     pub ttft_s: f64,
+    /// The request's arrival at the socket (the kernel's receive stamp) →
+    /// first content chunk handed to the socket, seconds; `None` where the
+    /// kernel stamped none (or in reports from before it was kept).
+    #[serde(default)]
+    pub ttft_from_arrival_s: Option<f64>,
     /// Gaps between consecutive content chunks, seconds.
     pub gaps_s: Vec<f64>,
 }
@@ -95,10 +102,10 @@ impl BenchServer {
             .with_state(state);
         let (stop, mut stopped) = watch::channel(false);
         // Every chunk goes out the moment it is written (no Nagle batching,
-        // as inference servers set up their sockets).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
+        // as inference servers set up their sockets), and every read notes
+        // when its bytes arrived.
+        let listener = StampedListener(listener);
+        let app = app.into_make_service_with_connect_info::<Arrival>();
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = stopped.wait_for(|s| *s).await;
         });
@@ -163,18 +170,31 @@ async fn drain(State(s): State<Arc<ServerState>>) -> Json<ServerReport> {
     })
 }
 
-async fn chat(state: State<Arc<ServerState>>, body: Bytes) -> Response {
-    generate(state, body, true)
+async fn chat(
+    state: State<Arc<ServerState>>,
+    ConnectInfo(arrival): ConnectInfo<Arrival>,
+    body: Bytes,
+) -> Response {
+    generate(state, arrival.latest(), body, true)
 }
 
-async fn completions(state: State<Arc<ServerState>>, body: Bytes) -> Response {
-    generate(state, body, false)
+async fn completions(
+    state: State<Arc<ServerState>>,
+    ConnectInfo(arrival): ConnectInfo<Arrival>,
+    body: Bytes,
+) -> Response {
+    generate(state, arrival.latest(), body, false)
 }
 
 const CHAT_TOKEN: &[u8] = b"data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok \"},\"finish_reason\":null}]}\n\n";
 const TEXT_TOKEN: &[u8] = b"data: {\"id\":\"b\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"tok \",\"finish_reason\":null}]}\n\n";
 
-fn generate(State(state): State<Arc<ServerState>>, body: Bytes, chat: bool) -> Response {
+fn generate(
+    State(state): State<Arc<ServerState>>,
+    arrived: Option<Instant>,
+    body: Bytes,
+    chat: bool,
+) -> Response {
     let received = Instant::now();
     let v: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -195,6 +215,7 @@ fn generate(State(state): State<Arc<ServerState>>, body: Bytes, chat: bool) -> R
         token: Bytes::from_static(if chat { CHAT_TOKEN } else { TEXT_TOKEN }),
         finish: Some(Bytes::from(finish)),
         received,
+        arrived,
         ttft: Duration::from_secs_f64(ttft_ms / 1000.0),
         itl: Duration::from_secs_f64(itl_ms / 1000.0),
         total: max_tokens,
@@ -216,6 +237,8 @@ struct TokenStream {
     token: Bytes,
     finish: Option<Bytes>,
     received: Instant,
+    /// When the request's bytes reached the socket (kernel stamp), if known.
+    arrived: Option<Instant>,
     ttft: Duration,
     itl: Duration,
     total: u32,
@@ -235,6 +258,9 @@ impl TokenStream {
         };
         let rec = ServerRecord {
             ttft_s: (*first - self.received).as_secs_f64(),
+            ttft_from_arrival_s: self
+                .arrived
+                .map(|a| first.saturating_duration_since(a).as_secs_f64()),
             gaps_s: stamps
                 .windows(2)
                 .map(|w| (w[1] - w[0]).as_secs_f64())

@@ -29,6 +29,24 @@ fn fidelity_misses(f: &FidelityRow) -> Option<String> {
     );
     // A stall only lengthens a gap: none this short is the host's doing.
     assert!(f.server_gap_p99_ms > 0.0, "{f:?}");
+    // On Linux the server knows when each request reached its socket (the
+    // kernel's stamp), never after its handler ran: counted from there its
+    // TTFT is at least as long, so the client's error is at most as large,
+    // and still no token is seen before it is sent. (50 µs: the stamp
+    // crosses from the wall clock to the monotonic one.)
+    #[cfg(target_os = "linux")]
+    {
+        assert!(
+            f.ttft_p50_arrival_error_ms > -1.0
+                && f.ttft_p50_arrival_error_ms <= f.ttft_p50_error_ms + 0.05
+                && f.ttft_p99_arrival_error_ms <= f.ttft_p99_error_ms + 0.05,
+            "{f:?}"
+        );
+        assert_eq!(
+            f.client_timing,
+            Some(qexp_types::ClientTiming::Http1KernelStamps)
+        );
+    }
     (f.server_gap_p99_ms >= 20.0).then(|| format!("server gap p99 should be 10 ms: {f:?}"))
 }
 

@@ -141,13 +141,36 @@ impl Client {
     }
 
     /// How this client times streamed requests, as runs record it: qexp's
-    /// own HTTP/1.1 reader, or reqwest; either way from the wire.
+    /// own HTTP/1.1 reader with the kernel's receive stamps (while every read
+    /// so far had one), the same reader stamping reads when they return, or
+    /// reqwest; either way from the wire.
     pub fn timing(&self) -> &'static str {
-        if self.raw.is_some() {
-            "qexp-http1, from the wire"
-        } else {
-            "reqwest, from the wire"
+        match &self.raw {
+            Some(raw) if raw.stamps().timed_every_read() => {
+                "qexp-http1, from the wire, kernel receive stamps"
+            }
+            Some(_) => "qexp-http1, from the wire",
+            None => "reqwest, from the wire",
         }
+    }
+
+    /// Streamed-request reads so far: (stamped by the kernel, stamped when
+    /// they returned); reqwest's reads are not counted.
+    pub fn read_stamps(&self) -> (u64, u64) {
+        self.raw.as_ref().map_or((0, 0), |r| r.stamps().counts())
+    }
+
+    /// This client with the kernel's receive stamps asked for or left off,
+    /// whatever `QEXP_RX_TIMESTAMPS` says (by default they are on where the
+    /// platform has them); without them qexp's reader stamps each read when
+    /// it returns. Idle connections are dropped; reqwest is unaffected.
+    pub fn with_kernel_stamps(mut self, wanted: bool) -> Client {
+        if let Some(raw) = RawHttp::for_base(&self.base, self.api_key.as_deref()) {
+            if self.raw.is_some() {
+                self.raw = Some(Arc::new(raw.with_kernel_stamps(wanted)));
+            }
+        }
+        self
     }
 
     /// This client with streamed requests sent through reqwest even to a
@@ -367,6 +390,7 @@ impl Transport for ViaReqwest<'_> {
                     status: resp.status().as_u16(),
                     content_type: header_text(&resp, reqwest::header::CONTENT_TYPE),
                     retry_after: header_text(&resp, reqwest::header::RETRY_AFTER),
+                    arrived: None,
                 };
                 let body = ReqwestBody {
                     resp,
@@ -402,7 +426,7 @@ impl Body for ReqwestBody {
         self.resp.text().await.unwrap_or_default()
     }
 
-    async fn read_more(&mut self) -> Result<(), RequestError> {
+    async fn read_more(&mut self) -> Result<Option<Instant>, RequestError> {
         match self.resp.chunk().await {
             Ok(Some(bytes)) => self.read = Some(bytes),
             Ok(None) => self.ended = true,
@@ -414,7 +438,7 @@ impl Body for ReqwestBody {
                 return Err(err);
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     fn take_data(&mut self, mut data: impl FnMut(&[u8])) -> Result<bool, String> {

@@ -26,6 +26,7 @@ mod outcome;
 mod probe;
 pub mod prompt;
 mod raw;
+mod rx_stamp;
 mod secret;
 mod sent;
 pub mod sse;
@@ -41,6 +42,7 @@ pub use metrics::{Counters, MetricsSource};
 pub use outcome::{parse_usage, ErrorClass, Outcome, RequestError, Usage};
 pub use probe::{add_metrics, probe, ProbeError, ServerInfo};
 pub use prompt::nonce_for;
+pub use rx_stamp::{enable_rx_timestamps, instant_of, recv_stamped};
 pub use secret::REDACTED;
 pub use timeouts::Timeouts;
 

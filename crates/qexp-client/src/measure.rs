@@ -6,8 +6,9 @@
 //!
 //! A transport does only I/O ([`Transport`], [`Body`]): an attempt (a
 //! connection, the request written, the response head read), an error
-//! answer's body, and the body's reads. Every read is stamped here, once,
-//! the moment it returns. quinn is built the same way: `quinn-proto` holds
+//! answer's body, and the body's reads. A read's arrival is the transport's
+//! (qexp's own reader gives the kernel's receive stamp where it has one),
+//! else it is stamped here, once, the moment the read returns. quinn is built the same way: `quinn-proto` holds
 //! the protocol without I/O and `quinn` drives it. The procedure is generic
 //! over the transport, so the per-read path has no boxing or dynamic calls.
 
@@ -25,6 +26,8 @@ pub(crate) struct Head {
     pub status: u16,
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
+    /// When the read that completed the head arrived, if the transport knows.
+    pub arrived: Option<Instant>,
 }
 
 /// How one attempt to send the request ended.
@@ -60,8 +63,10 @@ pub(crate) trait Body {
     /// The body of an error answer as text (empty when it cannot be read).
     fn error_text(self) -> impl Future<Output = String>;
 
-    /// Waits for the next read from the connection; returns when it does.
-    fn read_more(&mut self) -> impl Future<Output = Result<(), RequestError>>;
+    /// Waits for the next read from the connection; returns when it does,
+    /// with when its data arrived if the transport knows better than the
+    /// moment it returns (a kernel receive stamp).
+    fn read_more(&mut self) -> impl Future<Output = Result<Option<Instant>, RequestError>>;
 
     /// Hands the body data read so far to `data`, piece by piece; true once
     /// the body has ended, `Err` when its framing is broken.
@@ -199,7 +204,10 @@ impl Measurement {
     /// Notes the head's arrival and status; a non-2xx answer (with its
     /// body's text) or one that is not an event stream ends the request.
     async fn check<B: Body>(&mut self, head: Head, body: B) -> Result<B, Ended> {
-        self.out.headers_s = Some(self.elapsed());
+        let arrived = head
+            .arrived
+            .map_or_else(|| self.elapsed(), |at| self.since(at));
+        self.out.headers_s = Some(arrived);
         self.out.http_status = Some(head.status);
         if !(200..300).contains(&head.status) {
             let text = tokio::time::timeout_at(self.first_byte.at, body.error_text())
@@ -252,7 +260,12 @@ impl Measurement {
                 }
             };
             let now = Instant::now();
-            arrived = self.since(now);
+            // The kernel's stamp when there is one; never before an earlier read.
+            let at = match &next {
+                Ok(Some(at)) => *at,
+                _ => now,
+            };
+            arrived = self.since(at).max(arrived);
             deadline.read_at(now);
             next.map_err(|e| (arrived, e))?;
         }

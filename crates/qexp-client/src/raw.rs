@@ -7,7 +7,8 @@
 //! and a hand-off per token; at hundreds of thousands of tokens a second that
 //! machinery was most of qexp's CPU. Here one task reads whatever the socket
 //! holds and handles every event in it, and each read is stamped once, the
-//! moment it returns.
+//! moment it returns: with the kernel's receive stamp where the platform
+//! has one (`rx_stamp`), else when the read returns.
 //!
 //! It speaks only what the streaming request needs: one POST with a
 //! `Content-Length` body, a response framed by chunked encoding, a length or
@@ -19,6 +20,7 @@
 use crate::http1::{parse_head, Decoder, ResponseHead};
 use crate::measure::{Attempt, Body, Head, Transport};
 use crate::outcome::{ErrorClass, RequestError};
+use crate::rx_stamp::RxStamps;
 use crate::timeouts::Limit;
 use bytes::{Buf, BytesMut};
 use std::sync::{Arc, Mutex};
@@ -46,6 +48,8 @@ pub(crate) struct RawHttp {
     auth: Option<String>,
     /// Idle keep-alive connections.
     idle: Arc<Mutex<Vec<TcpStream>>>,
+    /// How reads are stamped: by the kernel, or when they return.
+    stamps: RxStamps,
 }
 
 impl RawHttp {
@@ -77,7 +81,23 @@ impl RawHttp {
             prefix: url.path().trim_end_matches('/').to_string(),
             auth: api_key.map(|k| format!("Authorization: Bearer {k}\r\n")),
             idle: Arc::default(),
+            stamps: RxStamps::from_env(),
         })
+    }
+
+    /// This path with kernel receive stamps asked for or not (`QEXP_RX_TIMESTAMPS`
+    /// decides otherwise); the pool starts empty.
+    pub(crate) fn with_kernel_stamps(self, wanted: bool) -> RawHttp {
+        RawHttp {
+            stamps: RxStamps::wanted(wanted),
+            idle: Arc::default(),
+            ..self
+        }
+    }
+
+    /// How this path stamps reads.
+    pub(crate) fn stamps(&self) -> &RxStamps {
+        &self.stamps
     }
 
     /// An idle connection the server has not closed (as far as can be
@@ -136,6 +156,7 @@ impl RawHttp {
             let ok = opened.iter().filter(|s| s.is_some()).count();
             for sock in opened.into_iter().flatten() {
                 let _ = sock.set_nodelay(true);
+                self.stamps.set_up(&sock);
                 push(&self.idle, sock);
             }
             if ok < batch {
@@ -157,6 +178,7 @@ impl RawHttp {
         match tokio::time::timeout_at(at, TcpStream::connect(&self.connect_to)).await {
             Ok(Ok(s)) => {
                 let _ = s.set_nodelay(true);
+                self.stamps.set_up(&s);
                 Ok(s)
             }
             Ok(Err(e)) => Err((
@@ -203,10 +225,10 @@ impl<'a> Transport for RawStream<'a> {
         self.wire = Some(Instant::now());
         let answer = async {
             sock.write_all(&self.request).await.map_err(Failure::Io)?;
-            read_head(&mut sock).await
+            read_head(&self.http.stamps, &sock).await
         };
         match answer.await {
-            Ok((buf, head)) => {
+            Ok((buf, head, arrived)) => {
                 let body = RawBody {
                     http: self.http,
                     sock,
@@ -218,6 +240,7 @@ impl<'a> Transport for RawStream<'a> {
                     status: head.status,
                     content_type: head.content_type,
                     retry_after: head.retry_after,
+                    arrived: Some(arrived),
                 };
                 Attempt::Answered(head, body)
             }
@@ -249,21 +272,20 @@ impl Body for RawBody<'_> {
         read_error_body(&mut self.sock, &mut self.buf, self.decoder).await
     }
 
-    async fn read_more(&mut self) -> Result<(), RequestError> {
-        self.buf.reserve(16 * 1024);
+    async fn read_more(&mut self) -> Result<Option<Instant>, RequestError> {
         let broken = |message| RequestError {
             class: ErrorClass::StreamBroken,
             message,
         };
-        match self.sock.read_buf(&mut self.buf).await {
-            Ok(0) if self.decoder.ends_at_close() => {
+        match self.http.stamps.read(&self.sock, &mut self.buf).await {
+            Ok((0, _)) if self.decoder.ends_at_close() => {
                 self.decoder.close();
-                Ok(())
+                Ok(None)
             }
-            Ok(0) => Err(broken(
+            Ok((0, _)) => Err(broken(
                 "the connection closed in the middle of the response body".into(),
             )),
-            Ok(_) => Ok(()),
+            Ok((_, arrived)) => Ok(Some(arrived)),
             Err(e) => Err(broken(format!("reading the stream: {e}"))),
         }
     }
@@ -329,24 +351,29 @@ fn closed_under(e: &std::io::Error) -> bool {
 }
 
 /// Reads up to the end of a final (non-1xx) response head; returns the
-/// bytes read after it and the head.
-async fn read_head(sock: &mut TcpStream) -> Result<(BytesMut, ResponseHead), Failure> {
+/// bytes read after it, the head, and when the read that completed it arrived.
+async fn read_head(
+    stamps: &RxStamps,
+    sock: &TcpStream,
+) -> Result<(BytesMut, ResponseHead, Instant), Failure> {
     let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut arrived = Instant::now();
     loop {
         if let Some((len, head)) = parse_head(&buf).map_err(Failure::Protocol)? {
             buf.advance(len);
             if (100..200).contains(&head.status) {
                 continue; // 100 Continue and the like: the answer follows
             }
-            return Ok((buf, head));
+            return Ok((buf, head, arrived));
         }
         if buf.len() > MAX_HEAD_BYTES {
             return Err(Failure::Protocol(format!(
                 "the response head is longer than {MAX_HEAD_BYTES} bytes"
             )));
         }
-        buf.reserve(16 * 1024);
-        if sock.read_buf(&mut buf).await.map_err(Failure::Io)? == 0 {
+        let (n, at) = stamps.read(sock, &mut buf).await.map_err(Failure::Io)?;
+        arrived = at;
+        if n == 0 {
             let kind = if buf.is_empty() {
                 std::io::ErrorKind::UnexpectedEof
             } else {

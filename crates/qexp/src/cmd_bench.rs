@@ -29,6 +29,8 @@ pub(crate) async fn bench(args: BenchArgs) -> Result<u8, CliError> {
     };
     let scale = if args.quick {
         Scale::quick()
+    } else if args.fidelity {
+        Scale::fidelity_only()
     } else {
         Scale::full()
     };

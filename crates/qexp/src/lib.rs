@@ -316,6 +316,9 @@ pub struct BenchArgs {
     /// A scaled-down run (seconds): checks that everything works, figures not comparable.
     #[arg(long)]
     pub quick: bool,
+    /// Only the timing fidelity at C = 1, 100, 500 and 1,000 (about a minute).
+    #[arg(long, conflicts_with = "quick")]
+    pub fidelity: bool,
     /// Results file (JSON; a Markdown table is written beside it); default results/bench/bench-<UTC time>.json.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -112,6 +112,9 @@ async fn no_request_is_lost_when_the_server_closes_after_each_stream() {
 async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    // Built first: its set-up (TLS roots and all, tens of ms on a busy
+    // host) must not eat into the server's wait.
+    let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
     let unix_now = || {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -126,7 +129,6 @@ async fn a_server_slow_to_take_the_request_is_timed_from_the_send() {
             serve_one_then_close(sock).await;
         }
     });
-    let client = Client::new(&format!("http://{addr}"), None, Duration::from_secs(10)).unwrap();
     let req = one_token(ApiKind::Completions);
     let before = unix_now();
     let o = client.stream(&req).await;

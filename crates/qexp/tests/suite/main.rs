@@ -20,5 +20,6 @@ mod paths;
 mod readme;
 mod real_servers;
 mod run_e2e;
+mod rx_timestamps;
 mod shards;
 mod workloads;

@@ -81,11 +81,15 @@ async fn run_against_known_timing_writes_exact_rows_and_timing() {
 fn check_rows(result: &qexp_runner::RunResult) -> DataFrame {
     assert_eq!(result.manifest.status, qexp_store::RunStatus::Complete);
     assert!(result.manifest.target.simulated);
-    // The simulator is plain HTTP: qexp's own reader timed it.
-    assert_eq!(
-        result.manifest.client_timing,
-        Some(qexp_client::ClientTiming::Http1FromWire)
-    );
+    // The simulator is plain HTTP: qexp's own reader timed it, with the
+    // kernel's receive stamps where the platform has them.
+    let off = std::env::var("QEXP_RX_TIMESTAMPS").is_ok_and(|v| v == "off");
+    let expected = if cfg!(target_os = "linux") && !off {
+        qexp_client::ClientTiming::Http1KernelStamps
+    } else {
+        qexp_client::ClientTiming::Http1FromWire
+    };
+    assert_eq!(result.manifest.client_timing, Some(expected));
 
     let df = qexp_store::scan_requests(&result.dir)
         .unwrap()
