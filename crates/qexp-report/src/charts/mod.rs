@@ -6,11 +6,13 @@
 
 mod deployments;
 mod draw;
+mod model;
 mod ticks;
 
 use crate::format;
 use crate::labels;
 pub use deployments::{over_time, pareto};
+pub use model::model_charts;
 pub use draw::DrawError;
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series};

@@ -22,7 +22,7 @@ use std::time::Duration;
 const MODEL: &str = "tiny-llama";
 
 /// The server URL from `var`; `None` (skip) unless `QEXP_REQUIRE_REAL_SERVERS` is set.
-fn server(var: &str) -> Option<String> {
+pub(crate) fn server(var: &str) -> Option<String> {
     let required = ["QEXP_REQUIRE_REAL_SERVERS"]
         .into_iter()
         .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
@@ -57,7 +57,7 @@ fn plan(dir: &Path, url: &str, body: &str) -> RunOptions {
     }
 }
 
-async fn run_plan(dir: &Path, url: &str, body: &str) -> RunResult {
+pub(crate) async fn run_plan(dir: &Path, url: &str, body: &str) -> RunResult {
     let (_tx, rx) = tokio::sync::watch::channel(false);
     run(plan(dir, url, body), rx).await.expect("run succeeds")
 }
