@@ -25,7 +25,11 @@ const TRIALS_PER_RUN: u32 = 100_000;
 
 /// The observations of `run` (the `index`-th of those fitted together),
 /// only `deployment`'s points when given.
-pub fn run_observations(run: &RunAnalysis, index: u32, deployment: Option<&str>) -> RunObservations {
+pub fn run_observations(
+    run: &RunAnalysis,
+    index: u32,
+    deployment: Option<&str>,
+) -> RunObservations {
     let m = &run.manifest;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();

@@ -205,16 +205,16 @@ impl ModelFile {
             schema_version: u32,
         }
         let p = || path.to_path_buf();
-        let head: Head =
-            serde_json::from_str(text).map_err(|source| ModelFileError::Parse { path: p(), source })?;
+        let head: Head = serde_json::from_str(text)
+            .map_err(|source| ModelFileError::Parse { path: p(), source })?;
         if head.schema_version != SCHEMA_VERSION {
             return Err(ModelFileError::Version {
                 path: p(),
                 found: head.schema_version,
             });
         }
-        let m: ModelFile =
-            serde_json::from_str(text).map_err(|source| ModelFileError::Parse { path: p(), source })?;
+        let m: ModelFile = serde_json::from_str(text)
+            .map_err(|source| ModelFileError::Parse { path: p(), source })?;
         m.params
             .check()
             .map_err(|field| ModelFileError::Range { path: p(), field })?;

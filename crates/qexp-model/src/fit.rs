@@ -8,7 +8,9 @@
 //! t-intervals.
 
 use crate::des::{quantile, simulate, Arrivals, Load, Outcome};
-use crate::file::{BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION};
+use crate::file::{
+    BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
+};
 use crate::ols::{t95, wls, Wls};
 use crate::params::{Coef, Params};
 use crate::warning::FitWarning;
@@ -134,11 +136,14 @@ pub enum FitError {
     Share(f64),
 }
 
+/// A regression: the coefficients of its columns and its solution.
+type Regression = (Vec<Coef>, Wls);
+
 /// One estimate from a set of rows, with what it could not tell.
 struct Estimate {
     params: Params,
     warnings: Vec<FitWarning>,
-    regressions: Vec<(Vec<Coef>, Wls)>,
+    regressions: Vec<Regression>,
 }
 
 /// Fits the model to `rows`; the caller fills in `sources`.
@@ -264,7 +269,7 @@ fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
 fn fit_prefill(
     rows: &[&Observation],
     warnings: &mut Vec<FitWarning>,
-) -> Result<([f64; 3], Option<(Vec<Coef>, Wls)>), FitError> {
+) -> Result<([f64; 3], Option<Regression>), FitError> {
     let closed: Vec<&Observation> = rows
         .iter()
         .copied()
@@ -276,9 +281,7 @@ fn fit_prefill(
         .min()
         .ok_or(FitError::NoTtft)?;
     if c_min > 1 {
-        warnings.push(FitWarning::NotAlone {
-            concurrency: c_min,
-        });
+        warnings.push(FitWarning::NotAlone { concurrency: c_min });
     }
     let sel: Vec<&Observation> = closed
         .into_iter()
@@ -299,7 +302,12 @@ fn fit_prefill(
     loop {
         let x: Vec<Vec<f64>> = sel
             .iter()
-            .map(|r| coefs.iter().map(|c| prefill_column(*c, r.input_tokens)).collect())
+            .map(|r| {
+                coefs
+                    .iter()
+                    .map(|c| prefill_column(*c, r.input_tokens))
+                    .collect()
+            })
             .collect();
         let fit = wls(&x, &y, &w).ok_or(FitError::Singular("prefill"))?;
         if let Some(j) = (0..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
@@ -337,7 +345,7 @@ fn prefill_index(c: Coef) -> usize {
 }
 
 /// What a decode fit gives: the parameters, its warnings and its regression.
-type DecodeFit = (Params, Vec<FitWarning>, Vec<(Vec<Coef>, Wls)>);
+type DecodeFit = (Params, Vec<FitWarning>, Vec<Regression>);
 
 /// The batch limit whose replay explains the points best, each candidate
 /// with its own decode fit; "no limit" unless a limit explains clearly better.
@@ -349,7 +357,14 @@ fn search_batch_limit(rows: &[&Observation], points: &Points, base: Params) -> D
         .max()
         .unwrap_or(1);
     let eval = |n: Option<u32>| {
-        let fit = fit_decode(rows, points, Params { max_batch: n, ..base });
+        let fit = fit_decode(
+            rows,
+            points,
+            Params {
+                max_batch: n,
+                ..base
+            },
+        );
         let obj = objective(rows, points, &fit.0);
         (fit, obj)
     };
@@ -464,7 +479,9 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
                     coefs.iter().map(|c| step_column(*c, b, k)).collect()
                 })
                 .collect();
-            let Some(fit) = wls(&x, y, &w) else { break None };
+            let Some(fit) = wls(&x, y, &w) else {
+                break None;
+            };
             match (1..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
                 Some(j) => {
                     warnings.push(FitWarning::NegativeTerm {
@@ -496,7 +513,9 @@ fn decode_columns(seen: impl Iterator<Item = (f64, f64)>) -> (Vec<Coef>, Vec<Fit
     let mut warnings = Vec::new();
     let (b_min, b_max) = seen
         .iter()
-        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), (b, _)| (lo.min(*b), hi.max(*b)));
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), (b, _)| {
+            (lo.min(*b), hi.max(*b))
+        });
     if b_max - b_min > 0.25 {
         coefs.push(Coef::StepPerSeq);
     } else {
@@ -572,15 +591,18 @@ fn intervals(
             let (mut lo, mut hi) = if reps.is_empty() {
                 (value, value)
             } else {
-                (quantile(&reps, 0.05).min(value), quantile(&reps, 0.95).max(value))
+                (
+                    quantile(&reps, 0.05).min(value),
+                    quantile(&reps, 0.95).max(value),
+                )
             };
             // Few trials: the bootstrap's spread with Student's t on
             // (trials − 1) degrees of freedom, as for few clusters (Cameron,
             // Gelbach & Miller 2008); percentiles alone are too narrow there.
             if reps.len() > 1 && trials > 1 {
                 let mean = reps.iter().sum::<f64>() / reps.len() as f64;
-                let var = reps.iter().map(|r| (r - mean).powi(2)).sum::<f64>()
-                    / (reps.len() - 1) as f64;
+                let var =
+                    reps.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (reps.len() - 1) as f64;
                 let half = t95(trials - 1) * var.sqrt();
                 lo = lo.min(value - half);
                 hi = hi.max(value + half);

@@ -161,7 +161,8 @@ fn shifted(rep: &Params, fitted: &Params, what_if: &Params) -> Params {
 
 /// The axes of `load` outside `ranges`.
 pub fn extrapolated(ranges: &Ranges, load: &Load) -> Vec<Axis> {
-    let outside = |r: Option<[f64; 2]>, v: f64| r.is_none_or(|[lo, hi]| v < lo - 1e-9 || v > hi + 1e-9);
+    let outside =
+        |r: Option<[f64; 2]>, v: f64| r.is_none_or(|[lo, hi]| v < lo - 1e-9 || v > hi + 1e-9);
     let mut out = Vec::new();
     match load.arrivals {
         Arrivals::Closed { concurrency } => {

@@ -74,7 +74,14 @@ mod tests {
                 (ModelMetric::E2eS, 3.0)
             ]
         );
-        for bad in ["", "ttft", "agg_tok_s=5", "ttft=-1s", "ttft=fast", "nope=1s"] {
+        for bad in [
+            "",
+            "ttft",
+            "agg_tok_s=5",
+            "ttft=-1s",
+            "ttft=fast",
+            "nope=1s",
+        ] {
             assert!(Slo::parse(bad).is_err(), "{bad}");
         }
     }

@@ -185,7 +185,9 @@ fn row(file: &TableFile, t: &Table, r: &Row) -> Result<TableRow, String> {
         .ok_or("no output_tokens (in the row or its table)")?;
     let requests = t
         .requests
-        .or(t.requests_per_concurrency.map(|k| k.saturating_mul(concurrency)))
+        .or(t
+            .requests_per_concurrency
+            .map(|k| k.saturating_mul(concurrency)))
         .unwrap_or(concurrency.saturating_mul(2));
     let label = format!("{} c={concurrency} in={input} out={output}", t.name);
     let mut obs = Observation {

@@ -27,8 +27,15 @@ pub fn render_model_check(
         }
     }
     let charts = model_charts(&checks, &points)?;
-    let mut files = vec![("model.md".to_owned(), markdown(a, model, model_path, &checks, &points, &charts))];
-    files.extend(charts.into_iter().map(|c| (format!("{}.svg", c.name), c.svg)));
+    let mut files = vec![(
+        "model.md".to_owned(),
+        markdown(a, model, model_path, &checks, &points, &charts),
+    )];
+    files.extend(
+        charts
+            .into_iter()
+            .map(|c| (format!("{}.svg", c.name), c.svg)),
+    );
     std::fs::create_dir_all(out_dir).map_err(|source| RenderError::Io {
         action: "cannot create",
         path: out_dir.to_path_buf(),
@@ -74,14 +81,21 @@ fn markdown(
     s.push_str("| # | point | metric | measured | model | 90% interval | |\n|---|---|---|---|---|---|---|\n");
     let mut unexplained = 0;
     for c in checks {
-        let n = points.iter().position(|p| *p == c.point).map_or(0, |i| i + 1);
+        let n = points
+            .iter()
+            .position(|p| *p == c.point)
+            .map_or(0, |i| i + 1);
         let flag = if c.unexplained() {
             unexplained += 1;
             "⚑ outside".to_owned()
         } else {
             String::new()
         };
-        let extra = if c.extrapolated { " (extrapolated)" } else { "" };
+        let extra = if c.extrapolated {
+            " (extrapolated)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
             "| {n} | {}{extra} | {} | {} | {} | {} … {} | {flag} |",

@@ -30,8 +30,7 @@ pub async fn resolve_target(
 ) -> Result<Target, RunError> {
     if let Some(spec) = given.strip_prefix("sim:") {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
-        let mut profile =
-            SimProfile::lookup(name).map_err(|e| RunError::Target(e.to_string()))?;
+        let mut profile = SimProfile::lookup(name).map_err(|e| RunError::Target(e.to_string()))?;
         // `drift=F` (per second, for tests of run orders); the rest is faults.
         let (drift, faults): (Vec<&str>, Vec<&str>) =
             query.split('&').partition(|p| p.starts_with("drift="));

@@ -147,7 +147,10 @@ impl SimProfile {
             let stem = std::path::Path::new(path)
                 .file_stem()
                 .map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
-            return Ok(SimProfile::from_params(&format!("fit-{stem}"), &model.params));
+            return Ok(SimProfile::from_params(
+                &format!("fit-{stem}"),
+                &model.params,
+            ));
         }
         SimProfile::by_name(spec).ok_or_else(|| LookupError::Unknown(spec.to_owned()))
     }
@@ -414,11 +417,17 @@ mod tests {
         std::fs::write(&path, qexp_model::FOUNDING_MODEL).unwrap();
         let p = SimProfile::lookup(&format!("fit={}", path.display())).unwrap();
         assert_eq!(p.name, "fit-m");
-        assert_eq!(p.params(), SimProfile::by_name("founding").unwrap().params());
+        assert_eq!(
+            p.params(),
+            SimProfile::by_name("founding").unwrap().params()
+        );
         std::fs::write(&path, "{\"schema_version\": 9}").unwrap();
         let e = SimProfile::lookup(&format!("fit={}", path.display())).unwrap_err();
         assert!(e.to_string().contains("schema_version 9"), "{e}");
-        assert!(SimProfile::lookup("nope").unwrap_err().to_string().contains("fit=PATH"));
+        assert!(SimProfile::lookup("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("fit=PATH"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

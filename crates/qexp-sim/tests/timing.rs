@@ -363,7 +363,11 @@ async fn fast_profile_is_scaled_founding() {
         let (first, last) = (chunks.first()?, chunks.last()?);
         let misses = [
             outside("TTFT", ms(first.at), ttft_ms - 1.0..ttft_ms + 22.0),
-            outside("decode", ms(last.at - first.at), decode_ms - 5.0..decode_ms + 15.0),
+            outside(
+                "decode",
+                ms(last.at - first.at),
+                decode_ms - 5.0..decode_ms + 15.0,
+            ),
         ];
         let misses: Vec<String> = misses.into_iter().flatten().collect();
         (!misses.is_empty()).then(|| misses.join("; "))

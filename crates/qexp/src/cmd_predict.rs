@@ -151,7 +151,9 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
             .map(|&per_s| Arrivals::Rate { per_s, seed: 1 }),
     );
     if let Some(r) = args.rate.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-        return Err(CliError::input(anyhow!("--rate {r}: must be > 0 requests/s")));
+        return Err(CliError::input(anyhow!(
+            "--rate {r}: must be > 0 requests/s"
+        )));
     }
     if arrivals.is_empty() {
         return Ok(Vec::new());
@@ -228,12 +230,18 @@ fn capacity_line(slo: &Slo, c: &Capacity, input: f64, output: f64) -> String {
         Some(v) if c.axis == Axis::Rate => format!("{v:.2}"),
         Some(v) => format!("{v:.0}"),
     };
-    let head = format!("capacity at {} (in={input} out={output})", limits.join(", "));
+    let head = format!(
+        "capacity at {} (in={input} out={output})",
+        limits.join(", ")
+    );
     if c.value.is_none() && c.hi.is_none() {
         return format!("{head}: none: not even the lowest load holds it");
     }
     let at_bound = if c.value == Some(c.bound) || c.hi == Some(c.bound) {
-        format!(" (the search stopped at {}; raise --max-concurrency/--max-rate)", c.bound)
+        format!(
+            " (the search stopped at {}; raise --max-concurrency/--max-rate)",
+            c.bound
+        )
     } else {
         String::new()
     };

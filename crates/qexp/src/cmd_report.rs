@@ -63,7 +63,8 @@ fn model_check(a: &RunAnalysis, given: Option<&Path>, root: &Path) -> Result<(),
     };
     let model = qexp_model::ModelFile::read(&path).map_err(CliError::input)?;
     let out = report_dir(root, &a.manifest).map_err(CliError::input)?;
-    let files = qexp_report::render_model_check(a, &model, &path, &out).map_err(CliError::failure)?;
+    let files =
+        qexp_report::render_model_check(a, &model, &path, &out).map_err(CliError::failure)?;
     if let Some(md) = files.first() {
         println!("model check: {}", md.display());
     }

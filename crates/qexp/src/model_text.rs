@@ -51,7 +51,10 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
             );
             (coef_value(c, v), i)
         };
-        out.push_str(&format!("{:<4} {name:<44} {value:>20}   {interval}\n", c.symbol()));
+        out.push_str(&format!(
+            "{:<4} {name:<44} {value:>20}   {interval}\n",
+            c.symbol()
+        ));
     }
     let f = model.full_attention_share;
     if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {

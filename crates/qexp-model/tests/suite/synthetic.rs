@@ -62,11 +62,19 @@ fn grid(p: &Params, cs: &[u32], ls: &[f64]) -> Vec<Observation> {
 #[test]
 fn every_coefficient_comes_back_from_a_grid() {
     let t = truth();
-    let model = fit(&grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]), &FitOptions::default()).unwrap();
+    let model = fit(
+        &grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]),
+        &FitOptions::default(),
+    )
+    .unwrap();
     assert!(model.unknown.is_empty(), "{:?}", model.warnings);
     for c in Coef::ALL {
         let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
-        assert!((got / want - 1.0).abs() < 0.01, "{}: {got} vs {want}", c.name());
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "{}: {got} vs {want}",
+            c.name()
+        );
     }
 }
 
@@ -83,13 +91,20 @@ fn one_input_length_leaves_the_length_terms_unknown() {
     assert_eq!(model.params.prefill_s_per_token2, 0.0);
     assert!(model.interval(Coef::PrefillPerToken2).is_none());
     let text = FitWarning::OneInputLength { tokens: 4000.0 }.to_string();
-    assert!(text.contains("L² prefill term") && text.contains("8K apart"), "{text}");
+    assert!(
+        text.contains("L² prefill term") && text.contains("8K apart"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_limit_no_point_reached_is_unknown() {
     let t = truth();
-    let model = fit(&grid(&t, &[1, 2], &[1000.0, 4000.0, 8000.0]), &FitOptions::default()).unwrap();
+    let model = fit(
+        &grid(&t, &[1, 2], &[1000.0, 4000.0, 8000.0]),
+        &FitOptions::default(),
+    )
+    .unwrap();
     assert!(model
         .warnings
         .contains(&FitWarning::NoBatchLimit { concurrency: 2 }));

@@ -60,7 +60,10 @@ fn fit_dir(dir: &Path) -> ModelFile {
 fn judge(model: &ModelFile, truth: &qexp_model::Params) -> Vec<String> {
     let mut misses = Vec::new();
     for c in Coef::ALL {
-        let (got, want) = (c.get(&model.params).unwrap_or(f64::NAN), c.get(truth).unwrap());
+        let (got, want) = (
+            c.get(&model.params).unwrap_or(f64::NAN),
+            c.get(truth).unwrap(),
+        );
         let i = model.interval(c);
         println!(
             "{:<26} fitted {got:>12.5e} truth {want:>12.5e} error {:>+6.2}%  90% [{}]",
@@ -88,7 +91,11 @@ fn judge(model: &ModelFile, truth: &qexp_model::Params) -> Vec<String> {
 async fn with_serving_path(dir: &Path, mut p: qexp_model::Params) -> qexp_model::Params {
     let exact = run_plan(
         &dir.join("path"),
-        &plan("concurrency = [1]\ninput_tokens = [1000, 6000]", 3, "sim:exact"),
+        &plan(
+            "concurrency = [1]\ninput_tokens = [1000, 6000]",
+            3,
+            "sim:exact",
+        ),
     )
     .await;
     let a = qexp_analysis::analyze(&exact).unwrap();
@@ -98,7 +105,11 @@ async fn with_serving_path(dir: &Path, mut p: qexp_model::Params) -> qexp_model:
     };
     let per_token = ((ttft(6000) - ttft(1000)) / 5000.0).max(0.0);
     let fixed = ttft(1000) - 1000.0 * per_token;
-    println!("serving path: {:.2} ms + {:.3} µs/token", 1e3 * fixed, 1e6 * per_token);
+    println!(
+        "serving path: {:.2} ms + {:.3} µs/token",
+        1e3 * fixed,
+        1e6 * per_token
+    );
     p.prefill_fixed_s += fixed;
     p.prefill_s_per_token += per_token;
     p
@@ -129,13 +140,25 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
         misses.push(format!("run {attempt}: {}", m.join("; ")));
     }
     let Some((tmp, dir, _model)) = fitted else {
-        panic!("the fit missed the truth in every run:\n{}", misses.join("\n"));
+        panic!(
+            "the fit missed the truth in every run:\n{}",
+            misses.join("\n")
+        );
     };
     // The CLI writes the file beside the run; predicting outside the grid says so.
-    let out = crate::common::qexp(&["fit", dir.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = crate::common::qexp(&["fit", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("90% interval") && text.contains("Residuals"), "{text}");
+    assert!(
+        text.contains("90% interval") && text.contains("Residuals"),
+        "{text}"
+    );
     let file = dir.join("model.json");
     let model = ModelFile::read(&file).unwrap();
     assert_eq!(model.sources[0].plan_hash.len(), 64);
@@ -152,17 +175,33 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
     .output()
     .unwrap();
     let ptext = String::from_utf8_lossy(&pred.stdout);
-    assert!(pred.status.success(), "{}", String::from_utf8_lossy(&pred.stderr));
+    assert!(
+        pred.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pred.stderr)
+    );
     let lines: Vec<&str> = ptext.lines().filter(|l| l.starts_with("c=")).collect();
     assert_eq!(lines.len(), 2, "{ptext}");
-    assert!(!lines[0].contains("extrapolated") && lines[1].contains("extrapolated (concurrency)"), "{ptext}");
+    assert!(
+        !lines[0].contains("extrapolated") && lines[1].contains("extrapolated (concurrency)"),
+        "{ptext}"
+    );
 
     // The report draws the model beside the medians, from model.json beside the run.
     let reports = tmp.path().join("reports");
-    let rep = crate::common::qexp(&["report", dir.to_str().unwrap(), "--out-dir", reports.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let rep = crate::common::qexp(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--out-dir",
+        reports.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
     let md_path = std::fs::read_dir(reports.join("known"))
         .unwrap()
         .next()
@@ -170,7 +209,10 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
         .unwrap()
         .path();
     let md = std::fs::read_to_string(md_path.join("model.md")).unwrap();
-    assert!(md.contains("measured against the model") && md.contains("| 9 |"), "{md}");
+    assert!(
+        md.contains("measured against the model") && md.contains("| 9 |"),
+        "{md}"
+    );
     assert!(md_path.join("model_tpot.svg").is_file());
 
     // The deployment as fitted: a run against `sim:fit=model.json` lands
@@ -185,7 +227,15 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
     let checks = qexp_analysis::check_against_model(&a, &model);
     assert!(!checks.is_empty());
     for c in &checks {
-        println!("served {} {}: measured {:.4} predicted {:.4} [{:.4} … {:.4}]", c.point, c.metric.name(), c.measured, c.predicted, c.lo, c.hi);
+        println!(
+            "served {} {}: measured {:.4} predicted {:.4} [{:.4} … {:.4}]",
+            c.point,
+            c.metric.name(),
+            c.measured,
+            c.predicted,
+            c.lo,
+            c.hi
+        );
         assert!(c.error().abs() < 0.10, "{c:?}");
     }
 }
@@ -196,31 +246,67 @@ async fn one_input_length_gets_the_warning_not_an_l2_term() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = run_plan(
         tmp.path(),
-        &plan("concurrency = [1, 2]\ninput_tokens = [2000]", 2, "sim:known"),
+        &plan(
+            "concurrency = [1, 2]\ninput_tokens = [2000]",
+            2,
+            "sim:known",
+        ),
     )
     .await;
     let model = fit_dir(&dir);
     assert!(
-        model.warnings.contains(&FitWarning::OneInputLength { tokens: 2000.0 }),
+        model
+            .warnings
+            .contains(&FitWarning::OneInputLength { tokens: 2000.0 }),
         "{:?}",
         model.warnings
     );
     assert!(model.unknown.contains(&Coef::PrefillPerToken2));
     assert_eq!(model.params.prefill_s_per_token2, 0.0);
-    let out = crate::common::qexp(&["fit", dir.to_str().unwrap(), "--out", tmp.path().join("m.json").to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = crate::common::qexp(&[
+        "fit",
+        dir.to_str().unwrap(),
+        "--out",
+        tmp.path().join("m.json").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("the L and L² prefill terms are unknown") && text.contains("unknown"), "{text}");
+    assert!(
+        text.contains("the L and L² prefill terms are unknown") && text.contains("unknown"),
+        "{text}"
+    );
 }
 
 #[test]
 fn bad_input_to_fit_and_predict_is_one_line_and_exit_2() {
     let cases: [&[&str]; 5] = [
         &["fit", "/nonexistent/run"],
-        &["predict", "/nonexistent/model.json", "--concurrency", "1", "--input", "1", "--output", "2"],
-        &["predict", "founding", "--input", "1000", "--output", "500", "--slo", "speed=1"],
-        &["predict", "founding", "--input", "1000", "--output", "500", "--slo", "tpot=1s", "--set", "tokens_per_step=0"],
+        &[
+            "predict",
+            "/nonexistent/model.json",
+            "--concurrency",
+            "1",
+            "--input",
+            "1",
+            "--output",
+            "2",
+        ],
+        &[
+            "predict", "founding", "--input", "1000", "--output", "500", "--slo", "speed=1",
+        ],
+        &[
+            "predict",
+            "founding",
+            "--input",
+            "1000",
+            "--output",
+            "500",
+            "--slo",
+            "tpot=1s",
+            "--set",
+            "tokens_per_step=0",
+        ],
         &["predict", "founding"],
     ];
     for args in cases {
