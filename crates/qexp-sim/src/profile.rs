@@ -22,7 +22,7 @@ use crate::faults::FaultPlan;
 ///    decoding at that moment and `K` their context (prompt plus tokens
 ///    generated so far).
 ///
-/// These are the equations of qexp-model's [`Params`]
+/// These are the equations of qexp-model's [`Params`](qexp_model::Params)
 /// (docs/model.md): [`SimProfile::from_params`] serves a fitted model.
 ///
 /// Every duration is multiplied by `time_scale`.

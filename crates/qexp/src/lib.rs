@@ -189,6 +189,10 @@ pub struct ReportArgs {
 }
 
 /// `qexp fit`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder and `[[deployment]]` a plan table; rustdoc would read them as
+// an unclosed HTML tag and a link.
+#[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 #[derive(Debug, clap::Args)]
 pub struct FitArgs {
     /// Result folders (results/<experiment>/<run-id>) of one deployment.
