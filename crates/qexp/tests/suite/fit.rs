@@ -118,7 +118,7 @@ async fn with_serving_path(dir: &Path, mut p: qexp_model::Params) -> qexp_model:
 /// Runs of the grid the fit may take to show it recovers the truth: a
 /// stall of the 2-core host delays some requests of a run (never speeds
 /// one up); a fit that is wrong misses on every run.
-const FIT_RUNS: usize = 2;
+const FIT_RUNS: usize = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fit_recovers_the_known_profile_and_serves_it() {
