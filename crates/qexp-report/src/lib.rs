@@ -27,6 +27,7 @@ mod filters;
 pub mod format;
 mod headline;
 mod labels;
+mod model_check;
 pub mod narrative;
 mod open_loop;
 mod render;
@@ -37,6 +38,7 @@ mod views;
 
 pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
+pub use model_check::render_model_check;
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
     render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,

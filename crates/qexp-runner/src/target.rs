@@ -21,7 +21,7 @@ impl Target {
     }
 }
 
-/// Resolves `sim:<profile>[?faults=…&seed=N]` (starting the simulator on
+/// Resolves `sim:<profile>[?faults=…&seed=N]` or `sim:fit=PATH` (a model file; starting the simulator on
 /// 127.0.0.1:0, with the faults injected) or an HTTP URL.
 pub async fn resolve_target(
     given: &str,
@@ -30,12 +30,7 @@ pub async fn resolve_target(
 ) -> Result<Target, RunError> {
     if let Some(spec) = given.strip_prefix("sim:") {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
-        let mut profile = SimProfile::by_name(name).ok_or_else(|| {
-            RunError::Target(format!(
-                "unknown simulator profile `{name}`; known profiles: {}",
-                SimProfile::names().join(", ")
-            ))
-        })?;
+        let mut profile = SimProfile::lookup(name).map_err(|e| RunError::Target(e.to_string()))?;
         // `drift=F` (per second, for tests of run orders); the rest is faults.
         let (drift, faults): (Vec<&str>, Vec<&str>) =
             query.split('&').partition(|p| p.starts_with("drift="));

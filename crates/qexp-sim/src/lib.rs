@@ -43,6 +43,6 @@ mod tokens;
 
 pub use faults::{Fault, FaultPlan, FaultSpecError, FaultSpecProblem, FAULT_NAMES};
 pub use jitter::Jitter;
-pub use profile::{ProfileError, SimProfile};
+pub use profile::{LookupError, ProfileError, SimProfile};
 pub use server::SimServer;
 pub use tokens::CHAT_PRIMER_TOKENS;

@@ -11,13 +11,19 @@ use crate::faults::FaultPlan;
 ///    concurrently for all requests and holds no batch slot;
 /// 2. wait for one of `max_batch` slots (FIFO) — this is the queue that makes
 ///    TTFT climb once concurrency exceeds the batch;
-/// 3. `n / prefill_tokens_per_s` of prefill compute, serialized server-wide
-///    (one prefill at a time) while holding the slot;
+/// 3. `n / prefill_tokens_per_s + prefill_s_per_token2 · n²` of prefill
+///    compute, serialized server-wide (one prefill at a time) while holding
+///    the slot;
 ///    The part of the prompt found in the prefix cache (whole blocks from the
 ///    start, see `prefix_cache.rs`) is not prefilled;
 /// 4. the first chunk (`tokens_per_step` tokens) is sent at once (TTFT), then
-///    one chunk per decode step of `step_base_s + step_per_seq_s * (k - 1)`
-///    where `k` is the number of sequences decoding at that moment.
+///    one chunk per decode step of `step_base_s + step_per_seq_s * (k - 1) +
+///    step_per_context_token_s * K` where `k` is the number of sequences
+///    decoding at that moment and `K` their context (prompt plus tokens
+///    generated so far).
+///
+/// These are the equations of qexp-model's [`Params`](qexp_model::Params)
+/// (docs/model.md): [`SimProfile::from_params`] serves a fitted model.
 ///
 /// Every duration is multiplied by `time_scale`.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,10 +34,14 @@ pub struct SimProfile {
     pub prefill_fixed_s: f64,
     /// Prefill rate in prompt tokens per second; prefills are serialized. `f64::INFINITY` = free.
     pub prefill_tokens_per_s: f64,
+    /// Prefill compute per squared prompt token, seconds (attention's quadratic part; 0 = none).
+    pub prefill_s_per_token2: f64,
     /// Decode step time with one sequence decoding, seconds.
     pub step_base_s: f64,
     /// Decode step time added per extra decoding sequence, seconds.
     pub step_per_seq_s: f64,
+    /// Decode step time added per token of context in the batch, seconds.
+    pub step_per_context_token_s: f64,
     /// Cap on sequences admitted at once (prefilling or decoding); the rest queue.
     pub max_batch: usize,
     /// Tokens emitted per decode step (speculative decoding); one step = one SSE chunk.
@@ -84,52 +94,102 @@ const NAMES: &[&str] = &[
     "fast-reasoning",
     "exact",
     "exact-slow",
+    "known",
 ];
+
+/// A profile name that names nothing, or a model file that cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// Not a built-in profile nor `fit=PATH`.
+    #[error("unknown simulator profile `{0}`; known profiles: {names}, or fit=PATH (a `qexp fit` model file)", names = NAMES.join(", "))]
+    Unknown(String),
+    /// `fit=PATH` whose file cannot be read.
+    #[error(transparent)]
+    Model(#[from] qexp_model::ModelFileError),
+}
 
 impl SimProfile {
     /// The built-in profile called `name`, if there is one (see [`SimProfile::names`]).
     pub fn by_name(name: &str) -> Option<SimProfile> {
         match name {
-            "founding" => Some(founding()),
+            "founding" => Some(founding()?),
             "fast" => Some(SimProfile {
                 name: "fast".to_owned(),
                 time_scale: 0.05,
-                ..founding()
+                ..founding()?
             }),
-            "fast-nospec" => Some(fast_nospec()),
+            "fast-nospec" => fast_nospec(),
             // A reasoning model: each answer opens with 64 tokens of thinking.
             "fast-reasoning" => Some(SimProfile {
                 name: "fast-reasoning".to_owned(),
                 time_scale: 0.05,
                 reasoning_tokens: 64,
-                ..founding()
+                ..founding()?
             }),
-            "exact" => Some(SimProfile {
-                name: "exact".to_owned(),
-                prefill_fixed_s: 0.05,
-                prefill_tokens_per_s: f64::INFINITY,
-                step_base_s: 0.01,
-                step_per_seq_s: 0.0,
-                max_batch: 1024,
-                tokens_per_step: 1,
-                max_context: 131_072,
-                time_scale: 1.0,
-                chat_template_tokens: 4,
-                faults: FaultPlan::none(),
-                prefix_cache_tokens: FOUNDING_CACHE_TOKENS,
-                prefix_cache_block: 16,
-                reasoning_tokens: 0,
-                drift_per_s: 0.0,
-                model: None,
-            }),
+            "exact" => Some(exact()),
             // `exact` with 10% longer decode steps (decode 91 instead of 100
             // tok/s): a second deployment whose difference `qexp diff` must find.
             "exact-slow" => Some(SimProfile {
                 name: "exact-slow".to_owned(),
                 step_base_s: 0.011,
-                ..SimProfile::by_name("exact")?
+                ..exact()
             }),
+            "known" => Some(known()),
             _ => None,
+        }
+    }
+
+    /// A built-in profile by name, or `fit=PATH`: the deployment a `qexp
+    /// fit` model file describes (docs/model.md "Serving a model").
+    pub fn lookup(spec: &str) -> Result<SimProfile, LookupError> {
+        if let Some(path) = spec.strip_prefix("fit=") {
+            let model = qexp_model::ModelFile::read(std::path::Path::new(path))?;
+            let stem = std::path::Path::new(path)
+                .file_stem()
+                .map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
+            return Ok(SimProfile::from_params(
+                &format!("fit-{stem}"),
+                &model.params,
+            ));
+        }
+        SimProfile::by_name(spec).ok_or_else(|| LookupError::Unknown(spec.to_owned()))
+    }
+
+    /// A profile serving a model's parameters in real time: the model's
+    /// equations are the simulator's, term for term (an unknown batch
+    /// limit becomes 4096 slots; tokens per step are rounded, at least 1).
+    pub fn from_params(name: &str, p: &qexp_model::Params) -> SimProfile {
+        SimProfile {
+            name: name.to_owned(),
+            prefill_fixed_s: p.prefill_fixed_s,
+            prefill_tokens_per_s: if p.prefill_s_per_token > 0.0 {
+                1.0 / p.prefill_s_per_token
+            } else {
+                f64::INFINITY
+            },
+            prefill_s_per_token2: p.prefill_s_per_token2,
+            step_base_s: p.step_base_s,
+            step_per_seq_s: p.step_per_seq_s,
+            step_per_context_token_s: p.step_per_context_token_s,
+            max_batch: p.max_batch.map_or(UNLIMITED_BATCH, |n| n as usize),
+            tokens_per_step: p.tokens_per_step.round().clamp(1.0, 1024.0) as u32,
+            // The serving surface (context, template, cache, no faults): `exact`'s.
+            ..exact()
+        }
+    }
+
+    /// The model parameters this profile's timing follows (time scale applied).
+    pub fn params(&self) -> qexp_model::Params {
+        let t = self.time_scale;
+        qexp_model::Params {
+            prefill_fixed_s: self.prefill_fixed_s * t,
+            prefill_s_per_token: t / self.prefill_tokens_per_s,
+            prefill_s_per_token2: self.prefill_s_per_token2 * t,
+            step_base_s: self.step_base_s * t,
+            step_per_seq_s: self.step_per_seq_s * t,
+            step_per_context_token_s: self.step_per_context_token_s * t,
+            tokens_per_step: f64::from(self.tokens_per_step),
+            max_batch: u32::try_from(self.max_batch).ok(),
         }
     }
 
@@ -162,6 +222,8 @@ impl SimProfile {
             ("prefill_fixed_s", self.prefill_fixed_s),
             ("step_base_s", self.step_base_s),
             ("step_per_seq_s", self.step_per_seq_s),
+            ("prefill_s_per_token2", self.prefill_s_per_token2),
+            ("step_per_context_token_s", self.step_per_context_token_s),
         ] {
             if !non_negative(value) {
                 return bad(field, "must be finite and >= 0");
@@ -210,40 +272,55 @@ impl SimProfile {
 
     /// Unscaled prefill compute time for `n` prompt tokens, seconds.
     pub(crate) fn prefill_compute_s(&self, n: u32) -> f64 {
-        f64::from(n) / self.prefill_tokens_per_s
+        let n = f64::from(n);
+        n / self.prefill_tokens_per_s + self.prefill_s_per_token2 * n * n
     }
 
-    /// Unscaled decode step time with `decoding` sequences in the batch, seconds.
-    pub(crate) fn step_s(&self, decoding: usize) -> f64 {
-        // usize -> f64 is exact for any realistic batch size.
-        self.step_base_s + self.step_per_seq_s * decoding.saturating_sub(1) as f64
+    /// Unscaled decode step time with `decoding` sequences holding
+    /// `context` tokens in the batch, seconds.
+    pub(crate) fn step_s(&self, decoding: usize, context: u64) -> f64 {
+        // usize/u64 -> f64 is exact for any realistic batch and context.
+        self.step_base_s
+            + self.step_per_seq_s * decoding.saturating_sub(1) as f64
+            + self.step_per_context_token_s * context as f64
     }
 }
 
-/// Calibrated on the founding deployment (DESIGN.md: Qwen3.6-27B, SGLang, TP=2, MTP).
+/// The founding deployment as fitted (DESIGN.md: Qwen3.6-27B, SGLang, TP=2,
+/// MTP): the parameters of `qexp fit --table
+/// crates/qexp-model/data/founding.toml`, the founding tables as data with
+/// their sources, stored in crates/qexp-model/data/founding.model.json (a
+/// test keeps that file equal to a refit). Nothing is hand-tuned; what the
+/// tables cannot tell is in the model file's warnings.
 ///
-/// - Prefill: the long-context points (TTFT 2.6 s at 10K, 15.1 s at 100K) fix a
-///   line of 1.22 s + n / 7260 tok/s: 10K -> 2.60 s, 100K -> 14.99 s. No line
-///   also gives 0.3 s at 1K (this one gives 1.36 s); long-context fidelity wins.
-///   The fixed part holds no batch slot, or it would cap the 1K/500 plateau
-///   near 440 tok/s instead of ~505.
-/// - Decode: 4 tokens/step (MTP); a 54.7 ms step gives 1/TPOT = 73.6 tok/s at
-///   C=1 for 500 output tokens; +2.0 ms per extra sequence with 9 slots gives a
-///   steady-state aggregate of ~505 tok/s for 1000-in/500-out requests, about
-///   57 tok/s per request at saturation (seen: ~54).
 /// - Prefix cache: 256K tokens in blocks of 16 (vLLM's GPU default block),
 ///   about what two 48 GB cards leave for KV after a 27B model's weights; the
-///   founding report does not give the figure.
-/// - Not modeled: decode slowing with context length (73.6 -> 64.9 tok/s at 100K).
-fn founding() -> SimProfile {
+///   founding report does not give the figure (and the model has no cache).
+fn founding() -> Option<SimProfile> {
+    static FIT: std::sync::OnceLock<Option<qexp_model::Params>> = std::sync::OnceLock::new();
+    let params = FIT.get_or_init(|| {
+        qexp_model::ModelFile::parse(
+            qexp_model::FOUNDING_MODEL,
+            std::path::Path::new(qexp_model::FOUNDING_MODEL_PATH),
+        )
+        .ok()
+        .map(|m| m.params)
+    });
+    Some(SimProfile::from_params("founding", params.as_ref()?))
+}
+
+/// TTFT 50 ms, then 10 ms per token, one token per chunk: timing a test can check exactly.
+fn exact() -> SimProfile {
     SimProfile {
-        name: "founding".to_owned(),
-        prefill_fixed_s: 1.22,
-        prefill_tokens_per_s: 7260.0,
-        step_base_s: 0.0547,
-        step_per_seq_s: 0.002,
-        max_batch: 9,
-        tokens_per_step: 4,
+        name: "exact".to_owned(),
+        prefill_fixed_s: 0.05,
+        prefill_tokens_per_s: f64::INFINITY,
+        prefill_s_per_token2: 0.0,
+        step_base_s: 0.01,
+        step_per_seq_s: 0.0,
+        step_per_context_token_s: 0.0,
+        max_batch: 1024,
+        tokens_per_step: 1,
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,
@@ -256,23 +333,50 @@ fn founding() -> SimProfile {
     }
 }
 
+/// Slots of a profile serving a model whose batch limit is unknown.
+const UNLIMITED_BATCH: usize = 4096;
+
 /// Prefix-cache capacity of the founding profile, tokens.
 const FOUNDING_CACHE_TOKENS: u32 = 262_144;
 
 /// `fast` with speculative decoding switched off: one token per step, each
-/// step 20% shorter (no draft and verify work), so decode runs at about
-/// 1/(0.8 × 54.7 ms) = 23 tok/s per request instead of 73.6, chunks carry one
-/// token and arrive more often. A second deployment for `qexp diff` demos and
-/// tests whose direction is known: throughput down, E2E up, inter-chunk gaps down.
-fn fast_nospec() -> SimProfile {
-    let f = founding();
-    SimProfile {
+/// step 20% shorter (no draft and verify work: an assumption, the founding
+/// tables have no MTP-off run), so decode runs at about a quarter of the
+/// founding rate per request, chunks carry one token and arrive more often.
+/// A second deployment for `qexp diff` demos and tests whose direction is
+/// known: throughput down, E2E up, inter-chunk gaps down.
+fn fast_nospec() -> Option<SimProfile> {
+    let f = founding()?;
+    Some(SimProfile {
         name: "fast-nospec".to_owned(),
         tokens_per_step: 1,
         step_base_s: f.step_base_s * 0.8,
         step_per_seq_s: f.step_per_seq_s * 0.8,
+        step_per_context_token_s: f.step_per_context_token_s * 0.8,
         time_scale: 0.05,
         ..f
+    })
+}
+
+/// A deployment whose every model term is known and non-zero, fast enough
+/// for tests (a run of a 3 × 3 grid takes seconds): what `qexp fit` must
+/// recover (crates/qexp/tests/suite/fit.rs). Prefill 0.1 s + 40 µs/token +
+/// 4 ns/token², decode steps of 20 ms + 5 ms per extra sequence + 1 µs per
+/// context token, 2 tokens per step, 3 slots. Steps are long enough that a
+/// busy host's stalls of a few milliseconds stay small against them.
+fn known() -> SimProfile {
+    SimProfile {
+        name: "known".to_owned(),
+        prefill_fixed_s: 0.1,
+        prefill_tokens_per_s: 25_000.0,
+        prefill_s_per_token2: 4e-9,
+        step_base_s: 0.02,
+        step_per_seq_s: 0.005,
+        step_per_context_token_s: 1e-6,
+        max_batch: 3,
+        tokens_per_step: 2,
+        prefix_cache_tokens: 0,
+        ..exact()
     }
 }
 
@@ -291,14 +395,42 @@ mod tests {
     }
 
     #[test]
-    fn founding_hits_the_long_context_ttft_points() {
+    fn founding_serves_the_fit_of_the_founding_tables() {
         let p = SimProfile::by_name("founding").unwrap();
-        let ttft = |n| p.prefill_fixed_s + p.prefill_compute_s(n);
-        assert!((ttft(10_000) - 2.6).abs() < 0.05, "{}", ttft(10_000));
-        assert!((ttft(100_000) - 15.0).abs() < 0.1, "{}", ttft(100_000));
-        // C=1, 1000 in / 500 out: 125 chunks, 124 steps between first and last.
-        let inv_tpot = 499.0 / (124.0 * p.step_s(1));
-        assert!((inv_tpot - 73.5).abs() < 0.5, "{inv_tpot}");
+        let m = qexp_model::ModelFile::parse(
+            qexp_model::FOUNDING_MODEL,
+            std::path::Path::new("founding.model.json"),
+        )
+        .unwrap();
+        let mut want = m.params;
+        want.tokens_per_step = want.tokens_per_step.round();
+        assert_eq!(p.params(), want);
+        // The fitted terms drive the simulator's own equations.
+        let (a, b) = (p.prefill_fixed_s, p.prefill_compute_s(10_000));
+        assert!((a + b - m.params.ttft_alone_s(10_000.0)).abs() < 1e-9);
+        assert!((p.step_s(3, 5000) - m.params.step_s(3.0, 5000.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_model_file_is_served_term_for_term() {
+        let dir = std::env::temp_dir().join(format!("qexp-sim-fit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.json");
+        std::fs::write(&path, qexp_model::FOUNDING_MODEL).unwrap();
+        let p = SimProfile::lookup(&format!("fit={}", path.display())).unwrap();
+        assert_eq!(p.name, "fit-m");
+        assert_eq!(
+            p.params(),
+            SimProfile::by_name("founding").unwrap().params()
+        );
+        std::fs::write(&path, "{\"schema_version\": 9}").unwrap();
+        let e = SimProfile::lookup(&format!("fit={}", path.display())).unwrap_err();
+        assert!(e.to_string().contains("schema_version 9"), "{e}");
+        assert!(SimProfile::lookup("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("fit=PATH"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -321,21 +453,17 @@ mod tests {
         let fast = SimProfile::by_name("fast").unwrap();
         let p = SimProfile::by_name("fast-nospec").unwrap();
         assert_eq!((p.tokens_per_step, p.time_scale), (1, fast.time_scale));
-        assert!((p.step_s(1) - 0.8 * fast.step_s(1)).abs() < 1e-12);
+        for (b, k) in [(1, 1000), (8, 80_000)] {
+            assert!((p.step_s(b, k) - 0.8 * fast.step_s(b, k)).abs() < 1e-12);
+        }
         assert_eq!(p.prefill_compute_s(10_000), fast.prefill_compute_s(10_000));
-        // Per-request decode: 1 token per 43.8 ms step.
-        assert!(
-            (1.0 / p.step_s(1) - 22.9).abs() < 0.1,
-            "{}",
-            1.0 / p.step_s(1)
-        );
     }
 
     #[test]
     fn exact_has_free_prefill_and_flat_steps() {
         let p = SimProfile::by_name("exact").unwrap();
         assert_eq!(p.scaled(p.prefill_compute_s(100_000)), Duration::ZERO);
-        assert_eq!(p.step_s(1), p.step_s(500));
+        assert_eq!(p.step_s(1, 0), p.step_s(500, 1_000_000));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! only their timers.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
@@ -28,6 +28,8 @@ pub(crate) struct Engine {
     prefill: Mutex<()>,
     /// Sequences past prefill and not yet finished; sets the decode step time.
     decoding: Arc<AtomicUsize>,
+    /// Context (prompt + generated tokens) of the decoding sequences; sets the step time too.
+    context: Arc<AtomicU64>,
     /// Becomes `true` (or closes) when the server shuts down; running sequences stop.
     stop: watch::Receiver<bool>,
     /// Prompt blocks kept from earlier prefills; looked up under the prefill lock.
@@ -43,6 +45,7 @@ impl Engine {
             profile,
             prefill: Mutex::new(()),
             decoding: Arc::new(AtomicUsize::new(0)),
+            context: Arc::new(AtomicU64::new(0)),
             stop,
             cache: std::sync::Mutex::new(cache),
         })
@@ -102,25 +105,41 @@ enum Phase {
     },
     Decoding {
         _slot: OwnedSemaphorePermit,
-        _active: Decoding,
+        active: Decoding,
         last: Instant,
     },
     Finished,
 }
 
-/// Counts a sequence as decoding for as long as it lives.
-struct Decoding(Arc<AtomicUsize>);
+/// Counts a sequence as decoding, and its context as the batch's, for as long as it lives.
+struct Decoding {
+    count: Arc<AtomicUsize>,
+    context: Arc<AtomicU64>,
+    mine: u64,
+}
 
 impl Decoding {
-    fn enter(count: &Arc<AtomicUsize>) -> Decoding {
-        count.fetch_add(1, Ordering::SeqCst);
-        Decoding(Arc::clone(count))
+    fn enter(engine: &Engine, prompt: u64) -> Decoding {
+        engine.decoding.fetch_add(1, Ordering::SeqCst);
+        engine.context.fetch_add(prompt, Ordering::SeqCst);
+        Decoding {
+            count: Arc::clone(&engine.decoding),
+            context: Arc::clone(&engine.context),
+            mine: prompt,
+        }
+    }
+
+    /// The sequence's context grew by `tokens` generated.
+    fn grow(&mut self, tokens: u32) {
+        self.mine += u64::from(tokens);
+        self.context.fetch_add(u64::from(tokens), Ordering::SeqCst);
     }
 }
 
 impl Drop for Decoding {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        self.context.fetch_sub(self.mine, Ordering::SeqCst);
     }
 }
 
@@ -156,16 +175,19 @@ impl Sequence {
                 drop(prefill);
                 self.phase = Phase::Decoding {
                     _slot: slot,
-                    _active: Decoding::enter(&engine.decoding),
+                    active: Decoding::enter(&engine, self.prompt.len() as u64),
                     last: done,
                 };
             }
             Phase::Decoding {
                 _slot,
-                _active,
+                active,
                 last,
             } => {
-                let step = p.scaled(p.step_s(engine.decoding.load(Ordering::SeqCst)));
+                let step = p.scaled(p.step_s(
+                    engine.decoding.load(Ordering::SeqCst),
+                    engine.context.load(Ordering::SeqCst),
+                ));
                 let mut due = last + step;
                 let now = Instant::now();
                 // Fell behind by more than a step (overloaded host): resume from now
@@ -175,7 +197,7 @@ impl Sequence {
                 }
                 self.phase = Phase::Decoding {
                     _slot,
-                    _active,
+                    active,
                     last: due,
                 };
                 until_stopped(&mut self.stop, sleep_until(due)).await?;
@@ -183,6 +205,9 @@ impl Sequence {
         }
         let n = self.remaining.min(p.tokens_per_step);
         self.remaining -= n;
+        if let Phase::Decoding { active, .. } = &mut self.phase {
+            active.grow(n);
+        }
         if self.remaining == 0 {
             // Free the slot as soon as the last chunk is out.
             self.phase = Phase::Finished;

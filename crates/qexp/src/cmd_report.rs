@@ -47,6 +47,26 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
             &args.out_dir,
         )
         .map_err(CliError::failure)?;
+        model_check(&analysis, args.model.as_deref(), &args.out_dir)?;
+    }
+    Ok(())
+}
+
+/// With a model (`--model FILE`, else `model.json` beside the run), writes
+/// `model.md` and its charts beside the report.
+fn model_check(a: &RunAnalysis, given: Option<&Path>, root: &Path) -> Result<(), CliError> {
+    let beside = a.dir.join("model.json");
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None if beside.is_file() => beside,
+        None => return Ok(()),
+    };
+    let model = qexp_model::ModelFile::read(&path).map_err(CliError::input)?;
+    let out = report_dir(root, &a.manifest).map_err(CliError::input)?;
+    let files =
+        qexp_report::render_model_check(a, &model, &path, &out).map_err(CliError::failure)?;
+    if let Some(md) = files.first() {
+        println!("model check: {}", md.display());
     }
     Ok(())
 }

@@ -3,22 +3,21 @@ use qexp_sim::{FaultPlan, SimProfile, SimServer};
 
 /// `qexp sim`: serves until Ctrl-C.
 pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
-    let mut profile = SimProfile::by_name(&args.profile).ok_or_else(|| {
-        CliError::input(anyhow::anyhow!(
-            "unknown simulator profile `{}`; known profiles: {}",
-            args.profile,
-            SimProfile::names().join(", ")
-        ))
-    })?;
+    let spec = match &args.model_file {
+        Some(path) => format!("fit={}", path.display()),
+        None => args.profile.clone(),
+    };
+    let mut profile = SimProfile::lookup(&spec).map_err(CliError::input)?;
     profile.faults = FaultPlan::parse(args.faults.as_deref().unwrap_or(""), args.fault_seed)
         .map_err(CliError::input)?;
     profile.model = args.model.clone();
+    let profile_name = profile.name.clone();
     let server = SimServer::start_at(profile, (args.host, args.port).into())
         .await
         .map_err(CliError::failure)?;
     println!(
         "qexp sim: profile `{}` serving on {} (Ctrl-C to stop)",
-        args.profile,
+        profile_name,
         server.base_url()
     );
     // Ctrl-C, or TERM from whoever launched it (`qexp run` stops the

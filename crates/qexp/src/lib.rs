@@ -9,11 +9,14 @@
 
 mod cmd_bench;
 mod cmd_diff;
+mod cmd_fit;
 mod cmd_kube;
 mod cmd_merge;
+mod cmd_predict;
 mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
+mod model_text;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -37,7 +40,9 @@ Examples:
   qexp report                                   # newest run of each experiment
   qexp diff RUN_A RUN_B --fail-on-regression    # compare two runs, exit 1 on a regression
   qexp sim --profile founding --port 8000       # serve the simulator
-  qexp kube experiments/throughput.toml --shards 8 --image IMAGE   # the plan as a Kubernetes Job")]
+  qexp kube experiments/throughput.toml --shards 8 --image IMAGE   # the plan as a Kubernetes Job
+  qexp fit results/throughput/RUN               # a model of the deployment → RUN/model.json
+  qexp predict RUN/model.json --concurrency 64 --input 1000 --output 500")]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -83,11 +88,32 @@ Exit codes: 0 no significant regression (or no --fail-on-regression), 1 a signif
 regression with --fail-on-regression, 2 could not do the work (a missing run, workloads
 that differ, a bad option, a failed write).")]
     Diff(DiffArgs),
+    /// Fit a model of the deployment (prefill, decode step, tokens per step, batch limit) to runs.
+    #[command(after_help = "\
+Examples:
+  qexp fit results/throughput/RUN_A results/longctx/RUN_B --out founding.json
+  qexp fit results/mtp/RUN --deployment no-mtp
+  qexp fit --table crates/qexp-model/data/founding.toml --hold-out 'throughput c=2 in=1000 out=500'
+Prints each coefficient with its 90% interval (trials resampled), a residual per point
+(measured, fitted, error) and a warning for every coefficient the runs cannot identify.
+The model (docs/model.md) is written as JSON: RUN/model.json unless --out.")]
+    Fit(FitArgs),
+    /// Predict TTFT, TPOT, E2E and throughput with intervals, and the capacity under an SLO.
+    #[command(after_help = "\
+Examples:
+  qexp predict RUN/model.json --concurrency 1,8,64 --input 1000 --output 500
+  qexp predict RUN/model.json --plan experiments/longctx.toml
+  qexp predict founding --input 1000 --output 500 --slo ttft_p90=2s,tpot=50ms
+  qexp predict founding --input 1000 --output 500 --slo ttft_p90=2s,tpot=50ms --set tokens_per_step=1 --step-scale 0.8
+MODEL is a `qexp fit` file or `founding` (the fit of the founding tables). Predictions
+outside the fitted ranges are labelled extrapolated.")]
+    Predict(PredictArgs),
     /// Serve the embedded simulated OpenAI-compatible server until Ctrl-C.
     #[command(after_help = "\
 Examples:
   qexp sim --profile founding --port 8000
   qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
+  qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
     /// Benchmark qexp itself as a load generator against a zero-compute local server.
@@ -277,6 +303,82 @@ pub struct ReportArgs {
     /// A narrative notebook (Markdown with tera expressions) to render into the report; default: <plan dir>/<experiment>.md when it exists.
     #[arg(long)]
     pub narrative: Option<PathBuf>,
+    /// A `qexp fit` model file: write model.md beside the report, each point against the model [default: RUN/model.json when it exists].
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+}
+
+/// `qexp fit`.
+// Doc comments here are clap's help text, where `<run-id>` is the usual
+// placeholder and `[[deployment]]` a plan table; rustdoc would read them as
+// an unclosed HTML tag and a link.
+#[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+#[derive(Debug, clap::Args)]
+pub struct FitArgs {
+    /// Result folders (results/<experiment>/<run-id>) of one deployment.
+    #[arg(required_unless_present = "table")]
+    pub runs: Vec<PathBuf>,
+    /// A table of measured medians instead of runs (the format of crates/qexp-model/data/founding.toml).
+    #[arg(long, conflicts_with = "runs")]
+    pub table: Option<PathBuf>,
+    /// Where to write the model file [default: <first run>/model.json, or <table>.model.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Only this deployment's points (a run with several [[deployment]]s).
+    #[arg(long)]
+    pub deployment: Option<String>,
+    /// f, the share of layers with full attention (the L² prefill term is c·f) [default: the table's, else 1].
+    #[arg(long)]
+    pub full_attention_share: Option<f64>,
+    /// Refits on resampled trials, for the intervals.
+    #[arg(long, default_value_t = 40)]
+    pub replicates: usize,
+    /// Seed of the resampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Points to leave out of the fit and predict instead (their labels, comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub hold_out: Vec<String>,
+}
+
+/// `qexp predict`.
+#[derive(Debug, clap::Args)]
+pub struct PredictArgs {
+    /// A model file from `qexp fit`, or `founding`.
+    pub model: String,
+    /// Predict each point of this plan.
+    #[arg(long, conflicts_with_all = ["concurrency", "rate"])]
+    pub plan: Option<PathBuf>,
+    /// Closed-loop concurrencies (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub concurrency: Vec<u32>,
+    /// Open-loop rates, requests per second (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub rate: Vec<f64>,
+    /// Input tokens (comma separated).
+    #[arg(long = "input", value_delimiter = ',')]
+    pub input_tokens: Vec<u32>,
+    /// Output tokens (comma separated).
+    #[arg(long = "output", value_delimiter = ',')]
+    pub output_tokens: Vec<u32>,
+    /// Requests per point [default: 2 × concurrency; a minute of arrivals at a rate].
+    #[arg(long)]
+    pub requests: Option<u32>,
+    /// A service-level objective: print the highest concurrency (or rate, with --rate) that holds it.
+    #[arg(long, value_name = "METRIC=LIMIT,…")]
+    pub slo: Option<String>,
+    /// What-if: replace a coefficient, e.g. tokens_per_step=1 (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// What-if: multiply every decode-step coefficient (d0, d1, d2) by this factor.
+    #[arg(long, value_name = "F")]
+    pub step_scale: Option<f64>,
+    /// Highest concurrency the capacity search tries.
+    #[arg(long, default_value_t = 1024)]
+    pub max_concurrency: u32,
+    /// Highest rate (requests/s) the capacity search tries.
+    #[arg(long, default_value_t = 1000.0)]
+    pub max_rate: f64,
 }
 
 /// `qexp sim`.
@@ -285,9 +387,12 @@ pub struct ReportArgs {
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
-    /// Simulator profile.
+    /// Simulator profile: a built-in name, or fit=PATH (a `qexp fit` model file).
     #[arg(long, default_value = "founding")]
     pub profile: String,
+    /// Serve the deployment a `qexp fit` model file describes (the same as --profile fit=PATH).
+    #[arg(long, value_name = "PATH", conflicts_with = "profile")]
+    pub model_file: Option<PathBuf>,
     /// Port (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -376,6 +481,8 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Run(args) => rt.block_on(cmd_run::run(args)),
         Command::Report(args) => cmd_report::report(args).map(|_| 0),
         Command::Diff(args) => cmd_diff::diff(args),
+        Command::Fit(args) => cmd_fit::fit(args),
+        Command::Predict(args) => cmd_predict::predict(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
         Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),
         Command::Merge(args) => cmd_merge::merge(args),

@@ -7,6 +7,7 @@
 mod deployments;
 mod draw;
 mod latency;
+mod model;
 mod ticks;
 
 use crate::format;
@@ -16,6 +17,7 @@ pub use draw::DrawError;
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series, Style};
 pub use latency::{latency_cdf, ttft_timeline, Latency};
+pub use model::model_charts;
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::{Axis, Metric, PointSummary};
 use std::collections::BTreeMap;

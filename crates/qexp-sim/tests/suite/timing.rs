@@ -341,19 +341,26 @@ async fn many_concurrent_sequences_are_cheap() {
 #[tokio::test]
 async fn fast_profile_is_scaled_founding() {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let server = SimServer::start(SimProfile::by_name("fast").unwrap())
-        .await
-        .unwrap();
+    let profile = SimProfile::by_name("fast").unwrap();
+    // The founding fit at 0.05×: TTFT a + b·L + c·L² at L = 1000, then 9
+    // steps with one sequence of about 1000 tokens of context.
+    let p = profile.params();
+    let ttft_ms = 1e3 * p.ttft_alone_s(1000.0);
+    let decode_ms = 1e3 * 9.0 * p.step_s(1.0, 1020.0);
+    let server = SimServer::start(profile).await.unwrap();
     let client = reqwest::Client::new();
     let body = json!({"prompt": words(1000), "max_tokens": 40, "stream": true});
     let url = format!("{}/v1/completions", server.base_url());
     let events = stream_timed(&client, &url, &body, |events| {
         let chunks = content(events);
         let (first, last) = (chunks.first()?, chunks.last()?);
-        // (1.22 s + 1000 / 7260 tok/s) * 0.05 = 67.9 ms; 9 steps of 54.7 ms * 0.05 = 24.6 ms.
         let misses = [
-            outside("TTFT", ms(first.at), 67.0..90.0),
-            outside("decode", ms(last.at - first.at), 20.0..40.0),
+            outside("TTFT", ms(first.at), ttft_ms - 1.0..ttft_ms + 22.0),
+            outside(
+                "decode",
+                ms(last.at - first.at),
+                decode_ms - 5.0..decode_ms + 15.0,
+            ),
         ];
         let misses: Vec<String> = misses.into_iter().flatten().collect();
         (!misses.is_empty()).then(|| misses.join("; "))

@@ -21,7 +21,7 @@ use std::time::Duration;
 const MODEL: &str = "tiny-llama";
 
 /// The server URL from `var`; `None` (skip) unless `QEXP_REQUIRE_REAL_SERVERS` is set.
-fn server(var: &str) -> Option<String> {
+pub(crate) fn server(var: &str) -> Option<String> {
     let required = ["QEXP_REQUIRE_REAL_SERVERS"]
         .into_iter()
         .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
@@ -49,6 +49,27 @@ fn real(url: &str) -> PlanFixture {
         .set("target.model", MODEL)
         .api(ApiKind::Chat)
         .ignore_eos()
+}
+
+/// Runs a plan named `real` against `url` whose workload and run sections
+/// are `body`, as TOML text (for tests that state the grid verbatim).
+pub(crate) async fn run_plan_body(dir: &Path, url: &str, body: &str) -> RunResult {
+    let text = format!(
+        "[experiment]\nname = \"real\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
+         extra_body = {{ ignore_eos = true }}\n\n{body}"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("real.toml");
+    std::fs::write(&path, text).unwrap();
+    let opts = RunOptions {
+        plan: qexp_plan::Plan::load(&path).unwrap(),
+        out: dir.join("results"),
+        overrides: Default::default(),
+        shard: None,
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    run(opts, rx).await.expect("run succeeds")
 }
 
 fn options(dir: &Path, plan: &PlanFixture) -> RunOptions {

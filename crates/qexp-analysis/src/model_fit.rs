@@ -1,0 +1,103 @@
+//! Runs as the deployment model's observations, and runs checked against a
+//! fitted model (docs/model.md). The model itself (equations, fit,
+//! predictions) is qexp-model's; this module only hands it the per-(trial,
+//! point) medians the analysis computed, and judges measured medians
+//! against its predictions.
+
+use crate::metrics::PointSummary;
+use crate::run::RunAnalysis;
+use qexp_model::{Check, ModelFile, Observation, Source};
+
+/// A run's points as observations: one per (trial, point) with timing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunObservations {
+    /// Where they came from.
+    pub source: Source,
+    /// The observations.
+    pub rows: Vec<Observation>,
+    /// Points left out, with why (multi-stage or trace loads, another deployment).
+    pub skipped: Vec<String>,
+}
+
+/// Trial numbers of the `index`-th run fitted together are offset by this,
+/// so each run's trials stay units of their own when resampled.
+const TRIALS_PER_RUN: u32 = 100_000;
+
+/// The observations of `run` (the `index`-th of those fitted together),
+/// only `deployment`'s points when given.
+pub fn run_observations(
+    run: &RunAnalysis,
+    index: u32,
+    deployment: Option<&str>,
+) -> RunObservations {
+    let m = &run.manifest;
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for p in &run.points {
+        if deployment.is_some() && p.point.deployment.as_deref() != deployment {
+            continue;
+        }
+        match point_rows(p, index) {
+            Ok(r) => rows.extend(r),
+            Err(why) => skipped.push(format!("{}: {why}", p.point.label())),
+        }
+    }
+    RunObservations {
+        source: Source {
+            id: m.run_id.clone(),
+            experiment: m.experiment.clone(),
+            plan_hash: m.plan_hash.clone(),
+            path: run.dir.clone(),
+        },
+        rows,
+        skipped,
+    }
+}
+
+/// The deployments of a run (empty for a run without `[[deployment]]`).
+pub fn run_deployments(run: &RunAnalysis) -> Vec<String> {
+    let mut d: Vec<String> = run
+        .points
+        .iter()
+        .filter_map(|p| p.point.deployment.clone())
+        .collect();
+    d.sort();
+    d.dedup();
+    d
+}
+
+fn point_rows(p: &PointSummary, index: u32) -> Result<Vec<Observation>, String> {
+    let rate = match &p.point.open_loop {
+        None => None,
+        Some(o) if o.trace.is_none() && o.stages.len() == 1 => o.stages.first().map(|s| s.rate),
+        Some(_) => return Err("a multi-step or trace load has no single rate to model".into()),
+    };
+    let finite_or = |v: f64, d: f64| if v.is_finite() { v } else { d };
+    Ok(p.trials
+        .iter()
+        .filter(|t| t.invalid_reason.is_none() && t.requests > t.failures)
+        .map(|t| Observation {
+            label: p.point.label(),
+            trial: index.saturating_mul(TRIALS_PER_RUN).saturating_add(t.trial),
+            concurrency: p.point.concurrency,
+            rate_per_s: rate,
+            input_tokens: finite_or(t.input_planned, f64::from(p.point.input_tokens)),
+            output_tokens: finite_or(t.completion_tokens, f64::from(p.point.output_tokens)),
+            requests: p.point.requests,
+            requests_recorded: true,
+            ttft_s: t.ttft_s,
+            ttft_p90_s: t.ttft_p90_s,
+            e2e_s: t.e2e_s,
+            decode_tok_s: t.decode_tok_s,
+            agg_tok_s: t.agg_tok_s,
+            tokens_per_chunk: t.tokens_per_chunk,
+        })
+        .collect())
+}
+
+/// Every point of `run` with timing, predicted by `model` and compared
+/// (measured median across trials against the prediction's interval).
+pub fn check_against_model(run: &RunAnalysis, model: &ModelFile) -> Vec<Check> {
+    let rows = run_observations(run, 0, None).rows;
+    qexp_model::check(model, &rows)
+}

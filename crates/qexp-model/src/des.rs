@@ -1,0 +1,464 @@
+//! Prediction by replay: the simulator's scheduler (qexp-sim's
+//! `scheduler.rs`) run in virtual time over the model's equations, so a
+//! prediction includes what no closed formula gets right at small request
+//! counts: the first wave's serialized prefills, the queue for batch slots,
+//! the ramp-up and the tail.
+//!
+//! The semantics are the simulator's, step for step: `a` of latency, then a
+//! FIFO wait for one of `N` slots, then a FIFO wait for the one prefill
+//! unit, then prefill compute; the first chunk leaves when prefill ends,
+//! then each sequence steps on its own clock, every step's length set by
+//! the sequences decoding and their context at the moment it starts.
+
+use crate::params::Params;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// How requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrivals {
+    /// Closed loop: this many clients, each sending its next request when the last one ends.
+    Closed {
+        /// Requests in flight.
+        concurrency: u32,
+    },
+    /// Open loop: Poisson arrivals at this many requests per second (seeded).
+    Rate {
+        /// Mean arrivals per second.
+        per_s: f64,
+        /// Seed of the arrival times.
+        seed: u64,
+    },
+}
+
+/// One load point to replay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    /// How requests arrive.
+    pub arrivals: Arrivals,
+    /// Prompt tokens per request.
+    pub input_tokens: f64,
+    /// Output tokens per request.
+    pub output_tokens: f64,
+    /// Requests sent in all.
+    pub requests: u32,
+}
+
+/// What the replay measured, as qexp would (docs/results.md definitions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Per request: sent → first chunk, seconds.
+    pub ttft_s: Vec<f64>,
+    /// Per request: sent → last chunk, seconds.
+    pub e2e_s: Vec<f64>,
+    /// All output tokens / (first send → last completion).
+    pub agg_tok_s: f64,
+    /// Mean sequences decoding over every decode step.
+    pub mean_batch: f64,
+    /// Mean batch context (tokens) over every decode step.
+    pub mean_context: f64,
+    /// Per request: the mean batch its own decode steps saw.
+    pub batch_seen: Vec<f64>,
+    /// Per request: the mean batch context its own decode steps saw.
+    pub context_seen: Vec<f64>,
+}
+
+impl Outcome {
+    /// The mean batch and context seen by the steps of the median-TPOT
+    /// request (the two middle ones averaged for an even count): the
+    /// regressors of the decode time the analysis's median reports.
+    pub fn median_request_seen(&self) -> (f64, f64) {
+        let d: Vec<f64> = self
+            .ttft_s
+            .iter()
+            .zip(&self.e2e_s)
+            .map(|(t, e)| e - t)
+            .collect();
+        let mut idx: Vec<usize> = (0..d.len()).collect();
+        idx.sort_by(|&i, &j| d[i].total_cmp(&d[j]));
+        let n = idx.len();
+        if n == 0 {
+            return (1.0, 0.0);
+        }
+        let (a, b) = (idx[(n - 1) / 2], idx[n / 2]);
+        (
+            (self.batch_seen[a] + self.batch_seen[b]) / 2.0,
+            (self.context_seen[a] + self.context_seen[b]) / 2.0,
+        )
+    }
+
+    /// Per request: (E2E − TTFT)/(output − 1), seconds.
+    pub fn tpot_s(&self, output_tokens: f64) -> Vec<f64> {
+        let d = (output_tokens - 1.0).max(1.0);
+        self.ttft_s
+            .iter()
+            .zip(&self.e2e_s)
+            .map(|(t, e)| (e - t) / d)
+            .collect()
+    }
+}
+
+/// Linear-interpolation quantile (numpy's default) of `v`; NaN when empty.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s.sort_by(f64::total_cmp);
+    let h = (s.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    s[lo] + (s[hi] - s[lo]) * (h - lo as f64)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Send,
+    Ready,
+    PrefillDone,
+    Chunk,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    at: f64,
+    order: u64,
+    kind: Kind,
+    req: usize,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    // Earliest first in a max-heap; ties in the order they were scheduled.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.at.total_cmp(&self.at).then(o.order.cmp(&self.order))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Request {
+    sent: f64,
+    first: f64,
+    last: f64,
+    remaining: f64,
+    context: f64,
+    steps: f64,
+    batch_sum: f64,
+    context_sum: f64,
+}
+
+/// The replay's state: the event queue, the two FIFO queues and the batch.
+struct Replay<'a> {
+    p: &'a Params,
+    load: Load,
+    events: BinaryHeap<Event>,
+    order: u64,
+    reqs: Vec<Request>,
+    next_to_send: usize,
+    free_slots: u64,
+    slot_queue: VecDeque<usize>,
+    prefill_queue: VecDeque<usize>,
+    prefill_busy: bool,
+    decoding: f64,
+    context: f64,
+    steps: f64,
+    batch_sum: f64,
+    context_sum: f64,
+}
+
+/// Replays `load` on the deployment `p`.
+pub fn simulate(p: &Params, load: &Load) -> Outcome {
+    let n = load.requests.max(1) as usize;
+    let mut r = Replay {
+        p,
+        load: *load,
+        events: BinaryHeap::new(),
+        order: 0,
+        reqs: vec![Request::default(); n],
+        next_to_send: 0,
+        free_slots: p.max_batch.map_or(u64::MAX, u64::from),
+        slot_queue: VecDeque::new(),
+        prefill_queue: VecDeque::new(),
+        prefill_busy: false,
+        decoding: 0.0,
+        context: 0.0,
+        steps: 0.0,
+        batch_sum: 0.0,
+        context_sum: 0.0,
+    };
+    r.schedule_arrivals();
+    while let Some(e) = r.events.pop() {
+        r.handle(e);
+    }
+    r.outcome()
+}
+
+impl Replay<'_> {
+    fn push(&mut self, at: f64, kind: Kind, req: usize) {
+        self.order += 1;
+        self.events.push(Event {
+            at,
+            order: self.order,
+            kind,
+            req,
+        });
+    }
+
+    fn schedule_arrivals(&mut self) {
+        let n = self.reqs.len();
+        match self.load.arrivals {
+            Arrivals::Closed { concurrency } => {
+                for _ in 0..(concurrency.max(1) as usize).min(n) {
+                    self.send_next(0.0);
+                }
+            }
+            Arrivals::Rate { per_s, seed } => {
+                let mut rng = SplitMix(seed);
+                let mut t = 0.0;
+                for _ in 0..n {
+                    self.send_next(t);
+                    t += -(1.0 - rng.unit()).ln() / per_s.max(1e-12);
+                }
+            }
+        }
+    }
+
+    fn send_next(&mut self, at: f64) {
+        if self.next_to_send < self.reqs.len() {
+            let i = self.next_to_send;
+            self.next_to_send += 1;
+            self.push(at, Kind::Send, i);
+        }
+    }
+
+    fn handle(&mut self, e: Event) {
+        let t = e.at;
+        match e.kind {
+            Kind::Send => {
+                self.reqs[e.req].sent = t;
+                self.reqs[e.req].remaining = self.load.output_tokens.max(1.0);
+                self.push(t + self.p.prefill_fixed_s, Kind::Ready, e.req);
+            }
+            Kind::Ready => {
+                self.slot_queue.push_back(e.req);
+                self.admit(t);
+            }
+            Kind::PrefillDone => {
+                self.prefill_busy = false;
+                self.decoding += 1.0;
+                self.reqs[e.req].first = t;
+                self.reqs[e.req].context = self.load.input_tokens;
+                self.context += self.load.input_tokens;
+                self.emit(t, e.req);
+                self.start_prefill(t);
+            }
+            Kind::Chunk => self.emit(t, e.req),
+        }
+    }
+
+    fn admit(&mut self, t: f64) {
+        while self.free_slots > 0 {
+            let Some(i) = self.slot_queue.pop_front() else {
+                break;
+            };
+            self.free_slots -= 1;
+            self.prefill_queue.push_back(i);
+        }
+        self.start_prefill(t);
+    }
+
+    fn start_prefill(&mut self, t: f64) {
+        if self.prefill_busy {
+            return;
+        }
+        if let Some(i) = self.prefill_queue.pop_front() {
+            self.prefill_busy = true;
+            let done = t + self.p.prefill_compute_s(self.load.input_tokens);
+            self.push(done, Kind::PrefillDone, i);
+        }
+    }
+
+    /// Request `i` emits a chunk at `t`: its last, or the next step is scheduled.
+    fn emit(&mut self, t: f64, i: usize) {
+        let req = &mut self.reqs[i];
+        let n = req.remaining.min(self.p.tokens_per_step.max(1.0));
+        req.remaining -= n;
+        req.context += n;
+        self.context += n;
+        if req.remaining <= 1e-9 {
+            req.last = t;
+            self.decoding -= 1.0;
+            self.context -= req.context;
+            self.free_slots += 1;
+            self.admit(t);
+            if matches!(self.load.arrivals, Arrivals::Closed { .. }) {
+                self.send_next(t);
+            }
+            return;
+        }
+        let step = self.p.step_s(self.decoding, self.context);
+        req.steps += 1.0;
+        req.batch_sum += self.decoding;
+        req.context_sum += self.context;
+        self.steps += 1.0;
+        self.batch_sum += self.decoding;
+        self.context_sum += self.context;
+        self.push(t + step, Kind::Chunk, i);
+    }
+
+    fn outcome(&self) -> Outcome {
+        let first_send = self
+            .reqs
+            .iter()
+            .map(|r| r.sent)
+            .fold(f64::INFINITY, f64::min);
+        let last_done = self.reqs.iter().map(|r| r.last).fold(0.0, f64::max);
+        let tokens = self.load.output_tokens.max(1.0) * self.reqs.len() as f64;
+        let steps = self.steps.max(1.0);
+        Outcome {
+            ttft_s: self.reqs.iter().map(|r| r.first - r.sent).collect(),
+            e2e_s: self.reqs.iter().map(|r| r.last - r.sent).collect(),
+            agg_tok_s: tokens / (last_done - first_send).max(1e-12),
+            mean_batch: if self.steps > 0.0 {
+                self.batch_sum / steps
+            } else {
+                1.0
+            },
+            mean_context: self.context_sum / steps,
+            batch_seen: self
+                .reqs
+                .iter()
+                .map(|r| {
+                    if r.steps > 0.0 {
+                        r.batch_sum / r.steps
+                    } else {
+                        1.0
+                    }
+                })
+                .collect(),
+            context_seen: self
+                .reqs
+                .iter()
+                .map(|r| r.context_sum / r.steps.max(1.0))
+                .collect(),
+        }
+    }
+}
+
+/// SplitMix64: a small seeded generator for arrival times.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(max_batch: Option<u32>) -> Params {
+        Params {
+            prefill_fixed_s: 0.05,
+            prefill_s_per_token: 1e-4,
+            prefill_s_per_token2: 0.0,
+            step_base_s: 0.01,
+            step_per_seq_s: 0.002,
+            step_per_context_token_s: 0.0,
+            tokens_per_step: 1.0,
+            max_batch,
+        }
+    }
+
+    fn closed(c: u32, requests: u32) -> Load {
+        Load {
+            arrivals: Arrivals::Closed { concurrency: c },
+            input_tokens: 1000.0,
+            output_tokens: 11.0,
+            requests,
+        }
+    }
+
+    #[test]
+    fn one_request_alone_follows_the_equations() {
+        let o = simulate(&p(None), &closed(1, 3));
+        for (t, e) in o.ttft_s.iter().zip(&o.e2e_s) {
+            assert!((t - 0.15).abs() < 1e-12, "{t}");
+            assert!((e - (0.15 + 10.0 * 0.01)).abs() < 1e-12, "{e}");
+        }
+        assert_eq!(o.mean_batch, 1.0);
+    }
+
+    #[test]
+    fn two_at_once_serialize_prefill_and_share_steps() {
+        let load = Load {
+            output_tokens: 41.0,
+            ..closed(2, 2)
+        };
+        let o = simulate(&p(None), &load);
+        let mut t = o.ttft_s.clone();
+        t.sort_by(f64::total_cmp);
+        // The second waits for the first's 0.1 s prefill.
+        assert!(
+            (t[0] - 0.15).abs() < 1e-12 && (t[1] - 0.25).abs() < 1e-12,
+            "{t:?}"
+        );
+        // Both decode together for most of their steps, at 2 ms more per step.
+        assert!(
+            o.mean_batch > 1.5 && o.mean_batch <= 2.0,
+            "{}",
+            o.mean_batch
+        );
+        assert!(o.e2e_s.iter().all(|e| *e > 0.15 + 40.0 * 0.01));
+    }
+
+    #[test]
+    fn a_batch_limit_queues_the_rest() {
+        // One slot: each request prefills (0.1 s) and decodes (10 × 10 ms) before the next.
+        let limited = simulate(&p(Some(1)), &closed(4, 4));
+        // No limit: only the prefills queue.
+        let free = simulate(&p(None), &closed(4, 4));
+        let max = |v: &[f64]| quantile(v, 1.0);
+        assert!((max(&limited.ttft_s) - (0.15 + 3.0 * 0.2)).abs() < 1e-9);
+        assert!((max(&free.ttft_s) - (0.15 + 3.0 * 0.1)).abs() < 1e-9);
+        assert_eq!(limited.mean_batch, 1.0);
+        assert!(limited.agg_tok_s < free.agg_tok_s);
+    }
+
+    #[test]
+    fn open_loop_arrivals_are_seeded() {
+        let load = Load {
+            arrivals: Arrivals::Rate {
+                per_s: 5.0,
+                seed: 7,
+            },
+            ..closed(1, 50)
+        };
+        let a = simulate(&p(None), &load);
+        assert_eq!(a, simulate(&p(None), &load));
+        assert!(a.e2e_s.iter().all(|e| *e >= 0.25 - 1e-9));
+    }
+
+    #[test]
+    fn quantile_interpolates_like_numpy() {
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
+        assert!((quantile(&[1.0, 2.0, 3.0, 4.0], 0.9) - 3.7).abs() < 1e-12);
+        assert!(quantile(&[], 0.5).is_nan());
+        assert_eq!(quantile(&[5.0], 0.9), 5.0);
+    }
+}

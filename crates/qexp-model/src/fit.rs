@@ -1,0 +1,687 @@
+//! Fitting the model to measured per-(trial, point) medians (docs/model.md
+//! "Fitting"): tokens per step from chunk sizes; prefill from TTFT at
+//! concurrency 1 (weighted least squares on 1, L, L²); the batch limit by a
+//! search that replays every point; the decode step by least squares on the
+//! batch size and context each point's steps saw in the replay, iterated to a
+//! fixed point. Intervals: the whole fit redone on trials resampled with
+//! replacement (the trial is the unit), joined with the regressions' own
+//! t-intervals.
+
+use crate::des::{quantile, simulate, Arrivals, Load, Outcome};
+use crate::file::{
+    BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
+};
+use crate::ols::{t95, wls, Wls};
+use crate::params::{Coef, Params};
+use crate::warning::FitWarning;
+use std::collections::BTreeMap;
+
+/// One (trial, point) of measured medians; NaN where not measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The point's label, the same in every trial.
+    pub label: String,
+    /// Trial number.
+    pub trial: u32,
+    /// Closed-loop concurrency (ignored when `rate_per_s` is set).
+    pub concurrency: u32,
+    /// Open-loop arrival rate, requests per second.
+    pub rate_per_s: Option<f64>,
+    /// Prompt tokens per request.
+    pub input_tokens: f64,
+    /// Output tokens per request.
+    pub output_tokens: f64,
+    /// Requests the point sent (per trial).
+    pub requests: u32,
+    /// Whether `requests` was recorded (false: an assumption, as for tables
+    /// that do not say; then the queue-dominated TTFT cannot judge a batch
+    /// limit, and the limit is searched on throughput and decode alone).
+    pub requests_recorded: bool,
+    /// Median TTFT, seconds.
+    pub ttft_s: f64,
+    /// 90th percentile TTFT, seconds.
+    pub ttft_p90_s: f64,
+    /// Median E2E, seconds.
+    pub e2e_s: f64,
+    /// Median per-request decode rate 1/TPOT, tokens per second.
+    pub decode_tok_s: f64,
+    /// Aggregate output tokens per second.
+    pub agg_tok_s: f64,
+    /// Mean tokens per streamed chunk.
+    pub tokens_per_chunk: f64,
+}
+
+impl Observation {
+    /// The load to replay for this point.
+    pub fn load(&self) -> Load {
+        Load {
+            arrivals: match self.rate_per_s {
+                Some(per_s) => Arrivals::Rate {
+                    per_s,
+                    seed: u64::from(self.trial),
+                },
+                None => Arrivals::Closed {
+                    concurrency: self.concurrency.max(1),
+                },
+            },
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            requests: self.requests.max(1),
+        }
+    }
+
+    /// Its measured value of `m` (NaN when not measured).
+    pub fn measured(&self, m: ModelMetric) -> f64 {
+        match m {
+            ModelMetric::TtftS => self.ttft_s,
+            ModelMetric::TtftP90S => self.ttft_p90_s,
+            ModelMetric::TpotS => 1.0 / self.decode_tok_s,
+            ModelMetric::E2eS => self.e2e_s,
+            ModelMetric::AggTokS => self.agg_tok_s,
+        }
+    }
+}
+
+/// A metric of a replayed point, as qexp's analysis computes it.
+pub fn predicted(o: &Outcome, output_tokens: f64, m: ModelMetric) -> f64 {
+    match m {
+        ModelMetric::TtftS => quantile(&o.ttft_s, 0.5),
+        ModelMetric::TtftP90S => quantile(&o.ttft_s, 0.9),
+        // Median of 1/TPOT, inverted: what the analysis's decode rate says.
+        ModelMetric::TpotS => 1.0 / quantile(&inverse(&o.tpot_s(output_tokens)), 0.5),
+        ModelMetric::E2eS => quantile(&o.e2e_s, 0.5),
+        ModelMetric::AggTokS => o.agg_tok_s,
+    }
+}
+
+fn inverse(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|x| 1.0 / x).collect()
+}
+
+/// How the fit runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitOptions {
+    /// Resampled refits for the intervals (0: the regressions' intervals only).
+    pub replicates: usize,
+    /// Seed of the resampling.
+    pub seed: u64,
+    /// `f`, the share of layers with full attention (recorded; `c = c·f / f`).
+    pub full_attention_share: f64,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions {
+            replicates: 40,
+            seed: 1,
+            full_attention_share: 1.0,
+        }
+    }
+}
+
+/// Observations that cannot be fitted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FitError {
+    /// Nothing to fit.
+    #[error("no measured points to fit (every point failed or had no timing)")]
+    Empty,
+    /// No TTFT anywhere.
+    #[error("no point has a TTFT: the prefill cannot be fitted")]
+    NoTtft,
+    /// A singular design.
+    #[error("the {0} fit is singular: the points do not vary enough")]
+    Singular(&'static str),
+    /// A bad option.
+    #[error("full attention share must be in (0, 1], got {0}")]
+    Share(f64),
+}
+
+/// A regression: the coefficients of its columns and its solution.
+type Regression = (Vec<Coef>, Wls);
+
+/// One estimate from a set of rows, with what it could not tell.
+struct Estimate {
+    params: Params,
+    warnings: Vec<FitWarning>,
+    regressions: Vec<Regression>,
+}
+
+/// Fits the model to `rows`; the caller fills in `sources`.
+pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitError> {
+    let f = opts.full_attention_share;
+    if !(f > 0.0 && f <= 1.0) {
+        return Err(FitError::Share(f));
+    }
+    let rows: Vec<&Observation> = rows.iter().collect();
+    if rows.is_empty() {
+        return Err(FitError::Empty);
+    }
+    let est = estimate(&rows)?;
+    let replicates = resample(&rows, opts);
+    let mut warnings = est.warnings.clone();
+    let unknown: Vec<Coef> = {
+        let mut u: Vec<Coef> = warnings.iter().flat_map(FitWarning::unknown).collect();
+        u.sort();
+        u.dedup();
+        u
+    };
+    let trials = {
+        let mut t: Vec<u32> = rows.iter().map(|r| r.trial).collect();
+        t.sort_unstable();
+        t.dedup();
+        t.len()
+    };
+    let intervals = intervals(&est, &replicates, trials, &unknown);
+    for i in &intervals {
+        let v = i.coef.get(&est.params).unwrap_or(0.0);
+        if i.lo <= 0.0 && v > 0.0 && i.coef != Coef::MaxBatch {
+            warnings.push(FitWarning::IncludesZero { coef: i.coef });
+        }
+    }
+    if replicates.is_empty() {
+        warnings.push(FitWarning::OneTrial);
+    }
+    let residuals = residuals(&rows, &est.params);
+    Ok(ModelFile {
+        schema_version: SCHEMA_VERSION,
+        kind: KIND.to_owned(),
+        qexp_version: env!("CARGO_PKG_VERSION").to_owned(),
+        sources: Vec::new(),
+        full_attention_share: f,
+        params: est.params,
+        intervals,
+        unknown,
+        warnings,
+        ranges: ranges(&rows),
+        band: band(&residuals),
+        residuals,
+        replicates,
+    })
+}
+
+/// The point estimate from `rows`.
+fn estimate(rows: &[&Observation]) -> Result<Estimate, FitError> {
+    let mut warnings = Vec::new();
+    let mut regressions = Vec::new();
+    let chunks: Vec<f64> = rows
+        .iter()
+        .map(|r| r.tokens_per_chunk)
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .collect();
+    let tokens_per_step = if chunks.is_empty() {
+        warnings.push(FitWarning::NoChunks);
+        1.0
+    } else {
+        quantile(&chunks, 0.5).max(1.0)
+    };
+    let (prefill, reg) = fit_prefill(rows, &mut warnings)?;
+    regressions.extend(reg);
+    let base = Params {
+        prefill_fixed_s: prefill[0],
+        prefill_s_per_token: prefill[1],
+        prefill_s_per_token2: prefill[2],
+        step_base_s: 0.0,
+        step_per_seq_s: 0.0,
+        step_per_context_token_s: 0.0,
+        tokens_per_step,
+        max_batch: None,
+    };
+    let points = Points::of(rows);
+    let (params, decode_warnings, reg) = search_batch_limit(rows, &points, base);
+    warnings.extend(decode_warnings);
+    regressions.extend(reg);
+    Ok(Estimate {
+        params,
+        warnings,
+        regressions,
+    })
+}
+
+/// The distinct points of a set of rows: label → the load to replay.
+struct Points(BTreeMap<String, Load>);
+
+impl Points {
+    fn of(rows: &[&Observation]) -> Points {
+        let mut m = BTreeMap::new();
+        for r in rows {
+            m.entry(r.label.clone()).or_insert_with(|| r.load());
+        }
+        Points(m)
+    }
+
+    fn replay(&self, p: &Params) -> BTreeMap<&str, Outcome> {
+        self.0
+            .iter()
+            .map(|(k, load)| (k.as_str(), simulate(p, load)))
+            .collect()
+    }
+}
+
+/// Distinct values of `v`, rounded to a token.
+fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut d: Vec<f64> = v.map(f64::round).collect();
+    d.sort_by(f64::total_cmp);
+    d.dedup();
+    d
+}
+
+/// `a, b, c·f` from TTFT at the lowest concurrency, by input length.
+fn fit_prefill(
+    rows: &[&Observation],
+    warnings: &mut Vec<FitWarning>,
+) -> Result<([f64; 3], Option<Regression>), FitError> {
+    let closed: Vec<&Observation> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.rate_per_s.is_none() && r.ttft_s.is_finite() && r.ttft_s > 0.0)
+        .collect();
+    let c_min = closed
+        .iter()
+        .map(|r| r.concurrency.max(1))
+        .min()
+        .ok_or(FitError::NoTtft)?;
+    if c_min > 1 {
+        warnings.push(FitWarning::NotAlone { concurrency: c_min });
+    }
+    let sel: Vec<&Observation> = closed
+        .into_iter()
+        .filter(|r| r.concurrency.max(1) == c_min)
+        .collect();
+    let lengths = distinct(sel.iter().map(|r| r.input_tokens));
+    let mut coefs = vec![Coef::PrefillFixed];
+    match lengths.as_slice() {
+        [l] => warnings.push(FitWarning::OneInputLength { tokens: *l }),
+        [x, y] => {
+            coefs.push(Coef::PrefillPerToken);
+            warnings.push(FitWarning::TwoInputLengths { tokens: [*x, *y] });
+        }
+        _ => coefs.extend([Coef::PrefillPerToken, Coef::PrefillPerToken2]),
+    }
+    let y: Vec<f64> = sel.iter().map(|r| r.ttft_s).collect();
+    let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
+    loop {
+        let x: Vec<Vec<f64>> = sel
+            .iter()
+            .map(|r| {
+                coefs
+                    .iter()
+                    .map(|c| prefill_column(*c, r.input_tokens))
+                    .collect()
+            })
+            .collect();
+        let fit = wls(&x, &y, &w).ok_or(FitError::Singular("prefill"))?;
+        if let Some(j) = (0..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
+            if coefs.len() > 1 {
+                warnings.push(FitWarning::NegativeTerm {
+                    coef: coefs[j],
+                    value: fit.beta[j],
+                });
+                coefs.remove(j);
+                continue;
+            }
+        }
+        let mut out = [0.0; 3];
+        for (c, b) in coefs.iter().zip(&fit.beta) {
+            out[prefill_index(*c)] = b.max(0.0);
+        }
+        return Ok((out, Some((coefs, fit))));
+    }
+}
+
+fn prefill_column(c: Coef, l: f64) -> f64 {
+    match c {
+        Coef::PrefillPerToken => l,
+        Coef::PrefillPerToken2 => l * l,
+        _ => 1.0,
+    }
+}
+
+fn prefill_index(c: Coef) -> usize {
+    match c {
+        Coef::PrefillPerToken => 1,
+        Coef::PrefillPerToken2 => 2,
+        _ => 0,
+    }
+}
+
+/// What a decode fit gives: the parameters, its warnings and its regression.
+type DecodeFit = (Params, Vec<FitWarning>, Vec<Regression>);
+
+/// The batch limit whose replay explains the points best, each candidate
+/// with its own decode fit; "no limit" unless a limit explains clearly better.
+fn search_batch_limit(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit {
+    let c_max = rows
+        .iter()
+        .filter(|r| r.rate_per_s.is_none())
+        .map(|r| r.concurrency.max(1))
+        .max()
+        .unwrap_or(1);
+    let eval = |n: Option<u32>| {
+        let fit = fit_decode(
+            rows,
+            points,
+            Params {
+                max_batch: n,
+                ..base
+            },
+        );
+        let obj = objective(rows, points, &fit.0);
+        (fit, obj)
+    };
+    let (unlimited, obj_none) = eval(None);
+    let mut best: Option<(DecodeFit, f64)> = None;
+    let consider = |n: u32, best: &mut Option<(DecodeFit, f64)>| {
+        let (fit, obj) = eval(Some(n));
+        if best.as_ref().is_none_or(|(_, b)| obj < *b) {
+            *best = Some((fit, obj));
+        }
+    };
+    let grid = candidate_grid(c_max);
+    for &n in &grid {
+        consider(n, &mut best);
+    }
+    // Refine between the best grid value's neighbours.
+    if let Some(n) = best.as_ref().and_then(|(f, _)| f.0.max_batch) {
+        let i = grid.iter().position(|g| *g == n).unwrap_or(0);
+        let lo = grid.get(i.wrapping_sub(1)).copied().unwrap_or(1);
+        let hi = grid.get(i + 1).copied().unwrap_or(c_max.saturating_sub(1));
+        for m in lo..=hi {
+            if !grid.contains(&m) {
+                consider(m, &mut best);
+            }
+        }
+    }
+    match best {
+        // A limit must explain the points clearly better than none.
+        Some((fit, obj)) if obj < 0.9 * obj_none - 1e-12 => fit,
+        _ => {
+            let (p, mut w, r) = unlimited;
+            w.push(FitWarning::NoBatchLimit { concurrency: c_max });
+            (p, w, r)
+        }
+    }
+}
+
+/// Batch limits to try below `c_max`: all of them when few, else a
+/// geometric grid (refined around the best afterwards).
+fn candidate_grid(c_max: u32) -> Vec<u32> {
+    if c_max <= 24 {
+        return (1..c_max).collect();
+    }
+    let mut g = Vec::new();
+    let mut x = 1.0_f64;
+    while (x as u32) < c_max {
+        g.push(x as u32);
+        x = (x * 1.25).max(x + 1.0);
+    }
+    g.dedup();
+    g
+}
+
+/// Squared log errors of every measured median against the replay.
+fn objective(rows: &[&Observation], points: &Points, p: &Params) -> f64 {
+    let outcomes = points.replay(p);
+    let mut sum = 0.0;
+    for r in rows {
+        let Some(o) = outcomes.get(r.label.as_str()) else {
+            continue;
+        };
+        for m in [ModelMetric::TtftS, ModelMetric::TpotS, ModelMetric::AggTokS] {
+            if m == ModelMetric::TtftS && !r.requests_recorded {
+                continue;
+            }
+            let (want, got) = (r.measured(m), predicted(o, r.output_tokens, m));
+            if want.is_finite() && want > 0.0 && got.is_finite() && got > 0.0 {
+                sum += (got / want).ln().powi(2);
+            }
+        }
+    }
+    sum
+}
+
+/// A decode step observed at one row: its TPOT spread over the steps.
+fn observed_step(r: &Observation, p: &Params) -> Option<f64> {
+    let chunks = p.chunks(r.output_tokens);
+    let step = (r.output_tokens - 1.0) / r.decode_tok_s / (chunks - 1.0);
+    (chunks >= 2.0 && step.is_finite() && step > 0.0).then_some(step)
+}
+
+/// `d0, d1, d2` for a fixed batch limit: least squares of each row's step on
+/// the batch and context its point's replay saw, replayed again with the
+/// new coefficients until they settle.
+fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit {
+    let obs: Vec<(&Observation, f64)> = rows
+        .iter()
+        .filter_map(|r| observed_step(r, &base).map(|s| (*r, s)))
+        .collect();
+    if obs.is_empty() {
+        return (base, vec![FitWarning::NoDecode], Vec::new());
+    }
+    let steps: Vec<f64> = obs.iter().map(|(_, s)| *s).collect();
+    let mut p = Params {
+        step_base_s: quantile(&steps, 0.5),
+        ..base
+    };
+    let mut last = (Vec::new(), None);
+    for _ in 0..4 {
+        let seen = points.replay(&p);
+        let at = |r: &Observation| seen[r.label.as_str()].median_request_seen();
+        let (coefs, warnings) = decode_columns(obs.iter().map(|(r, _)| at(r)));
+        let mut coefs = coefs;
+        let mut warnings = warnings;
+        let y = &steps;
+        let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
+        let fit = loop {
+            let x: Vec<Vec<f64>> = obs
+                .iter()
+                .map(|(r, _)| {
+                    let (b, k) = at(r);
+                    coefs.iter().map(|c| step_column(*c, b, k)).collect()
+                })
+                .collect();
+            let Some(fit) = wls(&x, y, &w) else {
+                break None;
+            };
+            match (1..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
+                Some(j) => {
+                    warnings.push(FitWarning::NegativeTerm {
+                        coef: coefs[j],
+                        value: fit.beta[j],
+                    });
+                    coefs.remove(j);
+                }
+                None => break Some(fit),
+            }
+        };
+        let Some(fit) = fit else { break };
+        p.step_base_s = 0.0;
+        p.step_per_seq_s = 0.0;
+        p.step_per_context_token_s = 0.0;
+        for (c, b) in coefs.iter().zip(&fit.beta) {
+            c.set(&mut p, b.max(0.0));
+        }
+        last = (warnings, Some((coefs, fit)));
+    }
+    let (warnings, reg) = last;
+    (p, warnings, reg.into_iter().collect())
+}
+
+/// The step regression's columns, by what the points' batches and contexts let it tell.
+fn decode_columns(seen: impl Iterator<Item = (f64, f64)>) -> (Vec<Coef>, Vec<FitWarning>) {
+    let seen: Vec<(f64, f64)> = seen.collect();
+    let mut coefs = vec![Coef::StepBase];
+    let mut warnings = Vec::new();
+    let (b_min, b_max) = seen
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), (b, _)| {
+            (lo.min(*b), hi.max(*b))
+        });
+    if b_max - b_min > 0.25 {
+        coefs.push(Coef::StepPerSeq);
+    } else {
+        warnings.push(FitWarning::OneBatchSize { batch: b_max });
+    }
+    let per_seq: Vec<f64> = seen.iter().map(|(b, k)| k / b.max(1e-9)).collect();
+    let lo = per_seq.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = per_seq.iter().copied().fold(0.0, f64::max);
+    if hi > 1.05 * lo && hi > 0.0 {
+        coefs.push(Coef::StepPerContextToken);
+    } else {
+        warnings.push(FitWarning::OneContext);
+    }
+    (coefs, warnings)
+}
+
+fn step_column(c: Coef, batch: f64, context: f64) -> f64 {
+    match c {
+        Coef::StepPerSeq => (batch - 1.0).max(0.0),
+        Coef::StepPerContextToken => context,
+        _ => 1.0,
+    }
+}
+
+/// Refits on trials drawn with replacement; none with fewer than 2 trials.
+fn resample(rows: &[&Observation], opts: &FitOptions) -> Vec<Params> {
+    let trials = {
+        let mut t: Vec<u32> = rows.iter().map(|r| r.trial).collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    };
+    if trials.len() < 2 {
+        return Vec::new();
+    }
+    let mut rng = opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        // xorshift64*: enough for drawing trial indices.
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    (0..opts.replicates)
+        .filter_map(|_| {
+            let drawn: Vec<u32> = (0..trials.len())
+                .map(|_| trials[(next() % trials.len() as u64) as usize])
+                .collect();
+            let sample: Vec<&Observation> = drawn
+                .iter()
+                .flat_map(|t| rows.iter().copied().filter(move |r| r.trial == *t))
+                .collect();
+            estimate(&sample).ok().map(|e| e.params)
+        })
+        .collect()
+}
+
+/// Each identified coefficient's 90% interval: the resampled 5th–95th
+/// percentiles, widened to ± t(trials − 1) resampled standard errors, joined
+/// with the regression's t-interval.
+fn intervals(
+    est: &Estimate,
+    replicates: &[Params],
+    trials: usize,
+    unknown: &[Coef],
+) -> Vec<Interval> {
+    Coef::ALL
+        .into_iter()
+        .filter(|c| !unknown.contains(c))
+        .filter_map(|coef| {
+            let value = coef.get(&est.params)?;
+            let reps: Vec<f64> = replicates.iter().filter_map(|p| coef.get(p)).collect();
+            let (mut lo, mut hi) = if reps.is_empty() {
+                (value, value)
+            } else {
+                (
+                    quantile(&reps, 0.05).min(value),
+                    quantile(&reps, 0.95).max(value),
+                )
+            };
+            // Few trials: the bootstrap's spread with Student's t on
+            // (trials − 1) degrees of freedom, as for few clusters (Cameron,
+            // Gelbach & Miller 2008); percentiles alone are too narrow there.
+            if reps.len() > 1 && trials > 1 {
+                let mean = reps.iter().sum::<f64>() / reps.len() as f64;
+                let var =
+                    reps.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (reps.len() - 1) as f64;
+                let half = t95(trials - 1) * var.sqrt();
+                lo = lo.min(value - half);
+                hi = hi.max(value + half);
+            }
+            for (coefs, fit) in &est.regressions {
+                if let Some(j) = coefs.iter().position(|c| *c == coef) {
+                    let half = t95(fit.df) * fit.se[j];
+                    if half.is_finite() {
+                        lo = lo.min(fit.beta[j] - half);
+                        hi = hi.max(fit.beta[j] + half);
+                    }
+                }
+            }
+            (reps.len() > 1 || lo < hi).then_some(Interval { coef, lo, hi })
+        })
+        .collect()
+}
+
+/// Measured medians across trials against the replayed model, per point.
+fn residuals(rows: &[&Observation], p: &Params) -> Vec<Residual> {
+    let points = Points::of(rows);
+    let outcomes = points.replay(p);
+    let mut out = Vec::new();
+    for (label, load) in &points.0 {
+        let mine: Vec<&&Observation> = rows.iter().filter(|r| &r.label == label).collect();
+        for m in ModelMetric::ALL {
+            let v: Vec<f64> = mine.iter().map(|r| r.measured(m)).collect();
+            let measured = quantile(&v, 0.5);
+            if measured.is_finite() && measured > 0.0 {
+                out.push(Residual {
+                    point: label.clone(),
+                    metric: m,
+                    measured,
+                    fitted: predicted(&outcomes[label.as_str()], load.output_tokens, m),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// 1.645 × the root mean square relative residual, per metric.
+fn band(residuals: &[Residual]) -> Vec<BandWidth> {
+    ModelMetric::ALL
+        .into_iter()
+        .filter_map(|metric| {
+            let e: Vec<f64> = residuals
+                .iter()
+                .filter(|r| r.metric == metric)
+                .map(Residual::error)
+                .filter(|e| e.is_finite())
+                .collect();
+            (!e.is_empty()).then(|| BandWidth {
+                metric,
+                rel: 1.645 * (e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).sqrt(),
+            })
+        })
+        .collect()
+}
+
+fn ranges(rows: &[&Observation]) -> Ranges {
+    let span = |v: Vec<f64>| {
+        let v: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
+        (!v.is_empty()).then(|| {
+            [
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ]
+        })
+    };
+    Ranges {
+        concurrency: span(
+            rows.iter()
+                .filter(|r| r.rate_per_s.is_none())
+                .map(|r| f64::from(r.concurrency.max(1)))
+                .collect(),
+        ),
+        rate: span(rows.iter().filter_map(|r| r.rate_per_s).collect()),
+        input_tokens: span(rows.iter().map(|r| r.input_tokens).collect()),
+        output_tokens: span(rows.iter().map(|r| r.output_tokens).collect()),
+    }
+}

@@ -1,0 +1,47 @@
+//! qexp-model: a physical model of an LLM deployment (docs/model.md). It
+//! owns the model's equations ([`Params`]: prefill `a + b·L + c·f·L²`,
+//! decode step `d0 + d1·(B−1) + d2·K`, tokens per step, a batch limit with a
+//! FIFO queue), the versioned model file ([`ModelFile`]), the fit of those
+//! coefficients to measured per-(trial, point) medians ([`fit()`]), and
+//! predictions with intervals ([`predict()`], [`capacity()`]) by replaying a
+//! point on the simulator's scheduler in virtual time ([`simulate`]).
+//!
+//! It sits at the bottom of the workspace so that the simulator (which
+//! serves a model file) and the analysis (which turns runs into
+//! [`Observation`]s and checks runs against a model) share one model. It
+//! reads no Parquet and starts no server.
+
+#![warn(missing_docs)]
+// Library code never panics on input (STYLE.md, Errors): `unwrap` and
+// `expect` stay in tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod check;
+mod des;
+mod file;
+mod fit;
+mod ols;
+mod params;
+mod predict;
+mod slo;
+mod table;
+mod warning;
+
+pub use check::{check, summarize, Check, ErrorSummary};
+pub use des::{quantile, simulate, Arrivals, Load, Outcome};
+pub use file::{
+    BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
+    SCHEMA_VERSION,
+};
+pub use fit::{fit, predicted, FitError, FitOptions, Observation};
+pub use params::{Coef, Params};
+pub use predict::{
+    capacity, default_requests, extrapolated, predict, predict_with, Axis, Capacity, Predicted,
+    Prediction,
+};
+pub use slo::{Slo, SloError};
+pub use table::{
+    MedianTable, TableError, TableRow, FOUNDING_MODEL, FOUNDING_MODEL_PATH, FOUNDING_TABLE,
+    FOUNDING_TABLE_PATH,
+};
+pub use warning::FitWarning;

@@ -1,0 +1,86 @@
+//! Terminal text for `qexp fit` and `qexp predict`: numbers with units.
+
+use qexp_model::{Coef, ModelFile, ModelMetric};
+
+/// A coefficient's value with its unit.
+pub(crate) fn coef_value(c: Coef, v: f64) -> String {
+    match c {
+        Coef::PrefillFixed | Coef::StepBase | Coef::StepPerSeq => time(v),
+        Coef::PrefillPerToken | Coef::StepPerContextToken => format!("{v:.3e} s/token"),
+        Coef::PrefillPerToken2 => format!("{v:.3e} s/token²"),
+        Coef::TokensPerStep => format!("{v:.2} tokens"),
+        Coef::MaxBatch => format!("{v:.0} sequences"),
+    }
+}
+
+/// Seconds as `52.3 ms` or `2.41 s`.
+pub(crate) fn time(s: f64) -> String {
+    if !s.is_finite() {
+        "-".to_owned()
+    } else if s.abs() < 1.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+/// A metric's value with its unit.
+pub(crate) fn metric_value(m: ModelMetric, v: f64) -> String {
+    if m.is_time() {
+        time(v)
+    } else {
+        format!("{v:.1} tok/s")
+    }
+}
+
+/// The coefficient table: value and 90% interval, or why it is unknown.
+pub(crate) fn coefficients(model: &ModelFile) -> String {
+    let mut out = format!(
+        "{:<4} {:<44} {:>20}   {}\n",
+        "", "coefficient", "value", "90% interval"
+    );
+    for c in Coef::ALL {
+        let name = format!("{} ({})", c.meaning(), c.name());
+        let (value, interval) = if model.unknown.contains(&c) {
+            ("unknown".to_owned(), "see warnings".to_owned())
+        } else {
+            let v = c.get(&model.params).unwrap_or(f64::NAN);
+            let i = model.interval(c).map_or_else(
+                || "-".to_owned(),
+                |i| format!("{} … {}", coef_value(c, i.lo), coef_value(c, i.hi)),
+            );
+            (coef_value(c, v), i)
+        };
+        out.push_str(&format!(
+            "{:<4} {name:<44} {value:>20}   {interval}\n",
+            c.symbol()
+        ));
+    }
+    let f = model.full_attention_share;
+    if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {
+        out.push_str(&format!(
+            "     c = (c·f)/f with f = {f} (full-attention share): {:.3e} s/token²\n",
+            model.params.prefill_s_per_token2 / f
+        ));
+    }
+    out
+}
+
+/// The residual table: measured, fitted, error per point and metric.
+pub(crate) fn residuals(model: &ModelFile) -> String {
+    let mut out = format!(
+        "{:<40} {:<10} {:>14} {:>14} {:>8}\n",
+        "point", "metric", "measured", "fitted", "error"
+    );
+    for r in &model.residuals {
+        out.push_str(&format!(
+            "{:<40} {:<10} {:>14} {:>14} {:>+7.1}%\n",
+            r.point,
+            r.metric.name(),
+            metric_value(r.metric, r.measured),
+            metric_value(r.metric, r.fitted),
+            100.0 * r.error()
+        ));
+    }
+    out
+}
