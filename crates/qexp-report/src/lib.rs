@@ -12,6 +12,10 @@
 //! gives identical bytes. Text that comes from a run or a server is escaped
 //! for HTML (tera autoescape on `.html.tera` templates; [`format::md_text`]
 //! inside narratives).
+//!
+//! Beyond one run: [`notebook`] renders a notebook that names several runs
+//! (by experiment or pinned run id), and [`index`] the workspace index of
+//! every experiment, its runs and its history.
 
 #![warn(missing_docs)]
 // Library code never panics on input (STYLE.md, Errors): `unwrap` and
@@ -24,8 +28,10 @@ mod deployments;
 pub mod diff;
 pub mod format;
 mod headline;
+pub mod index;
 mod labels;
 pub mod narrative;
+pub mod notebook;
 mod open_loop;
 mod render;
 mod tables;
@@ -37,7 +43,7 @@ pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
-    render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
+    render, render_run, render_run_with, write_files, Narrative, RenderError, Rendered, Templates,
 };
 pub use turns::{ReasoningRow, TurnRow};
 pub use views::{

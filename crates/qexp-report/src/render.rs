@@ -153,12 +153,8 @@ pub struct Rendered {
     pub files: Vec<(String, String)>,
 }
 
-/// Renders every file of one run's report, without writing anything.
-pub fn render(
-    a: &RunAnalysis,
-    templates: &Templates,
-    narrative: &Narrative,
-) -> Result<Rendered, RenderError> {
+/// A run's template context with its charts drawn and placed (no narrative yet).
+pub(crate) fn prepare(a: &RunAnalysis) -> Result<(ReportContext, Vec<charts::Chart>), RenderError> {
     let mut ctx = report_context(a);
     let marks: Vec<FlagMark> = ctx
         .flags
@@ -181,6 +177,16 @@ pub fn render(
             svg: c.svg.clone(),
         })
         .collect();
+    Ok((ctx, charts))
+}
+
+/// Renders every file of one run's report, without writing anything.
+pub fn render(
+    a: &RunAnalysis,
+    templates: &Templates,
+    narrative: &Narrative,
+) -> Result<Rendered, RenderError> {
+    let (mut ctx, charts) = prepare(a)?;
     let source = match narrative {
         Narrative::BesidePlan => narrative::beside_plan(a),
         Narrative::File(p) => Some(p.clone()),
@@ -240,13 +246,21 @@ pub fn render_run_with(
     out_dir: &Path,
 ) -> Result<Vec<PathBuf>, RenderError> {
     let rendered = render(a, templates, narrative)?;
+    write_files(out_dir, rendered.files)
+}
+
+/// Writes `files` (name, text) into `out_dir`, creating it; returns the paths, in order.
+pub fn write_files(
+    out_dir: &Path,
+    files: Vec<(String, String)>,
+) -> Result<Vec<PathBuf>, RenderError> {
     std::fs::create_dir_all(out_dir).map_err(|source| RenderError::Io {
         action: "cannot create",
         path: out_dir.to_path_buf(),
         source,
     })?;
     let mut written = Vec::new();
-    for (name, text) in rendered.files {
+    for (name, text) in files {
         let path = out_dir.join(name);
         std::fs::write(&path, text).map_err(|source| RenderError::Io {
             action: "cannot write",

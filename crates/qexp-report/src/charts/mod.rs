@@ -6,6 +6,7 @@
 
 mod deployments;
 mod draw;
+mod history;
 mod ticks;
 
 use crate::format;
@@ -14,6 +15,8 @@ pub use deployments::{over_time, pareto};
 pub use draw::DrawError;
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series};
+pub use history::history;
+pub(crate) use history::signed;
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::{Axis, Metric, PointSummary};
 use std::collections::BTreeMap;

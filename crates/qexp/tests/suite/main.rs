@@ -18,3 +18,4 @@ mod readme;
 mod real_servers;
 mod run_e2e;
 mod workloads;
+mod workspace;
