@@ -7,8 +7,8 @@
 //! with their names, units and directions), [`ServerMetric`] (numbers
 //! derived from the server's counters) and [`format`](mod@format) (numbers for people).
 //!
-//! Beyond one run: [`history`] (a metric across an experiment's runs and
-//! where it stepped), [`query`] (SQL over a run's rows, for notebooks) and
+//! Beyond one run: [`history`](mod@history) (a metric across an experiment's runs and
+//! where it stepped), [`query`](mod@query) (SQL over a run's rows, for notebooks) and
 //! [`workspace`] (which runs a results root holds, and which one a notebook
 //! means).
 

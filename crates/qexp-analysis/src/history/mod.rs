@@ -1,6 +1,6 @@
 //! An experiment's history: one metric per point across its runs over time,
 //! each run with its median and spread across trials, and the runs where
-//! the metric stepped to a new level ([`steps`], the method and its
+//! the metric stepped to a new level ([`steps`](mod@steps), the method and its
 //! citations).
 //!
 //! Runs are comparable only when their workloads are (the comparability

@@ -11,7 +11,7 @@
 //! can show beside the Markdown as `<name>-<chart>.svg` and inlined in the
 //! HTML. A footer lists the runs it was rendered from: run id, plan hash and
 //! git commit. A run that cannot be found, or an expression or query that
-//! fails, shows its error in place ([`cells`]); the rest renders. Output
+//! fails, shows its error in place (see the `cells` module); the rest renders. Output
 //! depends on the notebook and its runs only, so a notebook whose runs are
 //! pinned renders the same bytes whatever runs land later.
 
