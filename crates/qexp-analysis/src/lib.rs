@@ -6,6 +6,11 @@
 //! The vocabulary is declared once here: [`Metric`] (the per-trial metrics
 //! with their names, units and directions), [`ServerMetric`] (numbers
 //! derived from the server's counters) and [`format`](mod@format) (numbers for people).
+//!
+//! Beyond one run: [`history`](mod@history) (a metric across an experiment's runs and
+//! where it stepped), [`query`](mod@query) (SQL over a run's rows, for notebooks) and
+//! [`workspace`] (which runs a results root holds, and which one a notebook
+//! means).
 
 #![warn(missing_docs)]
 // Library code never panics on input (STYLE.md, Errors): `unwrap` and
@@ -20,17 +25,20 @@ pub mod distribution;
 mod error;
 mod failures;
 pub mod format;
+pub mod history;
 mod load;
 mod metric;
 mod metrics;
 mod model_fit;
 mod pass;
+pub mod query;
 mod reasoning;
 mod run;
 pub mod schedule;
 mod server;
 pub mod stats;
 mod turns;
+pub mod workspace;
 
 pub use anomaly::{Flag, Severity, Thresholds};
 pub use deployments::{compare_deployments, DeploymentComparison, DeploymentWarning};

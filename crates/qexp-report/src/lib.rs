@@ -13,6 +13,10 @@
 //! gives identical bytes. Text that comes from a run or a server is escaped
 //! for HTML (tera autoescape on `.html.tera` templates; [`format::md_text`]
 //! inside narratives).
+//!
+//! Beyond one run: [`notebook`] renders a notebook that names several runs
+//! (by experiment or pinned run id), and [`index`] the workspace index of
+//! every experiment, its runs and its history.
 
 #![warn(missing_docs)]
 // Library code never panics on input (STYLE.md, Errors): `unwrap` and
@@ -26,9 +30,11 @@ pub mod diff;
 mod filters;
 pub mod format;
 mod headline;
+pub mod index;
 mod labels;
 mod model_check;
 pub mod narrative;
+pub mod notebook;
 mod open_loop;
 mod render;
 mod tables;
@@ -41,7 +47,7 @@ pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use model_check::render_model_check;
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
-    render, render_run, render_run_with, Narrative, RenderError, Rendered, Templates,
+    render, render_run, render_run_with, write_files, Narrative, RenderError, Rendered, Templates,
 };
 pub use turns::{ReasoningRow, TurnRow};
 pub use views::{

@@ -148,14 +148,26 @@ pub struct Rendered {
     pub files: Vec<(String, String)>,
 }
 
+/// A run's template context with its charts drawn and placed (no narrative yet).
+pub(crate) fn prepare(a: &RunAnalysis) -> Result<(ReportContext, Vec<charts::Chart>), RenderError> {
+    let mut ctx = report_context(a);
+    let (mut charts, per_point) = draw_charts(a, &mut ctx)?;
+    charts.extend(
+        per_point
+            .into_iter()
+            .flat_map(|p| [p.ttft_cdf, p.e2e_cdf, p.timeline])
+            .flatten(),
+    );
+    Ok((ctx, charts))
+}
+
 /// Renders every file of one run's report, without writing anything.
 pub fn render(
     a: &RunAnalysis,
     templates: &Templates,
     narrative: &Narrative,
 ) -> Result<Rendered, RenderError> {
-    let mut ctx = report_context(a);
-    let (charts, per_point) = draw_charts(a, &mut ctx)?;
+    let (mut ctx, charts) = prepare(a)?;
     let source = match narrative {
         Narrative::BesidePlan => narrative::beside_plan(a),
         Narrative::File(p) => Some(p.clone()),
@@ -185,14 +197,9 @@ pub fn render(
             render_one(templates, REPORT_HTML, &ctx)?,
         ),
     ];
-    let point_charts = per_point
-        .into_iter()
-        .flat_map(|p| [p.ttft_cdf, p.e2e_cdf, p.timeline])
-        .flatten();
     files.extend(
         charts
             .into_iter()
-            .chain(point_charts)
             .map(|c| (format!("{}.svg", c.name), c.svg)),
     );
     Ok(Rendered { files })
@@ -262,13 +269,21 @@ pub fn render_run_with(
     out_dir: &Path,
 ) -> Result<Vec<PathBuf>, RenderError> {
     let rendered = render(a, templates, narrative)?;
+    write_files(out_dir, rendered.files)
+}
+
+/// Writes `files` (name, text) into `out_dir`, creating it; returns the paths, in order.
+pub fn write_files(
+    out_dir: &Path,
+    files: Vec<(String, String)>,
+) -> Result<Vec<PathBuf>, RenderError> {
     std::fs::create_dir_all(out_dir).map_err(|source| RenderError::Io {
         action: "cannot create",
         path: out_dir.to_path_buf(),
         source,
     })?;
     let mut written = Vec::new();
-    for (name, text) in rendered.files {
+    for (name, text) in files {
         let path = out_dir.join(name);
         std::fs::write(&path, text).map_err(|source| RenderError::Io {
             action: "cannot write",

@@ -4,7 +4,12 @@
 //! plausible defaults ([`ManifestFixture`]), a
 //! simulator started on 127.0.0.1:0 ([`sim`]), readers of a frame's
 //! columns ([`u32s`], [`f64s`], [`strings()`]), and the `qexp` command with
-//! its output captured ([`command`]). It is a dev-dependency only.
+//! its output captured ([`command`]), and complete runs written from a plan
+//! and a formula ([`SynthRun`]). It is a dev-dependency only.
+
+mod synth;
+
+pub use synth::{founding_like, SynthRun, Timing};
 
 use polars::prelude::*;
 use qexp_plan::Point;

@@ -4,9 +4,94 @@ use qexp_analysis::RunAnalysis;
 use qexp_report::{Narrative, Templates};
 use std::path::{Path, PathBuf};
 
+/// Whether a positional argument of `qexp report` is a notebook (a Markdown file) rather than a run folder.
+fn is_notebook(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "md") && !p.is_dir()
+}
+
 /// `qexp report`.
 pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
-    let runs: Vec<PathBuf> = if args.runs.is_empty() {
+    let (notebooks, runs): (Vec<PathBuf>, Vec<PathBuf>) =
+        args.runs.iter().cloned().partition(|p| is_notebook(p));
+    // Notebooks first: a bad one is bad input, found before any work.
+    let mut texts = Vec::new();
+    for nb in &notebooks {
+        let text = std::fs::read_to_string(nb)
+            .with_context(|| format!("cannot read notebook {}", nb.display()))
+            .map_err(CliError::input)?;
+        texts.push((nb.clone(), text));
+    }
+    if notebooks.is_empty() || !runs.is_empty() {
+        report_runs(&args, runs)?;
+    }
+    for (path, text) in &texts {
+        notebook(&args, path, text)?;
+    }
+    if !args.no_index {
+        index(&args)?;
+    }
+    Ok(())
+}
+
+/// Renders one notebook under `<out-dir>/notebooks/<stem>/`.
+fn notebook(args: &ReportArgs, path: &Path, text: &str) -> Result<(), CliError> {
+    let rendered = qexp_report::notebook::render_notebook(
+        path,
+        text,
+        &args.results,
+        args.templates.as_deref(),
+    )
+    .map_err(|e| match e {
+        qexp_report::notebook::NotebookError::Front { .. } => CliError::input(e),
+        other => CliError::failure(other),
+    })?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = qexp_plan::safe_component(&stem)
+        .with_context(|| {
+            format!(
+                "notebook {}: its file name cannot name a folder",
+                path.display()
+            )
+        })
+        .map_err(CliError::input)?;
+    let out = args.out_dir.join("notebooks").join(stem);
+    let files = qexp_report::write_files(&out, rendered.files).map_err(CliError::failure)?;
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e != "svg"))
+    {
+        println!("notebook: {}", f.display());
+    }
+    Ok(())
+}
+
+/// Writes `<out-dir>/index.md` and `index.html` over every run under `--results`.
+fn index(args: &ReportArgs) -> Result<(), CliError> {
+    let metric = qexp_analysis::Metric::from_key(&args.history_metric).ok_or_else(|| {
+        CliError::input(anyhow::anyhow!("unknown metric {}", args.history_metric))
+    })?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs = qexp_analysis::workspace::analyze_all(&args.results, threads);
+    let rendered =
+        qexp_report::index::render_index(&runs, metric, &args.out_dir, args.templates.as_deref())
+            .map_err(CliError::failure)?;
+    let files =
+        qexp_report::write_files(&args.out_dir, rendered.files).map_err(CliError::failure)?;
+    if let Some(html) = files
+        .iter()
+        .find(|f| f.extension().is_some_and(|e| e == "html"))
+    {
+        println!("index: {} ({} runs)", html.display(), runs.len());
+    }
+    Ok(())
+}
+
+/// The reports of the runs named, or of the newest run of each experiment.
+fn report_runs(args: &ReportArgs, runs: Vec<PathBuf>) -> Result<(), CliError> {
+    let runs: Vec<PathBuf> = if runs.is_empty() {
         let found: Vec<PathBuf> = qexp_store::latest_runs(&args.results)
             .into_iter()
             .map(|r| r.dir)
@@ -19,7 +104,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
         }
         found
     } else {
-        args.runs.clone()
+        runs
     };
     for run in &runs {
         // A missing folder, a folder that is not a run, a run of a newer qexp: bad input.

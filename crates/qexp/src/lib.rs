@@ -69,13 +69,17 @@ Exit codes: 0 complete, 1 interrupted or could not finish, 2 bad input, 3 comple
 some point had more failed requests than the plan's [tolerance] max_failed_fraction,
 130 a second Ctrl-C/SIGTERM.")]
     Run(RunArgs),
-    /// Render reports/<experiment>/<run-id>/report.{md,html} and SVG charts from result folders.
+    /// Render reports/<experiment>/<run-id>/report.{md,html} and SVG charts from result folders, notebooks, and the workspace index.
     #[command(after_help = "\
 Examples:
   qexp report                                   # newest run of each experiment under results/
   qexp report results/longctx/20261130T101500Z-1a2b3c
   qexp report --templates my-templates/ --out-dir site/
-  qexp report results/longctx/20261130T101500Z-1a2b3c --narrative notes/longctx.md")]
+  qexp report results/longctx/20261130T101500Z-1a2b3c --narrative notes/longctx.md
+  qexp report notebooks/founding.md             # a notebook over several runs
+  qexp report --history-metric agg_tok_s        # the index's history charts follow throughput
+Every call also writes <out-dir>/index.md and index.html: every experiment under
+--results, its runs, and a history chart per experiment (unless --no-index).")]
     Report(ReportArgs),
     /// Compare two runs point by point: ratios B/A, intervals, tests, verdicts.
     #[command(after_help = "\
@@ -289,7 +293,7 @@ pub struct KubeArgs {
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Result folders (results/<experiment>/<run-id>); default: the newest run of each experiment.
+    /// Result folders (results/<experiment>/<run-id>) and notebooks (.md files naming their runs); default: the newest run of each experiment.
     pub runs: Vec<PathBuf>,
     /// Where to look for runs when none are given.
     #[arg(long, default_value = "results")]
@@ -306,6 +310,12 @@ pub struct ReportArgs {
     /// A `qexp fit` model file: write model.md beside the report, each point against the model [default: RUN/model.json when it exists].
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// The metric the index's history charts follow at each point.
+    #[arg(long, default_value = "ttft_s", value_parser = clap::builder::PossibleValuesParser::new(qexp_analysis::history::METRICS.map(qexp_analysis::Metric::key)))]
+    pub history_metric: String,
+    /// Do not write <out-dir>/index.md and index.html (every experiment under --results, its runs and its history).
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 /// `qexp fit`.

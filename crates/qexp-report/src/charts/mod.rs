@@ -6,6 +6,7 @@
 
 mod deployments;
 mod draw;
+mod history;
 mod latency;
 mod model;
 mod ticks;
@@ -16,6 +17,8 @@ pub use deployments::{over_time, pareto};
 pub use draw::DrawError;
 pub(crate) use draw::Keyed;
 use draw::{AxisSpec, Mark, Plot, Series, Style};
+pub use history::history;
+pub(crate) use history::signed;
 pub use latency::{latency_cdf, ttft_timeline, Latency};
 pub use model::model_charts;
 use plotters::prelude::SeriesLabelPosition;

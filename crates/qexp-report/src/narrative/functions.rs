@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// `metric(point=…, name=…, stat=…)`.
-pub(super) fn metric(points: &[PointView], args: &HashMap<String, Value>) -> tera::Result<Value> {
+pub(crate) fn metric(points: &[PointView], args: &HashMap<String, Value>) -> tera::Result<Value> {
     let arg = |k: &str| args.get(k).and_then(Value::as_str);
     let want = arg("point").ok_or("metric() needs point=\"c=… in=… out=…\"")?;
     let names = || {

@@ -1,10 +1,8 @@
 //! Narrative Markdown to HTML.
 
-use crate::charts::Chart;
-
-/// CommonMark with GitHub tables to HTML; an image of one of the report's
-/// charts becomes the chart's SVG inline, so the HTML stands alone.
-pub(super) fn to_html(markdown: &str, charts: &[Chart]) -> String {
+/// CommonMark with GitHub tables to HTML; an image whose address is one of
+/// `charts`' file names becomes that SVG document inline, so the HTML stands alone.
+pub(crate) fn to_html(markdown: &str, charts: &[(String, &str)]) -> String {
     use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
     let mut events = Vec::new();
     // Depth inside an image being replaced: its alt-text events are dropped.
@@ -15,14 +13,9 @@ pub(super) fn to_html(markdown: &str, charts: &[Chart]) -> String {
             Event::End(TagEnd::Image) if skip > 0 => skip -= 1,
             _ if skip > 0 => {}
             Event::Start(Tag::Image { dest_url, .. }) => {
-                match charts
-                    .iter()
-                    .find(|c| **dest_url == *format!("{}.svg", c.name))
-                {
-                    Some(c) => {
-                        events.push(Event::InlineHtml(CowStr::from(
-                            c.svg.trim_end().to_string(),
-                        )));
+                match charts.iter().find(|(file, _)| **dest_url == **file) {
+                    Some((_, svg)) => {
+                        events.push(Event::InlineHtml(CowStr::from(svg.trim_end().to_string())));
                         skip = 1;
                     }
                     None => events.push(ev),

@@ -5,7 +5,9 @@
 //!
 //! What a narrative can use (docs/reports.md "Narrative notebooks" repeats this):
 //!
-//! - `run`: `experiment`, `run_id`, `model`, `target`, `trials`, `simulated`, `status`.
+//! - `run`: `experiment`, `run_id`, `model`, `target`, `trials`, `simulated`,
+//!   `status`, `plan_hash`, `git_commit`, `started_at`, `engine` (the
+//!   server's fingerprint), `host`, `gpus`.
 //! - `swept`: the swept axes, e.g. `["input_tokens"]`.
 //! - `points["in=100000"]`: a point by its label (the swept parameters, as in
 //!   the tables: `c=4`, `in=100000`, `c=4 in=1000`), with `label`,
@@ -26,6 +28,8 @@
 //!   `agg_vs_concurrency`, `ttft_vs_concurrency`, `decode_vs_input`, `ttft_vs_input`.
 //! - `flags`: `number`, `marker`, `severity`, `title`, `point`, `message`;
 //!   `flags_md`: them as a Markdown list.
+//! - `query(sql="SELECT …")`: SQL over the run's `requests`, `all_requests`
+//!   and `points` ([`qexp_analysis::query`]), as a Markdown table.
 //! - Filters `num` (three significant digits, as the tables), `pct` (a
 //!   fraction as a percentage) and `tokens` (120000 → 120K), and the rest of
 //!   the report's filters (docs/reports.md, "Templates").
@@ -38,16 +42,18 @@
 //! `get_env` is disabled so a report depends on the run and the notebook only.
 
 mod functions;
-mod html;
+pub(crate) mod html;
 mod points;
+pub(crate) mod query;
 
 use crate::charts::Chart;
 use crate::format::md_text;
 use crate::labels;
 use crate::views::{FlagView, NarrativeView, ReportContext};
-use functions::metric;
+pub(crate) use functions::metric;
 use html::to_html;
-use points::{point_views, PointView};
+use points::point_views;
+pub(crate) use points::PointView;
 use qexp_analysis::RunAnalysis;
 use serde::Serialize;
 use serde_json::Value;
@@ -66,37 +72,59 @@ pub fn beside_plan(a: &RunAnalysis) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-#[derive(Serialize)]
-struct RunView {
-    experiment: String,
-    run_id: String,
-    model: String,
-    target: String,
-    trials: u32,
-    simulated: bool,
-    status: String,
+/// The run as a narrative sees it (`run`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RunView {
+    pub(crate) experiment: String,
+    pub(crate) run_id: String,
+    pub(crate) model: String,
+    pub(crate) target: String,
+    pub(crate) trials: u32,
+    pub(crate) simulated: bool,
+    pub(crate) status: String,
+    /// SHA-256 of the plan text.
+    pub(crate) plan_hash: String,
+    /// The git commit of the plan's repository, or a dash.
+    pub(crate) git_commit: String,
+    /// Start (UTC), as the report prints it.
+    pub(crate) started_at: String,
+    /// What answered: engine, version, model and context limit from the
+    /// server's fingerprint, or a dash.
+    pub(crate) engine: String,
+    /// The client host on one line.
+    pub(crate) host: String,
+    /// The host's GPUs, or "none reported".
+    pub(crate) gpus: String,
 }
 
-#[derive(Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct ChartRef {
     file: String,
     title: String,
     md: String,
 }
 
-#[derive(Serialize)]
-struct Context {
-    run: RunView,
+/// Everything one run offers a notebook: a narrative's whole context, and
+/// each of a cross-run notebook's `runs.<name>`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Context {
+    pub(crate) run: RunView,
     swept: Vec<&'static str>,
     points: BTreeMap<String, PointView>,
-    point_list: Vec<PointView>,
+    pub(crate) point_list: Vec<PointView>,
     tables: BTreeMap<String, String>,
     charts: BTreeMap<String, ChartRef>,
     flags: Vec<FlagView>,
     flags_md: String,
 }
 
-fn context(a: &RunAnalysis, ctx: &ReportContext, charts: &[Chart]) -> Context {
+/// The context of one run; its charts are files `<prefix><chart>.svg`.
+pub(crate) fn context(
+    a: &RunAnalysis,
+    ctx: &ReportContext,
+    charts: &[Chart],
+    prefix: &str,
+) -> Context {
     let flags: Vec<FlagView> = ctx
         .flags
         .iter()
@@ -141,6 +169,17 @@ fn context(a: &RunAnalysis, ctx: &ReportContext, charts: &[Chart]) -> Context {
             trials: m.trials,
             simulated: m.target.simulated,
             status: ctx.status.clone(),
+            plan_hash: md_text(&m.plan_hash),
+            git_commit: md_text(
+                m.git
+                    .as_ref()
+                    .and_then(|g| g.commit.as_deref())
+                    .unwrap_or("–"),
+            ),
+            started_at: ctx.started_at.clone(),
+            engine: md_text(&m.fingerprint.as_ref().map_or("–".into(), |f| f.summary())),
+            host: md_text(&ctx.host),
+            gpus: md_text(&ctx.gpus),
         },
         swept: labels::swept(a.points.iter().map(|p| &p.point))
             .into_iter()
@@ -152,7 +191,7 @@ fn context(a: &RunAnalysis, ctx: &ReportContext, charts: &[Chart]) -> Context {
         charts: charts
             .iter()
             .map(|c| {
-                let file = format!("{}.svg", c.name);
+                let file = format!("{prefix}{}.svg", c.name);
                 let md = format!("![{}]({file})", c.title);
                 (
                     c.name.to_string(),
@@ -186,9 +225,13 @@ pub(crate) fn render(
     match evaluate(text, a, ctx, charts) {
         Ok(markdown) => {
             let markdown = format!("{}\n", markdown.trim());
+            let inline: Vec<(String, &str)> = charts
+                .iter()
+                .map(|c| (format!("{}.svg", c.name), c.svg.as_str()))
+                .collect();
             NarrativeView {
                 source: source.into(),
-                html: to_html(&markdown, charts),
+                html: to_html(&markdown, &inline),
                 markdown,
                 error: None,
             }
@@ -208,10 +251,26 @@ fn evaluate(
     ctx: &ReportContext,
     charts: &[Chart],
 ) -> tera::Result<String> {
-    let data = context(a, ctx, charts);
+    let data = context(a, ctx, charts, "");
+    let mut tera = engine();
+    tera.add_raw_template(NAME, text)?;
+    let points = data.point_list.clone();
+    tera.register_function("metric", move |args: &HashMap<String, Value>| {
+        metric(&points, args)
+    });
+    let dir = a.dir.clone();
+    tera.register_function("query", move |args: &HashMap<String, Value>| {
+        query::query_md(&dir, args)
+    });
+    tera.render(NAME, &tera::Context::from_serialize(&data)?)
+}
+
+/// A tera engine with what every notebook has: no autoescape (the output is
+/// Markdown), the report's filters (`num`, `pct`, `tokens`, `cell`, …), and
+/// `get_env` disabled.
+pub(crate) fn engine() -> tera::Tera {
     let mut tera = tera::Tera::default();
     tera.autoescape_on(vec![]);
-    tera.add_raw_template(NAME, text)?;
     // The report's filters (`num`, `pct`, `tokens`, `cell`, …), declared once.
     crate::filters::register(&mut tera);
     tera.register_function(
@@ -223,9 +282,5 @@ fn evaluate(
             )
         },
     );
-    let points = data.point_list.clone();
-    tera.register_function("metric", move |args: &HashMap<String, Value>| {
-        metric(&points, args)
-    });
-    tera.render(NAME, &tera::Context::from_serialize(&data)?)
+    tera
 }

@@ -51,7 +51,7 @@ impl MetricView {
 
 /// One point as a narrative sees it (`points["in=100000"]`, `point_list`).
 #[derive(Debug, Clone, Serialize)]
-pub(super) struct PointView {
+pub(crate) struct PointView {
     pub(super) id: u32,
     pub(super) label: String,
     pub(super) concurrency: u32,

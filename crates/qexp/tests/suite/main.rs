@@ -25,3 +25,4 @@ mod run_e2e;
 mod rx_timestamps;
 mod shards;
 mod workloads;
+mod workspace;

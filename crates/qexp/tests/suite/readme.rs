@@ -218,6 +218,7 @@ fn pointers_from_the_code_to_the_docs_are_true() {
         root().join("crates"),
         root().join("experiments"),
         root().join("templates"),
+        root().join("notebooks"),
     ];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap().filter_map(Result::ok) {

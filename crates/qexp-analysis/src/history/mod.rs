@@ -1,0 +1,210 @@
+//! An experiment's history: one metric per point across its runs over time,
+//! each run with its median and spread across trials, and the runs where
+//! the metric stepped to a new level ([`steps`](mod@steps), the method and its
+//! citations).
+//!
+//! Runs are comparable only when their workloads are (the comparability
+//! fingerprint's `workload_hash`): each workload gets its own
+//! [`WorkloadHistory`], so a change of prompt length or sweep never reads as
+//! a step. Only complete runs take part: an interrupted run's points may
+//! lack trials, a running one is not done. The unit of the step search is
+//! the run (the median of its trials).
+
+pub mod steps;
+
+use crate::metric::Metric;
+use crate::run::RunAnalysis;
+use crate::stats::Summary;
+use qexp_plan::Point;
+use qexp_store::RunStatus;
+use std::collections::BTreeMap;
+pub use steps::{steps, Step, StepOptions};
+
+/// The metrics a history can follow: those summarised across trials at each point.
+pub const METRICS: [Metric; 5] = [
+    Metric::AggTokS,
+    Metric::DecodeTokS,
+    Metric::TtftS,
+    Metric::E2eS,
+    Metric::ItlP99S,
+];
+
+/// One run in a history.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HistoryRun {
+    /// The run id.
+    pub run_id: String,
+    /// Its position in the slice given to [`history`].
+    pub input: usize,
+    /// When it started, Unix seconds.
+    pub started_unix_s: f64,
+}
+
+/// One run's value at a point.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HistoryValue {
+    /// Index into [`WorkloadHistory::runs`].
+    pub run: usize,
+    /// The metric across the run's trials at this point.
+    pub summary: Summary,
+    /// Set on the first run of a new level.
+    pub step: Option<Step>,
+}
+
+/// One point across the runs of a workload.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PointHistory {
+    /// The point (as the newest run planned it).
+    pub point: Point,
+    /// One value per run with data at the point, oldest first.
+    pub values: Vec<HistoryValue>,
+}
+
+/// The complete runs of one workload, oldest first, and each point's history.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WorkloadHistory {
+    /// The comparability fingerprint's workload hash.
+    pub workload_hash: String,
+    /// The runs, oldest first.
+    pub runs: Vec<HistoryRun>,
+    /// Points in the newest run's plan order.
+    pub points: Vec<PointHistory>,
+}
+
+impl WorkloadHistory {
+    /// Indices (into [`Self::runs`]) of runs marked at one point or more.
+    pub fn marked_runs(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .points
+            .iter()
+            .flat_map(|p| p.values.iter().filter(|v| v.step.is_some()).map(|v| v.run))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// The history of `metric` over `runs` (one experiment's, any order): one
+/// [`WorkloadHistory`] per workload hash, the one with the newest run first.
+pub fn history(runs: &[&RunAnalysis], metric: Metric, opts: &StepOptions) -> Vec<WorkloadHistory> {
+    let mut by_workload: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, a) in runs.iter().enumerate() {
+        if a.manifest.status == RunStatus::Complete {
+            by_workload
+                .entry(a.manifest.comparability.workload_hash.as_str())
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut out: Vec<WorkloadHistory> = by_workload
+        .into_iter()
+        .map(|(hash, mut idx)| {
+            idx.sort_by(|&a, &b| {
+                let (ma, mb) = (&runs[a].manifest, &runs[b].manifest);
+                (ma.started_at, &ma.run_id).cmp(&(mb.started_at, &mb.run_id))
+            });
+            workload(hash, runs, &idx, metric, opts)
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        let newest = |w: &WorkloadHistory| w.runs.last().map_or(f64::MIN, |r| r.started_unix_s);
+        newest(b).total_cmp(&newest(a))
+    });
+    out
+}
+
+fn workload(
+    hash: &str,
+    runs: &[&RunAnalysis],
+    idx: &[usize],
+    metric: Metric,
+    opts: &StepOptions,
+) -> WorkloadHistory {
+    let hruns: Vec<HistoryRun> = idx
+        .iter()
+        .map(|&i| {
+            let m = &runs[i].manifest;
+            HistoryRun {
+                run_id: m.run_id.clone(),
+                input: i,
+                started_unix_s: m.started_at.timestamp_millis() as f64 / 1000.0,
+            }
+        })
+        .collect();
+    // Points keyed by their parameters, in the newest run's plan order.
+    let mut order: Vec<String> = Vec::new();
+    let mut points: BTreeMap<String, PointHistory> = BTreeMap::new();
+    for (r, &i) in idx.iter().enumerate().rev() {
+        for p in &runs[i].points {
+            let key = p.point.label();
+            let Some(summary) = metric.summary(p).filter(|s| s.median.is_finite()) else {
+                continue;
+            };
+            let entry = points.entry(key.clone()).or_insert_with(|| {
+                order.push(key);
+                PointHistory {
+                    point: p.point.clone(),
+                    values: Vec::new(),
+                }
+            });
+            entry.values.push(HistoryValue {
+                run: r,
+                summary: summary.clone(),
+                step: None,
+            });
+        }
+    }
+    let points = order
+        .into_iter()
+        .filter_map(|k| points.remove(&k))
+        .map(|mut ph| {
+            ph.values.reverse();
+            let medians: Vec<f64> = ph.values.iter().map(|v| v.summary.median).collect();
+            for s in steps(&medians, opts) {
+                ph.values[s.index].step = Some(s);
+            }
+            ph
+        })
+        .collect();
+    WorkloadHistory {
+        workload_hash: hash.to_string(),
+        runs: hruns,
+        points,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{PointSummary, TrialMetrics};
+
+    #[test]
+    fn the_history_metrics_are_those_summarised_across_trials() {
+        let point = Point {
+            id: 0,
+            concurrency: 1,
+            input_tokens: 10,
+            output_tokens: 10,
+            requests: 1,
+            warmup: 0,
+            open_loop: None,
+            deployment: None,
+        };
+        let t = TrialMetrics {
+            trial: 1,
+            agg_tok_s: 1.0,
+            decode_tok_s: 1.0,
+            ttft_s: 1.0,
+            e2e_s: 1.0,
+            itl_p99_s: 1.0,
+            ..TrialMetrics::default()
+        };
+        let p = PointSummary::new(point, vec![t]);
+        let summarised: Vec<Metric> = Metric::ALL
+            .into_iter()
+            .filter(|m| m.summary(&p).is_some())
+            .collect();
+        assert_eq!(summarised, METRICS.to_vec());
+    }
+}

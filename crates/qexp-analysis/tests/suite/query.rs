@@ -1,0 +1,106 @@
+//! SQL over a run's rows: the founding example (p95 TTFT of requests with
+//! more than 900 prompt tokens, per concurrency) against the formula the
+//! synthetic run was written from, warm-ups kept out of `requests`, and
+//! errors that say what is wrong.
+
+use qexp_analysis::query::{query, Cell, QueryError};
+use qexp_analysis::stats::quantile;
+use qexp_testkit::{founding_like, SynthRun};
+
+const PLAN: &str = r#"[experiment]
+name = "q"
+version = 1
+
+[target]
+base_url = "sim:fast"
+
+[workload]
+input_tokens = 1000
+output_tokens = 50
+
+[sweep]
+concurrency = [1, 4]
+
+[run]
+requests = "3x"
+warmup_requests = 2
+trials = 2
+"#;
+
+fn run() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir =
+        SynthRun::new(PLAN, "20261201T100000Z-aaaaaa", "2026-12-01T10:00:00Z").write(tmp.path());
+    (tmp, dir)
+}
+
+#[test]
+fn p95_ttft_of_long_prompts_per_concurrency_matches_the_rows() {
+    let (_tmp, dir) = run();
+    let t = query(
+        &dir,
+        "SELECT concurrency, COUNT(*) AS n, QUANTILE_CONT(ttft_s, 0.95) AS p95 \
+         FROM requests WHERE prompt_tokens > 900 GROUP BY concurrency ORDER BY concurrency",
+    )
+    .expect("query");
+    assert_eq!(t.columns, ["concurrency", "n", "p95"]);
+    assert_eq!(t.total_rows, 2);
+    let spec = SynthRun::new(PLAN, "x", "2026-12-01T10:00:00Z");
+    let plan = qexp_plan::Plan::parse(std::path::Path::new("q.toml"), PLAN).expect("plan");
+    for (row, p) in t.rows.iter().zip(plan.points()) {
+        assert_eq!(row[0], Cell::Int(i64::from(p.concurrency)));
+        // 2 trials × 3c measured requests; the warm-ups are not in `requests`.
+        assert_eq!(row[1], Cell::Int(i64::from(2 * p.requests)));
+        let mut ttft: Vec<f64> = (1..=2)
+            .flat_map(|trial| {
+                let spec = &spec;
+                let p = &p;
+                (p.warmup..p.warmup + p.requests).map(move |i| founding_like(spec, trial, p, i).0)
+            })
+            .collect();
+        ttft.sort_by(f64::total_cmp);
+        let want = quantile(&ttft, 0.95).expect("values");
+        let Cell::Float(got) = row[2] else {
+            panic!("p95 is {:?}", row[2])
+        };
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    }
+}
+
+#[test]
+fn all_requests_keeps_the_warmups_and_points_has_a_row_per_trial_and_point() {
+    let (_tmp, dir) = run();
+    let t = query(
+        &dir,
+        "SELECT COUNT(*) AS n, SUM(CAST(warmup AS INT)) AS w FROM all_requests",
+    )
+    .expect("query");
+    // (3 + 12) measured + 2 × 2 warm-ups, per trial.
+    assert_eq!(t.rows[0], vec![Cell::Int(2 * (15 + 4)), Cell::Int(8)]);
+    let t = query(
+        &dir,
+        "SELECT trial, point_id FROM points ORDER BY trial, point_id",
+    )
+    .expect("query");
+    assert_eq!(t.total_rows, 4);
+}
+
+#[test]
+fn bad_queries_say_what_is_wrong() {
+    let (_tmp, dir) = run();
+    let e = query(&dir, "DROP TABLE requests").unwrap_err();
+    assert!(matches!(e, QueryError::NotSelect { .. }), "{e}");
+    let e = query(&dir, "SELECT no_such_column FROM requests")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no_such_column"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+    let e = query(&dir, "SELECT * FROM nowhere")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nowhere"), "{e}");
+    let e = query(&dir.join("missing"), "SELECT 1")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing"), "{e}");
+}

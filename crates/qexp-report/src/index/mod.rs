@@ -1,0 +1,325 @@
+//! The workspace index, `reports/index.md` and `index.html`: every
+//! experiment under the results root with its runs (date, git commit,
+//! target and engine, status, trials, the headline figure, flags, a link to
+//! its report) and its history — one chart per workload of a chosen metric
+//! at each point across the complete runs, with the runs where it stepped
+//! (found by qexp-analysis, [`qexp_analysis::history`]). Runs of another
+//! workload (a different workload hash) get a chart of their own, never a
+//! shared line.
+
+use crate::charts::{self, signed, Chart};
+use crate::headline::{flag_views, headline};
+use crate::labels;
+use crate::render::{load_templates, tera_err, RenderError, Rendered};
+use qexp_analysis::history::{history, StepOptions, WorkloadHistory};
+use qexp_analysis::workspace::AnalysedRun;
+use qexp_analysis::{Direction, Metric, RunAnalysis};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const INDEX_MD: &str = "index.md.tera";
+const INDEX_HTML: &str = "index.html.tera";
+const BUILTIN: [(&str, &str); 2] = [
+    (
+        INDEX_MD,
+        include_str!("../../../../templates/index.md.tera"),
+    ),
+    (
+        INDEX_HTML,
+        include_str!("../../../../templates/index.html.tera"),
+    ),
+];
+
+/// What the index templates see.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexView {
+    /// The metric the history charts follow, as a sentence name.
+    pub metric: String,
+    /// Its key (`ttft_s`, …).
+    pub metric_key: String,
+    /// How steps are found, in a sentence.
+    pub method: String,
+    /// Experiments by name.
+    pub experiments: Vec<ExperimentView>,
+}
+
+/// One experiment of the index.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentView {
+    /// Its name (the results folder's).
+    pub name: String,
+    /// The newest run's plan description.
+    pub description: String,
+    /// Runs, newest first.
+    pub runs: Vec<RunRow>,
+    /// One history per workload, the newest first.
+    pub histories: Vec<HistoryView>,
+}
+
+/// One run in the index.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// The run id.
+    pub run_id: String,
+    /// Start, UTC.
+    pub date: String,
+    /// The git commit (12 characters), or a dash.
+    pub git: String,
+    /// Target URL and model.
+    pub target: String,
+    /// Engine and version from the server's fingerprint, or a dash.
+    pub engine: String,
+    /// `complete`, `interrupted`, `running`, or `unreadable`.
+    pub status: String,
+    /// Trials.
+    pub trials: u32,
+    /// The report's first headline figure.
+    pub headline: String,
+    /// Anomaly flags (warnings and findings).
+    pub flags: usize,
+    /// The report's HTML, relative to the index, when it has been rendered.
+    pub report: Option<String>,
+    /// The workload hash, 8 characters.
+    pub workload: String,
+    /// Points where this run started a new level of the metric, e.g. `c=64 +12.0% (worse)`.
+    pub steps: Vec<String>,
+    /// Why the run could not be read, when it could not.
+    pub error: Option<String>,
+}
+
+/// One workload's history chart and its steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryView {
+    /// Chart title.
+    pub title: String,
+    /// The SVG file beside the index.
+    pub file: String,
+    /// The SVG, for the HTML.
+    pub svg: String,
+    /// The workload hash, 8 characters.
+    pub workload: String,
+    /// Complete runs drawn.
+    pub runs: usize,
+    /// Each step: run, point, change.
+    pub steps: Vec<StepView>,
+}
+
+/// A step found in a history.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepView {
+    /// The first run of the new level.
+    pub run_id: String,
+    /// The point.
+    pub point: String,
+    /// `+12.0%`.
+    pub change: String,
+    /// `worse` or `better`, by the metric's direction.
+    pub verdict: String,
+    /// Mean before → after, formatted with the unit.
+    pub levels: String,
+    /// The p-value bound.
+    pub p: String,
+}
+
+/// Renders the index of `runs` (every run under the results root) with
+/// `metric`'s history; `reports` is where each run's report would be, to link it.
+pub fn render_index(
+    runs: &[AnalysedRun],
+    metric: Metric,
+    reports: &Path,
+    templates: Option<&Path>,
+) -> Result<Rendered, RenderError> {
+    let mut by_experiment: BTreeMap<&str, Vec<&AnalysedRun>> = BTreeMap::new();
+    for r in runs {
+        by_experiment
+            .entry(r.0.experiment.as_str())
+            .or_default()
+            .push(r);
+    }
+    let mut files = Vec::new();
+    let mut experiments = Vec::new();
+    for (name, runs) in by_experiment {
+        let (view, charts) = experiment(name, &runs, metric, reports)?;
+        files.extend(charts);
+        experiments.push(view);
+    }
+    let opts = StepOptions::default();
+    let view = IndexView {
+        metric: metric.name().to_string(),
+        metric_key: metric.key().to_string(),
+        method: format!(
+            "A step is marked where the run medians of a point shift in level: binary segmentation with the likelihood-ratio (max-t) test for one shift in a normal mean, p ≤ {} (Bonferroni over the splits) and a move of at least {} (Worsley 1979; Hunter, ICPE 2023). Only complete runs of the same workload are compared.",
+            opts.alpha,
+            signed(opts.min_relative).trim_start_matches('+')
+        ),
+        experiments,
+    };
+    let tera = load_templates(&BUILTIN, templates)?;
+    let ctx = tera::Context::from_serialize(&view).map_err(|e| tera_err(INDEX_MD, e))?;
+    let mut out = Vec::new();
+    for (file, template) in [("index.md", INDEX_MD), ("index.html", INDEX_HTML)] {
+        let text = tera
+            .render(template, &ctx)
+            .map_err(|e| tera_err(template, e))?;
+        out.push((file.to_string(), text));
+    }
+    out.extend(files);
+    Ok(Rendered { files: out })
+}
+
+/// One experiment's rows and history charts (file name, SVG).
+fn experiment(
+    name: &str,
+    runs: &[&AnalysedRun],
+    metric: Metric,
+    reports: &Path,
+) -> Result<(ExperimentView, Vec<(String, String)>), RenderError> {
+    let ok: Vec<&RunAnalysis> = runs.iter().filter_map(|r| r.1.as_ref().ok()).collect();
+    let histories = history(&ok, metric, &StepOptions::default());
+    // Steps by run id, for the run rows.
+    let mut steps_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut views = Vec::new();
+    let mut files = Vec::new();
+    for (i, w) in histories.iter().enumerate() {
+        let (view, chart) = history_view(name, i, w, histories.len(), metric)?;
+        for s in &view.steps {
+            steps_of
+                .entry(s.run_id.clone())
+                .or_default()
+                .push(format!("{} {} ({})", s.point, s.change, s.verdict));
+        }
+        if let Some(c) = chart {
+            files.push((view.file.clone(), c.svg));
+        }
+        views.push(view);
+    }
+    let mut rows: Vec<RunRow> = runs.iter().map(|r| row(r, reports, &steps_of)).collect();
+    // Newest first: run ids start with their UTC start time.
+    rows.sort_by(|a, b| b.run_id.cmp(&a.run_id));
+    let description = ok
+        .iter()
+        .max_by_key(|a| a.manifest.started_at)
+        .map_or(String::new(), |a| a.description.clone());
+    Ok((
+        ExperimentView {
+            name: name.to_string(),
+            description,
+            runs: rows,
+            histories: views,
+        },
+        files,
+    ))
+}
+
+fn short(hash: &str) -> String {
+    hash.chars().take(8).collect()
+}
+
+/// The chart and step list of one workload's history.
+fn history_view(
+    experiment: &str,
+    i: usize,
+    w: &WorkloadHistory,
+    of: usize,
+    metric: Metric,
+) -> Result<(HistoryView, Option<Chart>), RenderError> {
+    let mut title = format!("{experiment}: {} per point across runs", metric.name());
+    if of > 1 {
+        title.push_str(&format!(" (workload {})", short(&w.workload_hash)));
+    }
+    let first = w.runs.first().map_or("", |r| r.run_id.as_str());
+    let chart = charts::history(w, metric, &title, first)?;
+    let swept = labels::swept(w.points.iter().map(|p| &p.point));
+    let steps = w
+        .points
+        .iter()
+        .flat_map(|p| {
+            let label = labels::short(&p.point, &swept);
+            p.values.iter().filter_map(move |v| {
+                let s = v.step?;
+                let worse = match metric.direction() {
+                    Direction::HigherIsBetter => s.relative < 0.0,
+                    Direction::LowerIsBetter => s.relative > 0.0,
+                };
+                Some(StepView {
+                    run_id: w.runs[v.run].run_id.clone(),
+                    point: label.clone(),
+                    change: signed(s.relative),
+                    verdict: if worse { "worse" } else { "better" }.into(),
+                    levels: format!("{} → {}", metric.format(s.before), metric.format(s.after)),
+                    p: format!("{:.1e}", s.p_value),
+                })
+            })
+        })
+        .collect();
+    let view = HistoryView {
+        title,
+        file: format!("history-{experiment}-{}.svg", i + 1),
+        svg: chart.as_ref().map_or(String::new(), |c| c.svg.clone()),
+        workload: short(&w.workload_hash),
+        runs: w.runs.len(),
+        steps,
+    };
+    Ok((view, chart))
+}
+
+/// A run's row; a run that could not be analysed keeps its error.
+fn row(r: &AnalysedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -> RunRow {
+    let (rref, result) = r;
+    let link = format!("{}/{}/report.html", rref.experiment, rref.run_id);
+    let report = reports.join(&link).is_file().then_some(link);
+    let a = match result {
+        Ok(a) => a,
+        Err(e) => {
+            return RunRow {
+                run_id: rref.run_id.clone(),
+                date: "–".into(),
+                git: "–".into(),
+                target: "–".into(),
+                engine: "–".into(),
+                status: "unreadable".into(),
+                trials: 0,
+                headline: "–".into(),
+                flags: 0,
+                report,
+                workload: "–".into(),
+                steps: Vec::new(),
+                error: Some(e.to_string()),
+            }
+        }
+    };
+    let m = &a.manifest;
+    let flags = flag_views(&a.flags, &a.points);
+    let first = headline(a, &flags)
+        .into_iter()
+        .next()
+        .map_or("–".into(), |h| format!("{}: {}", h.label, h.value));
+    RunRow {
+        run_id: m.run_id.clone(),
+        date: m.started_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+        git: m
+            .git
+            .as_ref()
+            .and_then(|g| g.commit.as_deref())
+            .map_or("–".into(), |c| c.chars().take(12).collect()),
+        target: format!("{} ({})", m.target.base_url, m.target.model),
+        engine: m.fingerprint.as_ref().map_or("–".into(), |f| {
+            format!(
+                "{}{}",
+                f.engine,
+                f.version
+                    .as_deref()
+                    .map_or(String::new(), |v| format!(" {v}"))
+            )
+        }),
+        status: m.status.as_str().to_string(),
+        trials: m.trials,
+        headline: first,
+        flags: flags.len(),
+        report,
+        workload: short(&m.comparability.workload_hash),
+        steps: steps.get(&m.run_id).cloned().unwrap_or_default(),
+        error: None,
+    }
+}
