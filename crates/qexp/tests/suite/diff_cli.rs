@@ -370,7 +370,20 @@ fn five_trials_of_a_ten_percent_slower_decode_fail_the_gate_and_the_same_profile
         .collect();
     assert!(better.is_empty(), "{better:?}\n{md}");
 
+    // The same profile twice: nothing the simulator sets is called better or
+    // worse, and the gate passes. ITL p99 is the one exception, for the
+    // reason above: when it is called worse the gate says 1, and that is the
+    // host's tail, not the profile's.
     let (code, md) = gate(&again, "same");
-    assert_eq!(code, 0, "{md}");
-    assert!(md.contains("0 better, 0 worse"), "{md}");
+    let verdicts: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("**better**") || l.contains("**worse**"))
+        .collect();
+    let settable: Vec<&&str> = verdicts.iter().filter(|l| !l.contains("ITL p99")).collect();
+    assert!(settable.is_empty(), "{settable:?}\n{md}");
+    if verdicts.is_empty() {
+        assert!(md.contains("0 better, 0 worse"), "{md}");
+    }
+    let itl_worse = verdicts.iter().any(|l| l.contains("**worse**"));
+    assert_eq!(code, u8::from(itl_worse), "{md}");
 }
