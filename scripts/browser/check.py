@@ -7,7 +7,8 @@ broken image.
 Each page is loaded from disk (file://) in a fresh headless Chromium
 (Debian's chromium with /usr/bin/chromedriver, through Selenium). A page
 fails when the browser's console logged an error (a resource that did not
-load, a script error) or when an <img> did not decode (naturalWidth 0).
+load, a script error), when an <img> did not decode (naturalWidth 0), when
+it has no inline SVG chart, or when an SVG file it links to is missing.
 For each page it prints what it found: images, inline SVG charts, the
 page's title.
 
@@ -21,6 +22,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import urllib.parse
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -44,6 +46,14 @@ return Array.from(document.images)
 """
 
 
+# Chart files a page links to (the report links each SVG beside it).
+LINKED_SVGS = """
+return Array.from(document.querySelectorAll('a[href$=".svg"]'))
+  .map(a => a.href)
+  .filter(h => h.startsWith('file:'));
+"""
+
+
 def browser(profile: str) -> webdriver.Chrome:
     opts = webdriver.ChromeOptions()
     for f in FLAGS:
@@ -60,8 +70,8 @@ def check(page: pathlib.Path, screenshots: pathlib.Path | None) -> list[str]:
         driver = browser(profile)
         try:
             driver.get(page.resolve().as_uri())
-            driver.execute_script("return document.readyState")
             broken = driver.execute_script(BROKEN_IMAGES)
+            linked = driver.execute_script(LINKED_SVGS)
             images = driver.execute_script("return document.images.length")
             svgs = driver.execute_script("return document.querySelectorAll('svg').length")
             title = driver.title
@@ -69,6 +79,12 @@ def check(page: pathlib.Path, screenshots: pathlib.Path | None) -> list[str]:
                 if entry.get("level") == "SEVERE":
                     problems.append(f"console error: {entry.get('message')}")
             problems.extend(f"broken image: {src}" for src in broken)
+            if svgs == 0:
+                problems.append("no chart: the page has no inline SVG")
+            for href in linked:
+                target = pathlib.Path(urllib.parse.unquote(urllib.parse.urlparse(href).path))
+                if not target.is_file():
+                    problems.append(f"linked chart missing: {href}")
             if screenshots is not None:
                 screenshots.mkdir(parents=True, exist_ok=True)
                 shot = screenshots / (page.parent.name + "-" + page.stem + ".png")

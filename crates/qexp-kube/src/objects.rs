@@ -188,8 +188,11 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
             "completions": n,
             "parallelism": n,
             // A failed shard is resumed by hand (`qexp run --resume`), never
-            // restarted from scratch into a folder that exists.
-            "backoffLimit": 0,
+            // restarted from scratch into a folder that exists; and its failure
+            // ends only its own index, so the other shards finish the run
+            // (a Job-wide backoffLimit would stop every pod at the first).
+            "backoffLimitPerIndex": 0,
+            "maxFailedIndexes": n,
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {

@@ -64,6 +64,14 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             plan_path.display()
         )));
     }
+    if let Some(s) = &manifest.shard {
+        if s.count == 0 || s.index >= s.count {
+            return Err(refuse(format!(
+                "its manifest names shard {} of {}, which no split has",
+                s.index, s.count
+            )));
+        }
+    }
     if !orders_are_permutations(&manifest) {
         return Err(refuse(
             "its manifest's point_order does not list each point once per trial".into(),

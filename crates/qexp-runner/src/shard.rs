@@ -9,12 +9,12 @@
 //!   to each shard's concurrency (largest remainder), as contiguous index
 //!   ranges, so every shard finishes at about the same time. Multi-turn
 //!   points split whole conversations the same way.
-//! - Open loop: measured request m goes to shard m mod N; a shard draws its
-//!   arrivals at rate/N per stage from a seed of its own (Poisson and gamma
-//!   arrivals: the union of N independent processes at rate/N is one at the
-//!   plan's rate), constant arrivals are phase-shifted by K/rate (their union
-//!   is the single process's schedule), and a trace's entries keep their own
-//!   offsets. A cap on requests in flight is split like a concurrency.
+//! - Open loop: measured request m goes to shard m mod N; with Poisson
+//!   arrivals a shard draws its own at rate/N per stage from a seed of its
+//!   own (the union of N independent Poisson processes at rate/N is one at
+//!   the plan's rate); constant and gamma arrivals and a trace's entries keep
+//!   their times in the one-process schedule, so the shards' union is that
+//!   schedule. A cap on requests in flight is split like a concurrency.
 //! - Warmups: warmup j goes to shard j mod N.
 
 use qexp_plan::{Arrival, OpenLoop, Point, Trace};
@@ -134,7 +134,12 @@ impl Shard {
         if self.count == 1 {
             return crate::arrivals::offsets(ol, trace, seed);
         }
-        if ol.trace.is_some() && trace.is_some() {
+        // A trace, constant and gamma arrivals: this shard's part of the
+        // one-process schedule, so the union is that schedule exactly (N
+        // independent gamma processes would merge into a less bursty one,
+        // and a phase shift holds for one stage only).
+        let partition = (ol.trace.is_some() && trace.is_some()) || ol.arrival != Arrival::Poisson;
+        if partition {
             let all = crate::arrivals::offsets(ol, trace, seed);
             return measured
                 .iter()
@@ -155,31 +160,21 @@ impl Shard {
             });
             start += s.requests;
         }
-        let first_rate = ol.stages.first().map_or(1.0, |s| s.rate);
-        let mine = OpenLoop {
+        // Poisson: N independent processes at rate/N are one at the plan's
+        // rate. One more draw, dropped: the first arrival comes one gap in,
+        // as in a process already running, not at 0 on every shard.
+        let mut longer = OpenLoop {
             stages,
             ..ol.clone()
         };
-        match ol.arrival {
-            // Phase K/rate: the shards' union is the one-process schedule.
-            Arrival::Constant => crate::arrivals::offsets(&mine, None, seed)
-                .into_iter()
-                .map(|t| t + f64::from(self.index) / first_rate)
-                .collect(),
-            Arrival::Poisson | Arrival::Gamma => {
-                // One more draw, dropped: the first arrival comes one gap
-                // in, as in a process already running, not at 0 on every shard.
-                let mut longer = mine;
-                if let Some(s) = longer.stages.first_mut() {
-                    s.requests += 1;
-                }
-                let seed = seed ^ (u64::from(self.index) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                crate::arrivals::offsets(&longer, None, seed)
-                    .into_iter()
-                    .skip(1)
-                    .collect()
-            }
+        if let Some(s) = longer.stages.first_mut() {
+            s.requests += 1;
         }
+        let seed = seed ^ (u64::from(self.index) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        crate::arrivals::offsets(&longer, None, seed)
+            .into_iter()
+            .skip(1)
+            .collect()
     }
 }
 
@@ -345,22 +340,47 @@ mod tests {
         assert_ne!(a, b);
     }
 
-    #[test]
-    fn constant_arrivals_interleave_into_the_one_process_schedule() {
-        let ol = open(Arrival::Constant, 100.0, 40);
-        let p = point(0, 40, 0, Some(ol.clone()));
-        let single = crate::arrivals::offsets(&ol, None, 1);
+    /// The shards' due times, by request index, put together.
+    fn union_of(ol: &OpenLoop, requests: u32) -> Vec<f64> {
+        let p = point(0, requests, 0, Some(ol.clone()));
         let mut union = Vec::new();
         for s in shards(4) {
             let share = s.share(&p, None);
-            let o = s.offsets(&ol, None, 1, 0, &share.measured);
+            let o = s.offsets(ol, None, 1, 0, &share.measured);
+            assert_eq!(o.len(), share.measured.len());
             for (i, t) in share.measured.iter().zip(o) {
                 union.push((*i, t));
             }
         }
         union.sort_by_key(|u| u.0);
-        for ((_, t), want) in union.iter().zip(&single) {
+        union.into_iter().map(|(_, t)| t).collect()
+    }
+
+    #[test]
+    fn constant_arrivals_interleave_into_the_one_process_schedule() {
+        let ol = open(Arrival::Constant, 100.0, 40);
+        let single = crate::arrivals::offsets(&ol, None, 1);
+        let union = union_of(&ol, 40);
+        assert_eq!(union.len(), single.len());
+        for (t, want) in union.iter().zip(&single) {
             assert!((t - want).abs() < 1e-9, "{t} vs {want}");
+        }
+    }
+
+    /// Two stages of constant arrivals, and gamma arrivals (bursty): the
+    /// shards' union is still the one-process schedule, time for time.
+    #[test]
+    fn staged_and_bursty_arrivals_keep_the_one_process_schedule() {
+        let mut staged = open(Arrival::Constant, 1.0, 6);
+        staged.stages.push(Stage {
+            rate: 2.0,
+            requests: 6,
+        });
+        let mut bursty = open(Arrival::Gamma, 50.0, 40);
+        bursty.burstiness = 0.25;
+        for (ol, n) in [(staged, 12), (bursty, 40)] {
+            let single = crate::arrivals::offsets(&ol, None, 1);
+            assert_eq!(union_of(&ol, n), single, "{:?}", ol.arrival);
         }
     }
 

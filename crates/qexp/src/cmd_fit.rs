@@ -23,7 +23,8 @@ pub(crate) fn fit(args: FitArgs) -> Result<u8, CliError> {
         for h in &args.hold_out {
             if !input.rows.iter().any(|r| &r.label == h) {
                 let mut labels: Vec<&str> = input.rows.iter().map(|r| r.label.as_str()).collect();
-                labels.dedup();
+                let mut seen = std::collections::HashSet::new();
+                labels.retain(|l| seen.insert(*l));
                 return Err(CliError::input(anyhow!(
                     "--hold-out `{h}` names no point; points: {}",
                     labels.join("; ")

@@ -43,6 +43,12 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
         } else {
             Axis::Rate
         };
+        if axis == Axis::Rate && !(args.max_rate.is_finite() && args.max_rate > 0.0) {
+            return Err(CliError::input(anyhow::anyhow!(
+                "--max-rate {}: give a rate in requests per second above 0",
+                args.max_rate
+            )));
+        }
         let bound = match axis {
             Axis::Rate => args.max_rate,
             _ => f64::from(args.max_concurrency),

@@ -165,14 +165,11 @@ fn shard_options(args: &RunArgs) -> Result<Option<ShardOptions>, CliError> {
             "--run-id `{run_id}`: use letters, digits, `.`, `_` and `-` only (it names the run's folder)"
         )));
     }
-    let seconds = |name: &str, v: f64| {
-        if v.is_finite() && v > 0.0 {
-            Ok(std::time::Duration::from_secs_f64(v))
-        } else {
-            Err(CliError::input(anyhow::anyhow!(
-                "--{name} {v}: give a number of seconds above 0"
-            )))
-        }
+    let seconds = |name: &str, v: f64| match std::time::Duration::try_from_secs_f64(v) {
+        Ok(d) if v > 0.0 => Ok(d),
+        _ => Err(CliError::input(anyhow::anyhow!(
+            "--{name} {v}: give a number of seconds above 0"
+        ))),
     };
     let lost_after = seconds("shard-lost-after", args.shard_lost_after)?;
     let join_timeout = seconds("shard-join-timeout", args.shard_join_timeout)?;

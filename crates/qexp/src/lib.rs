@@ -360,19 +360,19 @@ pub struct PredictArgs {
     #[arg(long, conflicts_with_all = ["concurrency", "rate"])]
     pub plan: Option<PathBuf>,
     /// Closed-loop concurrencies (comma separated).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: Vec<u32>,
     /// Open-loop rates, requests per second (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub rate: Vec<f64>,
     /// Input tokens (comma separated).
-    #[arg(long = "input", value_delimiter = ',')]
+    #[arg(long = "input", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub input_tokens: Vec<u32>,
     /// Output tokens (comma separated).
-    #[arg(long = "output", value_delimiter = ',')]
+    #[arg(long = "output", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub output_tokens: Vec<u32>,
     /// Requests per point [default: 2 × concurrency; a minute of arrivals at a rate].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub requests: Option<u32>,
     /// A service-level objective: print the highest concurrency (or rate, with --rate) that holds it.
     #[arg(long, value_name = "METRIC=LIMIT,…")]
@@ -384,7 +384,7 @@ pub struct PredictArgs {
     #[arg(long, value_name = "F")]
     pub step_scale: Option<f64>,
     /// Highest concurrency the capacity search tries.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_concurrency: u32,
     /// Highest rate (requests/s) the capacity search tries.
     #[arg(long, default_value_t = 1000.0)]

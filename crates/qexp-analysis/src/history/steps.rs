@@ -41,8 +41,8 @@ pub struct StepOptions {
 
 impl Default for StepOptions {
     /// `alpha` 0.005 and a 2% practical threshold: 10 runs of one normal
-    /// distribution are marked in well under 1% of histories (measured in
-    /// the test suite), and a 10% step with 2% run-to-run noise is found.
+    /// distribution are marked in at most 1% of histories (0.6% measured by
+    /// the test suite's error-rate test), and a 10% step is found.
     fn default() -> StepOptions {
         StepOptions {
             alpha: 0.005,

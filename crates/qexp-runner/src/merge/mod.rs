@@ -16,6 +16,7 @@ mod rows;
 
 use crate::merge::error::MergeError;
 use crate::record::Context;
+use qexp_client::ClientTiming;
 use qexp_plan::Plan;
 use qexp_store::{Manifest, MergeRecord, MergedShard, PointRow, RunStatus};
 use rows::{Health, Measured, Pair};
@@ -151,8 +152,52 @@ fn merged_manifest(roll: &check::Roll, base: &Manifest) -> Manifest {
                     .join("; ")
             )
         }),
+        client_timing: merged_timing(all().map(|m| m.client_timing)),
         started_at: all().map(|m| m.started_at).min().unwrap_or(base.started_at),
         ended_at: all().filter_map(|m| m.ended_at).max(),
         ..base.clone()
+    }
+}
+
+/// The timing the merged rows had: the shards' common one, or, when they
+/// differ, one that does not claim kernel stamps for every read (a shard
+/// that fell back read without them).
+fn merged_timing(mut timings: impl Iterator<Item = Option<ClientTiming>>) -> Option<ClientTiming> {
+    let first = timings.next().flatten();
+    let mut all = vec![first];
+    all.extend(timings);
+    if all.iter().all(|t| *t == first) {
+        return first;
+    }
+    all.into_iter()
+        .flatten()
+        .find(|t| *t != ClientTiming::Http1KernelStamps)
+        .or(Some(ClientTiming::Http1FromWire))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_timing;
+    use qexp_client::ClientTiming::{Http1FromWire, Http1KernelStamps, ReqwestFromWire};
+
+    #[test]
+    fn shards_that_agree_keep_their_timing() {
+        let t = [Some(Http1KernelStamps), Some(Http1KernelStamps)];
+        assert_eq!(merged_timing(t.into_iter()), Some(Http1KernelStamps));
+        assert_eq!(merged_timing([None, None].into_iter()), None);
+    }
+
+    #[test]
+    fn one_shard_that_fell_back_takes_the_kernel_claim_away() {
+        let t = [
+            Some(Http1KernelStamps),
+            Some(Http1FromWire),
+            Some(Http1KernelStamps),
+        ];
+        assert_eq!(merged_timing(t.into_iter()), Some(Http1FromWire));
+        let t = [Some(Http1KernelStamps), None];
+        assert_eq!(merged_timing(t.into_iter()), Some(Http1FromWire));
+        let t = [Some(Http1KernelStamps), Some(ReqwestFromWire)];
+        assert_eq!(merged_timing(t.into_iter()), Some(ReqwestFromWire));
     }
 }

@@ -166,8 +166,10 @@ impl Member {
                     self.note_lost(&ans);
                     if let Some(start) = ans.start_unix_s {
                         let wait = start - (self.clock.local() + self.clock.offset_s);
-                        if wait > 0.0 {
-                            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                        // A start no duration can reach (a broken answer,
+                        // not a number) is not waited for.
+                        if let Ok(d) = Duration::try_from_secs_f64(wait) {
+                            tokio::time::sleep(d).await;
                         }
                         return;
                     }
