@@ -41,6 +41,17 @@ pub(crate) struct Resuming {
     pub lock: qexp_store::RunLock,
 }
 
+/// Why the manifest's shard record names a shard no split has, if it does.
+fn impossible_shard(manifest: &Manifest) -> Option<String> {
+    let s = manifest.shard.as_ref()?;
+    (s.count == 0 || s.index >= s.count).then(|| {
+        format!(
+            "its manifest names shard {} of {}, which no split has",
+            s.index, s.count
+        )
+    })
+}
+
 /// Reads the run and its plan into the options that started it. Refuses a
 /// complete run, a plan whose points changed, and (without `force`) a plan
 /// file whose hash changed.
@@ -64,13 +75,8 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             plan_path.display()
         )));
     }
-    if let Some(s) = &manifest.shard {
-        if s.count == 0 || s.index >= s.count {
-            return Err(refuse(format!(
-                "its manifest names shard {} of {}, which no split has",
-                s.index, s.count
-            )));
-        }
+    if let Some(why) = impossible_shard(&manifest) {
+        return Err(refuse(why));
     }
     if !orders_are_permutations(&manifest) {
         return Err(refuse(
