@@ -1,10 +1,10 @@
-//! Which shard folders make one run: the same run id, plan hash and shard
-//! count, each shard once; which are complete and which are missing.
+//! Which shard folders make one run: the same run id, plan hash, shard
+//! count and trial count, each shard once; which are complete and which are missing.
 
 use crate::merge::error::MergeError;
 use qexp_store::{Manifest, RunStatus};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The shards given, checked.
 pub(crate) struct Roll {
@@ -18,8 +18,20 @@ pub(crate) struct Roll {
 
 /// Reads and checks `dirs`.
 pub(crate) fn roll(dirs: &[PathBuf]) -> Result<Roll, MergeError> {
+    let (count, given) = gather(dirs)?;
+    let mut r = sort(count, given);
+    note_what_others_saw(&mut r);
+    Ok(r)
+}
+
+/// Each given shard's folder and manifest, by index.
+type Given = BTreeMap<u32, (PathBuf, Manifest)>;
+
+/// The shard count and the given shards, refused where a folder is not a
+/// shard, two are not of one run, or one is given twice.
+fn gather(dirs: &[PathBuf]) -> Result<(u32, Given), MergeError> {
     let mut first: Option<(PathBuf, Manifest)> = None;
-    let mut given: BTreeMap<u32, (PathBuf, Manifest)> = BTreeMap::new();
+    let mut given: Given = BTreeMap::new();
     for dir in dirs {
         let m = qexp_store::read_manifest(dir)?;
         let Some(s) = m.shard.clone() else {
@@ -28,23 +40,9 @@ pub(crate) fn roll(dirs: &[PathBuf]) -> Result<Roll, MergeError> {
                 dir.display()
             )));
         };
-        if let Some((fd, f)) = &first {
-            let fs = f.shard.as_ref().map_or(0, |s| s.count);
-            for (what, a, b) in [
-                ("run id", f.run_id.clone(), m.run_id.clone()),
-                ("plan hash", f.plan_hash.clone(), m.plan_hash.clone()),
-                ("shard count", fs.to_string(), s.count.to_string()),
-            ] {
-                if a != b {
-                    return Err(MergeError::Refused(format!(
-                        "{} and {} are not shards of one run: their {what} differs ({a} vs {b})",
-                        fd.display(),
-                        dir.display()
-                    )));
-                }
-            }
-        } else {
-            first = Some((dir.clone(), m.clone()));
+        match &first {
+            Some((fd, f)) => same_run(fd, f, dir, &m)?,
+            None => first = Some((dir.clone(), m.clone())),
         }
         if let Some((other, _)) = given.get(&s.index) {
             return Err(MergeError::Refused(format!(
@@ -66,6 +64,31 @@ pub(crate) fn roll(dirs: &[PathBuf]) -> Result<Roll, MergeError> {
             "give the shard folders to merge".into(),
         ));
     }
+    Ok((count, given))
+}
+
+/// Refuses two manifests that are not shards of one run.
+fn same_run(fd: &Path, f: &Manifest, dir: &Path, m: &Manifest) -> Result<(), MergeError> {
+    let count = |m: &Manifest| m.shard.as_ref().map_or(0, |s| s.count).to_string();
+    for (what, a, b) in [
+        ("run id", f.run_id.clone(), m.run_id.clone()),
+        ("plan hash", f.plan_hash.clone(), m.plan_hash.clone()),
+        ("shard count", count(f), count(m)),
+        ("trial count", f.trials.to_string(), m.trials.to_string()),
+    ] {
+        if a != b {
+            return Err(MergeError::Refused(format!(
+                "{} and {} are not shards of one run: their {what} differs ({a} vs {b})",
+                fd.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Each shard of `count` as complete, or missing with a sentence.
+fn sort(count: u32, mut given: Given) -> Roll {
     let mut r = Roll {
         count,
         complete: BTreeMap::new(),
@@ -99,7 +122,11 @@ pub(crate) fn roll(dirs: &[PathBuf]) -> Result<Roll, MergeError> {
             }
         }
     }
-    // What the other shards saw of a missing one.
+    r
+}
+
+/// Adds to each missing shard's sentence what the other shards saw of it.
+fn note_what_others_saw(r: &mut Roll) {
     for (k, why) in r.missing.iter_mut() {
         let seen = r.complete.values().find_map(|(_, m)| {
             m.shard
@@ -113,5 +140,4 @@ pub(crate) fn roll(dirs: &[PathBuf]) -> Result<Roll, MergeError> {
             why.push_str(&format!(" (the other shards saw: {})", l.message));
         }
     }
-    Ok(r)
 }
