@@ -150,5 +150,11 @@ async fn arrival_variance_is_never_called_noise_but_a_wandering_server_is() {
         clean_points(&a)
     );
     assert_eq!(agg, 0);
-    assert!(ttft >= 4, "{:?}", a.flags);
+    // Each point's two trials fall in two 0.5 s windows whose speeds are
+    // drawn apart; about one point in seven draws two close speeds and is
+    // rightly not noisy (3 of 5 flagged was seen on a quiet CI host). The
+    // steady runs above flag TTFT at ~0 of 100 points, so 2 of 5 still
+    // tells a wandering server from arrival variance (and fails, ~0.2% of
+    // the time by that count, only if the check stopped judging TTFT).
+    assert!(ttft >= 2, "{:?}", a.flags);
 }
