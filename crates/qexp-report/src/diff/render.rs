@@ -93,20 +93,5 @@ pub fn write_diff(
     out_dir: &Path,
 ) -> Result<Vec<PathBuf>, RenderError> {
     let files = render_diff(d, templates, formats)?;
-    std::fs::create_dir_all(out_dir).map_err(|source| RenderError::Io {
-        action: "cannot create",
-        path: out_dir.to_path_buf(),
-        source,
-    })?;
-    let mut written = Vec::new();
-    for (name, text) in files {
-        let path = out_dir.join(name);
-        std::fs::write(&path, text).map_err(|source| RenderError::Io {
-            action: "cannot write",
-            path: path.clone(),
-            source,
-        })?;
-        written.push(path);
-    }
-    Ok(written)
+    crate::render::write_files(out_dir, files)
 }
