@@ -13,12 +13,28 @@
 //! `QUANTILE_CONT(col, 0.95)` interpolates linearly, as numpy and the
 //! report do. Only one `SELECT` (or `WITH … SELECT`) statement is taken; a
 //! result longer than [`MAX_ROWS`] is cut, and says so.
+//!
+//! A query reads the run and nothing else: the statement is parsed first and
+//! every table it names must be one of the three (or a `WITH` name of its
+//! own), so polars' table functions (`read_parquet(…)`, `read_csv(…)`) and
+//! other files are refused. A result with no `ORDER BY` at its top comes
+//! back sorted by its columns, left to right: polars returns `GROUP BY`
+//! groups in no fixed order, and a pinned notebook must render the same
+//! bytes every time.
 
 use crate::error::AnalysisError;
 use polars::prelude::*;
 use polars::sql::SQLContext;
 use qexp_store::{requests as rq, scan_points, scan_requests};
+use sqlparser::ast::{Query, SetExpr, Statement, TableFactor, Visit, Visitor};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::{Parser, ParserOptions};
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+
+/// The tables a query may read.
+pub const TABLES: [&str; 3] = ["requests", "all_requests", "points"];
 
 /// Rows a query result keeps; the rest are counted, not shown.
 pub const MAX_ROWS: usize = 1000;
@@ -34,6 +50,12 @@ pub enum QueryError {
     NotSelect {
         /// The statement's first words.
         start: String,
+    },
+    /// The query names a table that is not the run's, or a table function.
+    #[error("a query reads only the run's tables (requests, all_requests, points); {what} is not one of them")]
+    Source {
+        /// What was named, as written (`nowhere`, `read_parquet(…)`).
+        what: String,
     },
     /// polars refused or failed the query (a syntax error, an unknown column).
     #[error("query over {}: {message}", path.display())]
@@ -75,31 +97,132 @@ pub struct QueryTable {
 
 /// Runs `sql` over the run in `dir` (tables `requests`, `all_requests`, `points`).
 pub fn query(dir: &Path, sql: &str) -> Result<QueryTable, QueryError> {
-    let start: String = sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
-    let first = start
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .to_ascii_uppercase();
-    if first != "SELECT" && first != "WITH" {
-        return Err(QueryError::NotSelect { start });
-    }
-    let all = scan_requests(dir).map_err(AnalysisError::from)?;
-    let points = scan_points(dir).map_err(AnalysisError::from)?;
-    let ctx = SQLContext::new();
-    ctx.register("requests", all.clone().filter(col(rq::WARMUP).not()));
-    ctx.register("all_requests", all);
-    ctx.register("points", points);
     let sql_err = |e: PolarsError| QueryError::Sql {
         path: dir.to_path_buf(),
         message: one_line(&e.to_string()),
     };
-    let mut ctx = ctx;
-    let df = ctx
+    let ordered = check(sql).map_err(|e| match e {
+        Checked::Refused(e) => e,
+        Checked::Parse(message) => QueryError::Sql {
+            path: dir.to_path_buf(),
+            message,
+        },
+    })?;
+    let all = scan_requests(dir).map_err(AnalysisError::from)?;
+    let points = scan_points(dir).map_err(AnalysisError::from)?;
+    let mut ctx = SQLContext::new();
+    ctx.register("requests", all.clone().filter(col(rq::WARMUP).not()));
+    ctx.register("all_requests", all);
+    ctx.register("points", points);
+    let mut df = ctx
         .execute(sql)
         .and_then(|lf| lf.collect())
         .map_err(sql_err)?;
+    if !ordered {
+        df = sorted(df).map_err(sql_err)?;
+    }
     table(&df).map_err(sql_err)
+}
+
+/// Why [`check`] refused a statement.
+enum Checked {
+    /// Not a query qexp runs.
+    Refused(QueryError),
+    /// Not SQL: the parser's message.
+    Parse(String),
+}
+
+/// Parses `sql` as polars does and refuses anything but one query over the
+/// run's tables; tells whether its result has an order of its own (a
+/// top-level `ORDER BY`).
+fn check(sql: &str) -> Result<bool, Checked> {
+    let start: String = sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+    let not_select = || {
+        Checked::Refused(QueryError::NotSelect {
+            start: start.clone(),
+        })
+    };
+    let mut statements = Parser::new(&GenericDialect)
+        .with_options(ParserOptions::new().with_trailing_commas(true))
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| Checked::Parse(one_line(&e.to_string())))?;
+    let query = match (statements.pop(), statements.is_empty()) {
+        (Some(Statement::Query(q)), true) => q,
+        _ => return Err(not_select()),
+    };
+    if !matches!(
+        *query.body,
+        SetExpr::Select(_) | SetExpr::Query(_) | SetExpr::SetOperation { .. }
+    ) {
+        return Err(not_select());
+    }
+    let mut names = WithNames::default();
+    let _ = query.visit(&mut names);
+    if let ControlFlow::Break(what) = query.visit(&mut Sources(&names.0)) {
+        return Err(Checked::Refused(QueryError::Source { what }));
+    }
+    Ok(query.order_by.is_some())
+}
+
+/// Every `WITH` name a statement declares, at any depth.
+#[derive(Default)]
+struct WithNames(BTreeSet<String>);
+
+impl Visitor for WithNames {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
+            self.0.insert(cte.alias.name.value.to_ascii_lowercase());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Breaks with the first table factor that is not the run's: a table
+/// function, another name, or a kind polars reads from elsewhere.
+struct Sources<'a>(&'a BTreeSet<String>);
+
+impl Visitor for Sources<'_> {
+    type Break = String;
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<String> {
+        match t {
+            TableFactor::Table { name, args, .. } => {
+                let text = name.to_string();
+                if args.is_some() {
+                    return ControlFlow::Break(format!("`{text}(…)`"));
+                }
+                let plain = name.0.len() == 1
+                    && name.0[0]
+                        .as_ident()
+                        .is_some_and(|i| i.quote_style.is_none());
+                let lower = text.to_ascii_lowercase();
+                let known = TABLES.contains(&lower.as_str()) || self.0.contains(&lower);
+                if plain && known {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(format!("`{text}`"))
+                }
+            }
+            TableFactor::Derived { .. } | TableFactor::NestedJoin { .. } => {
+                ControlFlow::Continue(())
+            }
+            other => ControlFlow::Break(format!("`{other}`")),
+        }
+    }
+}
+
+/// The result sorted by every column, left to right, nulls last: one order
+/// for a result whose query gave it none.
+fn sorted(df: DataFrame) -> PolarsResult<DataFrame> {
+    if df.width() == 0 || df.height() < 2 {
+        return Ok(df);
+    }
+    let by: Vec<PlSmallStr> = df.get_column_names_owned();
+    let opts = SortMultipleOptions::default()
+        .with_nulls_last(true)
+        .with_maintain_order(true);
+    df.sort(by, opts)
 }
 
 /// polars' messages span lines (a plan, a hint); a notebook shows one.

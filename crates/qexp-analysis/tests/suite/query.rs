@@ -104,3 +104,60 @@ fn bad_queries_say_what_is_wrong() {
         .to_string();
     assert!(e.contains("missing"), "{e}");
 }
+
+#[test]
+fn a_query_reads_the_run_and_nothing_else() {
+    let (_tmp, dir) = run();
+    // A file beside the run, which polars' table functions would read.
+    let outside = dir.join("requests.parquet").display().to_string();
+    for sql in [
+        format!("SELECT * FROM read_parquet('{outside}')"),
+        format!("SELECT COUNT(*) FROM requests JOIN read_csv('{outside}') AS x ON TRUE"),
+        format!("SELECT * FROM \"{outside}\""),
+        "SELECT * FROM points, nowhere".to_string(),
+        "WITH t AS (SELECT * FROM elsewhere) SELECT * FROM t".to_string(),
+    ] {
+        let e = query(&dir, &sql).unwrap_err();
+        assert!(matches!(e, QueryError::Source { .. }), "{sql}: {e}");
+        assert!(
+            e.to_string()
+                .starts_with("a query reads only the run's tables"),
+            "{e}"
+        );
+    }
+    // Its own WITH names, subqueries and joins of the run's tables are fine.
+    let t = query(
+        &dir,
+        "WITH long AS (SELECT * FROM requests WHERE prompt_tokens > 900) \
+         SELECT COUNT(*) AS n FROM long JOIN (SELECT DISTINCT trial FROM points) p \
+         ON long.trial = p.trial",
+    )
+    .expect("query");
+    assert_eq!(t.rows[0], vec![Cell::Int(2 * 15)]);
+}
+
+#[test]
+fn a_result_without_order_by_comes_back_in_one_order() {
+    let (_tmp, dir) = run();
+    let sql = "SELECT trial, concurrency, COUNT(*) AS n FROM requests GROUP BY trial, concurrency";
+    let first = query(&dir, sql).expect("query");
+    let keys: Vec<(Cell, Cell)> = first
+        .rows
+        .iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    assert_eq!(
+        keys,
+        [(1, 1), (1, 4), (2, 1), (2, 4)].map(|(t, c)| (Cell::Int(t), Cell::Int(c)))
+    );
+    for _ in 0..20 {
+        assert_eq!(query(&dir, sql).expect("query"), first);
+    }
+    // A query's own ORDER BY is kept.
+    let t = query(
+        &dir,
+        "SELECT concurrency FROM requests GROUP BY concurrency ORDER BY concurrency DESC",
+    )
+    .expect("query");
+    assert_eq!(t.rows, vec![vec![Cell::Int(4)], vec![Cell::Int(1)]]);
+}
