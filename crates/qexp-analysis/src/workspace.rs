@@ -30,6 +30,16 @@ pub enum RunLookupError {
         /// The results root, as given.
         root: String,
     },
+    /// The run id is in more than one experiment and none was named.
+    #[error("run `{run_id}` is in {} experiments under {root} ({}): name the `experiment` too", .experiments.len(), .experiments.join(", "))]
+    Ambiguous {
+        /// The run id.
+        run_id: String,
+        /// The experiments that have it.
+        experiments: Vec<String>,
+        /// The results root, as given.
+        root: String,
+    },
 }
 
 /// The newest complete run of `experiment` under `root` (run ids sort by start time).
@@ -55,14 +65,23 @@ pub fn find_run(
     experiment: Option<&str>,
     run_id: &str,
 ) -> Result<RunRef, RunLookupError> {
-    find_runs(root)
+    let mut found: Vec<RunRef> = find_runs(root)
         .into_iter()
-        .find(|r| r.run_id == run_id && experiment.is_none_or(|e| r.experiment == e))
-        .ok_or_else(|| RunLookupError::NoSuchRun {
+        .filter(|r| r.run_id == run_id && experiment.is_none_or(|e| r.experiment == e))
+        .collect();
+    match found.len() {
+        0 => Err(RunLookupError::NoSuchRun {
             run_id: run_id.to_string(),
             experiment: experiment.map(str::to_string),
             root: root.display().to_string(),
-        })
+        }),
+        1 => Ok(found.remove(0)),
+        _ => Err(RunLookupError::Ambiguous {
+            run_id: run_id.to_string(),
+            experiments: found.into_iter().map(|r| r.experiment).collect(),
+            root: root.display().to_string(),
+        }),
+    }
 }
 
 /// Every run under `root`, analysed; a run that cannot be read keeps its error.

@@ -21,6 +21,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
             .map_err(CliError::input)?;
         texts.push((nb.clone(), text));
     }
+    same_stems(&notebooks)?;
     if notebooks.is_empty() || !runs.is_empty() {
         report_runs(&args, runs)?;
     }
@@ -29,6 +30,24 @@ pub(crate) fn report(args: ReportArgs) -> Result<(), CliError> {
     }
     if !args.no_index {
         index(&args)?;
+    }
+    Ok(())
+}
+
+/// Refuses two notebooks whose file names would render into one folder
+/// (`<out-dir>/notebooks/<stem>/`): the second would overwrite the first.
+fn same_stems(notebooks: &[PathBuf]) -> Result<(), CliError> {
+    let mut seen: std::collections::BTreeMap<std::ffi::OsString, &Path> = Default::default();
+    for nb in notebooks {
+        let stem = nb.file_stem().unwrap_or_default().to_os_string();
+        if let Some(first) = seen.insert(stem, nb) {
+            return Err(CliError::input(anyhow::anyhow!(
+                "notebooks {} and {} would both render into notebooks/{}/: rename one",
+                first.display(),
+                nb.display(),
+                nb.file_stem().unwrap_or_default().to_string_lossy()
+            )));
+        }
     }
     Ok(())
 }

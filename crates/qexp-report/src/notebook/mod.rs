@@ -139,6 +139,8 @@ pub fn render_notebook(
                 .iter()
                 .map(move |c| (format!("{name}-{}.svg", c.name), c.svg.as_str()))
         })
+        // Only the charts the notebook shows (or links) are written beside it.
+        .filter(|(file, _)| markdown.contains(file.as_str()))
         .collect();
     let view = NotebookView {
         title: parsed.title.clone().unwrap_or_else(|| {

@@ -152,3 +152,25 @@ fn a_notebook_without_front_matter_is_refused_with_the_reason() {
         "{e}"
     );
 }
+
+#[test]
+fn a_run_id_in_two_experiments_is_named_with_its_experiment_or_refused_in_place() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let id = "20261201T100000Z-aaaaaa";
+    SynthRun::new(THROUGHPUT, id, "2026-12-01T10:00:00Z").write(tmp.path());
+    SynthRun::new(LONGCTX, id, "2026-12-01T10:00:00Z").write(tmp.path());
+    let by_id =
+        format!("+++\n[runs]\nr = {{ run = \"{id}\" }}\n+++\nRun: {{{{ runs.r.run.run_id }}}}.\n");
+    let md = file(&render(tmp.path(), &by_id), "notebook.md").to_string();
+    assert!(
+        md.contains(&format!(
+            "run \\`{id}\\` is in 2 experiments under {} (longctx, throughput): name the \\`experiment\\` too",
+            tmp.path().display()
+        )),
+        "{md}"
+    );
+    let named = by_id.replace("r = { run", "r = { experiment = \"longctx\", run");
+    let md = file(&render(tmp.path(), &named), "notebook.md").to_string();
+    assert!(md.contains(&format!("Run: {id}.")), "{md}");
+    assert!(md.contains("| r | pinned | longctx |"), "{md}");
+}
