@@ -15,7 +15,10 @@
 mod objects;
 mod yaml;
 
-pub use objects::{objects, JobSpec, KubeError, RENDEZVOUS_PORT, RESULTS_MOUNT};
+pub use objects::{
+    objects, pod_paths, JobSpec, KubeError, PodFile, SecretEnv, CONFIGMAP_MAX_BYTES,
+    RENDEZVOUS_PORT, RESULTS_MOUNT,
+};
 pub use yaml::to_yaml;
 
 /// The objects of `spec` as one YAML stream (`---` between documents), ready for `kubectl apply -f`.

@@ -9,8 +9,33 @@ pub const RENDEZVOUS_PORT: u16 = 7077;
 pub const RESULTS_MOUNT: &str = "/results";
 /// Where the plan's ConfigMap is mounted.
 const PLAN_MOUNT: &str = "/plan";
-/// The plan's file name inside the ConfigMap.
+/// The plan's key inside the ConfigMap.
 const PLAN_FILE: &str = "plan.toml";
+/// What one ConfigMap holds (etcd's limit on an object is 1.5 MiB; the
+/// rest is headroom for the object's other fields).
+pub const CONFIGMAP_MAX_BYTES: usize = 1024 * 1024;
+
+/// A file the plan reads (a dataset, a trace), shipped in the plan's
+/// ConfigMap at the place the plan expects it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodFile {
+    /// Its path under the plan's mount, `/`-separated, no `..`.
+    pub path: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// An environment variable of every shard taken from a Secret, for the
+/// plan's `target.api_key_env`: the key itself is never written into the objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretEnv {
+    /// The variable the plan names.
+    pub env: String,
+    /// The Secret, in the objects' namespace.
+    pub secret: String,
+    /// The key inside the Secret.
+    pub key: String,
+}
 
 /// What `qexp kube` was asked for.
 #[derive(Debug, Clone)]
@@ -19,6 +44,13 @@ pub struct JobSpec {
     pub experiment: String,
     /// The plan, verbatim.
     pub plan_text: String,
+    /// The plan's path under the mount (`plan.toml`, or deeper when its
+    /// files sit beside it: see [`pod_paths`]).
+    pub plan_path: String,
+    /// The files the plan reads, placed where it reads them.
+    pub files: Vec<PodFile>,
+    /// The plan's API key, from a Secret.
+    pub api_key: Option<SecretEnv>,
     /// Shards: pods of the Job.
     pub shards: u32,
     /// The container image with `qexp` on its PATH.
@@ -104,7 +136,82 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
             ));
         }
     }
+    let bytes: usize =
+        spec.plan_text.len() + spec.files.iter().map(|f| f.text.len()).sum::<usize>();
+    if bytes > CONFIGMAP_MAX_BYTES {
+        return bad(format!(
+            "the plan and its files are {:.1} MiB, over the 1 MiB a ConfigMap holds: build the files into the image or copy them onto the results claim, and give the plan absolute paths to them",
+            bytes as f64 / 1048576.0
+        ));
+    }
+    if let Some(k) = &spec.api_key {
+        if label(&k.secret, 253) != k.secret || k.key.is_empty() {
+            return bad(format!(
+                "--api-key-secret `{}:{}`: give a Secret's name (lower case letters, digits and `-`) and a key in it",
+                k.secret, k.key
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Where the plan and the files it names go under the mount, so that each
+/// relative path in the plan still reaches its file: `plan_dir` is the
+/// plan's folder (absolute, as components), `file` each path as the plan
+/// writes it. With `../data/x.jsonl` beside `/repo/experiments/p.toml`
+/// the plan goes to `experiments/p.toml` and the file to `data/x.jsonl`.
+/// Returns the plan's path and each file's, or why a path cannot travel
+/// (absolute, or climbing above the root).
+pub fn pod_paths(
+    plan_dir: &[String],
+    plan_name: &str,
+    files: &[String],
+) -> Result<(String, Vec<String>), KubeError> {
+    let mut parts: Vec<(usize, Vec<String>)> = Vec::new();
+    for f in files {
+        let mut up = 0;
+        let mut rest: Vec<String> = Vec::new();
+        for c in f.split('/').filter(|c| !c.is_empty() && *c != ".") {
+            match (c, rest.is_empty()) {
+                ("..", true) => up += 1,
+                ("..", false) => {
+                    rest.pop();
+                }
+                _ => rest.push(c.to_string()),
+            }
+        }
+        if f.starts_with('/') || rest.is_empty() {
+            return Err(KubeError::Bad(format!(
+                "the plan reads `{f}`: only files named relative to the plan travel into the pod; build it into the image and give its absolute path there, or name it relative to the plan"
+            )));
+        }
+        parts.push((up, rest));
+    }
+    let depth = parts.iter().map(|(up, _)| *up).max().unwrap_or(0);
+    if depth > plan_dir.len() {
+        return Err(KubeError::Bad(format!(
+            "the plan reads files {depth} folders above its own, above the file system's root"
+        )));
+    }
+    let base = &plan_dir[plan_dir.len() - depth..];
+    let plan_path = base
+        .iter()
+        .map(String::as_str)
+        .chain([plan_name])
+        .collect::<Vec<_>>()
+        .join("/");
+    let paths = parts
+        .into_iter()
+        .map(|(up, rest)| {
+            base[..depth - up]
+                .iter()
+                .chain(&rest)
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect();
+    Ok((plan_path, paths))
 }
 
 /// The ConfigMap, Service, PersistentVolumeClaim and Job of `spec`, in the order to apply them.
@@ -123,11 +230,16 @@ pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
         "qexp.dev/run-id": spec.run_id,
     });
     let meta = |n: String| json!({"name": n, "namespace": spec.namespace, "labels": labels});
+    let mut data = serde_json::Map::new();
+    data.insert(PLAN_FILE.into(), json!(spec.plan_text));
+    for (i, f) in spec.files.iter().enumerate() {
+        data.insert(file_key(i), json!(f.text));
+    }
     let plan = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": meta(format!("{name}-plan")),
-        "data": { PLAN_FILE: spec.plan_text },
+        "data": data,
     });
     let service = json!({
         "apiVersion": "v1",
@@ -157,12 +269,31 @@ pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
     Ok(vec![plan, service, claim, job(spec, &name, &labels)])
 }
 
+/// The ConfigMap key of the plan's `i`th file.
+fn file_key(i: usize) -> String {
+    format!("file-{i}")
+}
+
+/// The plan's volume: each key of the ConfigMap at its path under the mount.
+fn plan_volume(spec: &JobSpec, name: &str) -> Value {
+    let mut volume = json!({"name": "plan", "configMap": {"name": format!("{name}-plan")}});
+    if spec.files.is_empty() && spec.plan_path == PLAN_FILE {
+        return volume;
+    }
+    let mut items = vec![json!({"key": PLAN_FILE, "path": spec.plan_path})];
+    for (i, f) in spec.files.iter().enumerate() {
+        items.push(json!({"key": file_key(i), "path": f.path}));
+    }
+    volume["configMap"]["items"] = json!(items);
+    volume
+}
+
 /// The Indexed Job: pod K runs shard K; shard 0's pod is `<job>-0.<service>`.
 fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
     let n = spec.shards;
     let mut args = vec![
         "run".to_string(),
-        format!("{PLAN_MOUNT}/{PLAN_FILE}"),
+        format!("{PLAN_MOUNT}/{}", spec.plan_path),
         "--shard".into(),
         format!("auto/{n}"),
         "--run-id".into(),
@@ -179,7 +310,12 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
         args.extend(["--target".to_string(), t.clone()]);
     }
     let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
-    json!({
+    let env: Vec<Value> = spec
+        .api_key
+        .iter()
+        .map(|k| json!({"name": k.env, "valueFrom": {"secretKeyRef": {"name": k.secret, "key": k.key}}}))
+        .collect();
+    let mut job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": spec.namespace, "labels": labels},
@@ -213,13 +349,17 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
                         ],
                     }],
                     "volumes": [
-                        {"name": "plan", "configMap": {"name": format!("{name}-plan")}},
+                        plan_volume(spec, name),
                         {"name": "results", "persistentVolumeClaim": {"claimName": format!("{name}-results")}},
                     ],
                 },
             },
         },
-    })
+    });
+    if !env.is_empty() {
+        job["spec"]["template"]["spec"]["containers"][0]["env"] = json!(env);
+    }
+    job
 }
 
 #[cfg(test)]
@@ -230,6 +370,9 @@ mod tests {
         JobSpec {
             experiment: "Throughput_sweep".into(),
             plan_text: "[experiment]\nname = \"x\"\n".into(),
+            plan_path: "plan.toml".into(),
+            files: Vec::new(),
+            api_key: None,
             shards: 8,
             image: "ghcr.io/me/qexp:0.1".into(),
             run_id: "20261203T140000Z-abc123".into(),
@@ -297,5 +440,62 @@ mod tests {
             let e = objects(&s).unwrap_err().to_string();
             assert!(e.starts_with(says), "{e}");
         }
+    }
+
+    #[test]
+    fn files_go_where_the_plan_reads_them() {
+        let dir: Vec<String> = ["repo", "experiments"].map(String::from).to_vec();
+        let (plan, paths) = pod_paths(
+            &dir,
+            "p.toml",
+            &[
+                "../data/x.jsonl".into(),
+                "./trace.csv".into(),
+                "a/../b.csv".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(plan, "experiments/p.toml");
+        assert_eq!(
+            paths,
+            ["data/x.jsonl", "experiments/trace.csv", "experiments/b.csv"]
+        );
+        let (plan, paths) = pod_paths(&dir, "p.toml", &["t.csv".into()]).unwrap();
+        assert_eq!((plan.as_str(), paths[0].as_str()), ("p.toml", "t.csv"));
+        for bad in ["/abs/x.csv", "../../../x.csv", ".."] {
+            let e = pod_paths(&dir, "p.toml", &[bad.into()]).unwrap_err();
+            assert!(e.to_string().starts_with("the plan reads"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn files_and_the_key_reach_the_pod_and_the_key_stays_a_reference() {
+        let mut s = spec();
+        s.plan_path = "experiments/p.toml".into();
+        s.files = vec![PodFile {
+            path: "data/x.jsonl".into(),
+            text: "{\"prompt\": \"hi\"}\n".into(),
+        }];
+        s.api_key = Some(SecretEnv {
+            env: "OPENAI_API_KEY".into(),
+            secret: "llm-key".into(),
+            key: "token".into(),
+        });
+        let objs = objects(&s).unwrap();
+        assert_eq!(objs[0]["data"]["file-0"], "{\"prompt\": \"hi\"}\n");
+        let pod = &objs[3]["spec"]["template"]["spec"];
+        let items = &pod["volumes"][0]["configMap"]["items"];
+        assert_eq!(items[0]["path"], "experiments/p.toml");
+        assert_eq!(
+            (items[1]["key"].as_str(), items[1]["path"].as_str()),
+            (Some("file-0"), Some("data/x.jsonl"))
+        );
+        let c = &pod["containers"][0];
+        assert_eq!(c["args"][1], "/plan/experiments/p.toml");
+        assert_eq!(c["env"][0]["name"], "OPENAI_API_KEY");
+        assert_eq!(c["env"][0]["valueFrom"]["secretKeyRef"]["name"], "llm-key");
+        s.files[0].text = "x".repeat(CONFIGMAP_MAX_BYTES);
+        let e = objects(&s).unwrap_err().to_string();
+        assert!(e.contains("over the 1 MiB a ConfigMap holds"), "{e}");
     }
 }

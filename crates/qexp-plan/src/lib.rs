@@ -102,6 +102,18 @@ impl Plan {
         })
     }
 
+    /// The files the plan reads, as it names them (relative to its folder
+    /// unless absolute): the dataset, the trace.
+    pub fn files_read(&self) -> Vec<String> {
+        let dataset = self.file.workload.dataset.as_ref().map(|d| &d.path);
+        let trace = self.file.load.trace.as_ref().map(|t| &t.path);
+        dataset
+            .into_iter()
+            .chain(trace)
+            .map(|p| p.get_ref().clone())
+            .collect()
+    }
+
     /// SHA-256 of the plan's verbatim text, hex encoded.
     pub fn hash(&self) -> String {
         hex::encode(Sha256::digest(self.text.as_bytes()))

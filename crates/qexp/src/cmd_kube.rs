@@ -11,9 +11,14 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
             args.plan.display()
         )));
     }
+    let (plan_path, files) = plan_files(&plan)?;
+    let api_key = api_key(&plan, args.api_key_secret.as_deref(), &args.plan)?;
     let spec = qexp_kube::JobSpec {
         experiment: plan.name().to_string(),
         plan_text: plan.text.clone(),
+        plan_path,
+        files,
+        api_key,
         shards: args.shards,
         image: args.image,
         run_id: args
@@ -43,4 +48,67 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
         None => print!("{yaml}"),
     }
     Ok(0)
+}
+
+/// The plan's path under the pod's mount and the files it reads, placed so
+/// that its relative paths still reach them.
+fn plan_files(plan: &Plan) -> Result<(String, Vec<qexp_kube::PodFile>), CliError> {
+    let written = plan.files_read();
+    let name = plan
+        .path
+        .file_name()
+        .map_or("plan.toml".into(), |n| n.to_string_lossy().into_owned());
+    if written.is_empty() {
+        return Ok(("plan.toml".into(), Vec::new()));
+    }
+    let dir = std::path::absolute(plan.path.parent().unwrap_or(std::path::Path::new(".")))
+        .with_context(|| format!("cannot place {}", plan.path.display()))
+        .map_err(CliError::failure)?;
+    let components: Vec<String> = dir
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    let (plan_path, paths) =
+        qexp_kube::pod_paths(&components, &name, &written).map_err(CliError::input)?;
+    let mut files = Vec::new();
+    for (w, path) in written.iter().zip(paths) {
+        let local = dir.join(w);
+        let text = std::fs::read_to_string(&local)
+            .with_context(|| format!("the plan reads {}: cannot ship it", local.display()))
+            .map_err(CliError::input)?;
+        files.push(qexp_kube::PodFile { path, text });
+    }
+    Ok((plan_path, files))
+}
+
+/// The Secret behind the plan's `target.api_key_env`: required when the
+/// plan names one, refused when it names none.
+fn api_key(
+    plan: &Plan,
+    flag: Option<&str>,
+    path: &std::path::Path,
+) -> Result<Option<qexp_kube::SecretEnv>, CliError> {
+    let env = plan.file.target.api_key_env.clone();
+    match (env, flag) {
+        (None, None) => Ok(None),
+        (Some(env), None) => Err(CliError::input(anyhow::anyhow!(
+            "{}: the plan reads its API key from ${env}: give --api-key-secret SECRET[:KEY], a Secret the pods read it from",
+            path.display()
+        ))),
+        (None, Some(_)) => Err(CliError::input(anyhow::anyhow!(
+            "{}: --api-key-secret given, but the plan reads no API key (no target.api_key_env)",
+            path.display()
+        ))),
+        (Some(env), Some(flag)) => {
+            let (secret, key) = flag.split_once(':').unwrap_or((flag, env.as_str()));
+            Ok(Some(qexp_kube::SecretEnv {
+                env: env.clone(),
+                secret: secret.to_string(),
+                key: key.to_string(),
+            }))
+        }
+    }
 }

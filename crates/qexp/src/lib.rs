@@ -282,6 +282,11 @@ pub struct KubeArgs {
     /// Storage class of that claim (it must allow ReadWriteMany) [default: the cluster's].
     #[arg(long)]
     pub storage_class: Option<String>,
+    /// The Secret holding the plan's API key (its `target.api_key_env`), as
+    /// SECRET or SECRET:KEY [default key: the variable's name]; the pods read
+    /// it into that variable, and the key never enters the objects.
+    #[arg(long, value_name = "SECRET[:KEY]")]
+    pub api_key_secret: Option<String>,
     /// Write here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,

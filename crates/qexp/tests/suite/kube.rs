@@ -135,3 +135,70 @@ fn bad_kube_input_is_one_line_and_exit_2() {
         );
     }
 }
+
+/// A plan that reads a dataset beside it (`../datasets/…`) and an API key
+/// from the environment: the dataset travels in the ConfigMap to the place
+/// the plan reads it from, the key is a Secret reference, never a value,
+/// and the objects pass the schema.
+#[test]
+fn a_plans_dataset_and_api_key_reach_the_pods() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("experiments")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("datasets")).unwrap();
+    let plan_text = std::fs::read_to_string(root().join("experiments/dataset.toml"))
+        .unwrap()
+        .replace("[target]\n", "[target]\napi_key_env = \"QEXP_TEST_KEY\"\n");
+    let plan = tmp.path().join("experiments/dataset.toml");
+    std::fs::write(&plan, &plan_text).unwrap();
+    let data = std::fs::read_to_string(root().join("datasets/sample-chat.jsonl")).unwrap();
+    std::fs::write(tmp.path().join("datasets/sample-chat.jsonl"), &data).unwrap();
+    let out = tmp.path().join("qexp.yaml");
+    let base = [
+        "kube",
+        plan.to_str().unwrap(),
+        "--shards",
+        "2",
+        "--image",
+        "x:1",
+    ];
+
+    let o = qexp(&base)
+        .env("QEXP_TEST_KEY", "sk-secret-value")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("$QEXP_TEST_KEY: give --api-key-secret"),
+        "{err}"
+    );
+
+    let mut args = base.to_vec();
+    args.extend([
+        "--api-key-secret",
+        "llm-key",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let o = qexp(&args)
+        .env("QEXP_TEST_KEY", "sk-secret-value")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let yaml = std::fs::read_to_string(&out).unwrap();
+    assert!(!yaml.contains("sk-secret-value"), "{yaml}");
+    assert!(yaml.contains("secretKeyRef"), "{yaml}");
+    assert!(yaml.contains("\"experiments/dataset.toml\""), "{yaml}");
+    assert!(yaml.contains("\"datasets/sample-chat.jsonl\""), "{yaml}");
+    assert!(
+        yaml.contains("\"/plan/experiments/dataset.toml\""),
+        "{yaml}"
+    );
+    // The dataset's lines are in the ConfigMap, as a YAML block.
+    for line in data.lines().filter(|l| !l.is_empty()) {
+        assert!(yaml.contains(&format!("    {line}\n")), "{line}");
+    }
+    let Some(python) = validator() else { return };
+    let (ok, out) = validate(&python, &out);
+    assert!(ok, "the objects fail the schema:\n{out}\n{yaml}");
+}
