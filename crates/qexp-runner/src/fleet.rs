@@ -114,8 +114,13 @@ impl<'a> Fleet<'a> {
                         self.calibrations
                             .insert(name.to_string(), prep.calibrations.clone());
                         let start = record_start(writer, spec, &start_id, block, &server, &prep)?;
-                        // Every start is timed by the same kind of client.
-                        writer.manifest_mut().client_timing = Some(target.client.client_timing());
+                        // Every start is timed by the same kind of client; the
+                        // first records it, and a stop records a fallback
+                        // (`stop_live`), which no later start undoes.
+                        writer
+                            .manifest_mut()
+                            .client_timing
+                            .get_or_insert(target.client.client_timing());
                         let tag = DeploymentTag {
                             name: name.to_string(),
                             hash: spec.hash(),
@@ -256,6 +261,7 @@ impl<'a> Fleet<'a> {
 
 /// Stops a live deployment and records how.
 async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) {
+    crate::run::record_timing(writer, &live.target.client);
     live.target.shutdown().await;
     if let Some(server) = live.server {
         let record = server.stop().await;

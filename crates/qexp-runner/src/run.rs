@@ -120,7 +120,8 @@ async fn run_on(
 /// kernel's receive stamps whose client read without one (the option
 /// refused on a connection, a read without its stamp) records the fallback.
 /// Nothing else changes here (a resumed run keeps what it started with).
-fn record_timing(writer: &mut RunWriter, client: &qexp_client::Client) {
+/// A run with deployments calls it as each server stops, with that start's client.
+pub(crate) fn record_timing(writer: &mut RunWriter, client: &qexp_client::Client) {
     use qexp_client::ClientTiming::{Http1FromWire, Http1KernelStamps};
     let recorded = &mut writer.manifest_mut().client_timing;
     if *recorded == Some(Http1KernelStamps) && client.client_timing() == Http1FromWire {

@@ -1,5 +1,6 @@
 //! Which shard folders make one run: the same run id, plan hash, shard
-//! count and trial count, each shard once; which are complete and which are missing.
+//! count, trial count, target, model and workload, each shard once; which
+//! are complete and which are missing.
 
 use crate::merge::error::MergeError;
 use qexp_store::{Manifest, RunStatus};
@@ -75,6 +76,17 @@ fn same_run(fd: &Path, f: &Manifest, dir: &Path, m: &Manifest) -> Result<(), Mer
         ("plan hash", f.plan_hash.clone(), m.plan_hash.clone()),
         ("shard count", count(f), count(m)),
         ("trial count", f.trials.to_string(), m.trials.to_string()),
+        (
+            "target",
+            f.target.base_url.clone(),
+            m.target.base_url.clone(),
+        ),
+        ("model", f.target.model.clone(), m.target.model.clone()),
+        (
+            "workload hash",
+            f.comparability.workload_hash.clone(),
+            m.comparability.workload_hash.clone(),
+        ),
     ] {
         if a != b {
             return Err(MergeError::Refused(format!(

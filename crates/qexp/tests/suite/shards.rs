@@ -687,3 +687,57 @@ async fn kill_resume_merge(victim: usize, run_id: &str) {
         .collect();
     assert_eq!(keys(&out), planned);
 }
+
+/// Shards of one run id and plan that asked another server or model, or
+/// ran another number of trials, are not one run: the merge refuses them,
+/// naming what differs, and writes nothing.
+#[test]
+fn shards_that_measured_something_else_are_not_merged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shard = |k: u32| {
+        qexp_testkit::ManifestFixture::new("m", &[], 2)
+            .with("status", "complete")
+            .with(
+                "shard",
+                serde_json::json!({"index": k, "count": 2, "clock_offset_s": 0.0}),
+            )
+    };
+    for (what, path, value) in [
+        (
+            "target",
+            "target.base_url",
+            serde_json::json!("http://10.0.0.9:8000"),
+        ),
+        ("model", "target.model", serde_json::json!("other-model")),
+        ("trial count", "trials", serde_json::json!(3)),
+        (
+            "workload hash",
+            "comparability.workload_hash",
+            serde_json::json!("ff"),
+        ),
+    ] {
+        let dirs: Vec<PathBuf> = (0..2u32)
+            .map(|k| {
+                let m = if k == 1 {
+                    shard(k).with(path, value.clone())
+                } else {
+                    shard(k)
+                };
+                let dir = tmp.path().join(format!("{what}-{k}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let json = serde_json::to_string(&m.build()).unwrap();
+                std::fs::write(dir.join("manifest.json"), json).unwrap();
+                dir
+            })
+            .collect();
+        let out = tmp.path().join(format!("{what}-merged"));
+        let o = merge(&dirs, &out, &[]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.contains(&format!("are not shards of one run: their {what} differs")),
+            "{what}: {err}"
+        );
+        assert!(!out.exists(), "{what}: the merge wrote {}", out.display());
+    }
+}
