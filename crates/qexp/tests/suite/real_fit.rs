@@ -28,6 +28,7 @@ const HELD_OUT: &str = "[workload]\ninput_tokens = 256\noutput_tokens = 32\n\n\
 ///   step's batch): at c=4 in=1024 the streams show 110–220 ms gaps, one
 ///   per other request's prompt, which the model has no term for; at c ≤ 2
 ///   the closed loop keeps requests in lockstep, so the grid never sees it.
+///
 /// With one thread, a Python client running this grid and these points
 /// measured TPOT −76% / +83% and E2E −27% / −23% (in=1024 / in=256) for
 /// the model as it is; a stall term (not in the model: it needs the
