@@ -45,6 +45,12 @@ export QEXP_REAL_SCRATCH="$QEXP_REAL_CACHE/scratch"
 # llama.cpp sizing: total context = per-slot context x slots.
 export QEXP_LLAMA_SLOTS="${QEXP_LLAMA_SLOTS:-16}"
 export QEXP_LLAMA_CTX_PER_SLOT="${QEXP_LLAMA_CTX_PER_SLOT:-32784}"   # 32K + 16
+# One compute thread: qexp's client, and in CI the other tests, share the
+# host's cores; llama.cpp's threads meet at a spinning barrier after every
+# op, so one of them descheduled stalls the whole pass (seen: 280-290 ms
+# gaps in every stream at 4 users on 2 cores with a build beside). One
+# thread never waits for another. 0 = all cores.
+export QEXP_LLAMA_THREADS="${QEXP_LLAMA_THREADS:-1}"
 # vLLM sizing.
 export QEXP_VLLM_MAX_MODEL_LEN="${QEXP_VLLM_MAX_MODEL_LEN:-131072}"
 export QEXP_VLLM_KVCACHE_GIB="${QEXP_VLLM_KVCACHE_GIB:-1}"

@@ -96,7 +96,7 @@ case "$name" in
             --model "$QEXP_TINY_GGUF" --alias "$QEXP_SERVED_MODEL_NAME" \
             --host 127.0.0.1 --port 0 \
             --slots "$QEXP_LLAMA_SLOTS" --ctx-per-slot "$QEXP_LLAMA_CTX_PER_SLOT" \
-            --threads "${QEXP_LLAMA_THREADS:-0}" \
+            --threads "$QEXP_LLAMA_THREADS" \
             --url-file "$urlfile"
         ;;
 esac
