@@ -89,15 +89,25 @@ pub type AnalysedRun = (RunRef, Result<RunAnalysis, AnalysisError>);
 
 /// Analyses every run under `root`, `threads` at a time, in [`find_runs`] order.
 pub fn analyze_all(root: &Path, threads: usize) -> Vec<AnalysedRun> {
+    map_runs(root, threads, |r| crate::analyze(&r.dir))
+}
+
+/// `f` of every run under `root`, `threads` at a time, in [`find_runs`] order.
+pub fn map_runs<T: Send>(
+    root: &Path,
+    threads: usize,
+    f: impl Fn(&RunRef) -> T + Sync,
+) -> Vec<(RunRef, T)> {
     let runs = find_runs(root);
     let threads = threads.clamp(1, runs.len().max(1));
     let chunk = runs.len().div_ceil(threads).max(1);
-    let mut out: Vec<Option<AnalysedRun>> = (0..runs.len()).map(|_| None).collect();
+    let mut out: Vec<Option<(RunRef, T)>> = (0..runs.len()).map(|_| None).collect();
+    let f = &f;
     std::thread::scope(|s| {
         for (slots, refs) in out.chunks_mut(chunk).zip(runs.chunks(chunk)) {
             s.spawn(move || {
                 for (slot, r) in slots.iter_mut().zip(refs) {
-                    *slot = Some((r.clone(), crate::analyze(&r.dir)));
+                    *slot = Some((r.clone(), f(r)));
                 }
             });
         }

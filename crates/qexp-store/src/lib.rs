@@ -18,6 +18,7 @@ mod manifest;
 mod overrides;
 mod reader;
 mod rows;
+mod stamp;
 mod writer;
 
 pub use error::StoreError;
@@ -36,4 +37,5 @@ pub use reader::{
 pub use rows::{
     points, points_frame, requests, requests_frame, server_column, PointRow, RequestRow,
 };
+pub use stamp::folder_stamp;
 pub use writer::{merge_into, new_run_id, RunWriter};

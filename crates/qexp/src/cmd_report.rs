@@ -93,7 +93,8 @@ fn index(args: &ReportArgs) -> Result<(), CliError> {
         CliError::input(anyhow::anyhow!("unknown metric {}", args.history_metric))
     })?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let runs = qexp_analysis::workspace::analyze_all(&args.results, threads);
+    let cache = args.out_dir.join(".cache").join("index");
+    let (runs, used) = qexp_report::index::digests(&args.results, Some(&cache), threads);
     let rendered =
         qexp_report::index::render_index(&runs, metric, &args.out_dir, args.templates.as_deref())
             .map_err(CliError::failure)?;
@@ -103,7 +104,13 @@ fn index(args: &ReportArgs) -> Result<(), CliError> {
         .iter()
         .find(|f| f.extension().is_some_and(|e| e == "html"))
     {
-        println!("index: {} ({} runs)", html.display(), runs.len());
+        println!(
+            "index: {} ({} runs; {} read from their files, {} from the index cache)",
+            html.display(),
+            runs.len(),
+            used.analysed,
+            used.kept
+        );
     }
     Ok(())
 }

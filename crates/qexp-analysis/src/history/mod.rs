@@ -17,6 +17,7 @@ use crate::run::RunAnalysis;
 use crate::stats::Summary;
 use qexp_plan::Point;
 use qexp_store::RunStatus;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 pub use steps::{steps, Step, StepOptions};
 
@@ -85,14 +86,67 @@ impl WorkloadHistory {
     }
 }
 
+/// What a history needs of one run: small enough to keep beside the index
+/// (see qexp-report's index cache), so that a workspace of a thousand runs
+/// does not read a thousand runs' rows each time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryInput {
+    /// The run id.
+    pub run_id: String,
+    /// When it started, Unix seconds.
+    pub started_unix_s: f64,
+    /// Only complete runs take part.
+    pub complete: bool,
+    /// The comparability fingerprint's workload hash.
+    pub workload_hash: String,
+    /// Each point, in plan order, with each of [`METRICS`] that it has
+    /// across trials (by [`Metric::key`]).
+    pub points: Vec<HistoryPoint>,
+}
+
+/// One point of a [`HistoryInput`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPoint {
+    /// The point as planned.
+    pub point: Point,
+    /// Each history metric's summary across the run's trials, by key.
+    pub summaries: BTreeMap<String, Summary>,
+}
+
+impl HistoryInput {
+    /// What the history takes of `a`.
+    pub fn of(a: &RunAnalysis) -> HistoryInput {
+        let m = &a.manifest;
+        HistoryInput {
+            run_id: m.run_id.clone(),
+            started_unix_s: m.started_at.timestamp_millis() as f64 / 1000.0,
+            complete: m.status == RunStatus::Complete,
+            workload_hash: m.comparability.workload_hash.clone(),
+            points: a
+                .points
+                .iter()
+                .map(|p| HistoryPoint {
+                    point: p.point.clone(),
+                    summaries: METRICS
+                        .iter()
+                        .filter_map(|metric| {
+                            Some((metric.key().to_string(), metric.summary(p)?.clone()))
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The history of `metric` over `runs` (one experiment's, any order): one
 /// [`WorkloadHistory`] per workload hash, the one with the newest run first.
-pub fn history(runs: &[&RunAnalysis], metric: Metric, opts: &StepOptions) -> Vec<WorkloadHistory> {
+pub fn history(runs: &[&HistoryInput], metric: Metric, opts: &StepOptions) -> Vec<WorkloadHistory> {
     let mut by_workload: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, a) in runs.iter().enumerate() {
-        if a.manifest.status == RunStatus::Complete {
+        if a.complete {
             by_workload
-                .entry(a.manifest.comparability.workload_hash.as_str())
+                .entry(a.workload_hash.as_str())
                 .or_default()
                 .push(i);
         }
@@ -101,8 +155,10 @@ pub fn history(runs: &[&RunAnalysis], metric: Metric, opts: &StepOptions) -> Vec
         .into_iter()
         .map(|(hash, mut idx)| {
             idx.sort_by(|&a, &b| {
-                let (ma, mb) = (&runs[a].manifest, &runs[b].manifest);
-                (ma.started_at, &ma.run_id).cmp(&(mb.started_at, &mb.run_id))
+                let (ra, rb) = (runs[a], runs[b]);
+                ra.started_unix_s
+                    .total_cmp(&rb.started_unix_s)
+                    .then_with(|| ra.run_id.cmp(&rb.run_id))
             });
             workload(hash, runs, &idx, metric, opts)
         })
@@ -116,20 +172,17 @@ pub fn history(runs: &[&RunAnalysis], metric: Metric, opts: &StepOptions) -> Vec
 
 fn workload(
     hash: &str,
-    runs: &[&RunAnalysis],
+    runs: &[&HistoryInput],
     idx: &[usize],
     metric: Metric,
     opts: &StepOptions,
 ) -> WorkloadHistory {
     let hruns: Vec<HistoryRun> = idx
         .iter()
-        .map(|&i| {
-            let m = &runs[i].manifest;
-            HistoryRun {
-                run_id: m.run_id.clone(),
-                input: i,
-                started_unix_s: m.started_at.timestamp_millis() as f64 / 1000.0,
-            }
+        .map(|&i| HistoryRun {
+            run_id: runs[i].run_id.clone(),
+            input: i,
+            started_unix_s: runs[i].started_unix_s,
         })
         .collect();
     // Points keyed by their parameters, in the newest run's plan order.
@@ -138,7 +191,11 @@ fn workload(
     for (r, &i) in idx.iter().enumerate().rev() {
         for p in &runs[i].points {
             let key = p.point.label();
-            let Some(summary) = metric.summary(p).filter(|s| s.median.is_finite()) else {
+            let Some(summary) = p
+                .summaries
+                .get(metric.key())
+                .filter(|s| s.median.is_finite())
+            else {
                 continue;
             };
             let entry = points.entry(key.clone()).or_insert_with(|| {

@@ -9,7 +9,7 @@ use super::ci::median_ci;
 use super::quantile::{quantile, sorted_finite};
 
 /// Center and spread of the finite values of one sample.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Number of finite values used.
     pub n: usize,

@@ -3,7 +3,7 @@
 //! and the power measured over many seeded histories, and histories built
 //! from analysed runs keep workloads apart and leave out incomplete runs.
 
-use qexp_analysis::history::{history, steps, StepOptions};
+use qexp_analysis::history::{history, steps, HistoryInput, StepOptions};
 use qexp_analysis::stats::Rng;
 use qexp_analysis::{Metric, PointSummary, RunAnalysis, TrialMetrics};
 use qexp_plan::Point;
@@ -154,7 +154,8 @@ fn histories_keep_workloads_apart_and_mark_the_run_where_a_point_stepped() {
     runs.push(run(11, "aa", "interrupted", [3.0, 400.0]));
     // Any order in, time order out.
     runs.reverse();
-    let refs: Vec<&RunAnalysis> = runs.iter().collect();
+    let inputs: Vec<HistoryInput> = runs.iter().map(HistoryInput::of).collect();
+    let refs: Vec<&HistoryInput> = inputs.iter().collect();
     let h = history(&refs, Metric::TtftS, &StepOptions::default());
     assert_eq!(h.len(), 2);
     let aa = h

@@ -7,13 +7,14 @@
 //! workload (a different workload hash) get a chart of their own, never a
 //! shared line.
 
+mod digest;
+
 use crate::charts::{self, signed, Chart};
-use crate::headline::{flag_views, headline};
 use crate::labels;
 use crate::render::{load_templates, tera_err, RenderError, Rendered};
-use qexp_analysis::history::{history, StepOptions, WorkloadHistory};
-use qexp_analysis::workspace::AnalysedRun;
-use qexp_analysis::{Direction, Metric, RunAnalysis};
+pub use digest::{digests, CacheUse, DigestedRun, RunDigest};
+use qexp_analysis::history::{history, HistoryInput, StepOptions, WorkloadHistory};
+use qexp_analysis::{Direction, Metric};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -122,15 +123,16 @@ pub struct StepView {
     pub p: String,
 }
 
-/// Renders the index of `runs` (every run under the results root) with
-/// `metric`'s history; `reports` is where each run's report would be, to link it.
+/// Renders the index of `runs` (every run under the results root, see
+/// [`digests`]) with `metric`'s history; `reports` is where each run's
+/// report would be, to link it.
 pub fn render_index(
-    runs: &[AnalysedRun],
+    runs: &[DigestedRun],
     metric: Metric,
     reports: &Path,
     templates: Option<&Path>,
 ) -> Result<Rendered, RenderError> {
-    let mut by_experiment: BTreeMap<&str, Vec<&AnalysedRun>> = BTreeMap::new();
+    let mut by_experiment: BTreeMap<&str, Vec<&DigestedRun>> = BTreeMap::new();
     for r in runs {
         by_experiment
             .entry(r.0.experiment.as_str())
@@ -171,12 +173,13 @@ pub fn render_index(
 /// One experiment's rows and history charts (file name, SVG).
 fn experiment(
     name: &str,
-    runs: &[&AnalysedRun],
+    runs: &[&DigestedRun],
     metric: Metric,
     reports: &Path,
 ) -> Result<(ExperimentView, Vec<(String, String)>), RenderError> {
-    let ok: Vec<&RunAnalysis> = runs.iter().filter_map(|r| r.1.as_ref().ok()).collect();
-    let histories = history(&ok, metric, &StepOptions::default());
+    let ok: Vec<&RunDigest> = runs.iter().filter_map(|r| r.1.as_ref().ok()).collect();
+    let inputs: Vec<&HistoryInput> = ok.iter().map(|d| &d.history).collect();
+    let histories = history(&inputs, metric, &StepOptions::default());
     // Steps by run id, for the run rows.
     let mut steps_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut views = Vec::new();
@@ -265,7 +268,7 @@ fn history_view(
 }
 
 /// A run's row; a run that could not be analysed keeps its error.
-fn row(r: &AnalysedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -> RunRow {
+fn row(r: &DigestedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -> RunRow {
     let (rref, result) = r;
     let link = format!("{}/{}/report.html", rref.experiment, rref.run_id);
     let report = reports.join(&link).is_file().then_some(link);
@@ -285,16 +288,11 @@ fn row(r: &AnalysedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
                 report,
                 workload: "–".into(),
                 steps: Vec::new(),
-                error: Some(e.to_string()),
+                error: Some(e.clone()),
             }
         }
     };
     let m = &a.manifest;
-    let flags = flag_views(&a.flags, &a.points);
-    let first = headline(a, &flags)
-        .into_iter()
-        .next()
-        .map_or("–".into(), |h| format!("{}: {}", h.label, h.value));
     RunRow {
         run_id: m.run_id.clone(),
         date: m.started_at.format("%Y-%m-%d %H:%M UTC").to_string(),
@@ -315,8 +313,8 @@ fn row(r: &AnalysedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
         }),
         status: m.status.as_str().to_string(),
         trials: m.trials,
-        headline: first,
-        flags: flags.len(),
+        headline: a.headline.clone().unwrap_or_else(|| "–".into()),
+        flags: a.flags,
         report,
         workload: short(&m.comparability.workload_hash),
         steps: steps.get(&m.run_id).cloned().unwrap_or_default(),

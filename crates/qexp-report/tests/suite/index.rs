@@ -1,11 +1,11 @@
 //! The workspace index over runs written to disk: every run listed with its
 //! facts and a link where its report exists, an unreadable run listed with
 //! its error, one history chart per workload (never one line across two),
-//! and the run where TTFT stepped marked (snapshot of index.md).
+//! and the run where TTFT stepped marked (snapshot of index.md); the
+//! digest cache renders the same index, and a run that changes is read again.
 
-use qexp_analysis::workspace::analyze_all;
 use qexp_analysis::Metric;
-use qexp_report::index::render_index;
+use qexp_report::index::{digests, render_index, CacheUse};
 use qexp_testkit::SynthRun;
 
 const PLAN: &str = r#"[experiment]
@@ -67,9 +67,10 @@ fn index_lists_runs_draws_a_history_per_workload_and_marks_the_step() {
     std::fs::create_dir_all(&linked).expect("mkdir");
     std::fs::write(linked.join("report.html"), "<html></html>").expect("write");
 
-    let runs = analyze_all(&results, 2);
+    let (runs, _) = digests(&results, None, 2);
     assert_eq!(runs.len(), 11);
     let r = render_index(&runs, Metric::TtftS, &reports, None).expect("index renders");
+    cache_renders_the_same(&results, &tmp.path().join("cache"), &r.files);
     let names: Vec<&str> = r.files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -116,4 +117,51 @@ fn index_lists_runs_draws_a_history_per_workload_and_marks_the_step() {
     ]}, {
         insta::assert_snapshot!("index_md", md);
     });
+}
+
+/// The index from cached digests is the one from analysed runs, byte for
+/// byte; a run whose folder changed is analysed again, the others are not.
+fn cache_renders_the_same(
+    results: &std::path::Path,
+    cache: &std::path::Path,
+    want: &[(String, String)],
+) {
+    let reports = results.parent().expect("root").join("reports");
+    let render = |used_want: CacheUse| {
+        let (runs, used) = digests(results, Some(cache), 2);
+        assert_eq!(used, used_want);
+        render_index(&runs, Metric::TtftS, &reports, None)
+            .expect("index renders")
+            .files
+    };
+    // 10 readable runs are analysed and cached; the unreadable one has no digest.
+    assert_eq!(
+        render(CacheUse {
+            kept: 0,
+            analysed: 11
+        }),
+        want
+    );
+    assert_eq!(
+        render(CacheUse {
+            kept: 10,
+            analysed: 1
+        }),
+        want
+    );
+    // A run that changes (here: the first, written again slower) is read again.
+    std::fs::remove_dir_all(results.join("tput/20261201T100000Z-000000")).expect("rm");
+    SynthRun {
+        level: 3.0,
+        ..SynthRun::new(PLAN, "20261201T100000Z-000000", "2026-12-01T10:00:00Z")
+    }
+    .write(results);
+    let changed = render(CacheUse {
+        kept: 9,
+        analysed: 2,
+    });
+    assert_ne!(changed, want);
+    let (fresh, _) = digests(results, None, 2);
+    let fresh = render_index(&fresh, Metric::TtftS, &reports, None).expect("index renders");
+    assert_eq!(changed, fresh.files);
 }
