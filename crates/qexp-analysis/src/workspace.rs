@@ -107,7 +107,10 @@ pub fn map_runs<T: Send>(
         for (slots, refs) in out.chunks_mut(chunk).zip(runs.chunks(chunk)) {
             s.spawn(move || {
                 for (slot, r) in slots.iter_mut().zip(refs) {
-                    *slot = Some((r.clone(), f(r)));
+                    // On polars' own pool: each of polars' steps inside runs on
+                    // the worker (or its sibling) instead of being handed from
+                    // this thread to the pool and waited for, step by step.
+                    *slot = Some((r.clone(), polars_core::runtime::RAYON.install(|| f(r))));
                 }
             });
         }
