@@ -14,7 +14,7 @@
 //! with [`from_parts`]: no column of the whole run is ever held.
 
 use crate::columns::{f64s, u32s};
-use crate::stats::{quantile, sorted_finite};
+use crate::stats::quantiles_in_place;
 use polars::prelude::*;
 use qexp_store::requests as rq;
 use serde::Serialize;
@@ -79,10 +79,12 @@ pub struct PointDistribution {
 
 /// The quantile function of `values` at [`CDF_QUANTILES`] levels; empty when none is finite.
 fn quantiles(values: impl Iterator<Item = f64>) -> Vec<f64> {
-    let v = sorted_finite(&values.collect::<Vec<_>>());
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
     let last = (CDF_QUANTILES - 1) as f64;
-    (0..CDF_QUANTILES)
-        .filter_map(|i| quantile(&v, i as f64 / last))
+    let levels: Vec<f64> = (0..CDF_QUANTILES).map(|i| i as f64 / last).collect();
+    quantiles_in_place(&mut v, &levels)
+        .into_iter()
+        .flatten()
         .collect()
 }
 

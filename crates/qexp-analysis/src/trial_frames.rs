@@ -11,7 +11,7 @@ use crate::metrics::TrialMetrics;
 use crate::pass::TrialPoint;
 use crate::reasoning::ReasoningSummary;
 use crate::schedule::{ScheduleAnalysis, ScheduleFrames};
-use crate::stats::quantile_in_place;
+use crate::stats::quantiles_in_place;
 use crate::turns::TurnSummary;
 use polars::prelude::*;
 use qexp_store::{requests as rq, Manifest};
@@ -109,15 +109,30 @@ impl TrialFrames {
     /// Summarises one (trial, point)'s measured rows.
     pub(crate) fn add(&mut self, (trial, point): TrialPoint, rows: DataFrame) -> PolarsResult<()> {
         let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
-        let part = distribution::trial_part(trial, distribution::samples(&rows)?, share);
+        // The plain-Rust statistics (distributions, pooled ITL) run on a
+        // second core beside polars' aggregations of the same rows.
+        let (part, itl) = std::thread::scope(|s| {
+            let plain = s.spawn(|| plain_statistics(trial, &rows, share));
+            let frames = self.add_frames((trial, point), &rows);
+            let plain = plain
+                .join()
+                .map_err(|_| PolarsError::ComputeError("a statistics thread panicked".into()))?;
+            frames.and(plain)
+        })?;
         self.distributions.insert((point, trial), part);
+        self.itl.insert((point, trial), itl);
+        Ok(())
+    }
+
+    /// The schedule and polars' per-(trial, point) frames of `rows`.
+    fn add_frames(&mut self, key: TrialPoint, rows: &DataFrame) -> PolarsResult<()> {
         if let Some(schedule) = &mut self.schedule {
-            schedule.add((trial, point), &rows)?;
+            schedule.add(key, rows)?;
         }
         let ok = col(rq::ERROR_CLASS).is_null();
-        let lazy = rows.lazy();
+        let lazy = rows.clone().lazy();
         self.per_trial
-            .push(per_trial_frame(lazy.clone(), &self.schema, ok.clone()).collect()?);
+            .push(per_trial_frame(lazy.clone(), &self.schema, ok).collect()?);
         // Runs written before reasoning was timed apart have no reasoning columns.
         if self.schema.contains(rq::REASONING_CHUNKS) {
             self.reasoning
@@ -129,12 +144,7 @@ impl TrialFrames {
                 .push(crate::turns::turn_frame(lazy.clone()).collect()?);
         }
         self.failures
-            .push(crate::failures::failure_frame(lazy.clone()).collect()?);
-        let ok_rows = lazy
-            .filter(ok)
-            .select([col(rq::CHUNK_OFFSETS_S)])
-            .collect()?;
-        self.itl.insert((point, trial), itl_percentiles(&ok_rows)?);
+            .push(crate::failures::failure_frame(lazy).collect()?);
         Ok(())
     }
 
@@ -207,7 +217,7 @@ fn stacked(frames: &[DataFrame]) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
-/// One row per (trial, point) with the request metrics, from measured rows.
+/// One row with the request metrics of one (trial, point)'s measured rows.
 fn per_trial_frame(measured: LazyFrame, schema: &Schema, ok: Expr) -> LazyFrame {
     // Runs written before the workload columns existed planned every request alike.
     let or_target = |planned: &str, target: &str| {
@@ -233,7 +243,11 @@ fn per_trial_frame(measured: LazyFrame, schema: &Schema, ok: Expr) -> LazyFrame 
                 .and(col(rq::COMPLETION_TOKENS).neq(planned_output.clone()))),
     );
     let good = |e: Expr| e.filter(ok.clone());
-    measured.group_by([col(rq::TRIAL), col(rq::POINT_ID)]).agg([
+    // One (trial, point): a plain select, not a group-by that gathers
+    // every column through its one group's row indices.
+    measured.select([
+        col(rq::TRIAL).first(),
+        col(rq::POINT_ID).first(),
         len().cast(F).alias("requests"),
         col(rq::ERROR_CLASS)
             .is_not_null()
@@ -339,11 +353,31 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
         .collect())
 }
 
+/// The trial's part of its point's distributions, and the ITL percentiles.
+fn plain_statistics(
+    trial: u32,
+    rows: &DataFrame,
+    share: usize,
+) -> PolarsResult<(TrialPart, [f64; 3])> {
+    let part = distribution::trial_part(trial, distribution::samples(rows)?, share);
+    // Most (trial, point)s have no failure: their offsets need no filtered copy.
+    let offsets = if rows.column(rq::ERROR_CLASS)?.null_count() == rows.height() {
+        rows.select([rq::CHUNK_OFFSETS_S])?
+    } else {
+        rows.clone()
+            .lazy()
+            .filter(col(rq::ERROR_CLASS).is_null())
+            .select([col(rq::CHUNK_OFFSETS_S)])
+            .collect()?
+    };
+    Ok((part, itl_percentiles(&offsets)?))
+}
+
 /// p50, p90 and p99 of the inter-chunk gaps of one (trial, point)'s
 /// successful requests (`rows`: their chunk offsets), pooled.
 fn itl_percentiles(rows: &DataFrame) -> PolarsResult<[f64; 3]> {
     let lists = rows.column(rq::CHUNK_OFFSETS_S)?.list()?;
-    let mut gaps = Vec::new();
+    let mut gaps = Vec::with_capacity(lists.downcast_iter().map(|a| a.values().len()).sum());
     // Walk the list column's flat offsets and values directly: one pass,
     // no per-row allocation.
     for arr in lists.downcast_iter() {
@@ -357,5 +391,6 @@ fn itl_percentiles(rows: &DataFrame) -> PolarsResult<[f64; 3]> {
         }
     }
     gaps.retain(|x| x.is_finite());
-    Ok([0.5, 0.9, 0.99].map(|q| quantile_in_place(&mut gaps, q).unwrap_or(f64::NAN)))
+    let q = quantiles_in_place(&mut gaps, &[0.5, 0.9, 0.99]);
+    Ok([0, 1, 2].map(|i| q.get(i).copied().flatten().unwrap_or(f64::NAN)))
 }
