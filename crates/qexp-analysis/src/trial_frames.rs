@@ -109,10 +109,16 @@ impl TrialFrames {
     /// Summarises one (trial, point)'s measured rows.
     pub(crate) fn add(&mut self, (trial, point): TrialPoint, rows: DataFrame) -> PolarsResult<()> {
         let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
+        let (samples, offsets) = (distribution::samples(&rows)?, ok_offsets(&rows)?);
         // The plain-Rust statistics (distributions, pooled ITL) run on a
-        // second core beside polars' aggregations of the same rows.
+        // second core beside polars' aggregations of the same rows. They
+        // call nothing that waits on polars' thread pool, so an analysis
+        // that itself runs on that pool cannot deadlock on them.
         let (part, itl) = std::thread::scope(|s| {
-            let plain = s.spawn(|| plain_statistics(trial, &rows, share));
+            let plain = s.spawn(|| {
+                let part = distribution::trial_part(trial, samples, share);
+                itl_percentiles(&offsets).map(|itl| (part, itl))
+            });
             let frames = self.add_frames((trial, point), &rows);
             let plain = plain
                 .join()
@@ -353,24 +359,17 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
         .collect())
 }
 
-/// The trial's part of its point's distributions, and the ITL percentiles.
-fn plain_statistics(
-    trial: u32,
-    rows: &DataFrame,
-    share: usize,
-) -> PolarsResult<(TrialPart, [f64; 3])> {
-    let part = distribution::trial_part(trial, distribution::samples(rows)?, share);
+/// The chunk offsets of the successful requests of `rows`.
+fn ok_offsets(rows: &DataFrame) -> PolarsResult<DataFrame> {
     // Most (trial, point)s have no failure: their offsets need no filtered copy.
-    let offsets = if rows.column(rq::ERROR_CLASS)?.null_count() == rows.height() {
-        rows.select([rq::CHUNK_OFFSETS_S])?
-    } else {
-        rows.clone()
-            .lazy()
-            .filter(col(rq::ERROR_CLASS).is_null())
-            .select([col(rq::CHUNK_OFFSETS_S)])
-            .collect()?
-    };
-    Ok((part, itl_percentiles(&offsets)?))
+    if rows.column(rq::ERROR_CLASS)?.null_count() == rows.height() {
+        return rows.select([rq::CHUNK_OFFSETS_S]);
+    }
+    rows.clone()
+        .lazy()
+        .filter(col(rq::ERROR_CLASS).is_null())
+        .select([col(rq::CHUNK_OFFSETS_S)])
+        .collect()
 }
 
 /// p50, p90 and p99 of the inter-chunk gaps of one (trial, point)'s
