@@ -7,20 +7,18 @@
 //! an equal share, evenly spaced in send order, so warm-up effects and
 //! stalls stay visible at any size.
 //!
-//! [`point_distribution`] is the per-point entry: it takes one point's
-//! measured requests and nothing else, so a pass that streams a run point
-//! by point can feed it. [`for_run`] feeds it from one read of the five
-//! columns it needs, which holds those columns of every measured request
-//! at once.
+//! [`point_distribution`] takes one point's measured requests. The report's
+//! pass over a run (`crate::pass`) holds one (trial, point) at a time, so it
+//! builds each trial's part with [`trial_part`] (the point's trial count,
+//! known before the pass, sets each trial's timeline share) and joins them
+//! with [`from_parts`]: no column of the whole run is ever held.
 
 use crate::columns::{f64s, u32s};
-use crate::error::AnalysisError;
-use crate::stats::{quantile, sorted_finite};
+use crate::stats::quantiles_in_place;
 use polars::prelude::*;
 use qexp_store::requests as rq;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// Levels of each quantile function: 0, 0.01, …, 1.
 pub const CDF_QUANTILES: usize = 101;
@@ -81,10 +79,12 @@ pub struct PointDistribution {
 
 /// The quantile function of `values` at [`CDF_QUANTILES`] levels; empty when none is finite.
 fn quantiles(values: impl Iterator<Item = f64>) -> Vec<f64> {
-    let v = sorted_finite(&values.collect::<Vec<_>>());
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
     let last = (CDF_QUANTILES - 1) as f64;
-    (0..CDF_QUANTILES)
-        .filter_map(|i| quantile(&v, i as f64 / last))
+    let levels: Vec<f64> = (0..CDF_QUANTILES).map(|i| i as f64 / last).collect();
+    quantiles_in_place(&mut v, &levels)
+        .into_iter()
+        .flatten()
         .collect()
 }
 
@@ -99,93 +99,112 @@ fn thin<T: Copy>(items: &[T], keep: usize) -> Vec<T> {
         .collect()
 }
 
+/// One trial's part of a point's distributions: its quantile functions
+/// and its share of the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TrialPart {
+    distribution: TrialDistribution,
+    timeline: Vec<TimelinePoint>,
+}
+
+/// The timeline share of each trial at a point with `trials` trials.
+pub(crate) fn share(trials: usize) -> usize {
+    (TIMELINE_MAX / trials.max(1)).max(1)
+}
+
+/// One trial's part from its measured requests at a point (any order),
+/// keeping at most `share` of them on the timeline.
+pub(crate) fn trial_part(trial: u32, mut rows: Vec<RequestSample>, share: usize) -> TrialPart {
+    rows.sort_by(|a, b| a.sent_unix_s.total_cmp(&b.sent_unix_s));
+    let start = rows
+        .iter()
+        .map(|r| r.sent_unix_s)
+        .find(|t| t.is_finite())
+        .unwrap_or(f64::NAN);
+    let good: Vec<&RequestSample> = rows
+        .iter()
+        .filter(|r| r.ok && r.ttft_s.is_finite() && r.sent_unix_s.is_finite())
+        .collect();
+    let timeline = thin(&good, share)
+        .into_iter()
+        .map(|r| TimelinePoint {
+            trial,
+            sent_s: r.sent_unix_s - start,
+            ttft_s: r.ttft_s,
+        })
+        .collect();
+    TrialPart {
+        distribution: TrialDistribution {
+            trial,
+            requests: good.len(),
+            ttft_s: quantiles(good.iter().map(|r| r.ttft_s)),
+            e2e_s: quantiles(good.iter().map(|r| r.e2e_s)),
+        },
+        timeline,
+    }
+}
+
+/// A point's distributions from its trials' parts, in trial order.
+pub(crate) fn from_parts(
+    point_id: u32,
+    parts: impl IntoIterator<Item = TrialPart>,
+) -> PointDistribution {
+    let (mut trials, mut timeline) = (Vec::new(), Vec::new());
+    for part in parts {
+        timeline.extend(part.timeline);
+        trials.push(part.distribution);
+    }
+    PointDistribution {
+        point_id,
+        timeline_of: trials.iter().map(|t| t.requests).sum(),
+        trials,
+        timeline,
+    }
+}
+
 /// The distributions of one point from its measured requests (any order).
 pub fn point_distribution(point_id: u32, samples: &[RequestSample]) -> PointDistribution {
     let mut by_trial: BTreeMap<u32, Vec<RequestSample>> = BTreeMap::new();
     for s in samples {
         by_trial.entry(s.trial).or_default().push(*s);
     }
-    let share = (TIMELINE_MAX / by_trial.len().max(1)).max(1);
-    let (mut trials, mut timeline, mut timeline_of) = (Vec::new(), Vec::new(), 0);
-    for (trial, mut rows) in by_trial {
-        rows.sort_by(|a, b| a.sent_unix_s.total_cmp(&b.sent_unix_s));
-        let start = rows
-            .iter()
-            .map(|r| r.sent_unix_s)
-            .find(|t| t.is_finite())
-            .unwrap_or(f64::NAN);
-        let good: Vec<&RequestSample> = rows
-            .iter()
-            .filter(|r| r.ok && r.ttft_s.is_finite() && r.sent_unix_s.is_finite())
-            .collect();
-        timeline_of += good.len();
-        timeline.extend(thin(&good, share).into_iter().map(|r| TimelinePoint {
-            trial,
-            sent_s: r.sent_unix_s - start,
-            ttft_s: r.ttft_s,
-        }));
-        trials.push(TrialDistribution {
-            trial,
-            requests: good.len(),
-            ttft_s: quantiles(good.iter().map(|r| r.ttft_s)),
-            e2e_s: quantiles(good.iter().map(|r| r.e2e_s)),
-        });
-    }
-    PointDistribution {
+    let share = share(by_trial.len());
+    from_parts(
         point_id,
-        trials,
-        timeline,
-        timeline_of,
-    }
+        by_trial
+            .into_iter()
+            .map(|(trial, rows)| trial_part(trial, rows, share)),
+    )
 }
 
-/// Every point's distributions, in the order of `point_ids`; points without measured requests are left out.
-pub fn for_run(dir: &Path, point_ids: &[u32]) -> Result<Vec<PointDistribution>, AnalysisError> {
-    let q = |source| AnalysisError::Query {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let df = qexp_store::scan_requests(dir)?
-        .filter(col(rq::WARMUP).not())
-        .select([
-            col(rq::TRIAL),
-            col(rq::POINT_ID),
-            col(rq::SENT_UNIX_S),
-            col(rq::TTFT_S),
-            col(rq::E2E_S),
-            col(rq::ERROR_CLASS).is_null().alias("ok"),
-        ])
-        .collect()
-        .map_err(q)?;
-    let (trial, pid) = (
-        u32s(&df, rq::TRIAL).map_err(q)?,
-        u32s(&df, rq::POINT_ID).map_err(q)?,
+/// The columns [`samples`] reads.
+pub(crate) const COLUMNS: [&str; 5] = [
+    rq::TRIAL,
+    rq::SENT_UNIX_S,
+    rq::TTFT_S,
+    rq::E2E_S,
+    rq::ERROR_CLASS,
+];
+
+/// The measured requests of `df` (a frame with [`COLUMNS`]), in its order.
+pub(crate) fn samples(df: &DataFrame) -> PolarsResult<Vec<RequestSample>> {
+    let trial = u32s(df, rq::TRIAL)?;
+    let (sent, ttft, e2e) = (
+        f64s(df, rq::SENT_UNIX_S)?,
+        f64s(df, rq::TTFT_S)?,
+        f64s(df, rq::E2E_S)?,
     );
-    let sent = f64s(&df, rq::SENT_UNIX_S).map_err(q)?;
-    let (ttft, e2e) = (
-        f64s(&df, rq::TTFT_S).map_err(q)?,
-        f64s(&df, rq::E2E_S).map_err(q)?,
-    );
-    let ok: Vec<bool> = df
-        .column("ok")
-        .and_then(|c| c.bool().cloned())
-        .map_err(q)?
+    let ok = df.column(rq::ERROR_CLASS)?.is_null();
+    Ok(ok
         .iter()
-        .map(|v| v.unwrap_or(false))
-        .collect();
-    let mut by_point: BTreeMap<u32, Vec<RequestSample>> = BTreeMap::new();
-    for i in 0..df.height() {
-        by_point.entry(pid[i]).or_default().push(RequestSample {
+        .enumerate()
+        .map(|(i, ok)| RequestSample {
             trial: trial[i],
             sent_unix_s: sent[i],
             ttft_s: ttft[i],
             e2e_s: e2e[i],
-            ok: ok[i],
-        });
-    }
-    Ok(point_ids
-        .iter()
-        .filter_map(|id| by_point.get(id).map(|s| point_distribution(*id, s)))
+            ok: ok.unwrap_or(false),
+        })
         .collect())
 }
 

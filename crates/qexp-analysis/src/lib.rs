@@ -37,6 +37,7 @@ mod run;
 pub mod schedule;
 mod server;
 pub mod stats;
+mod trial_frames;
 mod turns;
 pub mod workspace;
 

@@ -36,13 +36,14 @@ struct Open {
 /// warm-up) request rows, in the order their last row is read, with its
 /// `columns` (those of them the run has; [`rq::TRIAL`], [`rq::POINT_ID`] and
 /// [`rq::WARMUP`] always) as one frame. Rows are read `batch_rows` at a time.
+/// `expected` is [`measured_rows`] of the run.
 pub(crate) fn for_each_trial_point(
     dir: &Path,
+    expected: &BTreeMap<TrialPoint, usize>,
     columns: &[&str],
     batch_rows: usize,
     mut each: impl FnMut(TrialPoint, DataFrame) -> PolarsResult<()>,
 ) -> Result<(), AnalysisError> {
-    let expected = measured_rows(dir, batch_rows)?;
     let mut open: BTreeMap<TrialPoint, Open> = BTreeMap::new();
     let keys = [rq::TRIAL, rq::POINT_ID, rq::WARMUP];
     let mut wanted = keys.to_vec();
@@ -72,8 +73,10 @@ pub(crate) fn for_each_trial_point(
     Ok(())
 }
 
-/// Measured rows per (trial, point), from the key columns alone.
-fn measured_rows(
+/// Measured rows per (trial, point), from the key columns alone: read
+/// before the pass, so that a (trial, point)'s end is known when it is read
+/// and what depends on a point's trials (their count) is known before any.
+pub(crate) fn measured_rows(
     dir: &Path,
     batch_rows: usize,
 ) -> Result<BTreeMap<TrialPoint, usize>, AnalysisError> {

@@ -4,7 +4,7 @@
 //! A point is flagged for waiting when its TTFT p99 from the scheduled send
 //! exceeds its p99 from the send by more than the send-lag limit
 //! ([`Thresholds::send_lag_limit`] at the median service TTFT), with the
-//! cause [`crate::schedule::analyze_schedule`] found. A point is flagged as
+//! cause the schedule analysis ([`crate::schedule`]) found. A point is flagged as
 //! client-paced when its achieved send rate is more than `rate_shortfall`
 //! below the rate of its own drawn schedule (not the planned mean, which a
 //! short Poisson schedule misses by chance).

@@ -16,14 +16,12 @@ mod trial;
 pub use capacity::{capacity, Capacity, CapacityBound, LoadAxis};
 pub use trial::{LagCause, ScheduleTrial};
 
-use crate::error::AnalysisError;
 use crate::stats::median;
 use polars::prelude::*;
 use qexp_plan::{Point, SloSection};
 use qexp_store::requests as rq;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// A point's schedule metrics across trials.
 #[derive(Debug, Clone, Serialize)]
@@ -52,7 +50,8 @@ pub struct ScheduleAnalysis {
     pub capacity: Vec<Capacity>,
 }
 
-const COLUMNS: [&str; 11] = [
+/// The request columns [`ScheduleFrames::add`] reads.
+pub(crate) const COLUMNS: [&str; 10] = [
     rq::TRIAL,
     rq::POINT_ID,
     rq::ERROR_CLASS,
@@ -63,61 +62,68 @@ const COLUMNS: [&str; 11] = [
     rq::E2E_S,
     rq::TPOT_S,
     rq::END_S,
-    rq::WARMUP,
 ];
 
-/// Computes schedule metrics for every point of a run.
-pub fn analyze_schedule(
-    dir: &Path,
-    points: &[Point],
-    slo: Option<&SloSection>,
-) -> Result<ScheduleAnalysis, AnalysisError> {
-    let q = |source| AnalysisError::Query {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let df = qexp_store::scan_requests(dir)?
-        .filter(col(rq::WARMUP).not())
-        .select(COLUMNS[..10].iter().map(|c| col(*c)).collect::<Vec<_>>())
-        .collect()
-        .map_err(q)?;
-    let rows = trial::Rows::from_frame(&df).map_err(q)?;
-    let mut by_key: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
-    for i in 0..rows.len() {
-        by_key
-            .entry((rows.point_id[i], rows.trial[i]))
-            .or_default()
-            .push(i);
-    }
-    let mut out = Vec::new();
-    for p in points {
-        let trials: Vec<ScheduleTrial> = by_key
-            .range((p.id, 0)..=(p.id, u32::MAX))
-            .map(|(&(_, t), idx)| ScheduleTrial::of(t, &rows, idx, p, slo))
-            .collect();
-        if trials.is_empty() {
-            continue;
-        }
-        out.push(SchedulePoint::new(p.clone(), trials, slo));
-    }
-    let capacity = slo.map(|s| capacity(&out, s)).unwrap_or_default();
-    Ok(ScheduleAnalysis {
-        slo: slo.cloned(),
-        points: out,
-        capacity,
-    })
+/// A run's schedule metrics, built one (trial, point) at a time by the
+/// report's pass over the run (`crate::pass`), so no column of the whole run
+/// is held.
+pub(crate) struct ScheduleFrames {
+    points: Vec<Point>,
+    slo: Option<SloSection>,
+    /// Keyed by (point, trial).
+    trials: BTreeMap<(u32, u32), ScheduleTrial>,
 }
 
-/// [`analyze_schedule`] for a run whose plan has open-loop points or `[slo]`.
-pub fn for_run(
-    dir: &Path,
-    manifest: &qexp_store::Manifest,
-) -> Result<Option<ScheduleAnalysis>, AnalysisError> {
-    let slo = SloSection::from_plan_text(&manifest.plan_text);
-    if slo.is_none() && manifest.points.iter().all(|p| p.open_loop.is_none()) {
-        return Ok(None);
+impl ScheduleFrames {
+    /// For a run whose plan has open-loop points or `[slo]`; `None` otherwise.
+    pub(crate) fn for_run(manifest: &qexp_store::Manifest) -> Option<ScheduleFrames> {
+        let slo = SloSection::from_plan_text(&manifest.plan_text);
+        if slo.is_none() && manifest.points.iter().all(|p| p.open_loop.is_none()) {
+            return None;
+        }
+        Some(ScheduleFrames {
+            points: manifest.points.clone(),
+            slo,
+            trials: BTreeMap::new(),
+        })
     }
-    analyze_schedule(dir, &manifest.points, slo.as_ref()).map(Some)
+
+    /// One (trial, point)'s measured rows (with [`COLUMNS`]); a point the
+    /// manifest does not name is left out.
+    pub(crate) fn add(&mut self, (trial, point): (u32, u32), df: &DataFrame) -> PolarsResult<()> {
+        let Some(p) = self.points.iter().find(|p| p.id == point) else {
+            return Ok(());
+        };
+        let rows = trial::Rows::from_frame(df)?;
+        let idx: Vec<usize> = (0..rows.len()).collect();
+        let metrics = ScheduleTrial::of(trial, &rows, &idx, p, self.slo.as_ref());
+        self.trials.insert((point, trial), metrics);
+        Ok(())
+    }
+
+    /// Every point's schedule metrics (plan order, points with data), and
+    /// capacity where a load axis is swept.
+    pub(crate) fn finish(self) -> ScheduleAnalysis {
+        let slo = self.slo.as_ref();
+        let mut out = Vec::new();
+        for p in &self.points {
+            let trials: Vec<ScheduleTrial> = self
+                .trials
+                .range((p.id, 0)..=(p.id, u32::MAX))
+                .map(|(_, t)| t.clone())
+                .collect();
+            if trials.is_empty() {
+                continue;
+            }
+            out.push(SchedulePoint::new(p.clone(), trials, slo));
+        }
+        let capacity = slo.map(|s| capacity(&out, s)).unwrap_or_default();
+        ScheduleAnalysis {
+            slo: self.slo,
+            points: out,
+            capacity,
+        }
+    }
 }
 
 impl SchedulePoint {

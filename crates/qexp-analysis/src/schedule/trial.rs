@@ -70,7 +70,6 @@ pub struct ScheduleTrial {
 /// The request columns the schedule needs, as plain vectors (NaN for null).
 pub(crate) struct Rows {
     pub trial: Vec<u32>,
-    pub point_id: Vec<u32>,
     pub ok: Vec<bool>,
     pub scheduled: Vec<f64>,
     pub sent: Vec<f64>,
@@ -86,7 +85,6 @@ impl Rows {
         let (f, u) = (|name| f64s(df, name), |name| u32s(df, name));
         Ok(Rows {
             trial: u(rq::TRIAL)?,
-            point_id: u(rq::POINT_ID)?,
             ok: df
                 .column(rq::ERROR_CLASS)?
                 .is_null()

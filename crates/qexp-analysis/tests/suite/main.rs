@@ -5,6 +5,7 @@
 
 mod diff;
 mod diff_power;
+mod distributions;
 mod history;
 mod itl;
 mod query;
