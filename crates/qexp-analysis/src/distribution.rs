@@ -9,9 +9,9 @@
 //!
 //! [`point_distribution`] takes one point's measured requests. The report's
 //! pass over a run (`crate::pass`) holds one (trial, point) at a time, so it
-//! builds each trial's part with [`trial_part`] (the point's trial count,
+//! builds each trial's part with `trial_part` (the point's trial count,
 //! known before the pass, sets each trial's timeline share) and joins them
-//! with [`from_parts`]: no column of the whole run is ever held.
+//! with `from_parts`: no column of the whole run is ever held.
 
 use crate::columns::{f64s, u32s};
 use crate::stats::quantiles_in_place;
