@@ -192,13 +192,15 @@ impl Visitor for Sources<'_> {
                 if args.is_some() {
                     return ControlFlow::Break(format!("`{text}(…)`"));
                 }
-                let plain = name.0.len() == 1
-                    && name.0[0]
-                        .as_ident()
-                        .is_some_and(|i| i.quote_style.is_none());
-                let lower = text.to_ascii_lowercase();
-                let known = TABLES.contains(&lower.as_str()) || self.0.contains(&lower);
-                if plain && known {
+                // One name, quoted or not, that is the run's or the query's own.
+                let known = match name.0.as_slice() {
+                    [part] => part.as_ident().is_some_and(|i| {
+                        let lower = i.value.to_ascii_lowercase();
+                        TABLES.contains(&lower.as_str()) || self.0.contains(&lower)
+                    }),
+                    _ => false,
+                };
+                if known {
                     ControlFlow::Continue(())
                 } else {
                     ControlFlow::Break(format!("`{text}`"))
@@ -212,13 +214,22 @@ impl Visitor for Sources<'_> {
     }
 }
 
-/// The result sorted by every column, left to right, nulls last: one order
-/// for a result whose query gave it none.
+/// The result sorted by its columns, left to right, nulls last: one order
+/// for a result whose query gave it none. Columns of values that have no
+/// order (lists, structs) are passed over.
 fn sorted(df: DataFrame) -> PolarsResult<DataFrame> {
-    if df.width() == 0 || df.height() < 2 {
+    let by: Vec<PlSmallStr> = df
+        .columns()
+        .iter()
+        .filter(|c| {
+            let d = c.dtype();
+            d.is_primitive_numeric() || d.is_bool() || d.is_string() || d.is_temporal()
+        })
+        .map(|c| c.name().clone())
+        .collect();
+    if by.is_empty() || df.height() < 2 {
         return Ok(df);
     }
-    let by: Vec<PlSmallStr> = df.get_column_names_owned();
     let opts = SortMultipleOptions::default()
         .with_nulls_last(true)
         .with_maintain_order(true);
