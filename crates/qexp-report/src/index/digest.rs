@@ -6,10 +6,13 @@
 //! not change once written, so each run's digest is kept in
 //! `<out-dir>/.cache/index/<experiment>/<run-id>.json` with a stamp of the
 //! run folder ([`qexp_store::folder_stamp`]: every file's path, size and
-//! modification time) and qexp's version; a later `qexp report` takes the
-//! digest while both still match and analyses the run again when either
-//! differs (a resumed or merged run, a new qexp). A cache file that cannot
-//! be read or written is passed over: the index never depends on it.
+//! modification time) and of the qexp that made it (its version, and its
+//! executable's size and modification time, since a rebuilt qexp may
+//! summarise a run differently under the same version); a later `qexp
+//! report` takes the digest while both still match and analyses the run
+//! again when either differs (a resumed or merged run, another qexp). A
+//! cache file that cannot be read or written is passed over: the index
+//! never depends on it.
 
 use crate::headline::{flag_views, headline};
 use qexp_analysis::history::HistoryInput;
@@ -18,6 +21,7 @@ use qexp_analysis::RunAnalysis;
 use qexp_store::{Manifest, RunRef};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The layout of a cache file; a file of another layout is not read.
 const FORMAT: u32 = 1;
@@ -61,9 +65,30 @@ pub type DigestedRun = (RunRef, Result<RunDigest, String>);
 #[derive(Serialize, Deserialize)]
 struct Cached {
     format: u32,
-    qexp_version: String,
+    /// [`made_by`] of the qexp that wrote it.
+    made_by: String,
     stamp: String,
     digest: RunDigest,
+}
+
+/// This qexp: its version, and its executable's size and modification time.
+fn made_by() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let exe = std::env::current_exe()
+            .and_then(std::fs::metadata)
+            .ok()
+            .map(|m| {
+                let modified = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                format!("{} {modified}", m.len())
+            })
+            .unwrap_or_default();
+        format!("{} {exe}", env!("CARGO_PKG_VERSION"))
+    })
 }
 
 /// How many runs came from the cache and how many were analysed.
@@ -122,14 +147,13 @@ fn digest(r: &RunRef, cache: Option<&Path>) -> (Result<RunDigest, String>, bool)
 fn read(file: &Path, stamp: &str) -> Option<RunDigest> {
     let text = std::fs::read(file).ok()?;
     let c: Cached = serde_json::from_slice(&text).ok()?;
-    (c.format == FORMAT && c.qexp_version == env!("CARGO_PKG_VERSION") && c.stamp == stamp)
-        .then_some(c.digest)
+    (c.format == FORMAT && c.made_by == made_by() && c.stamp == stamp).then_some(c.digest)
 }
 
 fn write(file: &Path, stamp: String, digest: &RunDigest) {
     let cached = Cached {
         format: FORMAT,
-        qexp_version: env!("CARGO_PKG_VERSION").to_string(),
+        made_by: made_by().to_string(),
         stamp,
         digest: digest.clone(),
     };
