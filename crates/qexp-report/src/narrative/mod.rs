@@ -6,6 +6,7 @@
 //! What a narrative can use (docs/reports.md "Narrative notebooks" repeats this):
 //!
 //! - `run`: `experiment`, `run_id`, `model`, `target`, `trials`, `simulated`,
+//!   `time_factor` (how many times faster than real time a simulated run ran),
 //!   `status`, `plan_hash`, `git_commit`, `started_at`, `engine` (the
 //!   server's fingerprint), `host`, `gpus`.
 //! - `swept`: the swept axes, e.g. `["input_tokens"]`.
@@ -81,6 +82,9 @@ pub(crate) struct RunView {
     pub(crate) target: String,
     pub(crate) trials: u32,
     pub(crate) simulated: bool,
+    /// How many times faster than real time a simulated run ran (1 when
+    /// not compressed, or not simulated).
+    pub(crate) time_factor: f64,
     pub(crate) status: String,
     /// SHA-256 of the plan text.
     pub(crate) plan_hash: String,
@@ -168,6 +172,7 @@ pub(crate) fn context(
             target: md_text(&m.target.base_url),
             trials: m.trials,
             simulated: m.target.simulated,
+            time_factor: 1.0 / m.target.sim_time_scale.filter(|s| *s > 0.0).unwrap_or(1.0),
             status: ctx.status.clone(),
             plan_hash: md_text(&m.plan_hash),
             git_commit: md_text(
