@@ -55,6 +55,23 @@ fn impossible_shard(manifest: &Manifest) -> Option<String> {
 /// Reads the run and its plan into the options that started it. Refuses a
 /// complete run, a plan whose points changed, and (without `force`) a plan
 /// file whose hash changed.
+/// A shard resumes alone, on the clock offset to shard 0 that it measured
+/// when it ran: right on the host it ran on, off by the two hosts' clock
+/// difference anywhere else.
+fn shard_elsewhere(manifest: &Manifest, here: Option<&str>) -> Option<String> {
+    let s = manifest.shard.as_ref()?;
+    let then = manifest.host.hostname.as_deref()?;
+    (here != Some(then)).then(|| {
+        format!(
+            "shard {} of {} measured its clock offset to shard 0 ({:+.6} s) on host {then}, and this is host {}: the resumed requests' times would be off by the two hosts' clock difference (resume a shard on the host it ran on)",
+            s.index,
+            s.count,
+            s.clock_offset_s,
+            here.unwrap_or("(unnamed)")
+        )
+    })
+}
+
 pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunError> {
     let manifest = qexp_store::read_manifest(&r.dir)?;
     // Before anything else: a run another process writes is not ours to touch.
@@ -83,6 +100,10 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             "its manifest's point_order does not list each point once per trial".into(),
         ));
     }
+    differences.extend(shard_elsewhere(
+        &manifest,
+        qexp_provenance::host_info().hostname.as_deref(),
+    ));
     let target = r.target.clone().or(manifest.overrides.target.clone());
     if let Some(t) = &r.target {
         if *t != manifest.target.base_url {

@@ -741,3 +741,42 @@ fn shards_that_measured_something_else_are_not_merged() {
         assert!(!out.exists(), "{what}: the merge wrote {}", out.display());
     }
 }
+
+/// A shard resumed on another host than the one it ran on would write its
+/// times on the clock offset measured there: the resume says so and waits
+/// for --force, before it asks any server anything.
+#[test]
+fn a_shard_resumed_on_another_host_is_refused_unless_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan_path = tmp.path().join("shards-closed.toml");
+    std::fs::write(&plan_path, CLOSED).unwrap();
+    let plan = qexp_plan::Plan::load(&plan_path).unwrap();
+    let dir = tmp.path().join("shards-closed/R-shard1-of-2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = qexp_testkit::ManifestFixture::new("shards-closed", &plan.points(), plan.trials())
+        .with("plan_path", plan_path.to_str().unwrap())
+        .with("plan_text", CLOSED)
+        .with("plan_hash", plan.hash())
+        .with("status", "interrupted")
+        .with("host.hostname", "a-host-that-is-not-this-one")
+        .with(
+            "shard",
+            serde_json::json!({"index": 1, "count": 2, "clock_offset_s": 0.0123}),
+        )
+        .build();
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string(&m).unwrap(),
+    )
+    .unwrap();
+    let o = qexp(&["run", "--resume", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("shard 1 of 2 measured its clock offset to shard 0 (+0.012300 s) on host a-host-that-is-not-this-one")
+            && err.contains("pass --force"),
+        "{err}"
+    );
+}
