@@ -21,11 +21,11 @@ pub use objects::{
 };
 pub use yaml::to_yaml;
 
-/// The objects of `spec` as one YAML stream (`---` between documents), ready for `kubectl apply -f`.
+/// The objects of `spec` as one YAML stream (`---` between documents), ready for `kubectl apply --server-side -f`.
 pub fn manifest(spec: &JobSpec) -> Result<String, KubeError> {
     let docs = objects(spec)?;
     let mut out = format!(
-        "# qexp kube: run {} of experiment `{}` as {} shards.\n# kubectl apply -f this file; see docs/kubernetes.md.\n",
+        "# qexp kube: run {} of experiment `{}` as {} shards.\n# kubectl apply --server-side -f this file; see docs/kubernetes.md.\n",
         spec.run_id, spec.experiment, spec.shards
     );
     for d in docs {

@@ -136,8 +136,15 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
             ));
         }
     }
-    let bytes: usize =
-        spec.plan_text.len() + spec.files.iter().map(|f| f.text.len()).sum::<usize>();
+    // Kubernetes counts the keys as well as the values.
+    let bytes: usize = PLAN_FILE.len()
+        + spec.plan_text.len()
+        + spec
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| file_key(i).len() + f.text.len())
+            .sum::<usize>();
     if bytes > CONFIGMAP_MAX_BYTES {
         return bad(format!(
             "the plan and its files are {:.1} MiB, over the 1 MiB a ConfigMap holds: build the files into the image or copy them onto the results claim, and give the plan absolute paths to them",
@@ -145,14 +152,38 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
         ));
     }
     if let Some(k) = &spec.api_key {
-        if label(&k.secret, 253) != k.secret || k.key.is_empty() {
+        if !dns_subdomain(&k.secret) || !secret_key(&k.key) {
             return bad(format!(
-                "--api-key-secret `{}:{}`: give a Secret's name (lower case letters, digits and `-`) and a key in it",
+                "--api-key-secret `{}:{}`: give a Secret's name (lower case letters, digits, `-` and `.`) and a key in it (letters, digits, `-`, `_` and `.`)",
                 k.secret, k.key
             ));
         }
     }
     Ok(())
+}
+
+/// A Secret's name: a DNS subdomain (RFC 1123), as the API server checks it.
+fn dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|part| {
+            let b = part.as_bytes();
+            !b.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
+}
+
+/// A key in a Secret: `[-._a-zA-Z0-9]+`, at most 253 bytes, not `.` or `..`.
+fn secret_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 253
+        && key != "."
+        && key != ".."
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Where the plan and the files it names go under the mount, so that each
@@ -182,7 +213,7 @@ pub fn pod_paths(
         }
         if f.starts_with('/') || rest.is_empty() {
             return Err(KubeError::Bad(format!(
-                "the plan reads `{f}`: only files named relative to the plan travel into the pod; build it into the image and give its absolute path there, or name it relative to the plan"
+                "the plan reads `{f}`: only files named relative to the plan travel into the pod (one named by its absolute path is read where it is, from the image or the results claim)"
             )));
         }
         parts.push((up, rest));
@@ -497,5 +528,30 @@ mod tests {
         s.files[0].text = "x".repeat(CONFIGMAP_MAX_BYTES);
         let e = objects(&s).unwrap_err().to_string();
         assert!(e.contains("over the 1 MiB a ConfigMap holds"), "{e}");
+        // The keys count too: values that fit alone do not with their keys.
+        s.files[0].text = "x".repeat(CONFIGMAP_MAX_BYTES - s.plan_text.len());
+        assert!(objects(&s).is_err());
+    }
+
+    #[test]
+    fn secret_names_and_keys_are_checked_as_the_api_server_does() {
+        for (secret, key, ok) in [
+            ("llm-key", "token", true),
+            ("llm.key", "api_key.txt", true),
+            ("llm-key", "api/key", false),
+            ("llm-key", "..", false),
+            ("llm-key", "", false),
+            ("LLM", "token", false),
+            ("-llm", "token", false),
+            ("llm..key", "token", false),
+        ] {
+            let mut s = spec();
+            s.api_key = Some(SecretEnv {
+                env: "OPENAI_API_KEY".into(),
+                secret: secret.into(),
+                key: key.into(),
+            });
+            assert_eq!(objects(&s).is_ok(), ok, "{secret}:{key}");
+        }
     }
 }

@@ -38,7 +38,7 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
                 .with_context(|| format!("cannot write {}", path.display()))
                 .map_err(CliError::failure)?;
             eprintln!(
-                "qexp kube: wrote {} ({} shards, run {}); kubectl apply -f {}",
+                "qexp kube: wrote {} ({} shards, run {}); kubectl apply --server-side -f {}",
                 path.display(),
                 spec.shards,
                 spec.run_id,
@@ -53,7 +53,17 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
 /// The plan's path under the pod's mount and the files it reads, placed so
 /// that its relative paths still reach them.
 fn plan_files(plan: &Plan) -> Result<(String, Vec<qexp_kube::PodFile>), CliError> {
-    let written = plan.files_read();
+    // A file named by its absolute path is not shipped: the plan reads it
+    // where it is, so the image or the results claim must hold it there.
+    let (absolute, written): (Vec<String>, Vec<String>) = plan
+        .files_read()
+        .into_iter()
+        .partition(|f| std::path::Path::new(f).is_absolute());
+    for f in &absolute {
+        eprintln!(
+            "qexp kube: the plan reads {f} by its absolute path: it is not shipped, so the image or the results claim must hold it there"
+        );
+    }
     let name = plan
         .path
         .file_name()

@@ -143,7 +143,7 @@ that shard alone (qexp run --resume SHARD_DIR) and merge again, or pass --partia
     #[command(after_help = "\
 Examples:
   qexp kube experiments/throughput.toml --shards 8 --image ghcr.io/me/qexp:0.1 > qexp.yaml
-  kubectl apply -f qexp.yaml
+  kubectl apply --server-side -f qexp.yaml
 Writes a ConfigMap with the plan, a headless Service through which the shards reach
 shard 0, a PersistentVolumeClaim for the results, and the Indexed Job. See docs/kubernetes.md.")]
     Kube(KubeArgs),
