@@ -52,26 +52,29 @@ fn impossible_shard(manifest: &Manifest) -> Option<String> {
     })
 }
 
+/// A shard resumes alone, on the clock offset to shard 0 that it measured
+/// when it ran: right on the host it ran on, off by the two hosts' clock
+/// difference anywhere else. The host is told by its name, so two hosts
+/// of one name (a pod rescheduled onto another node keeps its name) are
+/// not told apart, and nothing is refused when either name is unknown.
+fn shard_elsewhere(manifest: &Manifest, here: Option<&str>) -> Option<String> {
+    let s = manifest.shard.as_ref()?;
+    let (then, here) = other_host(manifest.host.hostname.as_deref(), here)?;
+    Some(format!(
+            "shard {} of {} measured its clock offset to shard 0 ({:+.6} s) on host {then}, and this is host {here}: the resumed requests' times would be off by the two hosts' clock difference (resume a shard on the host it ran on)",
+            s.index, s.count, s.clock_offset_s,
+        ))
+}
+
+/// The host a run was made on and this one, when both are known and differ.
+fn other_host<'a>(then: Option<&'a str>, here: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+    let (then, here) = (then?, here?);
+    (then != here).then_some((then, here))
+}
+
 /// Reads the run and its plan into the options that started it. Refuses a
 /// complete run, a plan whose points changed, and (without `force`) a plan
 /// file whose hash changed.
-/// A shard resumes alone, on the clock offset to shard 0 that it measured
-/// when it ran: right on the host it ran on, off by the two hosts' clock
-/// difference anywhere else.
-fn shard_elsewhere(manifest: &Manifest, here: Option<&str>) -> Option<String> {
-    let s = manifest.shard.as_ref()?;
-    let then = manifest.host.hostname.as_deref()?;
-    (here != Some(then)).then(|| {
-        format!(
-            "shard {} of {} measured its clock offset to shard 0 ({:+.6} s) on host {then}, and this is host {}: the resumed requests' times would be off by the two hosts' clock difference (resume a shard on the host it ran on)",
-            s.index,
-            s.count,
-            s.clock_offset_s,
-            here.unwrap_or("(unnamed)")
-        )
-    })
-}
-
 pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunError> {
     let manifest = qexp_store::read_manifest(&r.dir)?;
     // Before anything else: a run another process writes is not ours to touch.
@@ -332,6 +335,14 @@ fn short(hash: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_is_other_only_when_both_names_are_known_and_differ() {
+        assert_eq!(other_host(Some("a"), Some("b")), Some(("a", "b")));
+        assert_eq!(other_host(Some("a"), Some("a")), None);
+        assert_eq!(other_host(None, Some("a")), None);
+        assert_eq!(other_host(Some("a"), None), None);
+    }
 
     #[test]
     fn fingerprint_changes_name_each_field() {
