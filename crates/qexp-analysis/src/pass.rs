@@ -19,7 +19,7 @@ use crate::columns::u32s;
 use crate::error::AnalysisError;
 use polars::prelude::*;
 use qexp_store::requests as rq;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// A (trial, point): the key of every per-trial statistic.
@@ -35,8 +35,10 @@ struct Open {
 /// Calls `each` with every (trial, point) of the run's measured (not
 /// warm-up) request rows, in the order their last row is read, with its
 /// `columns` (those of them the run has; [`rq::TRIAL`], [`rq::POINT_ID`] and
-/// [`rq::WARMUP`] always) as one frame. Rows are read `batch_rows` at a time.
-/// `expected` is [`measured_rows`] of the run.
+/// [`rq::WARMUP`] always) as one frame, once. Rows are read `batch_rows` at
+/// a time. `expected` is [`measured_rows`] of the run: rows of a (trial,
+/// point) read after its counted rows (written since the count, while the
+/// run was still running) are left out.
 pub(crate) fn for_each_trial_point(
     dir: &Path,
     expected: &BTreeMap<TrialPoint, usize>,
@@ -45,18 +47,26 @@ pub(crate) fn for_each_trial_point(
     mut each: impl FnMut(TrialPoint, DataFrame) -> PolarsResult<()>,
 ) -> Result<(), AnalysisError> {
     let mut open: BTreeMap<TrialPoint, Open> = BTreeMap::new();
+    // Handed over already: rows of these read later were written after the
+    // count (a run still running), and are left out, so that a (trial,
+    // point) is handed over once, whole as counted.
+    let mut done: BTreeSet<TrialPoint> = BTreeSet::new();
     let keys = [rq::TRIAL, rq::POINT_ID, rq::WARMUP];
     let mut wanted = keys.to_vec();
     wanted.extend(columns.iter().filter(|c| !keys.contains(c)));
     qexp_store::for_each_request_batch(dir, &wanted, batch_rows, |df| {
         let df = measured(df)?;
         for (key, piece) in blocks(&df)? {
+            if done.contains(&key) {
+                continue;
+            }
             let group = open.entry(key).or_default();
             group.rows += piece.height();
             group.pieces.push(piece);
             if group.rows >= expected.get(&key).copied().unwrap_or(usize::MAX) {
-                if let Some(done) = open.remove(&key) {
-                    each(key, stack(done.pieces)?)?;
+                if let Some(group) = open.remove(&key) {
+                    done.insert(key);
+                    each(key, stack(group.pieces)?)?;
                 }
             }
         }
@@ -126,4 +136,43 @@ fn stack(pieces: Vec<DataFrame>) -> PolarsResult<DataFrame> {
         df.vstack_mut_owned(p)?;
     }
     Ok(df)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_testkit::SynthRun;
+
+    const PLAN: &str = "[experiment]\nname = \"pass\"\nversion = 1\n\n[target]\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"m\"\n\n\
+        [workload]\ninput_tokens = 100\noutput_tokens = 10\n\n[sweep]\nconcurrency = [1, 2]\n\n\
+        [run]\nrequests = 12\ntrials = 2\n";
+
+    /// Rows written after the count (a run still running) are left out: each
+    /// (trial, point) is handed over once, with at least its counted rows.
+    #[test]
+    fn a_trial_point_is_handed_over_once_even_when_rows_outnumber_the_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = SynthRun::new(PLAN, "r", "2026-12-01T10:00:00Z").write(tmp.path());
+        let actual = measured_rows(&dir, 5).unwrap();
+        assert_eq!(actual.len(), 4, "{actual:?}");
+        let mut expected = actual.clone();
+        for n in expected.values_mut() {
+            *n -= 4;
+        }
+        let mut seen: Vec<(TrialPoint, usize)> = Vec::new();
+        for_each_trial_point(&dir, &expected, &[], 5, |key, rows| {
+            seen.push((key, rows.height()));
+            Ok(())
+        })
+        .unwrap();
+        let keys: BTreeSet<TrialPoint> = seen.iter().map(|(k, _)| *k).collect();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(keys.len(), 4, "{seen:?}");
+        for (key, height) in seen {
+            assert!(
+                height >= expected[&key] && height <= actual[&key],
+                "{key:?}: {height}"
+            );
+        }
+    }
 }

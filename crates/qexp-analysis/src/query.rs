@@ -20,7 +20,10 @@
 //! other files are refused. A result with no `ORDER BY` at its top comes
 //! back sorted by its columns, left to right: polars returns `GROUP BY`
 //! groups in no fixed order, and a pinned notebook must render the same
-//! bytes every time.
+//! bytes every time. For the same reason a `LIMIT` (or `OFFSET`, `FETCH`,
+//! `TOP`) without an `ORDER BY` is refused. Rows that tie on an `ORDER BY`
+//! keep the order polars gives them: order by every column that tells them
+//! apart.
 
 use crate::error::AnalysisError;
 use polars::prelude::*;
@@ -55,6 +58,12 @@ pub enum QueryError {
     #[error("a query reads only the run's tables (requests, all_requests, points); {what} is not one of them")]
     Source {
         /// What was named, as written (`nowhere`, `read_parquet(…)`).
+        what: String,
+    },
+    /// The query keeps some rows without an order that says which.
+    #[error("`{what}` without ORDER BY keeps rows in no fixed order: add an ORDER BY, so that the notebook renders the same rows every time")]
+    Unordered {
+        /// The clause, as written (`LIMIT 3`).
         what: String,
     },
     /// polars refused or failed the query (a syntax error, an unknown column).
@@ -162,7 +171,45 @@ fn check(sql: &str) -> Result<bool, Checked> {
     if let ControlFlow::Break(what) = query.visit(&mut Sources(&names.0)) {
         return Err(Checked::Refused(QueryError::Source { what }));
     }
-    Ok(query.order_by.is_some())
+    if let ControlFlow::Break(what) = query.visit(&mut Unordered) {
+        return Err(Checked::Refused(QueryError::Unordered { what }));
+    }
+    Ok(ordered(&query))
+}
+
+/// Whether a query's result has an order of its own: an `ORDER BY` at its
+/// top, or on the parenthesised query that is its whole body.
+fn ordered(q: &Query) -> bool {
+    match (&q.order_by, q.body.as_ref()) {
+        (Some(_), _) => true,
+        (None, SetExpr::Query(inner)) => ordered(inner),
+        _ => false,
+    }
+}
+
+/// Breaks on the first query that keeps some rows (`LIMIT`, `OFFSET`,
+/// `FETCH`, `TOP`) without an `ORDER BY` to say which: polars would pick
+/// them in no fixed order.
+struct Unordered;
+
+impl Visitor for Unordered {
+    type Break = String;
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<String> {
+        let top = match q.body.as_ref() {
+            SetExpr::Select(s) => s.top.is_some(),
+            _ => false,
+        };
+        let cut = match (&q.limit_clause, &q.fetch, top) {
+            (Some(l), _, _) => Some(l.to_string()),
+            (None, Some(f), _) => Some(f.to_string()),
+            (None, None, true) => Some("TOP".to_string()),
+            (None, None, false) => None,
+        };
+        match (cut, &q.order_by) {
+            (Some(what), None) => ControlFlow::Break(what.trim().to_string()),
+            _ => ControlFlow::Continue(()),
+        }
+    }
 }
 
 /// Every `WITH` name a statement declares, at any depth.

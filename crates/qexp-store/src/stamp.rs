@@ -11,8 +11,10 @@ use std::time::UNIX_EPOCH;
 const MAX_DEPTH: usize = 3;
 
 /// SHA-256 (hex) over every file under `run` — its path inside the folder,
-/// size and modification time — the lock file left out. A write, a resume
-/// or a merge changes it; reading the folder does not.
+/// size and modification time, links followed — the lock file left out
+/// (below [`MAX_DEPTH`] levels, a folder stands for what it holds by its own
+/// time). A write, a resume or a merge changes it; reading the folder does
+/// not.
 pub fn folder_stamp(run: &Path) -> Result<String, StoreError> {
     let mut entries = Vec::new();
     walk(run, "", 0, &mut entries)?;
@@ -31,13 +33,20 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) -> Result
         let entry = entry.map_err(StoreError::io("cannot list", dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
-        let meta = entry
-            .metadata()
+        // A link is followed (a linked Parquet file changes with its
+        // target); a dangling one is stamped as the link itself.
+        let meta = std::fs::metadata(&path)
+            .or_else(|_| std::fs::symlink_metadata(&path))
             .map_err(StoreError::io("cannot read", &path))?;
         let rel = format!("{prefix}{name}");
+        if depth == 0 && name == LOCK_FILE {
+            continue;
+        }
         if meta.is_dir() && depth + 1 < MAX_DEPTH {
             walk(&path, &format!("{rel}/"), depth + 1, out)?;
-        } else if meta.is_file() && !(depth == 0 && name == LOCK_FILE) {
+        } else {
+            // A file, or a folder deeper than qexp writes (its own time
+            // changes when an entry is added or removed).
             let modified = meta
                 .modified()
                 .ok()
@@ -68,6 +77,22 @@ mod tests {
         assert_ne!(second, first);
         std::fs::write(tmp.path().join("parts/requests-2.parquet"), "bb")?;
         assert_ne!(folder_stamp(tmp.path())?, second);
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_file_is_stamped_by_its_target() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        let (run, elsewhere) = (tmp.path().join("run"), tmp.path().join("data.parquet"));
+        std::fs::create_dir(&run)?;
+        std::fs::write(&elsewhere, "a")?;
+        std::os::unix::fs::symlink(&elsewhere, run.join("requests.parquet"))?;
+        let first = folder_stamp(&run)?;
+        std::fs::write(&elsewhere, "ab")?;
+        assert_ne!(folder_stamp(&run)?, first);
+        std::fs::remove_file(&elsewhere)?;
+        folder_stamp(&run)?;
         Ok(())
     }
 }

@@ -140,7 +140,7 @@ pub fn render_notebook(
                 .map(move |c| (format!("{name}-{}.svg", c.name), c.svg.as_str()))
         })
         // Only the charts the notebook shows (or links) are written beside it.
-        .filter(|(file, _)| markdown.contains(file.as_str()))
+        .filter(|(file, _)| references(&markdown, file))
         .collect();
     let view = NotebookView {
         title: parsed.title.clone().unwrap_or_else(|| {
@@ -324,4 +324,29 @@ fn explain(cell: &cells::Cell, error: String, missing: &BTreeMap<String, String>
         }
     }
     error
+}
+
+/// Whether `markdown` names `file` as a whole name (`(a-ttft.svg)` names
+/// `a-ttft.svg`; `(ba-ttft.svg)` does not).
+fn references(markdown: &str, file: &str) -> bool {
+    markdown.match_indices(file).any(|(i, _)| {
+        let before = markdown[..i].chars().next_back();
+        let after = markdown[i + file.len()..].chars().next();
+        let part_of_name = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+        !before.is_some_and(part_of_name) && !after.is_some_and(|c| c.is_alphanumeric())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::references;
+
+    #[test]
+    fn a_chart_is_named_only_by_its_whole_file_name() {
+        let md = "![x](ba-ttft.svg) and [y](./c-agg.svg)";
+        assert!(references(md, "ba-ttft.svg"));
+        assert!(!references(md, "a-ttft.svg"));
+        assert!(references(md, "c-agg.svg"));
+        assert!(!references(md, "c-ag.svg"));
+    }
 }
