@@ -19,7 +19,11 @@ pub fn render_model_check(
     model_path: &Path,
     out_dir: &Path,
 ) -> Result<Vec<PathBuf>, RenderError> {
-    let checks = qexp_analysis::check_against_model(a, model);
+    let mut checks = qexp_analysis::check_against_model(a, model);
+    // The run's points in plan order, as in the report; the checks follow it.
+    let plan_order: Vec<String> = a.points.iter().map(|p| p.point.label()).collect();
+    let place = |label: &str| plan_order.iter().position(|l| l == label);
+    checks.sort_by_key(|c| place(&c.point));
     let mut points: Vec<String> = Vec::new();
     for c in &checks {
         if !points.contains(&c.point) {

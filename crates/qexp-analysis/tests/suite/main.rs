@@ -1,11 +1,12 @@
 //! qexp-analysis's integration tests, as one test binary (one link of
 //! polars): the diff on synthetic runs, its measured error rates, and the
 //! pooled ITL read in batches, the history's step search and its error
-//! rates, and SQL over a run's rows.
+//! rates, SQL over a run's rows, and a run checked against a fitted model.
 
 mod diff;
 mod diff_power;
 mod distributions;
 mod history;
 mod itl;
+mod model_check;
 mod query;
