@@ -61,6 +61,8 @@ pub(crate) struct TrialFrames {
     failures: Vec<DataFrame>,
     itl: BTreeMap<(u32, u32), [f64; 3]>,
     /// Keyed by (point, trial).
+    medians: BTreeMap<(u32, u32), Medians>,
+    /// Keyed by (point, trial).
     distributions: BTreeMap<(u32, u32), TrialPart>,
     /// For runs with open-loop points or `[slo]`.
     schedule: Option<ScheduleFrames>,
@@ -86,6 +88,7 @@ impl TrialFrames {
             turns: Vec::new(),
             failures: Vec::new(),
             itl: BTreeMap::new(),
+            medians: BTreeMap::new(),
             distributions: BTreeMap::new(),
             schedule: ScheduleFrames::for_run(manifest),
         }
@@ -110,14 +113,16 @@ impl TrialFrames {
     pub(crate) fn add(&mut self, (trial, point): TrialPoint, rows: DataFrame) -> PolarsResult<()> {
         let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
         let (samples, offsets) = (distribution::samples(&rows)?, ok_offsets(&rows)?);
-        // The plain-Rust statistics (distributions, pooled ITL) run on a
-        // second core beside polars' aggregations of the same rows. They
-        // call nothing that waits on polars' thread pool, so an analysis
-        // that itself runs on that pool cannot deadlock on them.
-        let (part, itl) = std::thread::scope(|s| {
+        let values = MedianInputs::of(&rows, &self.schema)?;
+        // The plain-Rust statistics (distributions, pooled ITL, the
+        // medians) run on a second core beside polars' aggregations of the
+        // same rows. They call nothing that waits on polars' thread pool, so
+        // an analysis that itself runs on that pool cannot deadlock on them.
+        let (part, itl, medians) = std::thread::scope(|s| {
             let plain = s.spawn(|| {
                 let part = distribution::trial_part(trial, samples, share);
-                itl_percentiles(&offsets).map(|itl| (part, itl))
+                let medians = values.medians();
+                itl_percentiles(&offsets).map(|itl| (part, itl, medians))
             });
             let frames = self.add_frames((trial, point), &rows);
             let plain = plain
@@ -127,6 +132,7 @@ impl TrialFrames {
         })?;
         self.distributions.insert((point, trial), part);
         self.itl.insert((point, trial), itl);
+        self.medians.insert((point, trial), medians);
         Ok(())
     }
 
@@ -181,6 +187,14 @@ impl TrialFrames {
         for (key, m) in by_key.iter_mut() {
             [m.itl_p50_s, m.itl_p90_s, m.itl_p99_s] =
                 self.itl.get(key).copied().unwrap_or([f64::NAN; 3]);
+            let d = self.medians.get(key).copied().unwrap_or(Medians::NONE);
+            m.decode_tok_s = d.decode_tok_s;
+            m.ttft_s = d.ttft_s;
+            m.ttft_p90_s = d.ttft_p90_s;
+            m.e2e_s = d.e2e_s;
+            m.prompt_tokens = d.prompt_tokens;
+            m.input_planned = d.input_planned;
+            m.completion_tokens = d.completion_tokens;
         }
         Ok(by_key)
     }
@@ -260,28 +274,8 @@ fn per_trial_frame(measured: LazyFrame, schema: &Schema, ok: Expr) -> LazyFrame 
             .sum()
             .cast(F)
             .alias("failures"),
-        (lit(1.0) / good(col(rq::TPOT_S)))
-            .median()
-            .alias("decode_tok_s"),
-        good(col(rq::TTFT_S)).median().alias("ttft_s"),
-        good(col(rq::TTFT_S))
-            .quantile(lit(0.9), QuantileMethod::Linear)
-            .alias("ttft_p90_s"),
-        good(col(rq::E2E_S)).median().alias("e2e_s"),
         (good(col(rq::COMPLETION_TOKENS)).cast(F).sum() / good(col(rq::CHUNKS)).cast(F).sum())
             .alias("tokens_per_chunk"),
-        good(col(rq::PROMPT_TOKENS))
-            .cast(F)
-            .median()
-            .alias("prompt_tokens"),
-        good(planned_input.clone())
-            .cast(F)
-            .median()
-            .alias("input_planned"),
-        good(col(rq::COMPLETION_TOKENS))
-            .cast(F)
-            .median()
-            .alias("completion_tokens"),
         (planned_input
             .clone()
             .n_unique()
@@ -298,29 +292,22 @@ fn per_trial_frame(measured: LazyFrame, schema: &Schema, ok: Expr) -> LazyFrame 
     ])
 }
 
-/// The request metrics of each (trial, point), keyed by (point, trial); ITL
-/// and the point-row values are filled in later.
+/// The request metrics of each (trial, point), keyed by (point, trial); ITL,
+/// the medians and the point-row values are filled in later.
 fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMetrics>> {
     let trial = u32s(df, rq::TRIAL)?;
     let pid = u32s(df, rq::POINT_ID)?;
     let get = |name: &str| f64s(df, name);
-    let (req, fail, dec, ttft, p90, e2e, tpc, pt, cached, mism) = (
+    let (req, fail, tpc, cached, mism) = (
         get("requests")?,
         get("failures")?,
-        get("decode_tok_s")?,
-        get("ttft_s")?,
-        get("ttft_p90_s")?,
-        get("e2e_s")?,
         get("tokens_per_chunk")?,
-        get("prompt_tokens")?,
         get("cached_tokens")?,
         get("token_mismatches")?,
     );
-    let (share, share_expected, planned_in, completion, vary) = (
+    let (share, share_expected, vary) = (
         get("cached_share")?,
         get("cached_share_expected")?,
-        get("input_planned")?,
-        get("completion_tokens")?,
         get("lengths_vary")?,
     );
     Ok((0..df.height())
@@ -330,19 +317,12 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
                 point_id: pid[i],
                 requests: req[i] as u32,
                 failures: fail[i] as u32,
-                decode_tok_s: dec[i],
-                ttft_s: ttft[i],
-                ttft_p90_s: p90[i],
-                e2e_s: e2e[i],
                 tokens_per_chunk: tpc[i],
-                prompt_tokens: pt[i],
                 cached_tokens: if cached[i].is_finite() {
                     cached[i] as u64
                 } else {
                     0
                 },
-                input_planned: planned_in[i],
-                completion_tokens: completion[i],
                 lengths_vary: vary[i] > 0.0,
                 cached_share: share[i],
                 cached_share_expected: share_expected[i],
@@ -357,6 +337,129 @@ fn request_metrics(df: &DataFrame) -> PolarsResult<BTreeMap<(u32, u32), TrialMet
             ((pid[i], trial[i]), m)
         })
         .collect())
+}
+
+/// The per-(trial, point) medians (and TTFT p90) over the successful
+/// requests. They are taken by selection, in O(n) ([`quantiles_in_place`]):
+/// polars' median sorts a column that has nulls or more than one chunk,
+/// which a (trial, point) read in batches always has, and those sorts were
+/// a sixth of a large report's time.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    decode_tok_s: f64,
+    ttft_s: f64,
+    ttft_p90_s: f64,
+    e2e_s: f64,
+    prompt_tokens: f64,
+    input_planned: f64,
+    completion_tokens: f64,
+}
+
+impl Medians {
+    /// No successful request.
+    const NONE: Medians = Medians {
+        decode_tok_s: f64::NAN,
+        ttft_s: f64::NAN,
+        ttft_p90_s: f64::NAN,
+        e2e_s: f64::NAN,
+        prompt_tokens: f64::NAN,
+        input_planned: f64::NAN,
+        completion_tokens: f64::NAN,
+    };
+}
+
+/// The successful requests' values the medians are of (nulls left out).
+struct MedianInputs {
+    decode_tok_s: Vec<f64>,
+    ttft_s: Vec<f64>,
+    e2e_s: Vec<f64>,
+    prompt_tokens: Vec<f64>,
+    input_planned: Vec<f64>,
+    completion_tokens: Vec<f64>,
+}
+
+impl MedianInputs {
+    /// Read from one (trial, point)'s rows, with the run's `schema`.
+    fn of(rows: &DataFrame, schema: &Schema) -> PolarsResult<MedianInputs> {
+        let error = rows.column(rq::ERROR_CLASS)?;
+        let ok = (error.null_count() < rows.height()).then(|| error.is_null());
+        // Runs written before the workload columns existed planned every request alike.
+        let planned = match schema.contains(rq::INPUT_TOKENS_PLANNED) {
+            true => rq::INPUT_TOKENS_PLANNED,
+            false => rq::INPUT_TOKENS_TARGET,
+        };
+        let good = |name: &str| good_values(rows, ok.as_ref(), name);
+        let mut decode_tok_s = good(rq::TPOT_S)?;
+        for v in &mut decode_tok_s {
+            *v = 1.0 / *v;
+        }
+        Ok(MedianInputs {
+            decode_tok_s,
+            ttft_s: good(rq::TTFT_S)?,
+            e2e_s: good(rq::E2E_S)?,
+            prompt_tokens: good(rq::PROMPT_TOKENS)?,
+            input_planned: good(planned)?,
+            completion_tokens: good(rq::COMPLETION_TOKENS)?,
+        })
+    }
+
+    fn medians(mut self) -> Medians {
+        let q = |v: &mut Vec<f64>, qs: &[f64]| -> Vec<f64> {
+            quantiles_in_place(v, qs)
+                .into_iter()
+                .map(|x| x.unwrap_or(f64::NAN))
+                .collect()
+        };
+        let ttft = q(&mut self.ttft_s, &[0.5, 0.9]);
+        Medians {
+            decode_tok_s: q(&mut self.decode_tok_s, &[0.5])[0],
+            ttft_s: ttft[0],
+            ttft_p90_s: ttft[1],
+            e2e_s: q(&mut self.e2e_s, &[0.5])[0],
+            prompt_tokens: q(&mut self.prompt_tokens, &[0.5])[0],
+            input_planned: q(&mut self.input_planned, &[0.5])[0],
+            completion_tokens: q(&mut self.completion_tokens, &[0.5])[0],
+        }
+    }
+}
+
+/// The non-null values of column `name` in the rows where `ok` holds (all
+/// rows when `ok` is None), as f64.
+fn good_values(
+    rows: &DataFrame,
+    ok: Option<&BooleanChunked>,
+    name: &str,
+) -> PolarsResult<Vec<f64>> {
+    let s = rows.column(name)?.as_materialized_series();
+    // Every request succeeded (most (trial, point)s): the arrays' values
+    // are copied straight, without a per-row option.
+    match (ok, s.dtype()) {
+        (None, DataType::Float64) => return Ok(non_null(s.f64()?, |x| x)),
+        (None, DataType::UInt32) => return Ok(non_null(s.u32()?, f64::from)),
+        _ => {}
+    }
+    let c = s.cast(&F)?;
+    let values = c.f64()?.iter();
+    Ok(match ok {
+        None => values.flatten().collect(),
+        Some(ok) => values
+            .zip(ok.iter())
+            .filter_map(|(v, ok)| v.filter(|_| ok == Some(true)))
+            .collect(),
+    })
+}
+
+/// The non-null values of `ca`, in order, as f64.
+fn non_null<T: PolarsNumericType>(ca: &ChunkedArray<T>, f: impl Fn(T::Native) -> f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(ca.len() - ca.null_count());
+    for arr in ca.downcast_iter() {
+        if arr.validity().is_none_or(|v| v.unset_bits() == 0) {
+            out.extend(arr.values().iter().map(|&x| f(x)));
+        } else {
+            out.extend(arr.iter().flatten().map(|&x| f(x)));
+        }
+    }
+    out
 }
 
 /// The chunk offsets of the successful requests of `rows`.
