@@ -114,7 +114,7 @@ pub(crate) fn share(trials: usize) -> usize {
 
 /// One trial's part from its measured requests at a point (any order),
 /// keeping at most `share` of them on the timeline.
-pub(crate) fn trial_part(trial: u32, mut rows: Vec<RequestSample>, share: usize) -> TrialPart {
+pub(crate) fn trial_part(trial: u32, rows: &mut [RequestSample], share: usize) -> TrialPart {
     rows.sort_by(|a, b| a.sent_unix_s.total_cmp(&b.sent_unix_s));
     let start = rows
         .iter()
@@ -173,7 +173,7 @@ pub fn point_distribution(point_id: u32, samples: &[RequestSample]) -> PointDist
         point_id,
         by_trial
             .into_iter()
-            .map(|(trial, rows)| trial_part(trial, rows, share)),
+            .map(|(trial, mut rows)| trial_part(trial, &mut rows, share)),
     )
 }
 
@@ -186,8 +186,10 @@ pub(crate) const COLUMNS: [&str; 5] = [
     rq::ERROR_CLASS,
 ];
 
-/// The measured requests of `df` (a frame with [`COLUMNS`]), in its order.
-pub(crate) fn samples(df: &DataFrame) -> PolarsResult<Vec<RequestSample>> {
+/// The measured requests of `df` (a frame with [`COLUMNS`]), in its order,
+/// into `out` (emptied first: a buffer kept from one (trial, point) to the
+/// next).
+pub(crate) fn samples_into(df: &DataFrame, out: &mut Vec<RequestSample>) -> PolarsResult<()> {
     let trial = u32s(df, rq::TRIAL)?;
     let (sent, ttft, e2e) = (
         f64s(df, rq::SENT_UNIX_S)?,
@@ -195,17 +197,15 @@ pub(crate) fn samples(df: &DataFrame) -> PolarsResult<Vec<RequestSample>> {
         f64s(df, rq::E2E_S)?,
     );
     let ok = df.column(rq::ERROR_CLASS)?.is_null();
-    Ok(ok
-        .iter()
-        .enumerate()
-        .map(|(i, ok)| RequestSample {
-            trial: trial[i],
-            sent_unix_s: sent[i],
-            ttft_s: ttft[i],
-            e2e_s: e2e[i],
-            ok: ok.unwrap_or(false),
-        })
-        .collect())
+    out.clear();
+    out.extend(ok.iter().enumerate().map(|(i, ok)| RequestSample {
+        trial: trial[i],
+        sent_unix_s: sent[i],
+        ttft_s: ttft[i],
+        e2e_s: e2e[i],
+        ok: ok.unwrap_or(false),
+    }));
+    Ok(())
 }
 
 #[cfg(test)]

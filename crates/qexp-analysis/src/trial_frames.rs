@@ -66,6 +66,19 @@ pub(crate) struct TrialFrames {
     distributions: BTreeMap<(u32, u32), TrialPart>,
     /// For runs with open-loop points or `[slo]`.
     schedule: Option<ScheduleFrames>,
+    /// The statistics thread's buffers, kept from one (trial, point) to
+    /// the next.
+    scratch: Scratch,
+}
+
+/// Buffers the size of a (trial, point), reused: freeing and allocating
+/// them anew for each one made the kernel clear their pages every time
+/// (millions of page faults in a report of 100 M requests).
+#[derive(Default)]
+struct Scratch {
+    samples: Vec<distribution::RequestSample>,
+    values: Vec<f64>,
+    gaps: Vec<f64>,
 }
 
 impl TrialFrames {
@@ -91,6 +104,7 @@ impl TrialFrames {
             medians: BTreeMap::new(),
             distributions: BTreeMap::new(),
             schedule: ScheduleFrames::for_run(manifest),
+            scratch: Scratch::default(),
         }
     }
 
@@ -112,17 +126,20 @@ impl TrialFrames {
     /// Summarises one (trial, point)'s measured rows.
     pub(crate) fn add(&mut self, (trial, point): TrialPoint, rows: DataFrame) -> PolarsResult<()> {
         let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
-        let (samples, offsets) = (distribution::samples(&rows)?, ok_offsets(&rows)?);
-        let values = MedianInputs::of(&rows, &self.schema)?;
+        let offsets = ok_offsets(&rows)?;
+        let mut scratch = std::mem::take(&mut self.scratch);
         // The plain-Rust statistics (distributions, pooled ITL, the
         // medians) run on a second core beside polars' aggregations of the
         // same rows. They call nothing that waits on polars' thread pool, so
         // an analysis that itself runs on that pool cannot deadlock on them.
+        let schema = self.schema.clone();
         let (part, itl, medians) = std::thread::scope(|s| {
             let plain = s.spawn(|| {
-                let part = distribution::trial_part(trial, samples, share);
-                let medians = values.medians();
-                itl_percentiles(&offsets).map(|itl| (part, itl, medians))
+                let sc = &mut scratch;
+                distribution::samples_into(&rows, &mut sc.samples)?;
+                let part = distribution::trial_part(trial, &mut sc.samples, share);
+                let medians = Medians::of(&rows, &schema, &mut sc.values)?;
+                itl_percentiles(&offsets, &mut sc.gaps).map(|itl| (part, itl, medians))
             });
             let frames = self.add_frames((trial, point), &rows);
             let plain = plain
@@ -130,6 +147,7 @@ impl TrialFrames {
                 .map_err(|_| PolarsError::ComputeError("a statistics thread panicked".into()))?;
             frames.and(plain)
         })?;
+        self.scratch = scratch;
         self.distributions.insert((point, trial), part);
         self.itl.insert((point, trial), itl);
         self.medians.insert((point, trial), medians);
@@ -368,19 +386,12 @@ impl Medians {
     };
 }
 
-/// The successful requests' values the medians are of (nulls left out).
-struct MedianInputs {
-    decode_tok_s: Vec<f64>,
-    ttft_s: Vec<f64>,
-    e2e_s: Vec<f64>,
-    prompt_tokens: Vec<f64>,
-    input_planned: Vec<f64>,
-    completion_tokens: Vec<f64>,
-}
-
-impl MedianInputs {
-    /// Read from one (trial, point)'s rows, with the run's `schema`.
-    fn of(rows: &DataFrame, schema: &Schema) -> PolarsResult<MedianInputs> {
+impl Medians {
+    /// The medians of one (trial, point)'s successful requests (`rows`, of
+    /// a run with `schema`), one column at a time: each column's values
+    /// are copied out, selected and dropped before the next. Reads the
+    /// rows' arrays only (no call waits on polars' thread pool).
+    fn of(rows: &DataFrame, schema: &Schema, buf: &mut Vec<f64>) -> PolarsResult<Medians> {
         let error = rows.column(rq::ERROR_CLASS)?;
         let ok = (error.null_count() < rows.height()).then(|| error.is_null());
         // Runs written before the workload columns existed planned every request alike.
@@ -388,70 +399,70 @@ impl MedianInputs {
             true => rq::INPUT_TOKENS_PLANNED,
             false => rq::INPUT_TOKENS_TARGET,
         };
-        let good = |name: &str| good_values(rows, ok.as_ref(), name);
-        let mut decode_tok_s = good(rq::TPOT_S)?;
-        for v in &mut decode_tok_s {
-            *v = 1.0 / *v;
-        }
-        Ok(MedianInputs {
-            decode_tok_s,
-            ttft_s: good(rq::TTFT_S)?,
-            e2e_s: good(rq::E2E_S)?,
-            prompt_tokens: good(rq::PROMPT_TOKENS)?,
-            input_planned: good(planned)?,
-            completion_tokens: good(rq::COMPLETION_TOKENS)?,
-        })
-    }
-
-    fn medians(mut self) -> Medians {
-        let q = |v: &mut Vec<f64>, qs: &[f64]| -> Vec<f64> {
-            quantiles_in_place(v, qs)
+        let mut quantiles = |name: &str, qs: &[f64], f: fn(f64) -> f64| -> PolarsResult<Vec<f64>> {
+            good_values(rows, ok.as_ref(), name, buf)?;
+            buf.iter_mut().for_each(|x| *x = f(*x));
+            Ok(quantiles_in_place(buf, qs)
                 .into_iter()
                 .map(|x| x.unwrap_or(f64::NAN))
-                .collect()
+                .collect())
         };
-        let ttft = q(&mut self.ttft_s, &[0.5, 0.9]);
-        Medians {
-            decode_tok_s: q(&mut self.decode_tok_s, &[0.5])[0],
+        let ttft = quantiles(rq::TTFT_S, &[0.5, 0.9], |x| x)?;
+        Ok(Medians {
+            decode_tok_s: quantiles(rq::TPOT_S, &[0.5], |x| 1.0 / x)?[0],
             ttft_s: ttft[0],
             ttft_p90_s: ttft[1],
-            e2e_s: q(&mut self.e2e_s, &[0.5])[0],
-            prompt_tokens: q(&mut self.prompt_tokens, &[0.5])[0],
-            input_planned: q(&mut self.input_planned, &[0.5])[0],
-            completion_tokens: q(&mut self.completion_tokens, &[0.5])[0],
-        }
+            e2e_s: quantiles(rq::E2E_S, &[0.5], |x| x)?[0],
+            prompt_tokens: quantiles(rq::PROMPT_TOKENS, &[0.5], |x| x)?[0],
+            input_planned: quantiles(planned, &[0.5], |x| x)?[0],
+            completion_tokens: quantiles(rq::COMPLETION_TOKENS, &[0.5], |x| x)?[0],
+        })
     }
 }
 
 /// The non-null values of column `name` in the rows where `ok` holds (all
-/// rows when `ok` is None), as f64.
+/// rows when `ok` is None), as f64, into `out` (emptied first).
 fn good_values(
     rows: &DataFrame,
     ok: Option<&BooleanChunked>,
     name: &str,
-) -> PolarsResult<Vec<f64>> {
+    out: &mut Vec<f64>,
+) -> PolarsResult<()> {
+    out.clear();
     let s = rows.column(name)?.as_materialized_series();
     // Every request succeeded (most (trial, point)s): the arrays' values
     // are copied straight, without a per-row option.
     match (ok, s.dtype()) {
-        (None, DataType::Float64) => return Ok(non_null(s.f64()?, |x| x)),
-        (None, DataType::UInt32) => return Ok(non_null(s.u32()?, f64::from)),
+        (None, DataType::Float64) => {
+            non_null(s.f64()?, |x| x, out);
+            return Ok(());
+        }
+        (None, DataType::UInt32) => {
+            non_null(s.u32()?, f64::from, out);
+            return Ok(());
+        }
         _ => {}
     }
     let c = s.cast(&F)?;
     let values = c.f64()?.iter();
-    Ok(match ok {
-        None => values.flatten().collect(),
-        Some(ok) => values
-            .zip(ok.iter())
-            .filter_map(|(v, ok)| v.filter(|_| ok == Some(true)))
-            .collect(),
-    })
+    match ok {
+        None => out.extend(values.flatten()),
+        Some(ok) => out.extend(
+            values
+                .zip(ok.iter())
+                .filter_map(|(v, ok)| v.filter(|_| ok == Some(true))),
+        ),
+    }
+    Ok(())
 }
 
-/// The non-null values of `ca`, in order, as f64.
-fn non_null<T: PolarsNumericType>(ca: &ChunkedArray<T>, f: impl Fn(T::Native) -> f64) -> Vec<f64> {
-    let mut out = Vec::with_capacity(ca.len() - ca.null_count());
+/// Appends the non-null values of `ca`, in order, as f64, to `out`.
+fn non_null<T: PolarsNumericType>(
+    ca: &ChunkedArray<T>,
+    f: impl Fn(T::Native) -> f64,
+    out: &mut Vec<f64>,
+) {
+    out.reserve(ca.len() - ca.null_count());
     for arr in ca.downcast_iter() {
         if arr.validity().is_none_or(|v| v.unset_bits() == 0) {
             out.extend(arr.values().iter().map(|&x| f(x)));
@@ -459,7 +470,6 @@ fn non_null<T: PolarsNumericType>(ca: &ChunkedArray<T>, f: impl Fn(T::Native) ->
             out.extend(arr.iter().flatten().map(|&x| f(x)));
         }
     }
-    out
 }
 
 /// The chunk offsets of the successful requests of `rows`.
@@ -477,9 +487,10 @@ fn ok_offsets(rows: &DataFrame) -> PolarsResult<DataFrame> {
 
 /// p50, p90 and p99 of the inter-chunk gaps of one (trial, point)'s
 /// successful requests (`rows`: their chunk offsets), pooled.
-fn itl_percentiles(rows: &DataFrame) -> PolarsResult<[f64; 3]> {
+fn itl_percentiles(rows: &DataFrame, gaps: &mut Vec<f64>) -> PolarsResult<[f64; 3]> {
     let lists = rows.column(rq::CHUNK_OFFSETS_S)?.list()?;
-    let mut gaps = Vec::with_capacity(lists.downcast_iter().map(|a| a.values().len()).sum());
+    gaps.clear();
+    gaps.reserve(lists.downcast_iter().map(|a| a.values().len()).sum());
     // Walk the list column's flat offsets and values directly: one pass,
     // no per-row allocation.
     for arr in lists.downcast_iter() {
@@ -493,6 +504,6 @@ fn itl_percentiles(rows: &DataFrame) -> PolarsResult<[f64; 3]> {
         }
     }
     gaps.retain(|x| x.is_finite());
-    let q = quantiles_in_place(&mut gaps, &[0.5, 0.9, 0.99]);
+    let q = quantiles_in_place(gaps, &[0.5, 0.9, 0.99]);
     Ok([0, 1, 2].map(|i| q.get(i).copied().flatten().unwrap_or(f64::NAN)))
 }
