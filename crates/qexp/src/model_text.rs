@@ -56,6 +56,11 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
             c.symbol()
         ));
     }
+    let s = model.params.schedule;
+    out.push_str(&format!(
+        "     schedule: {s} ({}), the one whose replay explains the medians best\n",
+        s.meaning()
+    ));
     let f = model.full_attention_share;
     if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {
         out.push_str(&format!(
