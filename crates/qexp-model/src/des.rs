@@ -85,8 +85,8 @@ pub struct Seen {
 
 impl Outcome {
     /// The mean batch, context and prefill stall seen by the steps of the
-    /// median-TPOT request (the two middle ones averaged for an even
-    /// count): the regressors of the decode time the analysis's median
+    /// median-TPOT request (the two middle ones, weighted as the median of
+    /// their rates weighs them, for an even count): the regressors of the decode time the analysis's median
     /// reports, and what a mixed schedule adds to it.
     pub fn median_request_seen(&self) -> Seen {
         let d: Vec<f64> = self
@@ -106,7 +106,16 @@ impl Outcome {
             };
         }
         let (a, b) = (idx[(n - 1) / 2], idx[n / 2]);
-        let mid = |v: &[f64]| (v[a] + v[b]) / 2.0;
+        // The analysis's median of 1/TPOT over two middle requests is the
+        // harmonic mean of their steps: the mean of each one's weighted by
+        // the other's length, so their regressors are weighted alike.
+        let total = d[a] + d[b];
+        let (wa, wb) = if total > 0.0 {
+            (d[b] / total, d[a] / total)
+        } else {
+            (0.5, 0.5)
+        };
+        let mid = |v: &[f64]| wa * v[a] + wb * v[b];
         Seen {
             batch: mid(&self.batch_seen),
             context: mid(&self.context_seen),
@@ -143,8 +152,6 @@ enum Kind {
     Ready,
     PrefillDone,
     Chunk,
-    /// Mixed schedule: the engine starts a step (the request is unused).
-    StepStart,
     /// Mixed schedule: the step in progress ends (the request is unused).
     StepEnd,
 }
@@ -204,7 +211,7 @@ struct Replay<'a> {
     /// Mixed schedule: the decoding sequences, and the step in progress.
     batch: Vec<usize>,
     step: Option<MixedStep>,
-    step_pending: bool,
+    ending: bool,
     decoding: f64,
     context: f64,
     steps: f64,
@@ -234,7 +241,7 @@ pub fn simulate(p: &Params, load: &Load) -> Outcome {
         prefill_busy: false,
         batch: Vec::new(),
         step: None,
-        step_pending: false,
+        ending: false,
         decoding: 0.0,
         context: 0.0,
         steps: 0.0,
@@ -308,7 +315,6 @@ impl Replay<'_> {
                 self.start_prefill(t);
             }
             Kind::Chunk => self.emit(t, e.req),
-            Kind::StepStart => self.start_step(t),
             Kind::StepEnd => self.end_step(t),
         }
     }
@@ -386,20 +392,19 @@ impl Replay<'_> {
         self.push(t + step, Kind::Chunk, i);
     }
 
-    /// Mixed schedule: an idle engine starts a step once every event of
-    /// this instant is in (so prompts that arrive together share it).
+    /// Mixed schedule: an idle engine starts a step at once, as a server's
+    /// loop woken by a request does: of prompts that arrive together, the
+    /// first is prefilled alone and the rest wait for the next step.
     fn wake(&mut self, t: f64) {
-        if self.step.is_none() && !self.step_pending {
-            self.step_pending = true;
-            self.push(t, Kind::StepStart, 0);
+        if self.step.is_none() && !self.ending {
+            self.start_step(t);
         }
     }
 
     /// Mixed schedule: a step takes every decoding sequence and every
     /// admitted prompt; it lasts the decode step plus their prefill compute.
     fn start_step(&mut self, t: f64) {
-        self.step_pending = false;
-        if self.step.is_some() || (self.batch.is_empty() && self.prefill_queue.is_empty()) {
+        if self.batch.is_empty() && self.prefill_queue.is_empty() {
             return;
         }
         let prefills: Vec<usize> = self.prefill_queue.drain(..).collect();
@@ -429,6 +434,8 @@ impl Replay<'_> {
         let Some(step) = self.step.take() else {
             return;
         };
+        // The next step starts once every sequence of this one has emitted.
+        self.ending = true;
         for i in step.decodes {
             if !self.consume(t, i) {
                 self.batch.push(i);
@@ -442,6 +449,7 @@ impl Replay<'_> {
                 req: i,
             });
         }
+        self.ending = false;
         self.wake(t);
     }
 
@@ -598,19 +606,23 @@ mod tests {
     }
 
     #[test]
-    fn mixed_prompts_that_arrive_together_share_one_step() {
+    fn mixed_the_first_prompt_wakes_the_engine_and_the_rest_share_a_step() {
         let load = Load {
             output_tokens: 41.0,
-            ..closed(2, 2)
+            ..closed(3, 3)
         };
         let o = simulate(&mixed(None), &load);
-        // One step prefills both (2 × 0.1 s) after a = 0.05 s; then 40
-        // steps of two sequences at 12 ms, in lockstep.
-        for (t, e) in o.ttft_s.iter().zip(&o.e2e_s) {
-            assert!((t - 0.25).abs() < 1e-9, "{t}");
-            assert!((e - (0.25 + 40.0 * 0.012)).abs() < 1e-9, "{e}");
-        }
-        assert_eq!(o.stall_seen, vec![0.0, 0.0]);
+        // The first prefills alone (0.1 s after a = 0.05 s); the next step
+        // decodes it (10 ms) and prefills the other two (2 × 0.1 s).
+        assert!((o.ttft_s[0] - 0.15).abs() < 1e-9, "{:?}", o.ttft_s);
+        assert!((o.ttft_s[1] - 0.36).abs() < 1e-9, "{:?}", o.ttft_s);
+        assert!((o.ttft_s[2] - 0.36).abs() < 1e-9, "{:?}", o.ttft_s);
+        // Then steps of three at 14 ms: the first's 39 left, the others' 40.
+        assert!((o.e2e_s[0] - (0.36 + 39.0 * 0.014)).abs() < 1e-9);
+        let last = 0.36 + 39.0 * 0.014 + 0.012;
+        assert!((o.e2e_s[1] - last).abs() < 1e-9, "{:?}", o.e2e_s);
+        assert!((o.stall_seen[0] - 0.2 / 40.0).abs() < 1e-12);
+        assert_eq!(o.stall_seen[1], 0.0);
         // Alone, the mixed step is the separate schedule's.
         let one = closed(1, 3);
         assert_eq!(simulate(&mixed(None), &one).e2e_s, simulate(&p(None), &one).e2e_s);

@@ -479,7 +479,8 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
         ..base
     };
     let mut last = (Vec::new(), None);
-    for _ in 0..4 {
+    // Settles in a few rounds; the bound only guards against a cycle.
+    for _ in 0..8 {
         let seen = points.replay(&p);
         let at = |r: &Observation| seen[r.label.as_str()].median_request_seen();
         // The decode part of each observed step; a row whose step the
@@ -523,6 +524,7 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
             }
         };
         let Some(fit) = fit else { break };
+        let before = p;
         p.step_base_s = 0.0;
         p.step_per_seq_s = 0.0;
         p.step_per_context_token_s = 0.0;
@@ -530,6 +532,9 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
             c.set(&mut p, b.max(0.0));
         }
         last = (warnings, Some((coefs, fit)));
+        if p == before {
+            break;
+        }
     }
     let (warnings, reg) = last;
     (p, warnings, reg.into_iter().collect())

@@ -77,8 +77,8 @@ impl Schedule {
     /// How it runs, in a few words.
     pub fn meaning(self) -> &'static str {
         match self {
-            Schedule::Separate => "prefills one at a time, beside decode (no stall)",
-            Schedule::Mixed => "prefills in the decode step (the step stalls)",
+            Schedule::Separate => "prefills one at a time, beside decode, never stalling it",
+            Schedule::Mixed => "prompts prefilled in the decode step, which waits for them",
         }
     }
 }

@@ -98,9 +98,9 @@ impl Loop {
                 let Some(a) = self.arrivals.recv().await else {
                     return;
                 };
+                // Woken by one request, its step starts at once: others
+                // arriving just after wait for the next (as a server's loop does).
                 self.waiting.push_back(a);
-                // Let requests that arrive at the same moment share the step.
-                tokio::task::yield_now().await;
                 start = Instant::now();
                 continue;
             }

@@ -58,7 +58,7 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
     }
     let s = model.params.schedule;
     out.push_str(&format!(
-        "     schedule: {s} ({}), the one whose replay explains the medians best\n",
+        "     schedule: {s}: {}; its replay explains the medians best\n",
         s.meaning()
     ));
     let f = model.full_attention_share;

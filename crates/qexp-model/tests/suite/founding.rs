@@ -40,6 +40,7 @@ fn the_embedded_founding_model_is_the_fit_of_the_tables() {
             c.name()
         );
     }
+    assert_eq!(refit.params.schedule, stored.params.schedule);
     assert_eq!(refit.unknown, stored.unknown);
     assert_eq!(refit.warnings, stored.warnings);
     assert_eq!(stored.sources.len(), 1);
