@@ -107,6 +107,8 @@ pub struct FitOptions {
     pub seed: u64,
     /// `f`, the share of layers with full attention (recorded; `c = c·f / f`).
     pub full_attention_share: f64,
+    /// The schedule to fit on; None: the one whose replay explains the points best.
+    pub schedule: Option<Schedule>,
 }
 
 impl Default for FitOptions {
@@ -115,6 +117,7 @@ impl Default for FitOptions {
             replicates: 40,
             seed: 1,
             full_attention_share: 1.0,
+            schedule: None,
         }
     }
 }
@@ -156,7 +159,7 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
     if rows.is_empty() {
         return Err(FitError::Empty);
     }
-    let est = estimate(&rows, None)?;
+    let est = estimate(&rows, opts.schedule)?;
     let replicates = resample(&rows, opts, est.params.schedule);
     let mut warnings = est.warnings.clone();
     let unknown: Vec<Coef> = {

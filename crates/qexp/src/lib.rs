@@ -354,6 +354,13 @@ pub struct FitArgs {
     /// Points to leave out of the fit and predict instead (their labels, comma separated).
     #[arg(long, value_delimiter = ',')]
     pub hold_out: Vec<String>,
+    /// Fit on this schedule (separate or mixed) [default: the one that explains the runs best].
+    #[arg(long, value_parser = parse_schedule)]
+    pub schedule: Option<qexp_model::Schedule>,
+}
+
+fn parse_schedule(s: &str) -> Result<qexp_model::Schedule, String> {
+    qexp_model::Schedule::by_name(s).ok_or_else(|| format!("`{s}`: separate or mixed"))
 }
 
 /// `qexp predict`.

@@ -64,6 +64,17 @@ async fn llamacpp_fit_predicts_points_outside_its_grid() {
             }
         );
     }
+    eprintln!("llama.cpp schedule {}", model.params.schedule);
+    for r in &model.residuals {
+        eprintln!(
+            "llama.cpp fitted {:<22} {:<9} measured {:>9.4} fitted {:>9.4} {:>+6.1}%",
+            r.point,
+            r.metric.name(),
+            r.measured,
+            r.fitted,
+            100.0 * r.error()
+        );
+    }
     for w in &model.warnings {
         eprintln!("llama.cpp fit warning: {w}");
     }
@@ -91,6 +102,25 @@ async fn llamacpp_fit_predicts_points_outside_its_grid() {
             s.covered,
             s.n
         );
+    }
+    // Each schedule forced, for the record (the fit chose one above).
+    for schedule in qexp_model::Schedule::ALL {
+        let opts = FitOptions {
+            schedule: Some(schedule),
+            ..FitOptions::default()
+        };
+        let forced = qexp_model::fit(&obs.rows, &opts).unwrap();
+        for c in qexp_analysis::check_against_model(&h, &forced) {
+            eprintln!(
+                "llama.cpp forced {schedule:<8} N={:?} {:<22} {:<9} measured {:>9.4} predicted {:>9.4} {:>+6.1}%",
+                forced.params.max_batch,
+                c.point,
+                c.metric.name(),
+                c.measured,
+                c.predicted,
+                100.0 * c.error()
+            );
+        }
     }
     for m in [ModelMetric::TpotS, ModelMetric::E2eS] {
         let mine: Vec<_> = checks.iter().filter(|c| c.metric == m).collect();
