@@ -232,7 +232,14 @@ fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimat
         schedule: Schedule::Separate,
     };
     let points = Points::of(rows);
-    let schedules = schedule.map_or(Schedule::ALL.to_vec(), |s| vec![s]);
+    let schedules = match schedule {
+        Some(s) => vec![s],
+        None if schedule_shows(rows) => Schedule::ALL.to_vec(),
+        None => {
+            warnings.push(FitWarning::ScheduleUnknown);
+            vec![Schedule::Separate]
+        }
+    };
     let mut best: Option<(DecodeFit, f64)> = None;
     for schedule in schedules {
         let (fit, obj) = search_batch_limit(rows, &points, Params { schedule, ..base });
@@ -250,6 +257,19 @@ fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimat
         params,
         warnings,
         regressions,
+    })
+}
+
+/// Whether the schedule shows in the rows: it sets the TTFT of a prompt
+/// that meets other requests (prefilled alone or together, stalled by
+/// decode or not), so a TTFT is needed at concurrency above 1 (or at a
+/// rate), where the request count that sets the queue was recorded.
+fn schedule_shows(rows: &[&Observation]) -> bool {
+    rows.iter().any(|r| {
+        (r.rate_per_s.is_some() || r.concurrency > 1)
+            && r.requests_recorded
+            && r.ttft_s.is_finite()
+            && r.ttft_s > 0.0
     })
 }
 

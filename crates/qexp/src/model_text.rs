@@ -1,6 +1,6 @@
 //! Terminal text for `qexp fit` and `qexp predict`: numbers with units.
 
-use qexp_model::{Coef, ModelFile, ModelMetric};
+use qexp_model::{Coef, FitWarning, ModelFile, ModelMetric};
 
 /// A coefficient's value with its unit.
 pub(crate) fn coef_value(c: Coef, v: f64) -> String {
@@ -57,8 +57,13 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
         ));
     }
     let s = model.params.schedule;
+    let why = if model.warnings.contains(&FitWarning::ScheduleUnknown) {
+        "unknown, see warnings"
+    } else {
+        "the schedule whose replay explains the medians best, or the one asked for"
+    };
     out.push_str(&format!(
-        "     schedule: {s}: {}; its replay explains the medians best\n",
+        "     schedule: {s} ({why}): {}\n",
         s.meaning()
     ));
     let f = model.full_attention_share;

@@ -125,3 +125,17 @@ fn a_limit_no_point_reached_is_unknown() {
         .contains(&FitWarning::NoBatchLimit { concurrency: 2 }));
     assert_eq!(model.params.max_batch, None);
 }
+
+#[test]
+fn one_concurrency_leaves_the_schedule_unknown() {
+    // A mixed deployment seen only alone: nothing tells it from separate.
+    let t = Params {
+        schedule: Schedule::Mixed,
+        ..truth()
+    };
+    let model = fit(&grid(&t, &[1], &[1000.0, 4000.0]), &FitOptions::default()).unwrap();
+    assert!(model.warnings.contains(&FitWarning::ScheduleUnknown));
+    assert_eq!(model.params.schedule, Schedule::Separate);
+    let full = fit(&grid(&t, &[1, 2, 4], &[1000.0, 4000.0]), &FitOptions::default()).unwrap();
+    assert!(!full.warnings.contains(&FitWarning::ScheduleUnknown));
+}
