@@ -625,7 +625,10 @@ mod tests {
         assert_eq!(o.stall_seen[1], 0.0);
         // Alone, the mixed step is the separate schedule's.
         let one = closed(1, 3);
-        assert_eq!(simulate(&mixed(None), &one).e2e_s, simulate(&p(None), &one).e2e_s);
+        assert_eq!(
+            simulate(&mixed(None), &one).e2e_s,
+            simulate(&p(None), &one).e2e_s
+        );
     }
 
     #[test]
@@ -649,11 +652,19 @@ mod tests {
         // That step decodes the first (10 ms) and prefills the second (0.1 s).
         assert!((o.ttft_s[1] - (0.43 - sent)).abs() < 1e-9, "{:?}", o.ttft_s);
         // The first's 18 tokens so far, then 22 steps of two at 12 ms.
-        assert!((o.e2e_s[0] - (0.43 + 22.0 * 0.012)).abs() < 1e-9, "{:?}", o.e2e_s);
+        assert!(
+            (o.e2e_s[0] - (0.43 + 22.0 * 0.012)).abs() < 1e-9,
+            "{:?}",
+            o.e2e_s
+        );
         // The second's 22 shared steps, then 18 alone.
         let last = 0.43 + 22.0 * 0.012 + 18.0 * 0.01;
         assert!((o.e2e_s[1] - (last - sent)).abs() < 1e-9, "{:?}", o.e2e_s);
-        assert!((o.stall_seen[0] - 0.1 / 40.0).abs() < 1e-12, "{:?}", o.stall_seen);
+        assert!(
+            (o.stall_seen[0] - 0.1 / 40.0).abs() < 1e-12,
+            "{:?}",
+            o.stall_seen
+        );
         // Separately, the second prefills at once and stalls nobody.
         let sep = simulate(&p(None), &load);
         assert!((sep.ttft_s[1] - 0.15).abs() < 1e-9);

@@ -2,7 +2,7 @@ use crate::model_text::metric_value;
 use crate::{CliError, PredictArgs};
 use anyhow::anyhow;
 use qexp_model::{
-    Arrivals, Axis, Capacity, Coef, Load, ModelFile, ModelMetric, Params, Schedule, Prediction, Slo,
+    Arrivals, Axis, Capacity, Coef, Load, ModelFile, ModelMetric, Params, Prediction, Schedule, Slo,
 };
 use std::path::Path;
 

@@ -62,10 +62,7 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
     } else {
         "the schedule whose replay explains the medians best, or the one asked for"
     };
-    out.push_str(&format!(
-        "     schedule: {s} ({why}): {}\n",
-        s.meaning()
-    ));
+    out.push_str(&format!("     schedule: {s} ({why}): {}\n", s.meaning()));
     let f = model.full_attention_share;
     if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {
         out.push_str(&format!(

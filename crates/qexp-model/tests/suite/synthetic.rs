@@ -136,6 +136,10 @@ fn one_concurrency_leaves_the_schedule_unknown() {
     let model = fit(&grid(&t, &[1], &[1000.0, 4000.0]), &FitOptions::default()).unwrap();
     assert!(model.warnings.contains(&FitWarning::ScheduleUnknown));
     assert_eq!(model.params.schedule, Schedule::Separate);
-    let full = fit(&grid(&t, &[1, 2, 4], &[1000.0, 4000.0]), &FitOptions::default()).unwrap();
+    let full = fit(
+        &grid(&t, &[1, 2, 4], &[1000.0, 4000.0]),
+        &FitOptions::default(),
+    )
+    .unwrap();
     assert!(!full.warnings.contains(&FitWarning::ScheduleUnknown));
 }

@@ -418,10 +418,18 @@ async fn stall_misses(client: &reqwest::Client, url: &str) -> Option<String> {
     let [stalled] = long[..] else {
         return Some(format!("want one stalled step, gaps {gaps:?}"));
     };
-    if let Some(why) = outside("stalled step", stalled, 10.0 + prefill - 3.0..10.0 + prefill + 25.0) {
+    if let Some(why) = outside(
+        "stalled step",
+        stalled,
+        10.0 + prefill - 3.0..10.0 + prefill + 25.0,
+    ) {
         return Some(why);
     }
     // B: 50 ms of latency, at most a step's wait, then the stalled step.
     let ttft = ms(b[0].at);
-    outside("B's TTFT", ttft, 50.0 + prefill..50.0 + prefill + 10.0 + 10.0 + 25.0)
+    outside(
+        "B's TTFT",
+        ttft,
+        50.0 + prefill..50.0 + prefill + 10.0 + 10.0 + 25.0,
+    )
 }
