@@ -103,6 +103,7 @@ const NAMES: &[&str] = &[
     "exact",
     "exact-slow",
     "known",
+    "known-mixed",
 ];
 
 /// A profile name that names nothing, or a model file that cannot be served.
@@ -135,6 +136,12 @@ impl SimProfile {
                 ..founding()?
             }),
             "exact" => Some(exact()),
+            // `known` on the mixed schedule: prompts prefilled in the decode step.
+            "known-mixed" => Some(SimProfile {
+                name: "known-mixed".to_owned(),
+                schedule: qexp_model::Schedule::Mixed,
+                ..known()
+            }),
             // `exact` with 10% longer decode steps (decode 91 instead of 100
             // tok/s): a second deployment whose difference `qexp diff` must find.
             "exact-slow" => Some(SimProfile {

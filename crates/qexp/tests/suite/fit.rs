@@ -251,6 +251,33 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
     }
 }
 
+/// The known-truth test on the mixed schedule: `known-mixed` (the `known`
+/// terms, prompts prefilled in the decode step) over the same grid; the fit
+/// must pick the mixed schedule and recover every coefficient within 5%.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fit_recovers_the_known_mixed_profile() {
+    let _serial = crate::common::heavy().await;
+    let configured = qexp_sim::SimProfile::by_name("known-mixed")
+        .unwrap()
+        .params();
+    let sweep = "concurrency = [1, 2, 4]\ninput_tokens = [1000, 3000, 6000]";
+    let mut misses = Vec::new();
+    for attempt in 1..=FIT_RUNS {
+        let tmp = tempfile::tempdir().unwrap();
+        let truth = with_serving_path(tmp.path(), configured).await;
+        let dir = run_plan(tmp.path(), &plan(sweep, 3, "sim:known-mixed")).await;
+        let m = judge(&fit_dir(&dir), &truth);
+        if m.is_empty() {
+            return;
+        }
+        misses.push(format!("run {attempt}: {}", m.join("; ")));
+    }
+    panic!(
+        "the fit missed the truth in every run:\n{}",
+        misses.join("\n")
+    );
+}
+
 /// A model on the mixed schedule (the `known` profile's terms, prefill in
 /// the decode step) served as `sim:fit=…`: a run against it lands within
 /// 10% of what `qexp predict` says, and the schedule shows (the separate
