@@ -28,11 +28,16 @@ const HELD_OUT: &str = "[workload]\ninput_tokens = 256\noutput_tokens = 32\n\n\
 ///   (docs/model.md "Schedules") has that stall, and the fit picks it on
 ///   this grid in every run.
 ///
-/// With it, three runs (load average 4.5, 3.2, 3.2) predicted TTFT within
-/// 3–25%, but TPOT −64% to −72% (in=1024) and −40% to −62% (in=256), and
-/// E2E −23% to −42%; the separate schedule forced on the same runs gives
-/// TPOT −76% to −88%. The fit already misses its own grid at c=2 (TTFT
-/// −29% to −39%, E2E −18% to −28%). What the model lacks: its replay is
+/// At load average 3.2–4.5 (three runs) the fit picked it, with no batch
+/// limit: TTFT within 3–25%, but TPOT −64% to −72% (in=1024) and −40% to
+/// −62% (in=256), E2E −23% to −42% (the separate schedule forced on the
+/// same runs: TPOT −76% to −88%); the fit missed its own grid at c=2
+/// (TTFT −29% to −39%, E2E −18% to −28%). At load 1.4–1.9 (two runs) c=2
+/// gained almost no throughput over c=1, and the fit explained the grid as
+/// one request at a time (N = 1, where the two schedules are the same):
+/// E2E −7% to +11%, but TPOT −65% to −83% and TTFT +34% to +54%. A grid of
+/// c = 1, 2, 3 (one run, load 1.3) picked mixed with no limit and gave
+/// E2E −5% / −17%, TTFT +23% / −5%, TPOT −54% / −33%. What the model lacks: its replay is
 /// deterministic, so requests that arrive together stay grouped and stall
 /// each other once per group, where llama.cpp's streams drift apart and
 /// each prompt stalls the others alone; llama.cpp caps a step at
