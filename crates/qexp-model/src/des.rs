@@ -5,14 +5,23 @@
 //! the ramp-up and the tail.
 //!
 //! The semantics are the simulator's, step for step: `a` of latency, then a
-//! FIFO wait for one of `N` slots, then a FIFO wait for the one prefill
-//! unit, then prefill compute; the first chunk leaves when prefill ends,
-//! then each sequence steps on its own clock, every step's length set by
-//! the sequences decoding and their context at the moment it starts.
+//! FIFO wait for one of `N` slots, then
+//! - [`Schedule::Separate`]: a FIFO wait for the one prefill unit, then
+//!   prefill compute; the first chunk leaves when prefill ends, then each
+//!   sequence steps on its own clock, every step's length set by the
+//!   sequences decoding and their context at the moment it starts;
+//! - [`Schedule::Mixed`]: one engine loop runs steps back to back while
+//!   there is work; a step carries every decoding sequence and every prompt
+//!   admitted before it starts, and lasts the decode step (when any
+//!   sequence decodes) plus the prefill compute of its prompts; at its end
+//!   each decoding sequence emits a chunk and each prompt its first.
 
-use crate::params::Params;
+use crate::params::{Params, Schedule};
+use mixed::MixedStep;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
+
+mod mixed;
 
 /// How requests arrive.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,13 +70,29 @@ pub struct Outcome {
     pub batch_seen: Vec<f64>,
     /// Per request: the mean batch context its own decode steps saw.
     pub context_seen: Vec<f64>,
+    /// Per request: the mean prefill compute its own decode steps carried
+    /// (mixed schedule; 0 otherwise), seconds.
+    pub stall_seen: Vec<f64>,
+}
+
+/// What one request's decode steps saw, on average.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seen {
+    /// Sequences decoding.
+    pub batch: f64,
+    /// Tokens of context in the batch.
+    pub context: f64,
+    /// Prefill compute carried by the step (mixed schedule), seconds.
+    pub stall_s: f64,
 }
 
 impl Outcome {
-    /// The mean batch and context seen by the steps of the median-TPOT
-    /// request (the two middle ones averaged for an even count): the
-    /// regressors of the decode time the analysis's median reports.
-    pub fn median_request_seen(&self) -> (f64, f64) {
+    /// The mean batch, context and prefill stall seen by the steps of the
+    /// median-TPOT request (for an even count, the two middle ones,
+    /// weighted as the median of their rates weighs them): the regressors
+    /// of the decode time the analysis's median reports, and what a mixed
+    /// schedule adds to it.
+    pub fn median_request_seen(&self) -> Seen {
         let d: Vec<f64> = self
             .ttft_s
             .iter()
@@ -78,13 +103,28 @@ impl Outcome {
         idx.sort_by(|&i, &j| d[i].total_cmp(&d[j]));
         let n = idx.len();
         if n == 0 {
-            return (1.0, 0.0);
+            return Seen {
+                batch: 1.0,
+                context: 0.0,
+                stall_s: 0.0,
+            };
         }
         let (a, b) = (idx[(n - 1) / 2], idx[n / 2]);
-        (
-            (self.batch_seen[a] + self.batch_seen[b]) / 2.0,
-            (self.context_seen[a] + self.context_seen[b]) / 2.0,
-        )
+        // The analysis's median of 1/TPOT over two middle requests is the
+        // harmonic mean of their steps: the mean of each one's weighted by
+        // the other's length, so their regressors are weighted alike.
+        let total = d[a] + d[b];
+        let (wa, wb) = if total > 0.0 {
+            (d[b] / total, d[a] / total)
+        } else {
+            (0.5, 0.5)
+        };
+        let mid = |v: &[f64]| wa * v[a] + wb * v[b];
+        Seen {
+            batch: mid(&self.batch_seen),
+            context: mid(&self.context_seen),
+            stall_s: mid(&self.stall_seen),
+        }
     }
 
     /// Per request: (E2E − TTFT)/(output − 1), seconds.
@@ -116,6 +156,8 @@ enum Kind {
     Ready,
     PrefillDone,
     Chunk,
+    /// Mixed schedule: the step in progress ends (the request is unused).
+    StepEnd,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -154,6 +196,8 @@ struct Request {
     steps: f64,
     batch_sum: f64,
     context_sum: f64,
+    /// Prefill compute in the steps it decoded in (mixed schedule), seconds.
+    stall_sum: f64,
 }
 
 /// The replay's state: the event queue, the two FIFO queues and the batch.
@@ -168,6 +212,10 @@ struct Replay<'a> {
     slot_queue: VecDeque<usize>,
     prefill_queue: VecDeque<usize>,
     prefill_busy: bool,
+    /// Mixed schedule: the decoding sequences, and the step in progress.
+    batch: Vec<usize>,
+    step: Option<MixedStep>,
+    ending: bool,
     decoding: f64,
     context: f64,
     steps: f64,
@@ -189,6 +237,9 @@ pub fn simulate(p: &Params, load: &Load) -> Outcome {
         slot_queue: VecDeque::new(),
         prefill_queue: VecDeque::new(),
         prefill_busy: false,
+        batch: Vec::new(),
+        step: None,
+        ending: false,
         decoding: 0.0,
         context: 0.0,
         steps: 0.0,
@@ -262,6 +313,7 @@ impl Replay<'_> {
                 self.start_prefill(t);
             }
             Kind::Chunk => self.emit(t, e.req),
+            Kind::StepEnd => self.end_step(t),
         }
     }
 
@@ -277,6 +329,10 @@ impl Replay<'_> {
     }
 
     fn start_prefill(&mut self, t: f64) {
+        if self.p.schedule == Schedule::Mixed {
+            self.wake(t);
+            return;
+        }
         if self.prefill_busy {
             return;
         }
@@ -287,24 +343,43 @@ impl Replay<'_> {
         }
     }
 
-    /// Request `i` emits a chunk at `t`: its last, or the next step is scheduled.
-    fn emit(&mut self, t: f64, i: usize) {
+    /// Request `i` emits a chunk at `t`; true when it was its last (the
+    /// slot is freed, the queue admitted and, in a closed loop, the client's
+    /// next request sent).
+    fn consume(&mut self, t: f64, i: usize) -> bool {
         let req = &mut self.reqs[i];
         let n = req.remaining.min(self.p.tokens_per_step.max(1.0));
         req.remaining -= n;
         req.context += n;
         self.context += n;
-        if req.remaining <= 1e-9 {
-            req.last = t;
-            self.decoding -= 1.0;
-            self.context -= req.context;
-            self.free_slots += 1;
-            self.admit(t);
-            if matches!(self.load.arrivals, Arrivals::Closed { .. }) {
-                self.send_next(t);
+        if req.remaining > 1e-9 {
+            return false;
+        }
+        req.last = t;
+        self.decoding -= 1.0;
+        self.context -= req.context;
+        self.free_slots += 1;
+        self.admit(t);
+        if matches!(self.load.arrivals, Arrivals::Closed { .. }) {
+            self.send_next(t);
+        }
+        true
+    }
+
+    /// Request `i` emits a chunk at `t` (separate schedule): its last, or
+    /// its next step is scheduled on its own clock.
+    fn emit(&mut self, t: f64, i: usize) {
+        if self.p.schedule == Schedule::Mixed {
+            // Mixed: the first chunk; the engine loop steps it from here.
+            if !self.consume(t, i) {
+                self.batch.push(i);
             }
             return;
         }
+        if self.consume(t, i) {
+            return;
+        }
+        let req = &mut self.reqs[i];
         let step = self.p.step_s(self.decoding, self.context);
         req.steps += 1.0;
         req.batch_sum += self.decoding;
@@ -350,6 +425,11 @@ impl Replay<'_> {
                 .iter()
                 .map(|r| r.context_sum / r.steps.max(1.0))
                 .collect(),
+            stall_seen: self
+                .reqs
+                .iter()
+                .map(|r| r.stall_sum / r.steps.max(1.0))
+                .collect(),
         }
     }
 }
@@ -382,6 +462,14 @@ mod tests {
             step_per_context_token_s: 0.0,
             tokens_per_step: 1.0,
             max_batch,
+            schedule: Schedule::Separate,
+        }
+    }
+
+    fn mixed(max_batch: Option<u32>) -> Params {
+        Params {
+            schedule: Schedule::Mixed,
+            ..p(max_batch)
         }
     }
 
@@ -452,6 +540,80 @@ mod tests {
         let a = simulate(&p(None), &load);
         assert_eq!(a, simulate(&p(None), &load));
         assert!(a.e2e_s.iter().all(|e| *e >= 0.25 - 1e-9));
+    }
+
+    #[test]
+    fn mixed_the_first_prompt_wakes_the_engine_and_the_rest_share_a_step() {
+        let load = Load {
+            output_tokens: 41.0,
+            ..closed(3, 3)
+        };
+        let o = simulate(&mixed(None), &load);
+        // The first prefills alone (0.1 s after a = 0.05 s); the next step
+        // decodes it (10 ms) and prefills the other two (2 × 0.1 s).
+        assert!((o.ttft_s[0] - 0.15).abs() < 1e-9, "{:?}", o.ttft_s);
+        assert!((o.ttft_s[1] - 0.36).abs() < 1e-9, "{:?}", o.ttft_s);
+        assert!((o.ttft_s[2] - 0.36).abs() < 1e-9, "{:?}", o.ttft_s);
+        // Then steps of three at 14 ms: the first's 39 left, the others' 40.
+        assert!((o.e2e_s[0] - (0.36 + 39.0 * 0.014)).abs() < 1e-9);
+        let last = 0.36 + 39.0 * 0.014 + 0.012;
+        assert!((o.e2e_s[1] - last).abs() < 1e-9, "{:?}", o.e2e_s);
+        assert!((o.stall_seen[0] - 0.2 / 40.0).abs() < 1e-12);
+        assert_eq!(o.stall_seen[1], 0.0);
+        // Alone, the mixed step is the separate schedule's.
+        let one = closed(1, 3);
+        assert_eq!(
+            simulate(&mixed(None), &one).e2e_s,
+            simulate(&p(None), &one).e2e_s
+        );
+    }
+
+    #[test]
+    fn mixed_a_prompt_stalls_the_sequence_decoding() {
+        let load = Load {
+            arrivals: Arrivals::Rate {
+                per_s: 5.0,
+                seed: 6,
+            },
+            ..closed(1, 2)
+        };
+        let load = Load {
+            output_tokens: 41.0,
+            ..load
+        };
+        let sent = -(1.0 - SplitMix(6).unit()).ln() / 5.0;
+        // The first decodes alone (10 ms steps from 0.15 s); the second is
+        // ready at sent + 0.05 and waits for the step boundary at 0.32 s.
+        assert!(sent + 0.05 > 0.31 && sent + 0.05 <= 0.32, "{sent}");
+        let o = simulate(&mixed(None), &load);
+        // That step decodes the first (10 ms) and prefills the second (0.1 s).
+        assert!((o.ttft_s[1] - (0.43 - sent)).abs() < 1e-9, "{:?}", o.ttft_s);
+        // The first's 18 tokens so far, then 22 steps of two at 12 ms.
+        assert!(
+            (o.e2e_s[0] - (0.43 + 22.0 * 0.012)).abs() < 1e-9,
+            "{:?}",
+            o.e2e_s
+        );
+        // The second's 22 shared steps, then 18 alone.
+        let last = 0.43 + 22.0 * 0.012 + 18.0 * 0.01;
+        assert!((o.e2e_s[1] - (last - sent)).abs() < 1e-9, "{:?}", o.e2e_s);
+        assert!(
+            (o.stall_seen[0] - 0.1 / 40.0).abs() < 1e-12,
+            "{:?}",
+            o.stall_seen
+        );
+        // Separately, the second prefills at once and stalls nobody.
+        let sep = simulate(&p(None), &load);
+        assert!((sep.ttft_s[1] - 0.15).abs() < 1e-9);
+        assert!(sep.e2e_s[0] < o.e2e_s[0] - 0.09);
+    }
+
+    #[test]
+    fn mixed_a_batch_limit_queues_the_rest() {
+        // One slot: each request prefills (0.1 s) and decodes (10 × 10 ms) before the next.
+        let o = simulate(&mixed(Some(1)), &closed(4, 4));
+        assert!((quantile(&o.ttft_s, 1.0) - (0.15 + 3.0 * 0.2)).abs() < 1e-9);
+        assert_eq!(o.mean_batch, 1.0);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Fitting the model to measured per-(trial, point) medians (docs/model.md
 //! "Fitting"): tokens per step from chunk sizes; prefill from TTFT at
-//! concurrency 1 (weighted least squares on 1, L, L²); the batch limit by a
-//! search that replays every point; the decode step by least squares on the
+//! concurrency 1 (weighted least squares on 1, L, L²); the schedule and the
+//! batch limit by a search that replays every point; the decode step by least squares on the
 //! batch size and context each point's steps saw in the replay, iterated to a
 //! fixed point. Intervals: the whole fit redone on trials resampled with
 //! replacement (the trial is the unit), joined with the regressions' own
@@ -12,7 +12,7 @@ use crate::file::{
     BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
 };
 use crate::ols::{t95, wls, Wls};
-use crate::params::{Coef, Params};
+use crate::params::{Coef, Params, Schedule};
 use crate::warning::FitWarning;
 use std::collections::BTreeMap;
 
@@ -107,6 +107,8 @@ pub struct FitOptions {
     pub seed: u64,
     /// `f`, the share of layers with full attention (recorded; `c = c·f / f`).
     pub full_attention_share: f64,
+    /// The schedule to fit on; None: the one whose replay explains the points best.
+    pub schedule: Option<Schedule>,
 }
 
 impl Default for FitOptions {
@@ -115,6 +117,7 @@ impl Default for FitOptions {
             replicates: 40,
             seed: 1,
             full_attention_share: 1.0,
+            schedule: None,
         }
     }
 }
@@ -156,8 +159,8 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
     if rows.is_empty() {
         return Err(FitError::Empty);
     }
-    let est = estimate(&rows)?;
-    let replicates = resample(&rows, opts);
+    let est = estimate(&rows, opts.schedule)?;
+    let replicates = resample(&rows, opts, est.params.schedule);
     let mut warnings = est.warnings.clone();
     let unknown: Vec<Coef> = {
         let mut u: Vec<Coef> = warnings.iter().flat_map(FitWarning::unknown).collect();
@@ -199,8 +202,9 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
     })
 }
 
-/// The point estimate from `rows`.
-fn estimate(rows: &[&Observation]) -> Result<Estimate, FitError> {
+/// The point estimate from `rows`, on `schedule`, or on the schedule whose
+/// replay explains the points best when None.
+fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimate, FitError> {
     let mut warnings = Vec::new();
     let mut regressions = Vec::new();
     let chunks: Vec<f64> = rows
@@ -225,15 +229,47 @@ fn estimate(rows: &[&Observation]) -> Result<Estimate, FitError> {
         step_per_context_token_s: 0.0,
         tokens_per_step,
         max_batch: None,
+        schedule: Schedule::Separate,
     };
     let points = Points::of(rows);
-    let (params, decode_warnings, reg) = search_batch_limit(rows, &points, base);
+    let schedules = match schedule {
+        Some(s) => vec![s],
+        None if schedule_shows(rows) => Schedule::ALL.to_vec(),
+        None => {
+            warnings.push(FitWarning::ScheduleUnknown);
+            vec![Schedule::Separate]
+        }
+    };
+    let mut best: Option<(DecodeFit, f64)> = None;
+    for schedule in schedules {
+        let (fit, obj) = search_batch_limit(rows, &points, Params { schedule, ..base });
+        // Ties keep the earlier schedule: separate, the model's first form.
+        if best.as_ref().is_none_or(|(_, b)| obj < *b) {
+            best = Some((fit, obj));
+        }
+    }
+    let Some(((params, decode_warnings, reg), _)) = best else {
+        return Err(FitError::Empty);
+    };
     warnings.extend(decode_warnings);
     regressions.extend(reg);
     Ok(Estimate {
         params,
         warnings,
         regressions,
+    })
+}
+
+/// Whether the schedule shows in the rows: it sets the TTFT of a prompt
+/// that meets other requests (prefilled alone or together, stalled by
+/// decode or not), so a TTFT is needed at concurrency above 1 (or at a
+/// rate), where the request count that sets the queue was recorded.
+fn schedule_shows(rows: &[&Observation]) -> bool {
+    rows.iter().any(|r| {
+        (r.rate_per_s.is_some() || r.concurrency > 1)
+            && r.requests_recorded
+            && r.ttft_s.is_finite()
+            && r.ttft_s > 0.0
     })
 }
 
@@ -348,8 +384,9 @@ fn prefill_index(c: Coef) -> usize {
 type DecodeFit = (Params, Vec<FitWarning>, Vec<Regression>);
 
 /// The batch limit whose replay explains the points best, each candidate
-/// with its own decode fit; "no limit" unless a limit explains clearly better.
-fn search_batch_limit(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit {
+/// with its own decode fit; "no limit" unless a limit explains clearly
+/// better. Also gives that fit's objective ([`objective`]).
+fn search_batch_limit(rows: &[&Observation], points: &Points, base: Params) -> (DecodeFit, f64) {
     let c_max = rows
         .iter()
         .filter(|r| r.rate_per_s.is_none())
@@ -393,11 +430,11 @@ fn search_batch_limit(rows: &[&Observation], points: &Points, base: Params) -> D
     }
     match best {
         // A limit must explain the points clearly better than none.
-        Some((fit, obj)) if obj < 0.9 * obj_none - 1e-12 => fit,
+        Some((fit, obj)) if obj < 0.9 * obj_none - 1e-12 => (fit, obj),
         _ => {
             let (p, mut w, r) = unlimited;
             w.push(FitWarning::NoBatchLimit { concurrency: c_max });
-            (p, w, r)
+            ((p, w, r), obj_none)
         }
     }
 }
@@ -448,7 +485,9 @@ fn observed_step(r: &Observation, p: &Params) -> Option<f64> {
 
 /// `d0, d1, d2` for a fixed batch limit: least squares of each row's step on
 /// the batch and context its point's replay saw, replayed again with the
-/// new coefficients until they settle.
+/// new coefficients until they settle. On the mixed schedule the prefill
+/// compute its steps carried in the replay (known from the prefill fit) is
+/// taken off the observed step first.
 fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit {
     let obs: Vec<(&Observation, f64)> = rows
         .iter()
@@ -463,23 +502,37 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
         ..base
     };
     let mut last = (Vec::new(), None);
-    for _ in 0..4 {
+    // Settles in a few rounds; the bound only guards against a cycle.
+    for _ in 0..8 {
         let seen = points.replay(&p);
         let at = |r: &Observation| seen[r.label.as_str()].median_request_seen();
-        let (coefs, warnings) = decode_columns(obs.iter().map(|(r, _)| at(r)));
+        // The decode part of each observed step; a row whose step the
+        // replay's stalls already exceed tells nothing about decode.
+        let decode: Vec<(&Observation, f64)> = obs
+            .iter()
+            .map(|(r, s)| (*r, s - at(r).stall_s))
+            .filter(|(_, y)| *y > 0.0)
+            .collect();
+        if decode.is_empty() {
+            break;
+        }
+        let (coefs, warnings) = decode_columns(decode.iter().map(|(r, _)| at(r)));
         let mut coefs = coefs;
         let mut warnings = warnings;
-        let y = &steps;
+        let y: Vec<f64> = decode.iter().map(|(_, y)| *y).collect();
         let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
         let fit = loop {
-            let x: Vec<Vec<f64>> = obs
+            let x: Vec<Vec<f64>> = decode
                 .iter()
                 .map(|(r, _)| {
-                    let (b, k) = at(r);
-                    coefs.iter().map(|c| step_column(*c, b, k)).collect()
+                    let seen = at(r);
+                    coefs
+                        .iter()
+                        .map(|c| step_column(*c, seen.batch, seen.context))
+                        .collect()
                 })
                 .collect();
-            let Some(fit) = wls(&x, y, &w) else {
+            let Some(fit) = wls(&x, &y, &w) else {
                 break None;
             };
             match (1..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
@@ -494,6 +547,7 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
             }
         };
         let Some(fit) = fit else { break };
+        let before = p;
         p.step_base_s = 0.0;
         p.step_per_seq_s = 0.0;
         p.step_per_context_token_s = 0.0;
@@ -501,14 +555,17 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
             c.set(&mut p, b.max(0.0));
         }
         last = (warnings, Some((coefs, fit)));
+        if p == before {
+            break;
+        }
     }
     let (warnings, reg) = last;
     (p, warnings, reg.into_iter().collect())
 }
 
 /// The step regression's columns, by what the points' batches and contexts let it tell.
-fn decode_columns(seen: impl Iterator<Item = (f64, f64)>) -> (Vec<Coef>, Vec<FitWarning>) {
-    let seen: Vec<(f64, f64)> = seen.collect();
+fn decode_columns(seen: impl Iterator<Item = crate::des::Seen>) -> (Vec<Coef>, Vec<FitWarning>) {
+    let seen: Vec<(f64, f64)> = seen.map(|s| (s.batch, s.context)).collect();
     let mut coefs = vec![Coef::StepBase];
     let mut warnings = Vec::new();
     let (b_min, b_max) = seen
@@ -540,8 +597,9 @@ fn step_column(c: Coef, batch: f64, context: f64) -> f64 {
     }
 }
 
-/// Refits on trials drawn with replacement; none with fewer than 2 trials.
-fn resample(rows: &[&Observation], opts: &FitOptions) -> Vec<Params> {
+/// Refits on trials drawn with replacement, on the point estimate's
+/// schedule; none with fewer than 2 trials.
+fn resample(rows: &[&Observation], opts: &FitOptions, schedule: Schedule) -> Vec<Params> {
     let trials = {
         let mut t: Vec<u32> = rows.iter().map(|r| r.trial).collect();
         t.sort_unstable();
@@ -568,7 +626,7 @@ fn resample(rows: &[&Observation], opts: &FitOptions) -> Vec<Params> {
                 .iter()
                 .flat_map(|t| rows.iter().copied().filter(move |r| r.trial == *t))
                 .collect();
-            estimate(&sample).ok().map(|e| e.params)
+            estimate(&sample, Some(schedule)).ok().map(|e| e.params)
         })
         .collect()
 }

@@ -28,13 +28,13 @@ mod table;
 mod warning;
 
 pub use check::{check, summarize, Check, ErrorSummary};
-pub use des::{quantile, simulate, Arrivals, Load, Outcome};
+pub use des::{quantile, simulate, Arrivals, Load, Outcome, Seen};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
     SCHEMA_VERSION,
 };
 pub use fit::{fit, predicted, FitError, FitOptions, Observation};
-pub use params::{Coef, Params};
+pub use params::{Coef, Params, Schedule};
 pub use predict::{
     capacity, default_requests, extrapolated, predict, predict_with, Axis, Capacity, Predicted,
     Prediction,

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 /// - each step emits `tokens_per_step` tokens (speculative decoding: the
 ///   accepted draft tokens plus one);
 /// - at most `max_batch` sequences hold a slot (prefilling or decoding); the
-///   rest queue, first come first served. `None`: no limit was reached.
+///   rest queue, first come first served. `None`: no limit was reached;
+/// - `schedule` says how prefill and decode share the engine ([`Schedule`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
@@ -34,6 +35,58 @@ pub struct Params {
     pub tokens_per_step: f64,
     /// Sequences admitted at once; `None` when no run reached a limit.
     pub max_batch: Option<u32>,
+    /// How prefill and decode share the engine; absent in files written
+    /// before it existed, which were all [`Schedule::Separate`].
+    #[serde(default)]
+    pub schedule: Schedule,
+}
+
+/// How a server schedules prefill against decode (docs/model.md "Schedules").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// Prefills run one at a time on a unit of their own, beside the decode
+    /// steps and never stalling them; each sequence steps on its own clock.
+    #[default]
+    Separate,
+    /// Continuous batching with prefill in the step (Orca, Yu et al., OSDI
+    /// 2022; llama.cpp's server, vLLM V1): every engine step carries all
+    /// the decoding sequences and every prompt waiting for prefill, and
+    /// lasts the decode step plus the prefill compute of those prompts;
+    /// a prompt's first chunk leaves at the end of the step that prefilled it.
+    Mixed,
+}
+
+impl Schedule {
+    /// Every schedule, in the order the fit tries them.
+    pub const ALL: [Schedule; 2] = [Schedule::Separate, Schedule::Mixed];
+
+    /// Its name in the model file and in output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Separate => "separate",
+            Schedule::Mixed => "mixed",
+        }
+    }
+
+    /// The schedule called `name` ([`Schedule::name`]).
+    pub fn by_name(name: &str) -> Option<Schedule> {
+        Schedule::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// How it runs, in a few words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Schedule::Separate => "prefills one at a time, beside decode, never stalling it",
+            Schedule::Mixed => "prompts prefilled in the decode step, which waits for them",
+        }
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Params {
@@ -211,6 +264,7 @@ mod tests {
             step_per_context_token_s: 1e-7,
             tokens_per_step: 4.0,
             max_batch: Some(8),
+            schedule: Schedule::Separate,
         }
     }
 
@@ -238,5 +292,20 @@ mod tests {
         assert_eq!(q.check(), Ok(()));
         q.step_base_s = f64::NAN;
         assert_eq!(q.check(), Err("step_base_s"));
+    }
+
+    #[test]
+    fn a_file_without_a_schedule_is_separate() {
+        let mut v = serde_json::to_value(p()).unwrap();
+        v.as_object_mut().unwrap().remove("schedule");
+        let q: Params = serde_json::from_value(v).unwrap();
+        assert_eq!(q.schedule, Schedule::Separate);
+        let mixed = Params {
+            schedule: Schedule::Mixed,
+            ..p()
+        };
+        let text = serde_json::to_string(&mixed).unwrap();
+        assert!(text.contains(r#""schedule":"mixed""#), "{text}");
+        assert_eq!(serde_json::from_str::<Params>(&text).unwrap(), mixed);
     }
 }

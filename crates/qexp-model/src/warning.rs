@@ -38,6 +38,8 @@ pub enum FitWarning {
     },
     /// The context per decoding sequence did not vary.
     OneContext,
+    /// No TTFT where prompts met other requests, so no schedule.
+    ScheduleUnknown,
     /// No point reached a batch limit.
     NoBatchLimit {
         /// The highest concurrency run.
@@ -70,6 +72,7 @@ impl FitWarning {
             FitWarning::NoChunks => vec![TokensPerStep],
             FitWarning::NoDecode => vec![StepBase, StepPerSeq, StepPerContextToken],
             FitWarning::NotAlone { .. }
+            | FitWarning::ScheduleUnknown
             | FitWarning::NegativeTerm { .. }
             | FitWarning::IncludesZero { .. }
             | FitWarning::OneTrial => Vec::new(),
@@ -105,6 +108,10 @@ impl std::fmt::Display for FitWarning {
             FitWarning::OneContext => write!(
                 f,
                 "the context per decoding sequence did not vary (one input and output length): d2, the step cost per context token, is unknown; sweep input length"
+            ),
+            FitWarning::ScheduleUnknown => write!(
+                f,
+                "no point has a TTFT where prompts meet other requests (concurrency above 1, or a rate, with its request count): the schedule is unknown, fitted as separate; run two or more concurrencies"
             ),
             FitWarning::NoBatchLimit { concurrency } => write!(
                 f,

@@ -32,6 +32,7 @@
 mod faults;
 mod jitter;
 mod metrics;
+mod mixed;
 mod openai;
 mod prefix_cache;
 mod profile;

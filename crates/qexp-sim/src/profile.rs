@@ -22,6 +22,12 @@ use crate::faults::FaultPlan;
 ///    decoding at that moment and `K` their context (prompt plus tokens
 ///    generated so far).
 ///
+/// That is the [`Schedule::Separate`](qexp_model::Schedule) schedule. With
+/// `schedule` [`Mixed`](qexp_model::Schedule::Mixed), steps 3 and 4 are one
+/// engine loop instead (`mixed.rs`): each step carries every decoding
+/// sequence and every admitted prompt and lasts the decode step plus those
+/// prompts' prefill compute; a prompt's first chunk leaves at its end.
+///
 /// These are the equations of qexp-model's [`Params`](qexp_model::Params)
 /// (docs/model.md): [`SimProfile::from_params`] serves a fitted model.
 ///
@@ -46,6 +52,8 @@ pub struct SimProfile {
     pub max_batch: usize,
     /// Tokens emitted per decode step (speculative decoding); one step = one SSE chunk.
     pub tokens_per_step: u32,
+    /// How prefill and decode share the engine.
+    pub schedule: qexp_model::Schedule,
     /// `prompt_tokens + max_tokens` above this is rejected with HTTP 400.
     pub max_context: u32,
     /// Multiplier applied to every simulated duration (1.0 = real time, 0.05 = 20x faster).
@@ -95,6 +103,7 @@ const NAMES: &[&str] = &[
     "exact",
     "exact-slow",
     "known",
+    "known-mixed",
 ];
 
 /// A profile name that names nothing, or a model file that cannot be served.
@@ -127,6 +136,12 @@ impl SimProfile {
                 ..founding()?
             }),
             "exact" => Some(exact()),
+            // `known` on the mixed schedule: prompts prefilled in the decode step.
+            "known-mixed" => Some(SimProfile {
+                name: "known-mixed".to_owned(),
+                schedule: qexp_model::Schedule::Mixed,
+                ..known()
+            }),
             // `exact` with 10% longer decode steps (decode 91 instead of 100
             // tok/s): a second deployment whose difference `qexp diff` must find.
             "exact-slow" => Some(SimProfile {
@@ -173,6 +188,7 @@ impl SimProfile {
             step_per_context_token_s: p.step_per_context_token_s,
             max_batch: p.max_batch.map_or(UNLIMITED_BATCH, |n| n as usize),
             tokens_per_step: p.tokens_per_step.round().clamp(1.0, 1024.0) as u32,
+            schedule: p.schedule,
             // The serving surface (context, template, cache, no faults): `exact`'s.
             ..exact()
         }
@@ -190,6 +206,7 @@ impl SimProfile {
             step_per_context_token_s: self.step_per_context_token_s * t,
             tokens_per_step: f64::from(self.tokens_per_step),
             max_batch: u32::try_from(self.max_batch).ok(),
+            schedule: self.schedule,
         }
     }
 
@@ -321,6 +338,7 @@ fn exact() -> SimProfile {
         step_per_context_token_s: 0.0,
         max_batch: 1024,
         tokens_per_step: 1,
+        schedule: qexp_model::Schedule::Separate,
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,

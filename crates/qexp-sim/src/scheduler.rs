@@ -1,4 +1,6 @@
 //! The simulated engine: admission, serialized prefill, continuous-batching decode.
+//! (The mixed schedule's engine loop is in `mixed.rs`; a sequence here
+//! only waits out its fixed latency and streams what that loop sends.)
 //!
 //! Each request is a [`Sequence`] driven by the body stream that carries its
 //! response, so a client that disconnects drops the stream, and with it the
@@ -11,9 +13,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
-use tokio::sync::{watch, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant};
 
+use crate::mixed::{self, Arrival};
 use crate::openai::Job;
 use crate::prefix_cache::{CacheCounters, PrefixCache};
 use crate::SimProfile;
@@ -33,13 +36,19 @@ pub(crate) struct Engine {
     /// Becomes `true` (or closes) when the server shuts down; running sequences stop.
     stop: watch::Receiver<bool>,
     /// Prompt blocks kept from earlier prefills; looked up under the prefill lock.
-    cache: std::sync::Mutex<PrefixCache>,
+    cache: Arc<std::sync::Mutex<PrefixCache>>,
+    /// The mixed schedule's engine loop (None: the separate schedule).
+    mixed: Option<mpsc::UnboundedSender<Arrival>>,
 }
 
 impl Engine {
-    /// An idle engine for `profile`, stopping when `stop` turns `true`.
+    /// An idle engine for `profile`, stopping when `stop` turns `true`
+    /// (the mixed schedule's loop is spawned on the current tokio runtime).
     pub(crate) fn new(profile: SimProfile, stop: watch::Receiver<bool>) -> Arc<Engine> {
         let cache = PrefixCache::new(profile.prefix_cache_tokens, profile.prefix_cache_block);
+        let cache = Arc::new(std::sync::Mutex::new(cache));
+        let mixed = (profile.schedule == qexp_model::Schedule::Mixed)
+            .then(|| mixed::spawn(profile.clone(), Arc::clone(&cache), stop.clone()));
         Arc::new(Engine {
             slots: Arc::new(Semaphore::new(profile.max_batch)),
             profile,
@@ -47,7 +56,8 @@ impl Engine {
             decoding: Arc::new(AtomicUsize::new(0)),
             context: Arc::new(AtomicU64::new(0)),
             stop,
-            cache: std::sync::Mutex::new(cache),
+            cache,
+            mixed,
         })
     }
 
@@ -103,6 +113,8 @@ enum Phase {
     Arrived {
         at: Instant,
     },
+    /// Mixed schedule: in the engine loop's hands; chunks come from it.
+    Mixed(mpsc::UnboundedReceiver<u32>),
     Decoding {
         _slot: OwnedSemaphorePermit,
         active: Decoding,
@@ -154,6 +166,27 @@ impl Sequence {
         let p = engine.profile();
         match std::mem::replace(&mut self.phase, Phase::Finished) {
             Phase::Finished => return None,
+            Phase::Arrived { at } if engine.mixed.is_some() => {
+                until_stopped(
+                    &mut self.stop,
+                    sleep_until(at + p.scaled(p.prefill_fixed_s)),
+                )
+                .await?;
+                let (tx, rx) = mpsc::unbounded_channel();
+                let arrival = Arrival {
+                    prompt: Arc::clone(&self.prompt),
+                    cached: Arc::clone(&self.cached),
+                    remaining: self.remaining,
+                    chunks: tx,
+                };
+                engine.mixed.as_ref()?.send(arrival).ok()?;
+                self.phase = Phase::Mixed(rx);
+                return self.mixed_chunk().await;
+            }
+            Phase::Mixed(rx) => {
+                self.phase = Phase::Mixed(rx);
+                return self.mixed_chunk().await;
+            }
             Phase::Arrived { at } => {
                 until_stopped(
                     &mut self.stop,
@@ -210,6 +243,22 @@ impl Sequence {
         }
         if self.remaining == 0 {
             // Free the slot as soon as the last chunk is out.
+            self.phase = Phase::Finished;
+        }
+        Some(n)
+    }
+}
+
+impl Sequence {
+    /// Mixed schedule: the next chunk the engine loop sends (None once it
+    /// has sent the last, or the server stops).
+    async fn mixed_chunk(&mut self) -> Option<u32> {
+        let Phase::Mixed(rx) = &mut self.phase else {
+            return None;
+        };
+        let n = until_stopped(&mut self.stop, rx.recv()).await??;
+        self.remaining = self.remaining.saturating_sub(n);
+        if self.remaining == 0 {
             self.phase = Phase::Finished;
         }
         Some(n)

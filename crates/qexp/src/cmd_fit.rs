@@ -40,6 +40,7 @@ pub(crate) fn fit(args: FitArgs) -> Result<u8, CliError> {
         replicates: args.replicates,
         seed: args.seed,
         full_attention_share: args.full_attention_share.or(input.share).unwrap_or(1.0),
+        schedule: args.schedule,
     };
     let mut model = qexp_model::fit(&fitted, &opts).map_err(CliError::input)?;
     model.sources = input.sources;

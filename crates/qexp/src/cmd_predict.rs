@@ -2,7 +2,7 @@ use crate::model_text::metric_value;
 use crate::{CliError, PredictArgs};
 use anyhow::anyhow;
 use qexp_model::{
-    Arrivals, Axis, Capacity, Coef, Load, ModelFile, ModelMetric, Params, Prediction, Slo,
+    Arrivals, Axis, Capacity, Coef, Load, ModelFile, ModelMetric, Params, Prediction, Schedule, Slo,
 };
 use std::path::Path;
 
@@ -87,9 +87,17 @@ fn what_if(params: &Params, set: &[String], step_scale: Option<f64>) -> Result<P
     for s in set {
         let bad = |why: &str| CliError::input(anyhow!("--set `{s}`: {why}"));
         let (name, value) = s.split_once('=').ok_or_else(|| bad("not NAME=VALUE"))?;
+        if name.trim() == "schedule" {
+            p.schedule = Schedule::by_name(value.trim())
+                .ok_or_else(|| bad("the schedule is `separate` or `mixed`"))?;
+            continue;
+        }
         let coef = Coef::by_name(name.trim()).ok_or_else(|| {
             let names: Vec<&str> = Coef::ALL.iter().map(|c| c.name()).collect();
-            bad(&format!("unknown coefficient; names: {}", names.join(", ")))
+            bad(&format!(
+                "unknown coefficient; names: {}, schedule",
+                names.join(", ")
+            ))
         })?;
         let v: f64 = value
             .trim()

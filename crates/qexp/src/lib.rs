@@ -354,6 +354,13 @@ pub struct FitArgs {
     /// Points to leave out of the fit and predict instead (their labels, comma separated).
     #[arg(long, value_delimiter = ',')]
     pub hold_out: Vec<String>,
+    /// Fit on this schedule (separate or mixed) [default: the one that explains the runs best].
+    #[arg(long, value_parser = parse_schedule)]
+    pub schedule: Option<qexp_model::Schedule>,
+}
+
+fn parse_schedule(s: &str) -> Result<qexp_model::Schedule, String> {
+    qexp_model::Schedule::by_name(s).ok_or_else(|| format!("`{s}`: separate or mixed"))
 }
 
 /// `qexp predict`.
@@ -382,7 +389,7 @@ pub struct PredictArgs {
     /// A service-level objective: print the highest concurrency (or rate, with --rate) that holds it.
     #[arg(long, value_name = "METRIC=LIMIT,…")]
     pub slo: Option<String>,
-    /// What-if: replace a coefficient, e.g. tokens_per_step=1 (repeatable).
+    /// What-if: replace a coefficient, e.g. tokens_per_step=1, or the schedule, e.g. schedule=mixed (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// What-if: multiply every decode-step coefficient (d0, d1, d2) by this factor.

@@ -1,6 +1,6 @@
 //! Terminal text for `qexp fit` and `qexp predict`: numbers with units.
 
-use qexp_model::{Coef, ModelFile, ModelMetric};
+use qexp_model::{Coef, FitWarning, ModelFile, ModelMetric};
 
 /// A coefficient's value with its unit.
 pub(crate) fn coef_value(c: Coef, v: f64) -> String {
@@ -56,6 +56,13 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
             c.symbol()
         ));
     }
+    let s = model.params.schedule;
+    let why = if model.warnings.contains(&FitWarning::ScheduleUnknown) {
+        "unknown, see warnings"
+    } else {
+        "the schedule whose replay explains the medians best, or the one asked for"
+    };
+    out.push_str(&format!("     schedule: {s} ({why}): {}\n", s.meaning()));
     let f = model.full_attention_share;
     if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {
         out.push_str(&format!(

@@ -3,7 +3,7 @@
 
 use qexp_model::{
     fit, predicted, simulate, Arrivals, Coef, FitOptions, FitWarning, Load, ModelMetric,
-    Observation, Params,
+    Observation, Params, Schedule,
 };
 
 fn truth() -> Params {
@@ -16,6 +16,7 @@ fn truth() -> Params {
         step_per_context_token_s: 3e-7,
         tokens_per_step: 2.0,
         max_batch: Some(3),
+        schedule: Schedule::Separate,
     }
 }
 
@@ -61,13 +62,27 @@ fn grid(p: &Params, cs: &[u32], ls: &[f64]) -> Vec<Observation> {
 
 #[test]
 fn every_coefficient_comes_back_from_a_grid() {
-    let t = truth();
+    recovers(truth());
+}
+
+#[test]
+fn every_coefficient_and_the_mixed_schedule_come_back_from_a_grid() {
+    recovers(Params {
+        schedule: Schedule::Mixed,
+        ..truth()
+    });
+}
+
+/// The fit of a 3 × 3 grid observed on `t` gives `t` back: its schedule,
+/// and every coefficient within 1%.
+fn recovers(t: Params) {
     let model = fit(
         &grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]),
         &FitOptions::default(),
     )
     .unwrap();
     assert!(model.unknown.is_empty(), "{:?}", model.warnings);
+    assert_eq!(model.params.schedule, t.schedule);
     for c in Coef::ALL {
         let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
         assert!(
@@ -109,4 +124,22 @@ fn a_limit_no_point_reached_is_unknown() {
         .warnings
         .contains(&FitWarning::NoBatchLimit { concurrency: 2 }));
     assert_eq!(model.params.max_batch, None);
+}
+
+#[test]
+fn one_concurrency_leaves_the_schedule_unknown() {
+    // A mixed deployment seen only alone: nothing tells it from separate.
+    let t = Params {
+        schedule: Schedule::Mixed,
+        ..truth()
+    };
+    let model = fit(&grid(&t, &[1], &[1000.0, 4000.0]), &FitOptions::default()).unwrap();
+    assert!(model.warnings.contains(&FitWarning::ScheduleUnknown));
+    assert_eq!(model.params.schedule, Schedule::Separate);
+    let full = fit(
+        &grid(&t, &[1, 2, 4], &[1000.0, 4000.0]),
+        &FitOptions::default(),
+    )
+    .unwrap();
+    assert!(!full.warnings.contains(&FitWarning::ScheduleUnknown));
 }

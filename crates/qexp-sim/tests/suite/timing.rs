@@ -370,3 +370,66 @@ async fn fast_profile_is_scaled_founding() {
     assert_eq!(chunks.len(), 10, "4 tokens per step");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn mixed_schedule_a_prompt_stalls_the_decoding_stream() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    // Prefill at 2000 tokens/s: a prompt of ~210 tokens costs ~105 ms of
+    // the step that carries it (docs/model.md "Schedules").
+    let profile = SimProfile {
+        name: "mixed".to_owned(),
+        prefill_tokens_per_s: 2000.0,
+        prefix_cache_tokens: 0,
+        schedule: qexp_model::Schedule::Mixed,
+        ..SimProfile::by_name("exact").unwrap()
+    };
+    let server = SimServer::start(profile).await.unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    let mut seen = Vec::new();
+    while let Some(why) = stall_misses(&client, &url).await {
+        seen.push(why);
+        assert!(
+            seen.len() < ATTEMPTS,
+            "the timing was off in all {ATTEMPTS} tries: {seen:#?}"
+        );
+    }
+    server.shutdown().await;
+}
+
+/// Streams A, and B 250 ms later while A decodes; `Some(why)` when A's
+/// stream does not show exactly one step stalled by B's prefill, or B's
+/// first chunk does not leave at the end of that step.
+async fn stall_misses(client: &reqwest::Client, url: &str) -> Option<String> {
+    let a = {
+        let (client, url) = (client.clone(), url.to_owned());
+        tokio::spawn(async move { stream(&client, &url, &chat_body(200, 40)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let b = stream(client, url, &chat_body(200, 5)).await;
+    let a = a.await.unwrap();
+    let usage = b[b.len() - 2].json();
+    let prompt = usage["usage"]["prompt_tokens"].as_f64().unwrap();
+    let prefill = prompt / 2.0;
+    let (a, b) = (content(&a), content(&b));
+    let gaps: Vec<f64> = a.windows(2).map(|w| ms(w[1].at - w[0].at)).collect();
+    let long: Vec<f64> = gaps.iter().copied().filter(|g| *g > 60.0).collect();
+    // The stalled step: 10 ms of decode plus B's prefill; a host stall only adds.
+    let [stalled] = long[..] else {
+        return Some(format!("want one stalled step, gaps {gaps:?}"));
+    };
+    if let Some(why) = outside(
+        "stalled step",
+        stalled,
+        10.0 + prefill - 3.0..10.0 + prefill + 25.0,
+    ) {
+        return Some(why);
+    }
+    // B: 50 ms of latency, at most a step's wait, then the stalled step.
+    let ttft = ms(b[0].at);
+    outside(
+        "B's TTFT",
+        ttft,
+        50.0 + prefill..50.0 + prefill + 10.0 + 10.0 + 25.0,
+    )
+}

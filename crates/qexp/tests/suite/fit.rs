@@ -60,6 +60,16 @@ fn fit_dir(dir: &Path) -> ModelFile {
 /// Each coefficient against the truth: (name, fitted, truth, lo, hi), and what misses.
 fn judge(model: &ModelFile, truth: &qexp_model::Params) -> Vec<String> {
     let mut misses = Vec::new();
+    println!(
+        "schedule fitted {} truth {}",
+        model.params.schedule, truth.schedule
+    );
+    if model.params.schedule != truth.schedule {
+        misses.push(format!(
+            "schedule: {} vs {}",
+            model.params.schedule, truth.schedule
+        ));
+    }
     for c in Coef::ALL {
         let (got, want) = (
             c.get(&model.params).unwrap_or(f64::NAN),
@@ -239,6 +249,88 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
         );
         assert!(c.error().abs() < 0.10, "{c:?}");
     }
+}
+
+/// The known-truth test on the mixed schedule: `known-mixed` (the `known`
+/// terms, prompts prefilled in the decode step) over the same grid; the fit
+/// must pick the mixed schedule and recover every coefficient within 5%.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fit_recovers_the_known_mixed_profile() {
+    let _serial = crate::common::heavy().await;
+    let configured = qexp_sim::SimProfile::by_name("known-mixed")
+        .unwrap()
+        .params();
+    let sweep = "concurrency = [1, 2, 4]\ninput_tokens = [1000, 3000, 6000]";
+    let mut misses = Vec::new();
+    for attempt in 1..=FIT_RUNS {
+        let tmp = tempfile::tempdir().unwrap();
+        let truth = with_serving_path(tmp.path(), configured).await;
+        let dir = run_plan(tmp.path(), &plan(sweep, 3, "sim:known-mixed")).await;
+        let m = judge(&fit_dir(&dir), &truth);
+        if m.is_empty() {
+            return;
+        }
+        misses.push(format!("run {attempt}: {}", m.join("; ")));
+    }
+    panic!(
+        "the fit missed the truth in every run:\n{}",
+        misses.join("\n")
+    );
+}
+
+/// A model on the mixed schedule (the `known` profile's terms, prefill in
+/// the decode step) served as `sim:fit=…`: a run against it lands within
+/// 10% of what `qexp predict` says, and the schedule shows (the separate
+/// schedule's prediction of the same point misses).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_model_is_served_as_predicted() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut model = ModelFile::parse(
+        qexp_model::FOUNDING_MODEL,
+        Path::new(qexp_model::FOUNDING_MODEL_PATH),
+    )
+    .unwrap();
+    let known = qexp_sim::SimProfile::by_name("known").unwrap().params();
+    model.params = qexp_model::Params {
+        schedule: qexp_model::Schedule::Mixed,
+        ..known
+    };
+    model.replicates.clear();
+    let file = tmp.path().join("mixed.json");
+    model.write(&file).unwrap();
+    let target = format!("sim:fit={}", file.display());
+    let served = run_plan(
+        &tmp.path().join("served"),
+        &plan("concurrency = [4]\ninput_tokens = [3000]", 1, &target),
+    )
+    .await;
+    let a = qexp_analysis::analyze(&served).unwrap();
+    let checks = qexp_analysis::check_against_model(&a, &model);
+    let separate = ModelFile {
+        params: known,
+        ..model.clone()
+    };
+    let other = qexp_analysis::check_against_model(&a, &separate);
+    assert!(!checks.is_empty());
+    for (c, o) in checks.iter().zip(&other) {
+        println!(
+            "served mixed {} {}: measured {:.4} predicted {:.4} (separate {:.4})",
+            c.point,
+            c.metric.name(),
+            c.measured,
+            c.predicted,
+            o.predicted
+        );
+        assert!(c.error().abs() < 0.10, "{c:?}");
+    }
+    let tpot = |v: &[qexp_model::Check]| {
+        v.iter()
+            .find(|c| c.metric == qexp_model::ModelMetric::TpotS)
+            .unwrap()
+            .error()
+    };
+    assert!(tpot(&other).abs() > 0.10, "separate {:+.3}", tpot(&other));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
