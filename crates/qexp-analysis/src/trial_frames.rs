@@ -384,9 +384,7 @@ impl Medians {
         input_planned: f64::NAN,
         completion_tokens: f64::NAN,
     };
-}
 
-impl Medians {
     /// The medians of one (trial, point)'s successful requests (`rows`, of
     /// a run with `schema`), one column at a time: each column's values
     /// are copied out, selected and dropped before the next. Reads the

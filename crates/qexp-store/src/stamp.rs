@@ -12,7 +12,7 @@ const MAX_DEPTH: usize = 3;
 
 /// SHA-256 (hex) over every file under `run` — its path inside the folder,
 /// size and modification time, links followed — the lock file left out
-/// (below [`MAX_DEPTH`] levels, a folder stands for what it holds by its own
+/// (below `MAX_DEPTH` levels, a folder stands for what it holds by its own
 /// time). A write, a resume or a merge changes it; reading the folder does
 /// not.
 pub fn folder_stamp(run: &Path) -> Result<String, StoreError> {
