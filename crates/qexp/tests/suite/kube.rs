@@ -202,3 +202,39 @@ fn a_plans_dataset_and_api_key_reach_the_pods() {
     let (ok, out) = validate(&python, &out);
     assert!(ok, "the objects fail the schema:\n{out}\n{yaml}");
 }
+
+/// A dataset named by its absolute path (built into the image, or on the
+/// results claim) is read where it is: not shipped, and not refused.
+#[test]
+fn a_dataset_named_by_an_absolute_path_is_not_shipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = root().join("datasets/sample-chat.jsonl");
+    let plan_text = std::fs::read_to_string(root().join("experiments/dataset.toml"))
+        .unwrap()
+        .replace(
+            "\"../datasets/sample-chat.jsonl\"",
+            &format!("\"{}\"", data.display()),
+        );
+    assert!(plan_text.contains(&data.display().to_string()));
+    let plan = tmp.path().join("dataset.toml");
+    std::fs::write(&plan, &plan_text).unwrap();
+    let o = qexp(&[
+        "kube",
+        plan.to_str().unwrap(),
+        "--shards",
+        "2",
+        "--image",
+        "x:1",
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("by its absolute path: it is not shipped"),
+        "{err}"
+    );
+    let yaml = String::from_utf8_lossy(&o.stdout);
+    assert!(!yaml.contains("file-0"), "{yaml}");
+    assert!(yaml.contains("\"/plan/plan.toml\""), "{yaml}");
+}
