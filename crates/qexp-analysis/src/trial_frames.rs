@@ -132,13 +132,17 @@ impl TrialFrames {
         // medians) run on a second core beside polars' aggregations of the
         // same rows. They call nothing that waits on polars' thread pool, so
         // an analysis that itself runs on that pool cannot deadlock on them.
-        let schema = self.schema.clone();
+        let planned = or_target(
+            &self.schema,
+            rq::INPUT_TOKENS_PLANNED,
+            rq::INPUT_TOKENS_TARGET,
+        );
         let (part, itl, medians) = std::thread::scope(|s| {
             let plain = s.spawn(|| {
                 let sc = &mut scratch;
                 distribution::samples_into(&rows, &mut sc.samples)?;
                 let part = distribution::trial_part(trial, &mut sc.samples, share);
-                let medians = Medians::of(&rows, &schema, &mut sc.values)?;
+                let medians = Medians::of(&rows, planned, &mut sc.values)?;
                 itl_percentiles(&offsets, &mut sc.gaps).map(|itl| (part, itl, medians))
             });
             let frames = self.add_frames((trial, point), &rows);
@@ -255,18 +259,28 @@ fn stacked(frames: &[DataFrame]) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
+/// The column of what was planned per request, or, in runs written before
+/// the workload columns existed (every request planned alike), the target.
+fn or_target(schema: &Schema, planned: &'static str, target: &'static str) -> &'static str {
+    if schema.contains(planned) {
+        planned
+    } else {
+        target
+    }
+}
+
 /// One row with the request metrics of one (trial, point)'s measured rows.
 fn per_trial_frame(measured: LazyFrame, schema: &Schema, ok: Expr) -> LazyFrame {
-    // Runs written before the workload columns existed planned every request alike.
-    let or_target = |planned: &str, target: &str| {
-        col(if schema.contains(planned) {
-            planned
-        } else {
-            target
-        })
-    };
-    let planned_input = or_target(rq::INPUT_TOKENS_PLANNED, rq::INPUT_TOKENS_TARGET);
-    let planned_output = or_target(rq::OUTPUT_TOKENS_PLANNED, rq::OUTPUT_TOKENS_TARGET);
+    let planned_input = col(or_target(
+        schema,
+        rq::INPUT_TOKENS_PLANNED,
+        rq::INPUT_TOKENS_TARGET,
+    ));
+    let planned_output = col(or_target(
+        schema,
+        rq::OUTPUT_TOKENS_PLANNED,
+        rq::OUTPUT_TOKENS_TARGET,
+    ));
     let expected_cached = if schema.contains(rq::CACHED_TOKENS_EXPECTED) {
         col(rq::CACHED_TOKENS_EXPECTED).cast(F)
     } else {
@@ -385,18 +399,14 @@ impl Medians {
         completion_tokens: f64::NAN,
     };
 
-    /// The medians of one (trial, point)'s successful requests (`rows`, of
-    /// a run with `schema`), one column at a time: each column's values
-    /// are copied out, selected and dropped before the next. Reads the
-    /// rows' arrays only (no call waits on polars' thread pool).
-    fn of(rows: &DataFrame, schema: &Schema, buf: &mut Vec<f64>) -> PolarsResult<Medians> {
+    /// The medians of one (trial, point)'s successful requests (`rows`;
+    /// `planned` is the column of their planned input, [`or_target`]), one
+    /// column at a time: each column's values are copied out, selected and
+    /// dropped before the next. Reads the rows' arrays only (no call waits
+    /// on polars' thread pool).
+    fn of(rows: &DataFrame, planned: &str, buf: &mut Vec<f64>) -> PolarsResult<Medians> {
         let error = rows.column(rq::ERROR_CLASS)?;
         let ok = (error.null_count() < rows.height()).then(|| error.is_null());
-        // Runs written before the workload columns existed planned every request alike.
-        let planned = match schema.contains(rq::INPUT_TOKENS_PLANNED) {
-            true => rq::INPUT_TOKENS_PLANNED,
-            false => rq::INPUT_TOKENS_TARGET,
-        };
         let mut quantiles = |name: &str, qs: &[f64], f: fn(f64) -> f64| -> PolarsResult<Vec<f64>> {
             good_values(rows, ok.as_ref(), name, buf)?;
             buf.iter_mut().for_each(|x| *x = f(*x));

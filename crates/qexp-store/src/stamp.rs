@@ -32,6 +32,10 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) -> Result
     for entry in read {
         let entry = entry.map_err(StoreError::io("cannot list", dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
+        // Skipped before it is read: a lock released meanwhile is no error.
+        if depth == 0 && name == LOCK_FILE {
+            continue;
+        }
         let path = entry.path();
         // A link is followed (a linked Parquet file changes with its
         // target); a dangling one is stamped as the link itself.
@@ -39,9 +43,6 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) -> Result
             .or_else(|_| std::fs::symlink_metadata(&path))
             .map_err(StoreError::io("cannot read", &path))?;
         let rel = format!("{prefix}{name}");
-        if depth == 0 && name == LOCK_FILE {
-            continue;
-        }
         if meta.is_dir() && depth + 1 < MAX_DEPTH {
             walk(&path, &format!("{rel}/"), depth + 1, out)?;
         } else {
