@@ -28,7 +28,7 @@ mod table;
 mod warning;
 
 pub use check::{check, summarize, Check, ErrorSummary};
-pub use des::{quantile, simulate, Arrivals, Load, Outcome, Seen};
+pub use des::{quantile, simulate, Arrivals, Load, Outcome, Seen, INTAKE_S};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
     SCHEMA_VERSION,

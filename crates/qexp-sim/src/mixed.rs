@@ -3,7 +3,8 @@
 //! schedule this way), the [`Schedule::Mixed`](qexp_model::Schedule) of
 //! qexp-model's replay (`des.rs`), step for step.
 //!
-//! One task runs steps back to back while there is work. A step admits
+//! One task runs steps back to back while there is work; woken from idle,
+//! it waits [`INTAKE_S`](qexp_model::INTAKE_S) before its step. A step admits
 //! waiting requests first come first served up to `max_batch` sequences,
 //! takes every decoding sequence and every admitted prompt, and lasts the
 //! decode step (when any sequence decodes) plus the prompts' prefill
@@ -98,10 +99,14 @@ impl Loop {
                 let Some(a) = self.arrivals.recv().await else {
                     return;
                 };
-                // Woken by one request, its step starts at once: others
-                // arriving just after wait for the next (as a server's loop does).
+                // Woken by one request: the step starts after the intake
+                // window, so that a burst (a closed loop's C requests, sent
+                // together) shares it, as in the replay.
+                // The step is timed from the window's end as planned, not
+                // from when the timer fired (a millisecond late at worst).
                 self.waiting.push_back(a);
-                start = Instant::now();
+                start = Instant::now() + self.profile.scaled(qexp_model::INTAKE_S);
+                sleep_until(start).await;
                 continue;
             }
             let p = &self.profile;

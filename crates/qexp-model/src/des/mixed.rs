@@ -11,12 +11,30 @@ pub(super) struct MixedStep {
     prefills: Vec<usize>,
 }
 
+/// How long an idle engine waits, after the prompt that woke it, before
+/// it starts its step: prompts ready by then share it. A closed loop's
+/// requests come in bursts (its first C, or every sequence a step ended),
+/// and a server's intake takes them in over a moment: llama.cpp's server
+/// prefilled the four prompts of a closed loop at c=4 in one step (in=256,
+/// sent within 1.1 ms). The simulator's engine waits the same window, so
+/// "predict" and "serve the fit" meet the burst alike. The fit's `a`
+/// absorbs it where a server has no such wait.
+pub const INTAKE_S: f64 = 0.001;
+
 impl Replay<'_> {
-    /// Mixed schedule: an idle engine starts a step at once, as a server's
-    /// loop woken by a request does: of prompts that arrive together, the
-    /// first is prefilled alone and the rest wait for the next step.
+    /// Mixed schedule: a prompt is ready. An idle engine opens its intake
+    /// window ([`INTAKE_S`]); a busy one takes the prompt at its next step.
     pub(super) fn wake(&mut self, t: f64) {
-        if self.step.is_none() && !self.ending {
+        if self.step.is_none() && !self.ending && !self.waking {
+            self.waking = true;
+            self.push(t + INTAKE_S, Kind::Wake, 0);
+        }
+    }
+
+    /// Mixed schedule: the intake window closes and the step starts.
+    pub(super) fn woken(&mut self, t: f64) {
+        self.waking = false;
+        if self.step.is_none() {
             self.start_step(t);
         }
     }
@@ -70,6 +88,9 @@ impl Replay<'_> {
             });
         }
         self.ending = false;
-        self.wake(t);
+        // A busy engine runs its next step at once.
+        if !self.waking {
+            self.start_step(t);
+        }
     }
 }
