@@ -12,6 +12,16 @@ pub(crate) const JOURNAL: &str = "journal";
 /// Rows of incomplete pairs that `--resume` measured again, kept out of the results.
 pub(crate) const SUPERSEDED: &str = "superseded";
 
+/// The extension of a file being written, renamed into place when whole.
+pub(crate) const WRITING: &str = "tmp";
+
+/// True for a file of a run folder that holds no result: the writer's lock,
+/// or a file still being written (renamed into place when whole). A copy
+/// of the folder elsewhere (`qexp run --upload`) leaves them out.
+pub fn transient_file(name: &str) -> bool {
+    name == crate::lock::LOCK_FILE || name.rsplit_once('.').is_some_and(|(_, ext)| ext == WRITING)
+}
+
 /// The two row kinds a run stores.
 pub(crate) const REQUESTS: &str = "requests";
 /// See [`REQUESTS`].
@@ -64,5 +74,11 @@ mod tests {
         assert_eq!(name, "requests-t0003-p00017.jsonl");
         assert_eq!(parse_pair(&name), Some((3, 17)));
         assert_eq!(parse_pair("requests-00001.parquet"), None);
+    }
+
+    #[test]
+    fn the_lock_and_files_being_written_are_transient() {
+        assert!(transient_file(".lock") && transient_file("manifest.tmp"));
+        assert!(!transient_file("manifest.json") && !transient_file("requests.parquet"));
     }
 }
