@@ -53,9 +53,7 @@ pub(crate) async fn follow(
     let base = open(url)?;
     base.probe().await.map_err(CliError::input)?;
     let experiment = experiment.to_string();
-    Ok(Follow::start(folder, every, move |dir| {
-        mirror(&base, &experiment, dir)
-    }))
+    Follow::start(folder, every, move |dir| mirror(&base, &experiment, dir)).map_err(cli)
 }
 
 /// Ends a [`follow`]: the last upload, after the run ended however it
