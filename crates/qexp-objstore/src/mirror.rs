@@ -42,7 +42,7 @@ struct Stamp {
 #[derive(Debug)]
 pub struct Mirror {
     dest: Remote,
-    last: Vec<String>,
+    order: fn(&str) -> u8,
     skip: fn(&str) -> bool,
     sent: HashMap<String, Stamp>,
 }
@@ -52,7 +52,7 @@ impl Mirror {
     pub fn new(dest: Remote) -> Mirror {
         Mirror {
             dest,
-            last: Vec::new(),
+            order: |_| 0,
             skip: |_| false,
             sent: HashMap::new(),
         }
@@ -65,10 +65,12 @@ impl Mirror {
         self
     }
 
-    /// Upload the top-level file `name` after every other file of a sync
-    /// (a run's manifest: a reader that finds it finds the rows it names).
-    pub fn last(mut self, name: &str) -> Mirror {
-        self.last.push(name.to_string());
+    /// The order of a sync's uploads: by `order` of each file's
+    /// `/`-separated path (lowest first), then oldest first, so that a copy
+    /// cut short holds what the writer wrote first (a run's request rows
+    /// before the point rows that mark them complete, its manifest last).
+    pub fn order(mut self, order: fn(&str) -> u8) -> Mirror {
+        self.order = order;
         self
     }
 
@@ -78,15 +80,15 @@ impl Mirror {
     }
 
     /// Makes the prefix hold what `dir` holds now: uploads new and changed
-    /// files (the `last` ones after the others), then deletes the objects
+    /// files (in [`Mirror::order`]), then deletes the objects
     /// whose file is gone. A file that vanishes while it is read (a part
     /// the run just merged) is left for the next sync to delete.
     pub async fn sync(&mut self, dir: &Path) -> Result<Synced, ObjstoreError> {
         let local = walk(dir, self.skip)?;
         let mut done = Synced::default();
-        let (late, early): (Vec<_>, Vec<_>) =
-            local.iter().partition(|(rel, _)| self.last.contains(rel));
-        for (rel, (path, stamp)) in early.into_iter().chain(late) {
+        let mut queue: Vec<_> = local.iter().collect();
+        queue.sort_by_key(|(rel, (_, stamp))| ((self.order)(rel), stamp.modified, *rel));
+        for (rel, (path, stamp)) in queue {
             if self.sent.get(rel) == Some(stamp) {
                 done.unchanged += 1;
                 continue;
@@ -260,7 +262,7 @@ mod tests {
         put(&run, "manifest.tmp", "half");
         let dest = remote(&store).join("exp").unwrap().join("run").unwrap();
         let mut m = Mirror::new(dest.clone())
-            .last("manifest.json")
+            .order(|rel| u8::from(rel == "manifest.json"))
             .skip(|n| n == ".lock" || n.ends_with(".tmp"));
         let s = m.sync(&run).await.unwrap();
         assert_eq!((s.uploaded, s.deleted, s.unchanged), (3, 0, 0));

@@ -23,13 +23,14 @@ fn open(url: &str) -> Result<Remote, CliError> {
 }
 
 /// Where a run folder of `experiment` named like `dir` goes under `base`,
-/// and the mirror that sends it (the manifest last, the lock and files
-/// being written never).
+/// and the mirror that sends it (request rows before the point rows that
+/// mark them complete, the manifest last; the lock and files being written
+/// never).
 fn mirror(base: &Remote, experiment: &str, dir: &Path) -> Result<Mirror, ObjstoreError> {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let dest = base.join(experiment)?.join(name)?;
     Ok(Mirror::new(dest)
-        .last(qexp_store::MANIFEST_FILE)
+        .order(qexp_store::copy_rank)
         .skip(qexp_store::transient_file))
 }
 
