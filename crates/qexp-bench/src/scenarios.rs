@@ -77,6 +77,7 @@ async fn run_plan(
         out: env.scratch.clone(),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     };
     let (_stop, cancel) = tokio::sync::watch::channel(false);
     env.drain().await?;

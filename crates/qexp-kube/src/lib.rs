@@ -1,7 +1,9 @@
 //! qexp-kube writes the Kubernetes objects that run a plan as N shards on
 //! N client pods (`qexp kube`): the plan as a ConfigMap, a headless
 //! Service through which the shards reach shard 0's rendezvous, a
-//! PersistentVolumeClaim the shards write their run folders to, and an
+//! PersistentVolumeClaim the shards write their run folders to (or, with
+//! an object-store URL, an emptyDir per pod that `qexp run --upload`
+//! copies there, credentials taken from a Secret by reference), and an
 //! Indexed Job whose pod K runs `qexp run --shard auto/N` (Kubernetes sets
 //! `JOB_COMPLETION_INDEX` to K). Kubernetes runs the pods; qexp only
 //! describes them. It owns no plan parsing (the caller passes the plan's
@@ -16,7 +18,7 @@ mod objects;
 mod yaml;
 
 pub use objects::{
-    objects, pod_paths, JobSpec, KubeError, PodFile, SecretEnv, CONFIGMAP_MAX_BYTES,
+    objects, pod_paths, JobSpec, KubeError, PodFile, Results, SecretEnv, CONFIGMAP_MAX_BYTES,
     RENDEZVOUS_PORT, RESULTS_MOUNT,
 };
 pub use yaml::to_yaml;

@@ -65,11 +65,38 @@ pub struct JobSpec {
     pub cpu: String,
     /// Memory per shard (a Kubernetes quantity).
     pub memory: String,
-    /// Size of the results claim (a Kubernetes quantity).
-    pub storage: String,
-    /// Storage class of the results claim.
-    pub storage_class: Option<String>,
+    /// Where the shards' run folders go.
+    pub results: Results,
 }
+
+/// Where the shards' run folders go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Results {
+    /// A PersistentVolumeClaim (ReadWriteMany) every pod mounts at
+    /// [`RESULTS_MOUNT`].
+    Claim {
+        /// Its size (a Kubernetes quantity).
+        storage: String,
+        /// Its storage class [default: the cluster's].
+        class: Option<String>,
+    },
+    /// An object store: each pod writes its folder to an `emptyDir` at
+    /// [`RESULTS_MOUNT`], and `qexp run --upload` copies it to the URL as
+    /// the run goes and when it ends.
+    ObjectStore {
+        /// The URL (`s3://BUCKET/PREFIX`), checked by the caller.
+        url: String,
+        /// The Secret whose keys become each pod's environment (the S3
+        /// client's `AWS_*` variables): referenced, never read.
+        secret: Option<String>,
+        /// The emptyDir's size limit (a Kubernetes quantity).
+        size_limit: String,
+    },
+}
+
+/// Seconds a pod of an object-store run gets between SIGTERM and SIGKILL:
+/// the run stops sending, saves, and uploads what it has left.
+const UPLOAD_GRACE_S: u32 = 120;
 
 /// Why the objects cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -123,10 +150,14 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
             spec.run_id
         ));
     }
+    let storage = match &spec.results {
+        Results::Claim { storage, .. } => storage,
+        Results::ObjectStore { size_limit, .. } => size_limit,
+    };
     for (flag, q) in [
         ("cpu", &spec.cpu),
         ("memory", &spec.memory),
-        ("storage", &spec.storage),
+        ("storage", storage),
     ] {
         let ok = q.starts_with(|c: char| c.is_ascii_digit())
             && q.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
@@ -150,6 +181,17 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
             "the plan and its files are {:.1} MiB, over the 1 MiB a ConfigMap holds: build the files into the image or copy them onto the results claim, and give the plan absolute paths to them",
             bytes as f64 / 1048576.0
         ));
+    }
+    if let Results::ObjectStore {
+        secret: Some(secret),
+        ..
+    } = &spec.results
+    {
+        if !dns_subdomain(secret) {
+            return bad(format!(
+                "--object-store-secret `{secret}`: give a Secret's name (lower case letters, digits, `-` and `.`)"
+            ));
+        }
     }
     if let Some(k) = &spec.api_key {
         if !dns_subdomain(&k.secret) || !secret_key(&k.key) {
@@ -245,7 +287,8 @@ pub fn pod_paths(
     Ok((plan_path, paths))
 }
 
-/// The ConfigMap, Service, PersistentVolumeClaim and Job of `spec`, in the order to apply them.
+/// The ConfigMap, Service, PersistentVolumeClaim (unless the results go
+/// to an object store) and Job of `spec`, in the order to apply them.
 pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
     check(spec)?;
     // Pod host names are `<job>-<index>`: keep the Job's name well under 63.
@@ -284,20 +327,51 @@ pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
             "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
         },
     });
-    let mut claim_spec = json!({
-        "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": spec.storage}},
-    });
-    if let Some(class) = &spec.storage_class {
-        claim_spec["storageClassName"] = json!(class);
+    let mut out = vec![plan, service];
+    if let Results::Claim { storage, class } = &spec.results {
+        let mut claim_spec = json!({
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": storage}},
+        });
+        if let Some(class) = class {
+            claim_spec["storageClassName"] = json!(class);
+        }
+        out.push(json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": meta(format!("{name}-results")),
+            "spec": claim_spec,
+        }));
     }
-    let claim = json!({
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": meta(format!("{name}-results")),
-        "spec": claim_spec,
-    });
-    Ok(vec![plan, service, claim, job(spec, &name, &labels)])
+    out.push(job(spec, &name, &labels));
+    Ok(out)
+}
+
+/// The results volume, the arguments that send the run folder to the
+/// object store, the environment it is reached with and the grace a
+/// stopped pod needs, for `spec.results`.
+fn results_volume(spec: &JobSpec, name: &str) -> (Value, Vec<String>, Vec<Value>, Option<u32>) {
+    match &spec.results {
+        Results::Claim { .. } => (
+            json!({"name": "results", "persistentVolumeClaim": {"claimName": format!("{name}-results")}}),
+            Vec::new(),
+            Vec::new(),
+            None,
+        ),
+        Results::ObjectStore {
+            url,
+            secret,
+            size_limit,
+        } => (
+            json!({"name": "results", "emptyDir": {"sizeLimit": size_limit}}),
+            vec!["--upload".into(), url.clone()],
+            secret
+                .iter()
+                .map(|s| json!({"secretRef": {"name": s}}))
+                .collect(),
+            Some(UPLOAD_GRACE_S),
+        ),
+    }
 }
 
 /// The ConfigMap key of the plan's `i`th file.
@@ -340,6 +414,8 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
     if let Some(t) = &spec.target {
         args.extend(["--target".to_string(), t.clone()]);
     }
+    let (results, upload, env_from, grace) = results_volume(spec, name);
+    args.extend(upload);
     let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
     let env: Vec<Value> = spec
         .api_key
@@ -381,14 +457,21 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
                     }],
                     "volumes": [
                         plan_volume(spec, name),
-                        {"name": "results", "persistentVolumeClaim": {"claimName": format!("{name}-results")}},
+                        results,
                     ],
                 },
             },
         },
     });
+    let pod = &mut job["spec"]["template"]["spec"];
     if !env.is_empty() {
-        job["spec"]["template"]["spec"]["containers"][0]["env"] = json!(env);
+        pod["containers"][0]["env"] = json!(env);
+    }
+    if !env_from.is_empty() {
+        pod["containers"][0]["envFrom"] = json!(env_from);
+    }
+    if let Some(grace) = grace {
+        pod["terminationGracePeriodSeconds"] = json!(grace);
     }
     job
 }
@@ -411,8 +494,10 @@ mod tests {
             namespace: "default".into(),
             cpu: "2".into(),
             memory: "4Gi".into(),
-            storage: "10Gi".into(),
-            storage_class: None,
+            results: Results::Claim {
+                storage: "10Gi".into(),
+                class: None,
+            },
         }
     }
 
@@ -443,6 +528,43 @@ mod tests {
             "{args:?}"
         );
         assert!(args.contains(&"qexp-throughput-sweep-0.qexp-throughput-sweep:7077"));
+    }
+
+    #[test]
+    fn an_object_store_replaces_the_claim_and_its_secret_stays_a_reference() {
+        let mut s = spec();
+        s.results = Results::ObjectStore {
+            url: "s3://bench/qexp".into(),
+            secret: Some("s3-creds".into()),
+            size_limit: "5Gi".into(),
+        };
+        let objs = objects(&s).unwrap();
+        let kinds: Vec<&str> = objs.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(kinds, ["ConfigMap", "Service", "Job"]);
+        let pod = &objs[2]["spec"]["template"]["spec"];
+        assert_eq!(pod["volumes"][1]["emptyDir"]["sizeLimit"], "5Gi");
+        assert_eq!(pod["terminationGracePeriodSeconds"], 120);
+        let c = &pod["containers"][0];
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.as_str())
+            .collect();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--upload", "s3://bench/qexp"]),
+            "{args:?}"
+        );
+        assert!(args.windows(2).any(|w| w == ["--out", RESULTS_MOUNT]));
+        assert_eq!(c["envFrom"][0]["secretRef"]["name"], "s3-creds");
+        s.results = Results::ObjectStore {
+            url: "s3://bench/qexp".into(),
+            secret: Some("S3_Creds".into()),
+            size_limit: "5Gi".into(),
+        };
+        let e = objects(&s).unwrap_err().to_string();
+        assert!(e.starts_with("--object-store-secret"), "{e}");
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub(crate) async fn run(
         None => RunWriter::create(&opts.out, new_manifest(&opts, &points, trials))?,
         Some(r) => r.reopen_deployed(&opts.plan, &points, trials)?,
     };
+    // Set once per run; a second set (none happens) would change nothing.
+    let _ = opts.folder.set(writer.dir().to_path_buf());
     tracing::info!(
         target: crate::PROGRESS_TARGET,
         "qexp: run {} → {} ({} deployments × {trials} blocks, {} order)",

@@ -8,6 +8,7 @@ use qexp_client::Timeouts;
 use qexp_plan::Plan;
 use qexp_store::{Manifest, Overrides, RunStatus, RunWriter};
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 /// What `qexp run` was asked to do.
 #[derive(Debug, Clone)]
@@ -21,6 +22,10 @@ pub struct RunOptions {
     pub overrides: Overrides,
     /// `--shard K/N`: this process runs one shard of the plan; `None`: all of it.
     pub shard: Option<crate::sharded::ShardOptions>,
+    /// Filled with the run folder as soon as it exists, for whoever follows
+    /// the run while it goes on (`qexp run --upload` copies it to an object
+    /// store); set on every run and resume.
+    pub folder: Arc<OnceLock<PathBuf>>,
 }
 
 /// A finished (or interrupted) run.

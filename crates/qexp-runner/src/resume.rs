@@ -146,6 +146,7 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
                 clock_skew_s: 0.0,
                 clock_offset_s: s.clock_offset_s,
             }),
+        folder: Default::default(),
     };
     let resuming = Resuming {
         dir: r.dir.clone(),

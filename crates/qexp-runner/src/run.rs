@@ -95,6 +95,8 @@ async fn run_on(
         None => RunWriter::create(&opts.out, manifest)?,
         Some(r) => r.reopen(&prep.fingerprint, &points, trials)?,
     };
+    // Set once per run; a second set (none happens) would change nothing.
+    let _ = opts.folder.set(writer.dir().to_path_buf());
     tracing::info!(
         target: crate::PROGRESS_TARGET,
         "qexp: run {} → {}",

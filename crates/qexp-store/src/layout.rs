@@ -12,6 +12,31 @@ pub(crate) const JOURNAL: &str = "journal";
 /// Rows of incomplete pairs that `--resume` measured again, kept out of the results.
 pub(crate) const SUPERSEDED: &str = "superseded";
 
+/// The extension of a file being written, renamed into place when whole.
+pub(crate) const WRITING: &str = "tmp";
+
+/// True for a file of a run folder that holds no result: the writer's lock,
+/// or a file still being written (renamed into place when whole). A copy
+/// of the folder elsewhere (`qexp run --upload`) leaves them out.
+pub fn transient_file(name: &str) -> bool {
+    name == crate::lock::LOCK_FILE || name.rsplit_once('.').is_some_and(|(_, ext)| ext == WRITING)
+}
+
+/// Where a file of a run folder comes in a copy made while the run goes on
+/// (`qexp run --upload`): request rows (parts, journals) first, then the
+/// point rows that mark their pair complete, the manifest last; so a copy
+/// cut short never holds a pair marked complete without its rows.
+pub fn copy_rank(rel: &str) -> u8 {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if rel == crate::manifest::MANIFEST_FILE {
+        2
+    } else if name.starts_with(&format!("{POINTS}-")) || name == format!("{POINTS}.parquet") {
+        1
+    } else {
+        0
+    }
+}
+
 /// The two row kinds a run stores.
 pub(crate) const REQUESTS: &str = "requests";
 /// See [`REQUESTS`].
@@ -64,5 +89,25 @@ mod tests {
         assert_eq!(name, "requests-t0003-p00017.jsonl");
         assert_eq!(parse_pair(&name), Some((3, 17)));
         assert_eq!(parse_pair("requests-00001.parquet"), None);
+    }
+
+    #[test]
+    fn point_rows_follow_their_request_rows_and_the_manifest_comes_last() {
+        let ranks = [
+            "parts/requests-00001.parquet",
+            "journal/requests-t0001-p00002.jsonl",
+            "parts/points-00001.parquet",
+            "manifest.json",
+        ]
+        .map(copy_rank);
+        assert_eq!(ranks, [0, 0, 1, 2]);
+        assert_eq!(copy_rank("requests.parquet"), 0);
+        assert_eq!(copy_rank("points.parquet"), 1);
+    }
+
+    #[test]
+    fn the_lock_and_files_being_written_are_transient() {
+        assert!(transient_file(".lock") && transient_file("manifest.tmp"));
+        assert!(!transient_file("manifest.json") && !transient_file("requests.parquet"));
     }
 }

@@ -23,6 +23,7 @@ mod writer;
 
 pub use error::StoreError;
 pub use journal::Journal;
+pub use layout::{copy_rank, transient_file};
 pub use lock::RunLock;
 pub use manifest::{
     Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, LostShard, Manifest,

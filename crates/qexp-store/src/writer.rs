@@ -2,7 +2,7 @@ use crate::error::StoreError;
 use crate::journal::Journal;
 use crate::layout::{
     files_of, merged, pair_file, parse_pair, INCOMPLETE, JOURNAL, PARTS, POINTS, REQUESTS,
-    SUPERSEDED,
+    SUPERSEDED, WRITING,
 };
 use crate::lock::RunLock;
 use crate::manifest::{Manifest, RunStatus, MANIFEST_FILE};
@@ -389,7 +389,7 @@ fn write_atomic(
     path: &Path,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<(), StoreError> {
-    let tmp = path.with_extension("tmp");
+    let tmp = path.with_extension(WRITING);
     let mut f = std::fs::File::create(&tmp).map_err(StoreError::io("cannot create", &tmp))?;
     write(&mut f).and_then(|_| f.sync_all()).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

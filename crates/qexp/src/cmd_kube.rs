@@ -28,8 +28,12 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
         namespace: args.namespace,
         cpu: args.cpu,
         memory: args.memory,
-        storage: args.storage,
-        storage_class: args.storage_class,
+        results: results(
+            args.results_url,
+            args.object_store_secret,
+            args.storage,
+            args.storage_class,
+        )?,
     };
     let yaml = qexp_kube::manifest(&spec).map_err(CliError::input)?;
     match &args.out {
@@ -121,4 +125,35 @@ fn api_key(
             }))
         }
     }
+}
+
+/// Where the shards' folders go: the claim, or the object store at `url`
+/// (checked here; its credentials only named, for the pods to read).
+fn results(
+    url: Option<String>,
+    secret: Option<String>,
+    storage: String,
+    class: Option<String>,
+) -> Result<qexp_kube::Results, CliError> {
+    let Some(url) = url else {
+        return Ok(qexp_kube::Results::Claim { storage, class });
+    };
+    match qexp_objstore::scheme_of(&url).map_err(CliError::input)? {
+        qexp_objstore::Scheme::S3 => {}
+        qexp_objstore::Scheme::File => {
+            return Err(CliError::input(anyhow::anyhow!(
+                "--results-url {url}: a file:// URL names a folder inside each pod, lost with it; give an s3:// URL, or leave --results-url out for a claim"
+            )))
+        }
+    }
+    if secret.is_none() {
+        eprintln!(
+            "qexp kube: no --object-store-secret: the pods need their object-store credentials another way (a service account bound to a cloud role)"
+        );
+    }
+    Ok(qexp_kube::Results::ObjectStore {
+        url,
+        secret,
+        size_limit: storage,
+    })
 }

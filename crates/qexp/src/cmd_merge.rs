@@ -1,10 +1,16 @@
 use crate::{CliError, MergeArgs};
 use qexp_runner::{MergeError, MergeOptions};
 
-/// `qexp merge`: exit 0 when merged, 2 when refused.
-pub(crate) fn merge(args: MergeArgs) -> Result<u8, CliError> {
+/// `qexp merge`: exit 0 when merged, 2 when refused. Shards given as
+/// URLs are downloaded first.
+pub(crate) async fn merge(args: MergeArgs) -> Result<u8, CliError> {
+    let cache = args.cache.clone().unwrap_or_else(|| {
+        args.out
+            .parent()
+            .map_or_else(|| ".".into(), std::path::Path::to_path_buf)
+    });
     let opts = MergeOptions {
-        shards: args.shards,
+        shards: crate::cmd_objstore::local_shards(&args.shards, &cache).await?,
         out: args.out,
         partial: args.partial,
     };

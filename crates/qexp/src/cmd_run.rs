@@ -6,6 +6,8 @@ use qexp_runner::{
     JOB_INDEX_ENV,
 };
 use qexp_store::Overrides;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 /// Exit code when a second Ctrl-C/SIGTERM ends qexp at once (128 + SIGINT).
 const EXIT_ABORTED: i32 = 130;
@@ -14,23 +16,37 @@ const EXIT_ABORTED: i32 = 130;
 /// with more failures than the plan tolerates).
 pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     let cancel = watch_signals();
-    let result = match (&args.resume, &args.plan) {
-        (Some(dir), _) => {
-            let r = ResumeOptions {
-                dir: dir.clone(),
-                force: args.force,
-                target: args.target.clone(),
-            };
-            qexp_runner::resume(r, cancel).await
-        }
+    let job = match (&args.resume, &args.plan) {
+        (Some(dir), _) => Job::Resume(ResumeOptions {
+            dir: dir.clone(),
+            force: args.force,
+            target: args.target.clone(),
+        }),
         (None, Some(plan)) if args.dry_run => return dry_run(&options(&args, plan)?),
-        (None, Some(plan)) => qexp_runner::run(options(&args, plan)?, cancel).await,
+        (None, Some(plan)) => Job::Run(Box::new(options(&args, plan)?)),
         // clap requires one of the two.
         (None, None) => {
             return Err(CliError::input(anyhow::anyhow!(
                 "give a plan, or --resume RUN_DIR"
             )))
         }
+    };
+    let follow = match &args.upload {
+        Some(url) => {
+            let (experiment, folder) = job.followed()?;
+            Some(crate::cmd_objstore::follow(url, &experiment, folder, args.upload_every).await?)
+        }
+        None => None,
+    };
+    let result = match job {
+        Job::Resume(r) => qexp_runner::resume(r, cancel).await,
+        Job::Run(o) => qexp_runner::run(*o, cancel).await,
+    };
+    // The last upload, whatever the run's outcome: a run that failed still
+    // leaves what it measured in the store.
+    let uploaded = match (follow, &args.upload) {
+        (Some(f), Some(url)) => crate::cmd_objstore::finish(f, url).await,
+        _ => Ok(()),
     };
     let result = result.map_err(|e| match e {
         // Bad input: nothing was sent, or the run to resume is not resumable.
@@ -46,7 +62,16 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
             | qexp_store::StoreError::Locked { .. },
         ) => CliError::input(e),
         other => CliError::failure(other),
-    })?;
+    });
+    let result = match (result, &uploaded) {
+        (Ok(r), _) => r,
+        (Err(e), Err(u)) => {
+            // Both said: the run's failure is the exit code.
+            eprintln!("qexp: {:#}", u.error);
+            return Err(e);
+        }
+        (Err(e), Ok(())) => return Err(e),
+    };
     let analysis = qexp_analysis::analyze(&result.dir)
         .with_context(|| {
             format!(
@@ -77,6 +102,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
             result.dir.display()
         );
     }
+    uploaded?;
     Ok(if !complete {
         crate::EXIT_FAILURE
     } else if !result.over_tolerance.is_empty() {
@@ -84,6 +110,26 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     } else {
         0
     })
+}
+
+/// A new run, or a run to resume.
+enum Job {
+    Run(Box<RunOptions>),
+    Resume(ResumeOptions),
+}
+
+impl Job {
+    /// The experiment and the cell that will name the run folder, for
+    /// `--upload` (a resumed run's folder is known already).
+    fn followed(&self) -> Result<(String, Arc<OnceLock<PathBuf>>), CliError> {
+        match self {
+            Job::Run(o) => Ok((o.plan.name().to_string(), Arc::clone(&o.folder))),
+            Job::Resume(r) => {
+                let m = qexp_store::read_manifest(&r.dir).map_err(CliError::input)?;
+                Ok((m.experiment, Arc::new(OnceLock::from(r.dir.clone()))))
+            }
+        }
+    }
 }
 
 /// `qexp run --dry-run`: what the run would do, with nothing started.
@@ -142,6 +188,7 @@ fn options(args: &RunArgs, plan: &std::path::Path) -> Result<RunOptions, CliErro
             model: args.model.clone(),
         },
         shard: shard_options(args)?,
+        folder: Default::default(),
     })
 }
 

@@ -12,6 +12,7 @@ mod cmd_diff;
 mod cmd_fit;
 mod cmd_kube;
 mod cmd_merge;
+mod cmd_objstore;
 mod cmd_predict;
 mod cmd_report;
 mod cmd_run;
@@ -41,6 +42,7 @@ Examples:
   qexp diff RUN_A RUN_B --fail-on-regression    # compare two runs, exit 1 on a regression
   qexp sim --profile founding --port 8000       # serve the simulator
   qexp kube experiments/throughput.toml --shards 8 --image IMAGE   # the plan as a Kubernetes Job
+  qexp merge s3://bench/qexp/throughput/ID-shard{0..7}-of-8 --out results/throughput/ID
   qexp fit results/throughput/RUN               # a model of the deployment → RUN/model.json
   qexp predict RUN/model.json --concurrency 64 --input 1000 --output 500")]
 pub struct Cli {
@@ -136,17 +138,45 @@ Examples:
              results/throughput/RUN-shard2-of-4 results/throughput/RUN-shard3-of-4 \\
              --out results/throughput/RUN
   qexp merge results/throughput/RUN-shard* --out results/throughput/RUN --partial
-Refuses (exit 2), naming the shard, when a shard is missing or did not complete; resume
-that shard alone (qexp run --resume SHARD_DIR) and merge again, or pass --partial.")]
+  qexp merge s3://bench/qexp/throughput/RUN-shard{0..3}-of-4 --out results/throughput/RUN
+A shard given as a URL (what `qexp run --upload` or `qexp kube --results-url` wrote) is
+downloaded first, into --cache (default: the folder of --out, where `qexp run` would have
+written it). Refuses (exit 2), naming the shard, when a shard is missing or did not
+complete; resume that shard alone (qexp run --resume SHARD_DIR) and merge again, or pass
+--partial.")]
     Merge(MergeArgs),
     /// Write the Kubernetes objects that run a plan as N shards (an Indexed Job).
     #[command(after_help = "\
 Examples:
   qexp kube experiments/throughput.toml --shards 8 --image ghcr.io/me/qexp:0.1 > qexp.yaml
   kubectl apply --server-side -f qexp.yaml
+  qexp kube experiments/throughput.toml --shards 8 --image ghcr.io/me/qexp:0.1 \\
+      --results-url s3://bench/qexp --object-store-secret qexp-s3 > qexp.yaml
 Writes a ConfigMap with the plan, a headless Service through which the shards reach
-shard 0, a PersistentVolumeClaim for the results, and the Indexed Job. See docs/kubernetes.md.")]
+shard 0, a PersistentVolumeClaim for the results (or, with --results-url, an emptyDir per
+pod that each shard uploads to the object store), and the Indexed Job. See docs/kubernetes.md.")]
     Kube(KubeArgs),
+    /// Copy a run folder to an object store, to URL/<experiment>/<run folder>/.
+    #[command(after_help = "\
+Examples:
+  qexp upload results/throughput/RUN s3://bench/qexp
+  AWS_ENDPOINT_URL=http://minio.local:9000 qexp upload results/throughput/RUN s3://bench/qexp
+  qexp upload results/throughput/RUN file:///mnt/archive/qexp
+Sends the files that are new or changed and removes the objects whose file is gone, so
+the store ends up holding what the folder holds (run it again after a --resume).
+Credentials come from the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL (an http:// endpoint is allowed), or a
+web identity or container role (docs/kubernetes.md). Exit 2 for a bad URL or missing or
+refused credentials, 1 when the store cannot be reached.")]
+    Upload(UploadArgs),
+    /// Copy what is under an object-store URL into a new local folder.
+    #[command(after_help = "\
+Examples:
+  qexp download s3://bench/qexp/throughput/RUN-shard3-of-8 results/throughput/RUN-shard3-of-8
+  qexp run --resume results/throughput/RUN-shard3-of-8 --force --upload s3://bench/qexp
+DIR must not exist, or already hold exactly what the store holds. Credentials as for
+`qexp upload`.")]
+    Download(DownloadArgs),
 }
 
 /// `qexp run`.
@@ -223,6 +253,15 @@ pub struct RunArgs {
         requires = "rendezvous"
     )]
     pub shard_join_timeout: f64,
+    /// Copy the run folder to an object store as the run writes it, to
+    /// URL/<experiment>/<run folder>/ (s3://BUCKET/PREFIX or file:///PATH): as
+    /// soon as it exists, every --upload-every seconds, and when the run ends
+    /// however it ends (a crash loses at most what came since the last upload).
+    #[arg(long, value_name = "URL", conflicts_with = "dry_run")]
+    pub upload: Option<String>,
+    /// Seconds between uploads while the run goes on.
+    #[arg(long, value_name = "S", default_value_t = 60.0, requires = "upload")]
+    pub upload_every: f64,
     /// Test only: make this host's clock read this many seconds ahead.
     #[arg(
         long,
@@ -239,18 +278,50 @@ pub struct RunArgs {
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
-    /// The shard folders (`qexp run --shard K/N` wrote one each).
-    #[arg(required = true, value_name = "SHARD_DIR")]
-    pub shards: Vec<PathBuf>,
+    /// The shard folders (`qexp run --shard K/N` wrote one each), or their URLs in an object store.
+    #[arg(required = true, value_name = "SHARD_DIR|URL")]
+    pub shards: Vec<String>,
     /// The merged run's folder, e.g. results/<experiment>/<run-id> (must not exist).
     #[arg(long, value_name = "RUN")]
     pub out: PathBuf,
     /// Merge even if shards are missing or incomplete; the run is marked partial.
     #[arg(long)]
     pub partial: bool,
+    /// Where shards given as URLs are downloaded, each into a folder of its
+    /// name [default: the folder of --out].
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+}
+
+/// `qexp upload`.
+// Doc comments here are clap's help text, where `<experiment>` is a
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
+#[derive(Debug, clap::Args)]
+pub struct UploadArgs {
+    /// The run folder (results/<experiment>/<run-id>).
+    #[arg(value_name = "RUN_DIR")]
+    pub run: PathBuf,
+    /// The results URL (s3://BUCKET/PREFIX or file:///PATH); the folder goes to URL/<experiment>/<run folder>/.
+    #[arg(value_name = "URL")]
+    pub url: String,
+}
+
+/// `qexp download`.
+#[derive(Debug, clap::Args)]
+pub struct DownloadArgs {
+    /// What to copy: every object under this URL.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The folder to create.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `qexp kube`.
+// Doc comments here are clap's help text, where `<experiment>` is a
+// placeholder; rustdoc would read it as an unclosed HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct KubeArgs {
     /// The plan (TOML).
@@ -276,12 +347,23 @@ pub struct KubeArgs {
     /// Memory each shard requests (and is limited to).
     #[arg(long, default_value = "4Gi")]
     pub memory: String,
-    /// Size of the PersistentVolumeClaim the shards write their folders to.
+    /// Size of the PersistentVolumeClaim the shards write their folders to
+    /// (with --results-url: of each pod's emptyDir).
     #[arg(long, default_value = "10Gi")]
     pub storage: String,
     /// Storage class of that claim (it must allow ReadWriteMany) [default: the cluster's].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "results_url")]
     pub storage_class: Option<String>,
+    /// Send the shards' folders to this object-store URL (s3://BUCKET/PREFIX)
+    /// instead of a PersistentVolumeClaim: each pod writes to an emptyDir
+    /// and `qexp run --upload URL` copies it to URL/<experiment>/<run-id>-shardK-of-N/.
+    #[arg(long, value_name = "URL")]
+    pub results_url: Option<String>,
+    /// The Secret whose keys become each pod's environment for the object
+    /// store (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+    /// AWS_ENDPOINT_URL, …): named in the objects, never read by qexp.
+    #[arg(long, value_name = "SECRET", requires = "results_url")]
+    pub object_store_secret: Option<String>,
     /// The Secret holding the plan's API key (its `target.api_key_env`), as
     /// SECRET or SECRET:KEY [default key: the variable's name]; the pods read
     /// it into that variable, and the key never enters the objects.
@@ -507,8 +589,10 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Predict(args) => cmd_predict::predict(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
         Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),
-        Command::Merge(args) => cmd_merge::merge(args),
+        Command::Merge(args) => rt.block_on(cmd_merge::merge(args)),
         Command::Kube(args) => cmd_kube::kube(args),
+        Command::Upload(args) => rt.block_on(cmd_objstore::upload(args)),
+        Command::Download(args) => rt.block_on(cmd_objstore::download(args)),
     };
     match result {
         Ok(code) => code,

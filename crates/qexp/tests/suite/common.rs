@@ -51,6 +51,7 @@ async fn run_loaded(dir: &std::path::Path, plan: qexp_plan::Plan) -> qexp_analys
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let result = qexp_runner::run(opts, rx).await.expect("run succeeds");

@@ -78,6 +78,7 @@ async fn run_plan(dir: &Path, plan: &PlanFixture) -> RunResult {
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let run = tokio::time::timeout(std::time::Duration::from_secs(60), run(opts, rx));

@@ -46,6 +46,7 @@ async fn run_plan(dir: &Path, text: &str) -> PathBuf {
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     run(opts, rx).await.expect("run succeeds").dir

@@ -38,7 +38,7 @@ fn generate(out: &Path) -> String {
 }
 
 /// The python with kubernetes_validate, or None (with the reason printed).
-fn validator() -> Option<String> {
+pub(crate) fn validator() -> Option<String> {
     let python =
         std::env::var("QEXP_KUBE_VALIDATE_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let found = Command::new(&python)
@@ -60,7 +60,7 @@ fn validator() -> Option<String> {
 }
 
 /// Runs the validator in strict mode (unknown fields are errors) on `file`.
-fn validate(python: &str, file: &Path) -> (bool, String) {
+pub(crate) fn validate(python: &str, file: &Path) -> (bool, String) {
     let o = Command::new(python)
         .args(["-m", "kubernetes_validate", "--strict", "--quiet"])
         .arg(file)

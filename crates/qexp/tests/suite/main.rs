@@ -15,6 +15,7 @@ mod hostile_server;
 mod kube;
 mod netns;
 mod nothing_lost;
+mod objstore;
 mod open_loop_e2e;
 mod open_loop_noise;
 mod paths;

@@ -38,6 +38,7 @@ async fn rate_points_keep_their_schedule_and_report_goodput() {
         out: tmp.path().join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let result = run(opts, rx).await.expect("run succeeds");

@@ -67,6 +67,7 @@ pub(crate) async fn run_plan_body(dir: &Path, url: &str, body: &str) -> RunResul
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
     run(opts, rx).await.expect("run succeeds")
@@ -78,6 +79,7 @@ fn options(dir: &Path, plan: &PlanFixture) -> RunOptions {
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     }
 }
 

@@ -30,6 +30,7 @@ fn opts(dir: &Path, plan: &PlanFixture) -> RunOptions {
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
+        folder: Default::default(),
     }
 }
 
