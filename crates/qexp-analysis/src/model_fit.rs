@@ -48,6 +48,10 @@ pub fn run_observations(
             experiment: m.experiment.clone(),
             plan_hash: m.plan_hash.clone(),
             path: run.dir.clone(),
+            deployment: deployment.map(str::to_owned).or_else(|| {
+                let all = run_deployments(run);
+                (all.len() == 1).then(|| all[0].clone())
+            }),
         },
         rows,
         skipped,
@@ -96,8 +100,15 @@ fn point_rows(p: &PointSummary, index: u32) -> Result<Vec<Observation>, String> 
 }
 
 /// Every point of `run` with timing, predicted by `model` and compared
-/// (measured median across trials against the prediction's interval).
+/// (measured median across trials against the prediction's interval); only
+/// the points of the deployment the model was fitted on, when the run has it.
 pub fn check_against_model(run: &RunAnalysis, model: &ModelFile) -> Vec<Check> {
-    let rows = run_observations(run, 0, None).rows;
+    let ours = run_deployments(run);
+    let fitted = model
+        .sources
+        .iter()
+        .filter_map(|s| s.deployment.as_deref())
+        .find(|d| ours.iter().any(|o| o == d));
+    let rows = run_observations(run, 0, fitted).rows;
     qexp_model::check(model, &rows)
 }

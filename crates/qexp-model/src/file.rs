@@ -58,6 +58,10 @@ pub struct Source {
     pub plan_hash: String,
     /// Where it was read from.
     pub path: PathBuf,
+    /// The deployment of the run whose points were fitted, for a run with
+    /// `[[deployment]]` tables (`qexp fit --deployment`, or its only one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<String>,
 }
 
 /// A coefficient's 90% interval.

@@ -88,6 +88,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         flags,
         charts: Vec::new(),
         distributions: Vec::new(),
+        fit: None,
         narrative: None,
         deployments: a
             .deployments

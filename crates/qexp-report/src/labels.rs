@@ -76,7 +76,7 @@ pub(crate) enum Along {
 
 impl Along {
     /// Every kind, in display order: the load first.
-    const ALL: [Along; 4] = [
+    pub(crate) const ALL: [Along; 4] = [
         Along::Param(Axis::Concurrency),
         Along::Rate,
         Along::Param(Axis::InputTokens),

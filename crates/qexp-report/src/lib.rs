@@ -44,15 +44,16 @@ mod views;
 
 pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
-pub use model_check::render_model_check;
+pub use model_check::ModelBeside;
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
-    render, render_run, render_run_with, write_files, Narrative, RenderError, Rendered, Templates,
+    render, render_beside, render_run, render_run_with, write_files, Narrative, RenderError,
+    Rendered, Templates,
 };
 pub use turns::{ReasoningRow, TurnRow};
 pub use views::{
-    ChartView, DistributionView, FailureRow, FlagView, Headline, NarrativeView, ReportContext, Row,
-    RowValues, ServerDoc, Stat, Table,
+    ChartView, DistributionView, FailureRow, FitRow, FitView, FlagView, Headline, NarrativeView,
+    ReportContext, Row, RowValues, ServerDoc, Stat, Table,
 };
 
 /// A median with its min–max, for terminal tables.

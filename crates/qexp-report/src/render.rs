@@ -4,6 +4,7 @@
 
 use crate::charts::{self, Chart, ChartError, FlagMark, PointCharts};
 use crate::context::report_context;
+use crate::model_check::ModelBeside;
 use crate::narrative;
 use crate::tera_error::chain;
 use crate::views::{ChartView, DistributionView, ReportContext};
@@ -144,7 +145,8 @@ pub enum Narrative {
 /// A rendered report in memory: file names (relative to the report folder) and contents.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
-    /// `report.md`, `report.html`, then one `<chart>.svg` per chart.
+    /// `report.md`, `report.html`, then one `<chart>.svg` per chart; with
+    /// a model, `model.md` and its charts last.
     pub files: Vec<(String, String)>,
 }
 
@@ -167,7 +169,24 @@ pub fn render(
     templates: &Templates,
     narrative: &Narrative,
 ) -> Result<Rendered, RenderError> {
+    render_beside(a, templates, narrative, None)
+}
+
+/// [`render`], and with a model the run against it: a section of the
+/// report, and `model.md` with its charts after the report's files.
+pub fn render_beside(
+    a: &RunAnalysis,
+    templates: &Templates,
+    narrative: &Narrative,
+    model: Option<ModelBeside>,
+) -> Result<Rendered, RenderError> {
     let (mut ctx, charts) = prepare(a)?;
+    let mut beside = Vec::new();
+    if let Some(m) = model {
+        let (view, files) = crate::model_check::model_check(a, m)?;
+        ctx.fit = Some(view);
+        beside = files;
+    }
     let source = match narrative {
         Narrative::BesidePlan => narrative::beside_plan(a),
         Narrative::File(p) => Some(p.clone()),
@@ -202,6 +221,7 @@ pub fn render(
             .into_iter()
             .map(|c| (format!("{}.svg", c.name), c.svg)),
     );
+    files.extend(beside);
     Ok(Rendered { files })
 }
 
@@ -238,7 +258,7 @@ fn draw_charts(
     Ok((charts, per_point))
 }
 
-fn chart_view(c: &Chart) -> ChartView {
+pub(crate) fn chart_view(c: &Chart) -> ChartView {
     ChartView {
         name: c.name.clone(),
         file: format!("{}.svg", c.name),
@@ -258,17 +278,19 @@ pub fn render_run(
     templates: &Templates,
     out_dir: &Path,
 ) -> Result<Vec<PathBuf>, RenderError> {
-    render_run_with(a, templates, &Narrative::BesidePlan, out_dir)
+    render_run_with(a, templates, &Narrative::BesidePlan, None, out_dir)
 }
 
-/// Renders one run's report into `out_dir`; returns the files written, `report.md` first.
+/// Renders one run's report into `out_dir`, against `model` when given;
+/// returns the files written, `report.md` first.
 pub fn render_run_with(
     a: &RunAnalysis,
     templates: &Templates,
     narrative: &Narrative,
+    model: Option<ModelBeside>,
     out_dir: &Path,
 ) -> Result<Vec<PathBuf>, RenderError> {
-    let rendered = render(a, templates, narrative)?;
+    let rendered = render_beside(a, templates, narrative, model)?;
     write_files(out_dir, rendered.files)
 }
 

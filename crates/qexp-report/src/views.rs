@@ -89,6 +89,41 @@ pub struct ReportContext {
     pub deployments: Option<DeploymentsView>,
     /// Failed requests by point and error class, with one message each.
     pub failures: Vec<FailureRow>,
+    /// The run against a fitted model, filled in by the renderer when one
+    /// is given or found beside the run.
+    pub fit: Option<FitView>,
+}
+
+/// The run against a fitted model (`model.md` holds every point).
+#[derive(Debug, Clone, Serialize)]
+pub struct FitView {
+    /// The full comparison beside the report: `model.md`.
+    pub file: String,
+    /// The model file, as given or found beside the run.
+    pub model_path: String,
+    /// The runs it was fitted on, comma-separated.
+    pub sources: String,
+    /// Medians compared (points × metrics).
+    pub medians: usize,
+    /// The medians outside the model's 90% interval.
+    pub outside: Vec<FitRow>,
+    /// The model's charts, one per metric.
+    pub charts: Vec<ChartView>,
+}
+
+/// One median the model cannot explain.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitRow {
+    /// The point's label.
+    pub point: String,
+    /// The metric (`ttft_s`, …).
+    pub metric: String,
+    /// The median across trials, with unit.
+    pub measured: String,
+    /// The model's prediction, with unit.
+    pub predicted: String,
+    /// Its 90% interval, `lo … hi` with unit.
+    pub interval: String,
 }
 
 /// Failed requests of one point and class, for the failures table.

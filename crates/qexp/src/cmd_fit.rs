@@ -62,6 +62,7 @@ fn from_table(path: &std::path::Path) -> Result<Input, CliError> {
             experiment: table.name.clone(),
             plan_hash: "table".to_owned(),
             path: path.to_path_buf(),
+            deployment: None,
         }],
         out: path.with_extension("model.json"),
         share: table.full_attention_share,

@@ -1,7 +1,7 @@
 use crate::{CliError, ReportArgs};
 use anyhow::Context as _;
 use qexp_analysis::RunAnalysis;
-use qexp_report::{Narrative, Templates};
+use qexp_report::{ModelBeside, Narrative, Templates};
 use std::path::{Path, PathBuf};
 
 /// Whether a positional argument of `qexp report` is a notebook (a Markdown file) rather than a run folder.
@@ -151,35 +151,36 @@ fn report_runs(args: &ReportArgs, runs: Vec<PathBuf>) -> Result<(), CliError> {
             .with_context(|| format!("cannot analyse {}", run.display()))
             .map_err(CliError::failure)?;
         report_dir(&args.out_dir, &analysis.manifest).map_err(CliError::input)?;
+        let model = model_for(&analysis, args.model.as_deref())?;
+        let beside = model
+            .as_ref()
+            .map(|(path, model)| ModelBeside { model, path });
         render_with(
             &analysis,
             args.templates.as_deref(),
             &narrative,
+            beside,
             &args.out_dir,
         )
         .map_err(CliError::failure)?;
-        model_check(&analysis, args.model.as_deref(), &args.out_dir)?;
     }
     Ok(())
 }
 
-/// With a model (`--model FILE`, else `model.json` beside the run), writes
-/// `model.md` and its charts beside the report.
-fn model_check(a: &RunAnalysis, given: Option<&Path>, root: &Path) -> Result<(), CliError> {
+/// The model to render a run against: `--model FILE`, else `model.json`
+/// beside the run, else none.
+fn model_for(
+    a: &RunAnalysis,
+    given: Option<&Path>,
+) -> Result<Option<(PathBuf, qexp_model::ModelFile)>, CliError> {
     let beside = a.dir.join("model.json");
     let path = match given {
         Some(p) => p.to_path_buf(),
         None if beside.is_file() => beside,
-        None => return Ok(()),
+        None => return Ok(None),
     };
     let model = qexp_model::ModelFile::read(&path).map_err(CliError::input)?;
-    let out = report_dir(root, &a.manifest).map_err(CliError::input)?;
-    let files =
-        qexp_report::render_model_check(a, &model, &path, &out).map_err(CliError::failure)?;
-    if let Some(md) = files.first() {
-        println!("model check: {}", md.display());
-    }
-    Ok(())
+    Ok(Some((path, model)))
 }
 
 /// Renders one analysed run under `<root>/<experiment>/<run-id>/`, with the narrative beside its plan.
@@ -188,7 +189,7 @@ pub(crate) fn render_one(
     templates: Option<&Path>,
     root: &Path,
 ) -> anyhow::Result<()> {
-    render_with(a, templates, &Narrative::BesidePlan, root)
+    render_with(a, templates, &Narrative::BesidePlan, None, root)
 }
 
 /// `<root>/<experiment>/<run-id>`, refusing names from the manifest that
@@ -206,6 +207,7 @@ fn render_with(
     a: &RunAnalysis,
     templates: Option<&Path>,
     narrative: &Narrative,
+    model: Option<ModelBeside>,
     root: &Path,
 ) -> anyhow::Result<()> {
     let t = match templates {
@@ -213,7 +215,7 @@ fn render_with(
         None => Templates::builtin()?,
     };
     let out = report_dir(root, &a.manifest)?;
-    let files = qexp_report::render_run_with(a, &t, narrative, &out)?;
+    let files = qexp_report::render_run_with(a, &t, narrative, model, &out)?;
     let is_svg = |f: &&PathBuf| f.extension().is_some_and(|e| e == "svg");
     for f in files.iter().filter(|f| !is_svg(f)) {
         println!("report: {}", f.display());

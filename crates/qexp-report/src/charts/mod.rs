@@ -266,6 +266,50 @@ pub fn ttft_vs_input(
     )
 }
 
+/// A series' name: its deployment and its values on the `varying` axes.
+fn series_label(first: &qexp_plan::Point, varying: &[Along]) -> String {
+    let pairs = pairs(first, varying);
+    match (&first.deployment, pairs.is_empty()) {
+        (Some(d), true) => d.clone(),
+        (Some(d), false) => format!("{d}: {pairs}"),
+        (None, _) => pairs,
+    }
+}
+
+/// A swept axis over the values `xs`: log concurrency or rate with a tick
+/// per value, or linear lengths.
+fn x_axis(axis: Along, mut xs: Vec<f64>) -> AxisSpec {
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    match axis {
+        Along::Param(Axis::Concurrency) => AxisSpec {
+            desc: "Concurrency (requests in flight, log scale)".into(),
+            log: true,
+            ticks: ticks::at_values(&xs),
+            label: |v| format!("{v:.0}"),
+        },
+        Along::Rate => AxisSpec {
+            desc: "Offered rate (req/s, log scale)".into(),
+            log: true,
+            ticks: ticks::at_values(&xs),
+            label: format::sig3,
+        },
+        Along::Param(axis) => AxisSpec {
+            desc: format!(
+                "{} (tokens)",
+                if axis == Axis::InputTokens {
+                    "Input length"
+                } else {
+                    "Output length"
+                }
+            ),
+            log: false,
+            ticks: ticks::linear_to(xs.last().copied().unwrap_or(1.0)),
+            label: format::tokens,
+        },
+    }
+}
+
 /// Draws `spec` from the points: None when the run does not sweep its axis
 /// or no point has a usable value.
 fn chart(
@@ -363,56 +407,19 @@ impl Spec {
             if marks.is_empty() {
                 continue;
             }
-            let first = &group[0].1.point;
-            let pairs = pairs(first, varying);
-            let label = match (&first.deployment, pairs.is_empty()) {
-                (Some(d), true) => d.clone(),
-                (Some(d), false) => format!("{d}: {pairs}"),
-                (None, _) => pairs,
-            };
+            let label = series_label(&group[0].1.point, varying);
             series.push(Series { label, marks });
         }
         series
     }
 
-    /// The swept axis: log concurrency or rate with a tick per value, or linear lengths.
+    /// The swept axis: see [`x_axis`].
     fn x_axis(&self, points: &[PointSummary]) -> AxisSpec {
-        let xs: Vec<f64> = {
-            let mut v: Vec<f64> = points
-                .iter()
-                .filter_map(|p| self.axis.value(&p.point))
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v.dedup();
-            v
-        };
-        match self.axis {
-            Along::Param(Axis::Concurrency) => AxisSpec {
-                desc: "Concurrency (requests in flight, log scale)".into(),
-                log: true,
-                ticks: ticks::at_values(&xs),
-                label: |v| format!("{v:.0}"),
-            },
-            Along::Rate => AxisSpec {
-                desc: "Offered rate (req/s, log scale)".into(),
-                log: true,
-                ticks: ticks::at_values(&xs),
-                label: format::sig3,
-            },
-            Along::Param(axis) => AxisSpec {
-                desc: format!(
-                    "{} (tokens)",
-                    if axis == Axis::InputTokens {
-                        "Input length"
-                    } else {
-                        "Output length"
-                    }
-                ),
-                log: false,
-                ticks: ticks::linear_to(xs.last().copied().unwrap_or(1.0)),
-                label: format::tokens,
-            },
-        }
+        let xs: Vec<f64> = points
+            .iter()
+            .filter_map(|p| self.axis.value(&p.point))
+            .collect();
+        x_axis(self.axis, xs)
     }
 
     /// The metric's axis, spanning every median and whisker of `series`.

@@ -6,5 +6,6 @@ mod diff;
 mod fit;
 mod fixture;
 mod index;
+mod model;
 mod notebook;
 mod report;

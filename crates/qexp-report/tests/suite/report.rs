@@ -142,11 +142,12 @@ fn rerendering_gives_identical_bytes() {
     let tmp = tempfile::tempdir().unwrap();
     let run = fixture::longctx();
     let narrative = Narrative::File(fixture::longctx_narrative());
-    let a = render_run_with(&run, &builtin(), &narrative, &tmp.path().join("a")).unwrap();
+    let a = render_run_with(&run, &builtin(), &narrative, None, &tmp.path().join("a")).unwrap();
     let b = render_run_with(
         &fixture::longctx(),
         &builtin(),
         &narrative,
+        None,
         &tmp.path().join("b"),
     )
     .unwrap();

@@ -228,6 +228,11 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
         "{md}"
     );
     assert!(md_path.join("model_tpot.svg").is_file());
+    let report = std::fs::read_to_string(md_path.join("report.md")).unwrap();
+    assert!(
+        report.contains("## Against the model") && report.contains("[model.md](model.md)"),
+        "{report}"
+    );
 
     // The deployment as fitted: a run against `sim:fit=model.json` lands
     // inside the model's own intervals.
