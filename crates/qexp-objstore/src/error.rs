@@ -103,8 +103,17 @@ impl ObjstoreError {
     }
 }
 
-/// An error's message on one line, at most about 400 characters: a store's
-/// answer may carry a whole XML document.
+/// Variables whose values a store's answer may repeat (an access key id in
+/// an `InvalidAccessKeyId` document): masked in every message.
+const SECRET_VARS: [&str; 3] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+];
+
+/// An error's message on one line, at most about 400 characters (its start
+/// and its root cause, which comes last): a store's answer may carry a
+/// whole XML document; credentials from the environment masked.
 fn short(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
@@ -116,11 +125,21 @@ fn short(e: &(dyn std::error::Error + 'static)) -> String {
         }
         cause = c.source();
     }
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one_line.char_indices().nth(400) {
-        Some((i, _)) => format!("{}…", &one_line[..i]),
-        None => one_line,
+    let mut one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for var in SECRET_VARS {
+        if let Ok(v) = std::env::var(var) {
+            if v.len() >= 4 {
+                one_line = one_line.replace(&v, "…");
+            }
+        }
     }
+    let chars: Vec<char> = one_line.chars().collect();
+    if chars.len() <= 400 {
+        return one_line;
+    }
+    let head: String = chars[..200].iter().collect();
+    let tail: String = chars[chars.len() - 190..].iter().collect();
+    format!("{head} … {tail}")
 }
 
 #[cfg(test)]
@@ -140,6 +159,16 @@ mod tests {
             s.starts_with("s3://b/p: cannot list the object store: "),
             "{s}"
         );
+        // The root cause, last in the chain, survives the cut.
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::other(format!(
+                "{}: Connection refused",
+                "z".repeat(1000)
+            ))),
+        };
+        let s = ObjstoreError::store("s3://b/p", "list", e).to_string();
+        assert!(s.ends_with("Connection refused"), "{s}");
         let denied = object_store::Error::PermissionDenied {
             path: "p".into(),
             source: "403 Forbidden".into(),

@@ -80,8 +80,8 @@ impl Mirror {
     }
 
     /// Makes the prefix hold what `dir` holds now: uploads new and changed
-    /// files (in [`Mirror::order`]), then deletes the objects
-    /// whose file is gone. A file that vanishes while it is read (a part
+    /// files (in [`Mirror::order`]), then deletes the objects whose file
+    /// is gone (in the reverse order). A file that vanishes while it is read (a part
     /// the run just merged) is left for the next sync to delete.
     pub async fn sync(&mut self, dir: &Path) -> Result<Synced, ObjstoreError> {
         let local = walk(dir, self.skip)?;
@@ -104,16 +104,25 @@ impl Mirror {
         }
         let mut listed = self.dest.store().list(Some(self.dest.prefix()));
         let mut gone = Vec::new();
+        let mut there = std::collections::HashSet::new();
         while let Some(meta) = listed.next().await {
             let meta = meta.map_err(|e| ObjstoreError::store(self.dest.url(), "list", e))?;
-            let keep = self
-                .dest
-                .relative(&meta.location)
-                .is_some_and(|rel| local.contains_key(&rel));
-            if !keep {
+            let rel = self.dest.relative(&meta.location);
+            if rel.as_ref().is_some_and(|rel| local.contains_key(rel)) {
+                there.extend(rel);
+            } else {
                 gone.push(meta.location);
             }
         }
+        // A file sent before whose object someone else removed is sent again next time.
+        self.sent.retain(|rel, _| there.contains(rel));
+        // Point rows before the request rows they mark complete (the
+        // reverse of the uploads), so a copy cut short between two deletes
+        // never holds a point without its requests.
+        gone.sort_by_key(|l| {
+            let rel = self.dest.relative(l).unwrap_or_default();
+            (std::cmp::Reverse((self.order)(&rel)), rel)
+        });
         for location in gone {
             match self.dest.store().delete(&location).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => done.deleted += 1,

@@ -5,7 +5,7 @@
 use crate::error::ObjstoreError;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjPath;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{ClientOptions, ObjectStore, ObjectStoreExt as _, RetryConfig};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,24 +56,41 @@ pub fn scheme_of(url: &str) -> Result<Scheme, ObjstoreError> {
     parse(url).map(|(scheme, _, _)| scheme)
 }
 
+/// `text` as a message may show it: without a `?` or `#` part (a signed
+/// URL's token) and with anything before an `@` of its authority (a
+/// credential, which may itself hold `/`) replaced by `…`.
+pub(crate) fn shown(text: &str) -> String {
+    let cut = text.find(['?', '#']).map_or(text, |i| &text[..i]);
+    match cut.split_once("://") {
+        Some((scheme, rest)) if !rest.starts_with('/') && rest.contains('@') => {
+            let after = rest.rsplit_once('@').map_or("", |(_, a)| a);
+            format!("{scheme}://…@{after}")
+        }
+        _ => cut.to_string(),
+    }
+}
+
 /// The scheme, the parsed URL and the prefix inside the store.
 fn parse(text: &str) -> Result<(Scheme, url::Url, ObjPath), ObjstoreError> {
     let bad = |why: &str| ObjstoreError::BadUrl {
-        url: text.to_string(),
+        url: shown(text),
         why: why.to_string(),
     };
+    // Refused before parsing: a secret key may hold `/`, which would end
+    // the authority where the parser looks for credentials.
+    let authority_at = text
+        .split_once("://")
+        .is_some_and(|(_, rest)| !rest.starts_with('/') && rest.contains('@'));
+    if authority_at {
+        return Err(bad(
+            "credentials never go in the URL: give them in AWS_* variables (in pods: --object-store-secret)",
+        ));
+    }
     let url = url::Url::parse(text).map_err(|e| {
         bad(&format!(
             "not a URL ({e}); give s3://BUCKET/PREFIX or file:///PATH"
         ))
     })?;
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(ObjstoreError::BadUrl {
-            // The credentials stay out of the message too.
-            url: format!("{}://…@{}", url.scheme(), url.host_str().unwrap_or("")),
-            why: "credentials never go in the URL: give them in AWS_* variables (in pods: --object-store-secret)".into(),
-        });
-    }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("a results URL has no `?` or `#` part"));
     }
@@ -160,6 +177,38 @@ impl Remote {
             .await
             .map(|_| ())
             .map_err(|e| ObjstoreError::store(&self.url, "list", e))
+    }
+
+    /// [`Remote::probe`], then writes and deletes a small object under the
+    /// prefix: credentials that may list but not write are refused before
+    /// a run measures anything, not after it.
+    pub async fn probe_write(&self) -> Result<(), ObjstoreError> {
+        self.probe().await?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let marker = self
+            .prefix
+            .clone()
+            .join(format!(".qexp-probe-{}-{nanos}", std::process::id()));
+        self.store
+            .put(&marker, object_store::PutPayload::from_static(b"qexp"))
+            .await
+            .map_err(|e| ObjstoreError::store(&self.url, "write to", e))?;
+        self.store
+            .delete(&marker)
+            .await
+            .map_err(|e| ObjstoreError::store(&self.url, "delete in", e))
+    }
+
+    /// True when no object lies under the prefix.
+    pub async fn is_empty(&self) -> Result<bool, ObjstoreError> {
+        let mut listed = self.store.list(Some(&self.prefix));
+        match futures_util::StreamExt::next(&mut listed).await {
+            None => Ok(true),
+            Some(Ok(_)) => Ok(false),
+            Some(Err(e)) => Err(ObjstoreError::store(&self.url, "list", e)),
+        }
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn ObjectStore> {
@@ -271,11 +320,25 @@ mod tests {
 
     #[test]
     fn credentials_in_a_url_are_refused_and_not_repeated() {
-        let e = scheme_of("s3://AKIAXXX:topsecret@bucket/p")
+        // A secret with `/` ends the authority early for a URL parser; one
+        // of digits up to it even parses, as a port.
+        for url in [
+            "s3://AKIAXXX:t0ps3cr3t@bucket/p",
+            "s3://AKIAXXX:t0p/s3cr3t@bucket/p",
+            "s3://AKIAXXX:12345/s3cr3t@bucket/p",
+            "s3://AKIAXXX@bucket/p",
+        ] {
+            let e = scheme_of(url).unwrap_err().to_string();
+            assert!(e.contains("never go in the URL"), "{url}: {e}");
+            assert!(!e.contains("s3cr3t") && !e.contains("AKIAXXX"), "{e}");
+        }
+        // A signed URL's token is not repeated either.
+        let e = scheme_of("https://b.example/p?X-Amz-Security-Token=tok3n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("never go in the URL"), "{e}");
-        assert!(!e.contains("topsecret") && !e.contains("AKIAXXX"), "{e}");
+        assert!(!e.contains("tok3n"), "{e}");
+        // A folder with `@` in its path is a folder.
+        assert_eq!(scheme_of("file:///tmp/a@b").unwrap(), Scheme::File);
     }
 
     #[test]

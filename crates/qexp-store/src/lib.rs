@@ -26,8 +26,8 @@ pub use journal::Journal;
 pub use layout::{copy_rank, transient_file};
 pub use lock::RunLock;
 pub use manifest::{
-    Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, LostShard, Manifest,
-    MergeRecord, MergedShard, Resume, RunStatus, ScheduleCell, ShardRecord, TargetInfo,
+    shard_folder_name, Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, LostShard,
+    Manifest, MergeRecord, MergedShard, Resume, RunStatus, ScheduleCell, ShardRecord, TargetInfo,
     MANIFEST_FILE, SCHEMA_VERSION,
 };
 pub use overrides::Overrides;

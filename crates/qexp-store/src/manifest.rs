@@ -188,10 +188,16 @@ impl Manifest {
     /// its own under the same results root.
     pub fn folder_name(&self) -> String {
         match &self.shard {
-            Some(s) => format!("{}-shard{}-of-{}", self.run_id, s.index, s.count),
+            Some(s) => shard_folder_name(&self.run_id, s.index, s.count),
             None => self.run_id.clone(),
         }
     }
+}
+
+/// The folder name of shard `index` of `count` of run `run_id`
+/// ([`Manifest::folder_name`]), known before the run starts.
+pub fn shard_folder_name(run_id: &str, index: u32, count: u32) -> String {
+    format!("{run_id}-shard{index}-of-{count}")
 }
 
 /// One shard of a run split over several client processes.

@@ -22,24 +22,41 @@ fn open(url: &str) -> Result<Remote, CliError> {
     Remote::open(url).map_err(cli)
 }
 
-/// Where a run folder of `experiment` named like `dir` goes under `base`,
-/// and the mirror that sends it (request rows before the point rows that
-/// mark them complete, the manifest last; the lock and files being written
-/// never).
+/// The name a run folder goes under in the store: its manifest's (the run
+/// id, and the shard), whatever the local folder is called; the folder's
+/// own name when the manifest cannot be read.
+fn folder_name(dir: &Path) -> String {
+    qexp_store::read_manifest(dir).map_or_else(
+        |_| {
+            dir.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string()
+        },
+        |m| m.folder_name(),
+    )
+}
+
+/// Where the run folder `dir` of `experiment` goes under `base`, and the
+/// mirror that sends it (request rows before the point rows that mark them
+/// complete, the manifest last; the lock and files being written never).
 fn mirror(base: &Remote, experiment: &str, dir: &Path) -> Result<Mirror, ObjstoreError> {
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let dest = base.join(experiment)?.join(name)?;
+    let dest = base.join(experiment)?.join(&folder_name(dir))?;
     Ok(Mirror::new(dest)
         .order(qexp_store::copy_rank)
         .skip(qexp_store::transient_file))
 }
 
 /// `qexp run --upload URL`: checks the store before anything is measured
-/// (a bad URL, no credentials, a store that cannot be reached: exit 2),
-/// then follows the run folder that `folder` will name.
+/// (a bad URL, no credentials, a store that cannot be reached or not
+/// written to: exit 2; for a new run whose folder name is known already,
+/// `fresh`, a destination that holds objects: exit 2, since the run's
+/// uploads would replace them), then follows the run folder that `folder`
+/// will name.
 pub(crate) async fn follow(
     url: &str,
     experiment: &str,
+    fresh: Option<&str>,
     folder: Arc<OnceLock<PathBuf>>,
     every_s: f64,
 ) -> Result<Follow, CliError> {
@@ -51,8 +68,27 @@ pub(crate) async fn follow(
             )))
         }
     };
+    // The checks on a client of their own: the upload thread's client
+    // must not reuse a connection opened on this runtime, whose workers
+    // time the requests being measured.
+    let probe = open(url)?;
+    probe.probe_write().await.map_err(CliError::input)?;
+    if let Some(name) = fresh {
+        let dest = probe
+            .join(experiment)
+            .and_then(|e| e.join(name))
+            .map_err(cli)?;
+        if !dest.is_empty().await.map_err(CliError::input)? {
+            return Err(CliError::input(anyhow::anyhow!(
+                "{} already holds a run folder (a run with this --run-id was uploaded before); \
+                 its uploads would replace it: give another --run-id, or finish that run with \
+                 qexp download {} DIR, then qexp run --resume DIR --upload {url}",
+                dest.url(),
+                dest.url()
+            )));
+        }
+    }
     let base = open(url)?;
-    base.probe().await.map_err(CliError::input)?;
     let experiment = experiment.to_string();
     Follow::start(folder, every, move |dir| mirror(&base, &experiment, dir)).map_err(cli)
 }

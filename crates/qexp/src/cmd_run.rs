@@ -34,7 +34,17 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     let follow = match &args.upload {
         Some(url) => {
             let (experiment, folder) = job.followed()?;
-            Some(crate::cmd_objstore::follow(url, &experiment, folder, args.upload_every).await?)
+            let fresh = job.fresh_folder();
+            Some(
+                crate::cmd_objstore::follow(
+                    url,
+                    &experiment,
+                    fresh.as_deref(),
+                    folder,
+                    args.upload_every,
+                )
+                .await?,
+            )
         }
         None => None,
     };
@@ -65,9 +75,9 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     });
     let result = match (result, &uploaded) {
         (Ok(r), _) => r,
-        (Err(e), Err(u)) => {
+        (Err(e), Err(_)) => {
             // Both said: the run's failure is the exit code.
-            eprintln!("qexp: {:#}", u.error);
+            say_upload(&uploaded);
             return Err(e);
         }
         (Err(e), Ok(())) => return Err(e),
@@ -79,14 +89,17 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
                 result.dir.display()
             )
         })
-        .map_err(CliError::failure)?;
+        .map_err(CliError::failure)
+        .inspect_err(|_| say_upload(&uploaded))?;
     eprintln!();
     println!("{}", summary::table(&analysis));
     for line in summary::flag_lines(&analysis) {
         println!("{line}");
     }
     if !args.no_report {
-        cmd_report::render_one(&analysis, None, &args.reports).map_err(CliError::failure)?;
+        cmd_report::render_one(&analysis, None, &args.reports)
+            .map_err(CliError::failure)
+            .inspect_err(|_| say_upload(&uploaded))?;
     }
     let complete = result.manifest.status == qexp_store::RunStatus::Complete;
     println!("results: {}", result.dir.display());
@@ -112,6 +125,13 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     })
 }
 
+/// A failed upload, said before another error ends `qexp run`.
+fn say_upload(uploaded: &Result<(), CliError>) {
+    if let Err(u) = uploaded {
+        eprintln!("qexp: {:#}", u.error);
+    }
+}
+
 /// A new run, or a run to resume.
 enum Job {
     Run(Box<RunOptions>),
@@ -119,6 +139,18 @@ enum Job {
 }
 
 impl Job {
+    /// A new shard's folder name, known before it starts (its run id is
+    /// given); None for a resume, and for a new run, whose id is new.
+    fn fresh_folder(&self) -> Option<String> {
+        match self {
+            Job::Run(o) => o
+                .shard
+                .as_ref()
+                .map(|s| qexp_store::shard_folder_name(&s.run_id, s.shard.index, s.shard.count)),
+            Job::Resume(_) => None,
+        }
+    }
+
     /// The experiment and the cell that will name the run folder, for
     /// `--upload` (a resumed run's folder is known already).
     fn followed(&self) -> Result<(String, Arc<OnceLock<PathBuf>>), CliError> {

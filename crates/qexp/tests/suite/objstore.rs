@@ -291,8 +291,9 @@ async fn shards_uploaded_to_s3_merge_as_the_local_folders_do() {
     drop(server);
 }
 
-/// `kill -9` mid-run: the store holds the manifest and the pairs finished
-/// before the last upload; downloaded and resumed, the run completes.
+/// `kill -9` mid-run, once a finished (trial, point) has reached the
+/// store: the store holds the manifest and that pair whole; downloaded and
+/// resumed with `--upload`, the run completes, in the folder and in the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_run_left_what_it_measured_in_the_store() {
     let _g = heavy().await;
@@ -317,11 +318,20 @@ async fn a_killed_run_left_what_it_measured_in_the_store() {
     .unwrap();
     let exp = store.join("objstore-slow");
     let started = Instant::now();
+    // A point row in the store: the pair it marks complete is finished.
     let uploaded_part = || {
         std::fs::read_dir(&exp).ok().and_then(|mut runs| {
             let run = runs.next()?.ok()?.path();
-            let parts = std::fs::read_dir(run.join("parts")).ok()?.count();
-            (parts > 0).then_some(run)
+            let points = std::fs::read_dir(run.join("parts"))
+                .ok()?
+                .filter_map(Result::ok)
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.starts_with("points-") && n.ends_with(".parquet")
+                })
+                .count();
+            (points > 0).then_some(run)
         })
     };
     let remote_run = loop {
@@ -348,6 +358,19 @@ async fn a_killed_run_left_what_it_measured_in_the_store() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let m = qexp_store::read_manifest(&local).unwrap();
     assert_eq!(m.status, qexp_store::RunStatus::Running);
+    // The finished pair came whole: its point row and its 12 requests.
+    let (requests, points) = rows(&local);
+    assert!(points.height() >= 1, "no finished pair in the store");
+    let ids = |df: &DataFrame| -> Vec<i64> {
+        let c = df.column("point_id").unwrap();
+        let c = c.cast(&DataType::Int64).unwrap();
+        c.i64().unwrap().iter().flatten().collect()
+    };
+    let sent = ids(&requests);
+    for id in ids(&points) {
+        let n = sent.iter().filter(|v| **v == id).count();
+        assert_eq!(n, 12, "point {id} is marked complete with {n} requests");
+    }
     let o = qexp(&[
         "run",
         "--resume",
@@ -355,6 +378,8 @@ async fn a_killed_run_left_what_it_measured_in_the_store() {
         "--no-report",
         "--target",
         &s.target,
+        "--upload",
+        &url,
     ])
     .output()
     .unwrap();
@@ -362,6 +387,18 @@ async fn a_killed_run_left_what_it_measured_in_the_store() {
     let (requests, points) = rows(&local);
     assert_eq!(points.height(), 2);
     assert_eq!(requests.height(), 24);
+    // The store followed the resumed run to its end.
+    let again = s.tmp.path().join("again").join(name);
+    let o = qexp(&[
+        "download",
+        &format!("{url}/objstore-slow/{name}"),
+        again.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (requests, points) = rows(&again);
+    assert_eq!((points.height(), requests.height()), (2, 24));
 }
 
 /// Each mistake is one line, exit 2, said before anything is measured,
@@ -385,6 +422,13 @@ fn bad_urls_missing_credentials_and_an_unreachable_store_are_one_sentence() {
         ("bucket/prefix", vec![], "not a URL"),
         ("gs://bucket/p", vec![], "not gs://"),
         ("s3://key:pw@bucket/p", vec![], "never go in the URL"),
+        // A secret with `/` in it, and one that parses as a port.
+        ("s3://key:pw/wJalr@bucket/p", vec![], "never go in the URL"),
+        (
+            "s3://key:12345/wJalr@bucket/p",
+            vec![],
+            "never go in the URL",
+        ),
         ("s3://bench/p", vec![endpoint.clone()], "no credentials"),
         (
             "s3://bench/p",
@@ -420,7 +464,9 @@ fn bad_urls_missing_credentials_and_an_unreachable_store_are_one_sentence() {
             "{url}: {err}"
         );
         assert!(
-            !err.contains("qexp-secret-never-printed") && !err.contains(":pw@"),
+            !err.contains("qexp-secret-never-printed")
+                && !err.contains(":pw")
+                && !err.contains("wJalr"),
             "{err}"
         );
         assert!(
@@ -432,6 +478,49 @@ fn bad_urls_missing_credentials_and_an_unreachable_store_are_one_sentence() {
             "{url}: the run started"
         );
     }
+}
+
+/// A shard applied again with the same run id finds its folder in the
+/// store: it refuses before measuring (its uploads would replace that
+/// folder), and the store keeps what it held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_shard_refuses_a_destination_that_holds_a_run() {
+    let s = setup("fast", plan()).await;
+    let store = s.tmp.path().join("store");
+    let earlier = store.join(format!("objstore/{RUN_ID}-shard0-of-2"));
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("manifest.json"), "earlier").unwrap();
+    let url = format!("file://{}", store.display());
+    let (plan, results) = (s.plan.to_str().unwrap(), s.results());
+    let o = qexp(&[
+        "run",
+        plan,
+        "--target",
+        &s.target,
+        "--out",
+        results.to_str().unwrap(),
+        "--no-report",
+        "--shard",
+        "0/2",
+        "--run-id",
+        RUN_ID,
+        "--upload",
+        &url,
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("already holds a run folder"), "{err}");
+    assert!(!results.exists(), "the run started: {err}");
+    let kept = std::fs::read_to_string(earlier.join("manifest.json")).unwrap();
+    assert_eq!(kept, "earlier");
+    // The write check left nothing behind.
+    let left: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("objstore")], "{left:?}");
 }
 
 /// `qexp kube --results-url`: no claim, an emptyDir, `--upload` in each
