@@ -72,8 +72,28 @@ pub async fn download(src: &Remote, dir: &Path) -> Result<Downloaded, ObjstoreEr
     if partial.exists() {
         std::fs::remove_dir_all(&partial).map_err(ObjstoreError::io("cannot remove", &partial))?;
     }
+    match fetch(src, &objects, &partial).await {
+        Ok(done) => {
+            std::fs::rename(&partial, dir).map_err(ObjstoreError::io("cannot rename into", dir))?;
+            Ok(done)
+        }
+        Err(e) => {
+            // A download cut short (a full disk, a store that failed)
+            // leaves nothing behind to fill the disk.
+            let _ = std::fs::remove_dir_all(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// Every object of `objects` into `partial`, each file flushed to disk.
+async fn fetch(
+    src: &Remote,
+    objects: &BTreeMap<String, (object_store::path::Path, u64)>,
+    partial: &Path,
+) -> Result<Downloaded, ObjstoreError> {
     let mut done = Downloaded::default();
-    for (rel, (location, _)) in &objects {
+    for (rel, (location, _)) in objects {
         let path = partial.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(ObjstoreError::io("cannot create", parent))?;
@@ -88,8 +108,9 @@ pub async fn download(src: &Remote, dir: &Path) -> Result<Downloaded, ObjstoreEr
                 .map_err(ObjstoreError::io("cannot write", &path))?;
             done.bytes += chunk.len() as u64;
         }
+        file.sync_all()
+            .map_err(ObjstoreError::io("cannot write", &path))?;
         done.files += 1;
     }
-    std::fs::rename(&partial, dir).map_err(ObjstoreError::io("cannot rename into", dir))?;
     Ok(done)
 }

@@ -48,7 +48,7 @@ pub enum ObjstoreError {
     },
     /// A download into a folder that holds other files than the store.
     #[error(
-        "{path} exists and is not a copy of {url} ({differ} files differ): remove it, or download elsewhere"
+        "{path} exists and is not a copy of {url} ({differ} files missing or of another size): it may be the most complete copy (a shard run on this host whose last upload failed): give its path instead of the URL, or download elsewhere"
     )]
     Differs {
         /// The local folder.

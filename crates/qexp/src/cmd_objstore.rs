@@ -120,6 +120,9 @@ pub(crate) async fn finish(follow: Follow, url: &str) -> Result<(), CliError> {
 /// `qexp upload RUN_DIR URL`.
 pub(crate) async fn upload(args: UploadArgs) -> Result<u8, CliError> {
     let manifest = qexp_store::read_manifest(&args.run).map_err(CliError::input)?;
+    // A run still writing the folder uploads it itself (`--upload`); two
+    // uploaders of one folder would delete each other's objects.
+    let _lock = qexp_store::RunLock::acquire(&args.run).map_err(CliError::input)?;
     let base = open(&args.url)?;
     let mut m = mirror(&base, &manifest.experiment, &args.run).map_err(cli)?;
     let s = m.sync(&args.run).await.map_err(cli)?;

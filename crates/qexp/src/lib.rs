@@ -174,7 +174,7 @@ refused credentials, 1 when the store cannot be reached.")]
 Examples:
   qexp download s3://bench/qexp/throughput/RUN-shard3-of-8 results/throughput/RUN-shard3-of-8
   qexp run --resume results/throughput/RUN-shard3-of-8 --force --upload s3://bench/qexp
-DIR must not exist, or already hold exactly what the store holds. Credentials as for
+DIR must not exist, or already hold every object the store holds (by name and size). Credentials as for
 `qexp upload`.")]
     Download(DownloadArgs),
 }

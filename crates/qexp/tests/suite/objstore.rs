@@ -278,6 +278,20 @@ async fn shards_uploaded_to_a_file_url_merge_as_the_local_folders_do() {
     // store may keep the empty folder).
     let parts = std::fs::read_dir(shard0.join("parts")).map_or(0, Iterator::count);
     assert_eq!(parts, 0);
+    // A folder another process is writing is not uploaded beside it.
+    let local0 = &s.shard_dirs()[0];
+    let lock = qexp_store::RunLock::acquire(local0).unwrap();
+    let o = qexp(&["upload", local0.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("another qexp process is writing"), "{err}");
+    drop(lock);
+    let o = qexp(&["upload", local0.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
