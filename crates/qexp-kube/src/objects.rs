@@ -480,6 +480,16 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
 mod tests {
     use super::*;
 
+    /// A container's arguments.
+    fn args_of(container: &Value) -> Vec<&str> {
+        container["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.as_str())
+            .collect()
+    }
+
     fn spec() -> JobSpec {
         JobSpec {
             experiment: "Throughput_sweep".into(),
@@ -517,12 +527,7 @@ mod tests {
         );
         let pod = &job["template"]["spec"];
         assert_eq!(pod["subdomain"], objs[1]["metadata"]["name"]);
-        let args: Vec<&str> = pod["containers"][0]["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|a| a.as_str())
-            .collect();
+        let args = args_of(&pod["containers"][0]);
         assert!(
             args.windows(2).any(|w| w == ["--shard", "auto/8"]),
             "{args:?}"
@@ -545,12 +550,7 @@ mod tests {
         assert_eq!(pod["volumes"][1]["emptyDir"]["sizeLimit"], "5Gi");
         assert_eq!(pod["terminationGracePeriodSeconds"], 120);
         let c = &pod["containers"][0];
-        let args: Vec<&str> = c["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|a| a.as_str())
-            .collect();
+        let args = args_of(c);
         assert!(
             args.windows(2)
                 .any(|w| w == ["--upload", "s3://bench/qexp"]),

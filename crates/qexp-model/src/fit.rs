@@ -242,6 +242,15 @@ fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimat
     };
     let mut best: Option<(DecodeFit, f64)> = None;
     for schedule in schedules {
+        let base = match schedule {
+            // TTFT at concurrency 1 holds the idle engine's intake window
+            // on the mixed schedule: the window is the replay's, not `a`'s.
+            Schedule::Mixed => Params {
+                prefill_fixed_s: (base.prefill_fixed_s - crate::des::INTAKE_S).max(0.0),
+                ..base
+            },
+            Schedule::Separate => base,
+        };
         let (fit, obj) = search_batch_limit(rows, &points, Params { schedule, ..base });
         // Ties keep the earlier schedule: separate, the model's first form.
         if best.as_ref().is_none_or(|(_, b)| obj < *b) {
@@ -665,12 +674,15 @@ fn intervals(
                 lo = lo.min(value - half);
                 hi = hi.max(value + half);
             }
+            // Each regression's own t-interval, around the estimate (which
+            // differs from the regression's solution where a term was set
+            // to 0, or `a` gave up the mixed schedule's intake window).
             for (coefs, fit) in &est.regressions {
                 if let Some(j) = coefs.iter().position(|c| *c == coef) {
                     let half = t95(fit.df) * fit.se[j];
                     if half.is_finite() {
-                        lo = lo.min(fit.beta[j] - half);
-                        hi = hi.max(fit.beta[j] + half);
+                        lo = lo.min(value - half);
+                        hi = hi.max(value + half);
                     }
                 }
             }

@@ -4,7 +4,8 @@
 //! qexp-model's replay (`des.rs`), step for step.
 //!
 //! One task runs steps back to back while there is work; woken from idle,
-//! it waits [`INTAKE_S`](qexp_model::INTAKE_S) before its step. A step admits
+//! it waits [`INTAKE_S`](qexp_model::INTAKE_S) before its step (longer
+//! while a burst is still arriving). A step admits
 //! waiting requests first come first served up to `max_batch` sequences,
 //! takes every decoding sequence and every admitted prompt, and lasts the
 //! decode step (when any sequence decodes) plus the prompts' prefill
@@ -84,6 +85,10 @@ pub(crate) fn spawn(
     tx
 }
 
+/// How many intake windows a burst still arriving may hold an idle
+/// engine's first step back, at most.
+const INTAKE_EXTENSIONS: u32 = 20;
+
 impl Loop {
     async fn run(&mut self) {
         let mut start = Instant::now();
@@ -101,12 +106,29 @@ impl Loop {
                 };
                 // Woken by one request: the step starts after the intake
                 // window, so that a burst (a closed loop's C requests, sent
-                // together) shares it, as in the replay.
-                // The step is timed from the window's end as planned, not
-                // from when the timer fired (a millisecond late at worst).
+                // together) shares it, as in the replay, where a burst
+                // arrives at one instant. A loaded host spreads a burst's
+                // arrivals over more than a window: each arrival within the
+                // window extends it (up to INTAKE_EXTENSIONS windows), so
+                // the burst still shares the step. The step is timed from
+                // the window's end as planned, not from when the timer fired.
                 self.waiting.push_back(a);
-                start = Instant::now() + self.profile.scaled(qexp_model::INTAKE_S);
-                sleep_until(start).await;
+                let window = self.profile.scaled(qexp_model::INTAKE_S);
+                let cap = Instant::now() + window * INTAKE_EXTENSIONS;
+                start = Instant::now() + window;
+                loop {
+                    tokio::select! {
+                        biased;
+                        got = self.arrivals.recv() => match got {
+                            Some(a) => {
+                                self.waiting.push_back(a);
+                                start = (Instant::now() + window).min(cap);
+                            }
+                            None => break,
+                        },
+                        () = sleep_until(start) => break,
+                    }
+                }
                 continue;
             }
             let p = &self.profile;

@@ -361,15 +361,18 @@ async fn a_killed_run_left_what_it_measured_in_the_store() {
     child.kill().unwrap();
     child.wait().unwrap();
     let name = remote_run.file_name().unwrap().to_str().unwrap();
+    let download = |into: &Path| {
+        let o = qexp(&[
+            "download",
+            &format!("{url}/objstore-slow/{name}"),
+            into.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
     let local = s.tmp.path().join("from-store").join(name);
-    let o = qexp(&[
-        "download",
-        &format!("{url}/objstore-slow/{name}"),
-        local.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    download(&local);
     let m = qexp_store::read_manifest(&local).unwrap();
     assert_eq!(m.status, qexp_store::RunStatus::Running);
     // The finished pair came whole: its point row and its 12 requests.
@@ -403,14 +406,7 @@ async fn a_killed_run_left_what_it_measured_in_the_store() {
     assert_eq!(requests.height(), 24);
     // The store followed the resumed run to its end.
     let again = s.tmp.path().join("again").join(name);
-    let o = qexp(&[
-        "download",
-        &format!("{url}/objstore-slow/{name}"),
-        again.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    download(&again);
     let (requests, points) = rows(&again);
     assert_eq!((points.height(), requests.height()), (2, 24));
 }
