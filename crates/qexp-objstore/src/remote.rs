@@ -57,16 +57,17 @@ pub fn scheme_of(url: &str) -> Result<Scheme, ObjstoreError> {
 }
 
 /// `text` as a message may show it: without a `?` or `#` part (a signed
-/// URL's token) and with anything before an `@` of its authority (a
-/// credential, which may itself hold `/`) replaced by `…`.
+/// URL's token), and only its scheme when an `@` follows a host (a
+/// credential may hold `/`, `#` or `?`, so where it ends cannot be told).
 pub(crate) fn shown(text: &str) -> String {
-    let cut = text.find(['?', '#']).map_or(text, |i| &text[..i]);
-    match cut.split_once("://") {
+    match text.split_once("://") {
         Some((scheme, rest)) if !rest.starts_with('/') && rest.contains('@') => {
-            let after = rest.rsplit_once('@').map_or("", |(_, a)| a);
-            format!("{scheme}://…@{after}")
+            format!("{scheme}://…")
         }
-        _ => cut.to_string(),
+        _ => text
+            .find(['?', '#'])
+            .map_or(text, |i| &text[..i])
+            .to_string(),
     }
 }
 
@@ -326,6 +327,8 @@ mod tests {
             "s3://AKIAXXX:t0ps3cr3t@bucket/p",
             "s3://AKIAXXX:t0p/s3cr3t@bucket/p",
             "s3://AKIAXXX:12345/s3cr3t@bucket/p",
+            "s3://AKIAXXX:ab#s3cr3t@bucket/p",
+            "s3://AKIAXXX:ab?s3cr3t@bucket/p",
             "s3://AKIAXXX@bucket/p",
         ] {
             let e = scheme_of(url).unwrap_err().to_string();
