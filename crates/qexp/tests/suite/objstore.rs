@@ -169,9 +169,9 @@ impl Setup {
     }
 
     /// `qexp run --shard K/2 --upload URL`, alone (no rendezvous).
-    fn run_shard(&self, k: u32, url: &str, env: &[(&str, String)]) {
+    fn shard_command(&self, k: u32, url: &str) -> Command {
         let (plan, results) = (self.plan.to_str().unwrap(), self.results());
-        let mut cmd = qexp(&[
+        qexp(&[
             "run",
             plan,
             "--target",
@@ -185,7 +185,12 @@ impl Setup {
             RUN_ID,
             "--upload",
             url,
-        ]);
+        ])
+    }
+
+    /// [`Setup::shard_command`] run to success, with `env` added.
+    fn run_shard(&self, k: u32, url: &str, env: &[(&str, String)]) {
+        let mut cmd = self.shard_command(k, url);
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         let o = cmd.output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -501,28 +506,11 @@ async fn a_new_shard_refuses_a_destination_that_holds_a_run() {
     std::fs::create_dir_all(&earlier).unwrap();
     std::fs::write(earlier.join("manifest.json"), "earlier").unwrap();
     let url = format!("file://{}", store.display());
-    let (plan, results) = (s.plan.to_str().unwrap(), s.results());
-    let o = qexp(&[
-        "run",
-        plan,
-        "--target",
-        &s.target,
-        "--out",
-        results.to_str().unwrap(),
-        "--no-report",
-        "--shard",
-        "0/2",
-        "--run-id",
-        RUN_ID,
-        "--upload",
-        &url,
-    ])
-    .output()
-    .unwrap();
+    let o = s.shard_command(0, &url).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("already holds a run folder"), "{err}");
-    assert!(!results.exists(), "the run started: {err}");
+    assert!(!s.results().exists(), "the run started: {err}");
     let kept = std::fs::read_to_string(earlier.join("manifest.json")).unwrap();
     assert_eq!(kept, "earlier");
     // The write check left nothing behind.
