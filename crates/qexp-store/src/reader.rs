@@ -4,7 +4,7 @@ use crate::layout::{files_of, merged, parse_pair, INCOMPLETE, JOURNAL, PARTS, PO
 use crate::manifest::{Manifest, MANIFEST_FILE, SCHEMA_VERSION};
 use crate::rows::{points_frame, requests as rq, requests_frame};
 use polars::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A run folder found on disk.
@@ -186,38 +186,224 @@ pub fn for_each_request_batch(
     run: &Path,
     columns: &[&str],
     batch_rows: usize,
-    mut f: impl FnMut(DataFrame) -> PolarsResult<()>,
+    f: impl FnMut(DataFrame) -> PolarsResult<()>,
 ) -> Result<(), StoreError> {
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+    batches(run, Some(columns), batch_rows, f)
+}
+
+/// [`for_each_request_batch`] with every column (`qexp merge` copying a
+/// shard's rows without holding them).
+pub fn for_each_whole_request_batch(
+    run: &Path,
+    batch_rows: usize,
+    f: impl FnMut(DataFrame) -> PolarsResult<()>,
+) -> Result<(), StoreError> {
+    batches(run, None, batch_rows, f)
+}
+
+fn batches(
+    run: &Path,
+    columns: Option<Vec<String>>,
+    batch_rows: usize,
+    mut f: impl FnMut(DataFrame) -> PolarsResult<()>,
+) -> Result<(), StoreError> {
     let batch_rows = batch_rows.max(1);
     let src = sources(run, REQUESTS)?;
-    for path in src.parquet {
-        let err = |e| StoreError::pq("cannot read", &path)(e);
-        let open = || std::fs::File::open(&path).map_err(StoreError::io("cannot open", &path));
-        let mut reader = ParquetReader::new(open()?);
-        let metadata = reader.get_metadata().map_err(err)?.clone();
-        let total = metadata.num_rows;
-        for offset in (0..total).step_by(batch_rows) {
-            let mut reader = ParquetReader::new(open()?);
-            reader.set_metadata(metadata.clone());
-            let df = reader
-                .with_columns(Some(columns.clone()))
-                .with_slice(Some((offset, batch_rows.min(total - offset))))
-                .read_parallel(ParallelStrategy::RowGroups)
-                .finish()
+    for path in &src.parquet {
+        let err = |e| StoreError::pq("cannot read", path)(e);
+        let file = ParquetFile::open(path)?;
+        for offset in (0..file.rows).step_by(batch_rows) {
+            let df = file
+                .read(columns.clone(), offset, batch_rows.min(file.rows - offset))
                 .map_err(err)?;
             f(df).map_err(err)?;
         }
     }
     if let Some(df) = journal_frame(&src.journal)? {
-        let df = df
-            .select(columns.iter().map(|c| c.as_str()))
-            .map_err(StoreError::pq("cannot read", run))?;
+        let df = match &columns {
+            Some(c) => df
+                .select(c.iter().map(|c| c.as_str()))
+                .map_err(StoreError::pq("cannot read", run))?,
+            None => df,
+        };
         for offset in (0..df.height()).step_by(batch_rows) {
             f(df.slice(offset as i64, batch_rows)).map_err(StoreError::pq("cannot read", run))?;
         }
     }
     Ok(())
+}
+
+/// One request file, its metadata read once for every slice read from it.
+struct ParquetFile {
+    path: PathBuf,
+    metadata: polars::io::parquet::metadata::FileMetadataRef,
+    rows: usize,
+}
+
+impl ParquetFile {
+    fn open(path: &Path) -> Result<ParquetFile, StoreError> {
+        let file = std::fs::File::open(path).map_err(StoreError::io("cannot open", path))?;
+        let mut reader = ParquetReader::new(file);
+        let metadata = reader
+            .get_metadata()
+            .map_err(StoreError::pq("cannot read", path))?
+            .clone();
+        Ok(ParquetFile {
+            path: path.to_path_buf(),
+            rows: metadata.num_rows,
+            metadata,
+        })
+    }
+
+    /// Rows `offset..offset + len`, `columns` of them (all when `None`);
+    /// only the row groups the slice overlaps are decoded, in parallel.
+    fn read(
+        &self,
+        columns: Option<Vec<String>>,
+        offset: usize,
+        len: usize,
+    ) -> PolarsResult<DataFrame> {
+        let file = std::fs::File::open(&self.path)?;
+        let mut reader = ParquetReader::new(file);
+        reader.set_metadata(self.metadata.clone());
+        reader
+            .with_columns(columns)
+            .with_slice(Some((offset, len)))
+            .read_parallel(ParallelStrategy::RowGroups)
+            .finish()
+    }
+}
+
+/// Where each (trial, point)'s request rows (warm-up included) lie in a
+/// run's files: read once from the two key columns, so that one (trial,
+/// point) at a time can then be read whole, without the rest of the run
+/// (`qexp merge` recomputing each point row from the union of its shards).
+pub struct RequestIndex {
+    run: PathBuf,
+    files: Vec<ParquetFile>,
+    /// Per (trial, point): (file, first row, rows), in file order.
+    ranges: BTreeMap<(u32, u32), Vec<(usize, usize, usize)>>,
+    /// Journal rows (pairs that reached no Parquet file; few), whole.
+    journal: Option<DataFrame>,
+}
+
+impl RequestIndex {
+    /// Indexes the request rows of `run`, reading its key columns
+    /// `batch_rows` rows at a time.
+    pub fn of(run: &Path, batch_rows: usize) -> Result<RequestIndex, StoreError> {
+        let batch_rows = batch_rows.max(1);
+        let src = sources(run, REQUESTS)?;
+        let mut index = RequestIndex {
+            run: run.to_path_buf(),
+            files: Vec::new(),
+            ranges: BTreeMap::new(),
+            journal: journal_frame(&src.journal)?,
+        };
+        let keys = Some(vec![rq::TRIAL.to_string(), rq::POINT_ID.to_string()]);
+        for (i, path) in src.parquet.iter().enumerate() {
+            let pq = |e| StoreError::pq("cannot read", path)(e);
+            let file = ParquetFile::open(path)?;
+            for offset in (0..file.rows).step_by(batch_rows) {
+                let len = batch_rows.min(file.rows - offset);
+                let df = file.read(keys.clone(), offset, len).map_err(pq)?;
+                let (trial, point) = key_columns(&df).map_err(pq)?;
+                let mut start = 0;
+                for r in 1..=df.height() {
+                    if r < df.height() && (trial[r], point[r]) == (trial[start], point[start]) {
+                        continue;
+                    }
+                    let key = (trial[start].unwrap_or(0), point[start].unwrap_or(0));
+                    let ranges = index.ranges.entry(key).or_default();
+                    let at = offset + start;
+                    match ranges.last_mut() {
+                        // A block cut by the batch's end goes on in the next.
+                        Some((f, s, n)) if *f == i && *s + *n == at => *n += r - start,
+                        _ => ranges.push((i, at, r - start)),
+                    }
+                    start = r;
+                }
+            }
+            index.files.push(file);
+        }
+        if let Some(df) = &index.journal {
+            let (trial, point) = key_columns(df).map_err(StoreError::pq("cannot read", run))?;
+            for (t, p) in trial.iter().zip(&point) {
+                index
+                    .ranges
+                    .entry((t.unwrap_or(0), p.unwrap_or(0)))
+                    .or_default();
+            }
+        }
+        Ok(index)
+    }
+
+    /// The (trial, point)s with rows, in order.
+    pub fn pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.ranges.keys().copied()
+    }
+
+    /// The rows of (`trial`, `point`) in file order (warm-up included), with
+    /// `columns` (all when `None`); an empty frame when it has none.
+    pub fn read(
+        &self,
+        (trial, point): (u32, u32),
+        columns: Option<&[&str]>,
+    ) -> Result<Option<DataFrame>, StoreError> {
+        let names: Option<Vec<String>> = columns.map(|c| c.iter().map(|c| c.to_string()).collect());
+        let mut out: Option<DataFrame> = None;
+        let mut push = |df: DataFrame| -> PolarsResult<()> {
+            match &mut out {
+                Some(o) => o.vstack_mut_owned(df).map(|_| ()),
+                None => {
+                    out = Some(df);
+                    Ok(())
+                }
+            }
+        };
+        for &(f, offset, len) in self.ranges.get(&(trial, point)).into_iter().flatten() {
+            let file = &self.files[f];
+            let pq = |e| StoreError::pq("cannot read", &file.path)(e);
+            push(file.read(names.clone(), offset, len).map_err(pq)?).map_err(pq)?;
+        }
+        if let Some(j) = &self.journal {
+            let pq = |e| StoreError::pq("cannot read", &self.run)(e);
+            let mask = j
+                .column(rq::TRIAL)
+                .and_then(|c| c.as_materialized_series().equal(trial))
+                .and_then(|a| {
+                    let b = j
+                        .column(rq::POINT_ID)?
+                        .as_materialized_series()
+                        .equal(point)?;
+                    Ok(a & b)
+                })
+                .map_err(pq)?;
+            if mask.any() {
+                let rows = j.filter(&mask).map_err(pq)?;
+                let rows = match &names {
+                    Some(c) => rows.select(c.iter().map(|c| c.as_str())).map_err(pq)?,
+                    None => rows,
+                };
+                push(rows).map_err(pq)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The trial and point id columns of `df`.
+#[allow(clippy::type_complexity)]
+fn key_columns(df: &DataFrame) -> PolarsResult<(Vec<Option<u32>>, Vec<Option<u32>>)> {
+    let get = |name: &str| -> PolarsResult<Vec<Option<u32>>> {
+        Ok(df
+            .column(name)?
+            .cast(&DataType::UInt32)?
+            .u32()?
+            .iter()
+            .collect())
+    };
+    Ok((get(rq::TRIAL)?, get(rq::POINT_ID)?))
 }
 
 /// Lazily scans a run's point rows.

@@ -237,7 +237,7 @@ impl RunWriter {
 
 /// Writes a run made of other runs' request rows (`qexp merge`): creates
 /// `dir` (never an existing folder), copies the request rows of each of
-/// `sources` in turn (one source in memory at a time), writes `points` as
+/// `sources` in turn (a batch of rows in memory at a time), writes `points` as
 /// its point rows, then the manifest. A merge cut short leaves no manifest,
 /// so no reader takes the folder for a run.
 pub fn merge_into(
@@ -257,14 +257,24 @@ pub fn merge_into(
     })?;
     let parts = dir.join(PARTS);
     std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
-    for (i, source) in sources.iter().enumerate() {
-        let mut df = crate::reader::scan_requests(source)?
-            .collect()
-            .map_err(StoreError::pq("cannot read", source))?;
-        write_parquet(
-            &parts.join(format!("{REQUESTS}-{:05}.parquet", i + 1)),
-            &mut df,
-        )?;
+    let mut part = 0;
+    for source in sources {
+        // A write that fails stops the read; its own error is the one told.
+        let mut failed: Option<StoreError> = None;
+        let read =
+            crate::reader::for_each_whole_request_batch(source, MERGE_ROW_GROUP * 4, |mut df| {
+                part += 1;
+                let path = parts.join(format!("{REQUESTS}-{part:05}.parquet"));
+                write_parquet(&path, &mut df).map_err(|e| {
+                    let stop = PolarsError::ComputeError(e.to_string().into());
+                    failed = Some(e);
+                    stop
+                })
+            });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        read?;
     }
     let mut pts = points_frame(points).map_err(StoreError::pq("cannot encode", dir))?;
     write_parquet(&parts.join(format!("{POINTS}-00001.parquet")), &mut pts)?;

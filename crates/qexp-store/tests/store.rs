@@ -192,6 +192,52 @@ fn a_crashed_run_reads_its_parts_and_its_journal() {
     assert_eq!(read_manifest(&dir).unwrap().status, RunStatus::Running);
 }
 
+/// The index reads each (trial, point) whole and alone, whether its rows
+/// lie in one part, cross the edge of a read batch, or are in the journal.
+#[test]
+fn the_request_index_reads_each_trial_point_whole_and_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = RunWriter::create(tmp.path(), manifest()).unwrap();
+    for (trial, id, n) in [(1, 0, 5), (1, 1, 3), (2, 0, 4)] {
+        w.begin_point(trial, id).unwrap();
+        w.write_point(&rows(trial, id, n), &point(trial, id, n))
+            .unwrap();
+    }
+    w.begin_point(2, 1).unwrap();
+    for r in rows(2, 1, 2) {
+        w.journal(&r).unwrap();
+    }
+    w.flush_journal().unwrap();
+    drop(w);
+    let dir = run_dir(tmp.path());
+    for batch in [1, 2, 3, 1000] {
+        let index = qexp_store::RequestIndex::of(&dir, batch).unwrap();
+        let pairs: Vec<(u32, u32)> = index.pairs().collect();
+        assert_eq!(pairs, [(1, 0), (1, 1), (2, 0), (2, 1)], "batch {batch}");
+        for (pair, n) in [((1, 0), 5), ((1, 1), 3), ((2, 0), 4), ((2, 1), 2)] {
+            let df = index
+                .read(pair, Some(&["trial", "point_id", "request_index"]))
+                .unwrap()
+                .unwrap();
+            assert_eq!(df.width(), 3);
+            let got: Vec<(u32, u32, u32)> = (0..df.height())
+                .map(|r| {
+                    let at = |c: &str| u32s(&df, c)[r];
+                    (at("trial"), at("point_id"), at("request_index"))
+                })
+                .collect();
+            let want: Vec<(u32, u32, u32)> = (0..n).map(|i| (pair.0, pair.1, i)).collect();
+            assert_eq!(got, want, "batch {batch}, pair {pair:?}");
+        }
+        assert!(index.read((3, 0), None).unwrap().is_none());
+        let whole = index.read((1, 1), None).unwrap().unwrap();
+        assert_eq!(
+            whole.width(),
+            qexp_store::requests_frame(&[]).unwrap().width()
+        );
+    }
+}
+
 #[test]
 fn a_journal_left_beside_its_written_pair_is_not_counted_twice() {
     let tmp = tempfile::tempdir().unwrap();

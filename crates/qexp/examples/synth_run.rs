@@ -1,15 +1,19 @@
 //! Writes a synthetic run folder with N request rows, for measuring
 //! `qexp report` at scale (see docs/reports.md "Performance").
 //!
-//! `cargo run --release --example synth_run -- ROWS OUT_DIR [CHUNKS]`
+//! `cargo run --release --example synth_run -- ROWS OUT_DIR [CHUNKS] [SHARDS]`
 //!
 //! Rows are spread over a throughput-style sweep (8 concurrency levels × 5
 //! trials); each request carries CHUNKS (default 8) chunk arrival offsets.
+//! With SHARDS (N > 1) the rows are written as the N shard folders of one
+//! run (`--shard K/N`; request i of a (trial, point) in shard i mod N), one
+//! line each, for measuring `qexp merge` (scripts/bench-merge.sh).
 
 use chrono::Utc;
 use qexp_plan::Plan;
 use qexp_store::{
-    Comparability, Manifest, PointRow, RequestRow, RunStatus, RunWriter, TargetInfo, SCHEMA_VERSION,
+    Comparability, Manifest, PointRow, RequestRow, RunStatus, RunWriter, ShardRecord, TargetInfo,
+    SCHEMA_VERSION,
 };
 use std::path::{Path, PathBuf};
 
@@ -35,7 +39,7 @@ trials = 5
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: synth_run ROWS OUT_DIR [CHUNKS]");
+        eprintln!("usage: synth_run ROWS OUT_DIR [CHUNKS] [SHARDS]");
         std::process::exit(2);
     }
     let rows: usize = args[1].parse().expect("ROWS is a number");
@@ -43,11 +47,15 @@ fn main() {
     let chunks: usize = args
         .get(3)
         .map_or(8, |c| c.parse().expect("CHUNKS is a number"));
-    let dir = write(rows, &out, chunks);
-    println!("{}", dir.display());
+    let shards: u32 = args
+        .get(4)
+        .map_or(1, |c| c.parse().expect("SHARDS is a number"));
+    for dir in write(rows, &out, chunks, shards.max(1)) {
+        println!("{}", dir.display());
+    }
 }
 
-fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
+fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
     let plan = Plan::parse(Path::new("synthetic.toml"), PLAN).expect("valid plan");
     let points = plan.points();
     let trials = plan.trials();
@@ -95,7 +103,25 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
         shard: None,
         merged: None,
     };
-    let mut w = RunWriter::create(out, manifest).expect("create run");
+    let mut writers: Vec<RunWriter> = (0..shards)
+        .map(|k| {
+            let mut m = manifest.clone();
+            let mut root = out.to_path_buf();
+            if shards > 1 {
+                m.shard = Some(ShardRecord {
+                    index: k,
+                    count: shards,
+                    rendezvous: None,
+                    clock_offset_s: 0.0,
+                    clock_rtt_s: None,
+                    lost: Vec::new(),
+                });
+                root = out.join(format!("shard-{k}"));
+            }
+            RunWriter::create(&root, m).expect("create run")
+        })
+        .collect();
+    let run_id = manifest.run_id.clone();
     let parts = points.len() * trials as usize;
     let per_part = total.div_ceil(parts);
     let mut written = 0usize;
@@ -128,7 +154,7 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                 let gap = (e2e - ttft) / (chunks.max(2) - 1) as f64;
                 let sent = 1.8e9 + i as f64 * 0.01;
                 reqs.push(RequestRow {
-                    run_id: w.manifest().run_id.clone(),
+                    run_id: run_id.clone(),
                     client_host: "synthetic".into(),
                     trial,
                     point_id: p.id,
@@ -172,33 +198,43 @@ fn write(total: usize, out: &Path, chunks: usize) -> PathBuf {
                     deployment: None,
                     deployment_hash: None,
                     start_id: None,
-                    shard: None,
+                    shard: (shards > 1).then_some(i as u32 % shards),
                 });
             }
             let window = n as f64 * 0.01 + 1.0;
-            let point = PointRow {
-                run_id: w.manifest().run_id.clone(),
-                trial,
-                point_id: p.id,
-                point_order: p.id,
-                concurrency: p.concurrency,
-                input_tokens_target: p.input_tokens,
-                output_tokens_target: p.output_tokens,
-                requests_planned: n as u32,
-                requests_done: n as u32,
-                failures: 0,
-                window_start_unix_s: 1.8e9,
-                window_end_unix_s: 1.8e9 + window,
-                output_tokens: (n * chunks) as u64,
-                agg_output_tok_s: Some((n * chunks) as f64 / window),
-                send_lag_max_s: 0.0,
-                prompt_units: 0,
-                invalid_reason: None,
-                ..PointRow::default()
-            };
-            w.write_point(&reqs, &point).expect("write part");
+            let mut by_shard: Vec<Vec<RequestRow>> = vec![Vec::new(); shards as usize];
+            for r in reqs {
+                by_shard[r.shard.unwrap_or(0) as usize].push(r);
+            }
+            for (w, reqs) in writers.iter_mut().zip(&by_shard) {
+                let n = reqs.len();
+                let point = PointRow {
+                    run_id: run_id.clone(),
+                    trial,
+                    point_id: p.id,
+                    point_order: p.id,
+                    concurrency: p.concurrency,
+                    input_tokens_target: p.input_tokens,
+                    output_tokens_target: p.output_tokens,
+                    requests_planned: n as u32,
+                    requests_done: n as u32,
+                    failures: 0,
+                    window_start_unix_s: 1.8e9,
+                    window_end_unix_s: 1.8e9 + window,
+                    output_tokens: (n * chunks) as u64,
+                    agg_output_tok_s: Some((n * chunks) as f64 / window),
+                    send_lag_max_s: 0.0,
+                    prompt_units: 0,
+                    invalid_reason: None,
+                    ..PointRow::default()
+                };
+                w.write_point(reqs, &point).expect("write part");
+            }
             written += n;
         }
     }
-    w.finish(RunStatus::Complete, None).expect("merge parts")
+    writers
+        .into_iter()
+        .map(|w| w.finish(RunStatus::Complete, None).expect("merge parts"))
+        .collect()
 }

@@ -18,7 +18,7 @@ use crate::merge::error::MergeError;
 use crate::record::Context;
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
-use qexp_store::{Manifest, MergeRecord, MergedShard, PointRow, RunStatus};
+use qexp_store::{Manifest, MergeRecord, MergedShard, PointRow, RequestIndex, RunStatus};
 use rows::{Health, Measured, Pair};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,36 +65,55 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
     let plan = Plan::parse(Path::new(&base.plan_path), &base.plan_text)
         .map_err(|e| MergeError::Refused(format!("the shards' plan does not load: {e}")))?;
     let tolerance = *plan.file.workload.input_tolerance.get_ref();
-    let mut union: BTreeMap<Pair, Vec<Measured>> = BTreeMap::new();
+    let mut shards = Vec::new();
     let mut health: BTreeMap<Pair, Vec<(u32, Health)>> = BTreeMap::new();
     for (k, (dir, _)) in &roll.complete {
-        for (pair, rows) in rows::measured(dir, *k)? {
-            union.entry(pair).or_default().extend(rows);
-        }
+        shards.push(Shard {
+            index: *k,
+            dir: dir.clone(),
+            rows: RequestIndex::of(dir, BATCH_ROWS)?,
+        });
         for (pair, h) in rows::health(dir)? {
             health.entry(pair).or_default().push((*k, h));
         }
     }
-    let points = point_rows(base, &union, &health, tolerance);
+    let (points, requests) = point_rows(base, &shards, &health, tolerance)?;
     let manifest = merged_manifest(&roll, base);
     let dirs: Vec<PathBuf> = roll.complete.values().map(|(d, _)| d.clone()).collect();
     qexp_store::merge_into(&opts.out, &manifest, &dirs, &points)?;
     Ok(Merged {
         dir: opts.out.clone(),
         manifest,
-        requests: union.values().map(Vec::len).sum(),
+        requests,
         missing: roll.missing.into_values().collect(),
     })
 }
 
-/// One row per (trial, point) of the run, from the union of the shards.
+/// Rows read at a time where a shard's rows are read in turn (its key
+/// columns when indexing, its rows when copying): a multiple of a merged
+/// file's row group (262 144 rows).
+const BATCH_ROWS: usize = 4 * 262_144;
+
+/// A complete shard and where its (trial, point)s' rows lie.
+struct Shard {
+    index: u32,
+    dir: PathBuf,
+    rows: RequestIndex,
+}
+
+/// One row per (trial, point) of the run, from the union of the shards'
+/// requests, and how many measured requests there were. One (trial,
+/// point)'s requests are held at a time (from every shard), so a merge of
+/// hundreds of millions of requests needs the memory of its largest
+/// (trial, point), not of the run.
 fn point_rows(
     base: &Manifest,
-    union: &BTreeMap<Pair, Vec<Measured>>,
+    shards: &[Shard],
     health: &BTreeMap<Pair, Vec<(u32, Health)>>,
     tolerance: f64,
-) -> Vec<PointRow> {
+) -> Result<(Vec<PointRow>, usize), MergeError> {
     let mut out = Vec::new();
+    let mut requests = 0;
     for trial in 1..=base.trials {
         for point in &base.points {
             let key = (trial, point.id);
@@ -109,12 +128,18 @@ fn point_rows(
                 shift_s: 0.0,
                 requests_planned: point.requests,
             };
-            let rows = union.get(&key).map_or(&[][..], Vec::as_slice);
+            let mut rows: Vec<Measured> = Vec::new();
+            for s in shards {
+                if let Some(df) = s.rows.read(key, Some(&rows::COLUMNS))? {
+                    rows.extend(rows::measured(&df, &s.dir, s.index)?);
+                }
+            }
+            requests += rows.len();
             let h = health.get(&key).map_or(&[][..], Vec::as_slice);
-            out.push(rows::merged_point(&ctx, rows, h, tolerance));
+            out.push(rows::merged_point(&ctx, &rows, h, tolerance));
         }
     }
-    out
+    Ok((out, requests))
 }
 
 /// The merged run's manifest: the first complete shard's, less its shard

@@ -67,27 +67,41 @@ fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
         .collect())
 }
 
-/// The measured requests of the shard in `dir`, by (trial, point).
+/// The request columns a point row reads.
+pub(crate) const COLUMNS: [&str; 12] = [
+    rq::TRIAL,
+    rq::POINT_ID,
+    rq::WARMUP,
+    rq::SENT_UNIX_S,
+    rq::END_S,
+    rq::QUEUE_S,
+    rq::COMPLETION_TOKENS,
+    rq::CLIENT_TOKENS,
+    rq::PROMPT_TOKENS,
+    rq::INPUT_TOKENS_PLANNED,
+    rq::ERROR_CLASS,
+    rq::CHUNK_OFFSETS_S,
+];
+
+/// The measured (not warm-up) requests among `df`'s rows (one (trial,
+/// point) of the shard in `dir`, with [`COLUMNS`]).
 pub(crate) fn measured(
+    df: &DataFrame,
     dir: &Path,
     shard: u32,
-) -> Result<BTreeMap<Pair, Vec<Measured>>, MergeError> {
+) -> Result<Vec<Measured>, MergeError> {
     let e = rows_err(dir);
-    let df = qexp_store::scan_requests(dir)?
-        .filter(col(rq::WARMUP).not())
-        .collect()
+    let warmup: Vec<bool> = df
+        .column(rq::WARMUP)
+        .and_then(|c| Ok(c.bool()?.iter().map(|w| w.unwrap_or(false)).collect()))
         .map_err(&e)?;
-    let (trial, pid) = (
-        u32s(&df, rq::TRIAL).map_err(&e)?,
-        u32s(&df, rq::POINT_ID).map_err(&e)?,
-    );
-    let sent = f64s(&df, rq::SENT_UNIX_S).map_err(&e)?;
-    let end = f64s(&df, rq::END_S).map_err(&e)?;
-    let queue = f64s(&df, rq::QUEUE_S).map_err(&e)?;
-    let completion = u32s(&df, rq::COMPLETION_TOKENS).map_err(&e)?;
-    let client = u32s(&df, rq::CLIENT_TOKENS).map_err(&e)?;
-    let prompt = u32s(&df, rq::PROMPT_TOKENS).map_err(&e)?;
-    let planned = u32s(&df, rq::INPUT_TOKENS_PLANNED).map_err(&e)?;
+    let sent = f64s(df, rq::SENT_UNIX_S).map_err(&e)?;
+    let end = f64s(df, rq::END_S).map_err(&e)?;
+    let queue = f64s(df, rq::QUEUE_S).map_err(&e)?;
+    let completion = u32s(df, rq::COMPLETION_TOKENS).map_err(&e)?;
+    let client = u32s(df, rq::CLIENT_TOKENS).map_err(&e)?;
+    let prompt = u32s(df, rq::PROMPT_TOKENS).map_err(&e)?;
+    let planned = u32s(df, rq::INPUT_TOKENS_PLANNED).map_err(&e)?;
     let class: Vec<Option<String>> = df
         .column(rq::ERROR_CLASS)
         .and_then(|c| Ok(c.str()?.iter().map(|s| s.map(str::to_string)).collect()))
@@ -97,8 +111,11 @@ pub(crate) fn measured(
         .and_then(|c| c.list().cloned())
         .map_err(&e)?;
     let offsets = list_values(&lists).map_err(&e)?;
-    let mut out: BTreeMap<Pair, Vec<Measured>> = BTreeMap::new();
+    let mut out = Vec::with_capacity(df.height());
     for (i, offsets) in offsets.into_iter().enumerate() {
+        if warmup[i] {
+            continue;
+        }
         let row = RequestRow {
             sent_unix_s: sent[i].unwrap_or(0.0),
             end_s: end[i].unwrap_or(0.0),
@@ -113,8 +130,7 @@ pub(crate) fn measured(
                 .map(|c| ErrorClass::from_name(c).unwrap_or(ErrorClass::Protocol)),
             ..RequestRow::default()
         };
-        let key = (trial[i].unwrap_or(0), pid[i].unwrap_or(0));
-        out.entry(key).or_default().push(Measured {
+        out.push(Measured {
             shard,
             row,
             offsets,
