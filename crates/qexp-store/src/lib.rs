@@ -32,11 +32,11 @@ pub use manifest::{
 };
 pub use overrides::Overrides;
 pub use reader::{
-    find_runs, for_each_request_batch, for_each_whole_request_batch, latest_runs, read_manifest,
+    find_runs, for_each_request_batch, latest_runs, read_manifest,
     scan_points, scan_requests, RequestIndex, RunRef,
 };
 pub use rows::{
     points, points_frame, requests, requests_frame, server_column, PointRow, RequestRow,
 };
 pub use stamp::folder_stamp;
-pub use writer::{merge_into, new_run_id, RunWriter};
+pub use writer::{new_run_id, MergeWriter, RunWriter};

@@ -186,47 +186,24 @@ pub fn for_each_request_batch(
     run: &Path,
     columns: &[&str],
     batch_rows: usize,
-    f: impl FnMut(DataFrame) -> PolarsResult<()>,
-) -> Result<(), StoreError> {
-    let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
-    batches(run, Some(columns), batch_rows, f)
-}
-
-/// [`for_each_request_batch`] with every column (`qexp merge` copying a
-/// shard's rows without holding them).
-pub fn for_each_whole_request_batch(
-    run: &Path,
-    batch_rows: usize,
-    f: impl FnMut(DataFrame) -> PolarsResult<()>,
-) -> Result<(), StoreError> {
-    batches(run, None, batch_rows, f)
-}
-
-fn batches(
-    run: &Path,
-    columns: Option<Vec<String>>,
-    batch_rows: usize,
     mut f: impl FnMut(DataFrame) -> PolarsResult<()>,
 ) -> Result<(), StoreError> {
+    let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     let batch_rows = batch_rows.max(1);
     let src = sources(run, REQUESTS)?;
     for path in &src.parquet {
         let err = |e| StoreError::pq("cannot read", path)(e);
         let file = ParquetFile::open(path)?;
         for offset in (0..file.rows).step_by(batch_rows) {
-            let df = file
-                .read(columns.clone(), offset, batch_rows.min(file.rows - offset))
-                .map_err(err)?;
+            let len = batch_rows.min(file.rows - offset);
+            let df = file.read(Some(columns.clone()), offset, len).map_err(err)?;
             f(df).map_err(err)?;
         }
     }
     if let Some(df) = journal_frame(&src.journal)? {
-        let df = match &columns {
-            Some(c) => df
-                .select(c.iter().map(|c| c.as_str()))
-                .map_err(StoreError::pq("cannot read", run))?,
-            None => df,
-        };
+        let df = df
+            .select(columns.iter().map(|c| c.as_str()))
+            .map_err(StoreError::pq("cannot read", run))?;
         for offset in (0..df.height()).step_by(batch_rows) {
             f(df.slice(offset as i64, batch_rows)).map_err(StoreError::pq("cannot read", run))?;
         }
@@ -239,6 +216,8 @@ struct ParquetFile {
     path: PathBuf,
     metadata: polars::io::parquet::metadata::FileMetadataRef,
     rows: usize,
+    /// The first row of each row group, and the file's row count last.
+    group_starts: Vec<usize>,
 }
 
 impl ParquetFile {
@@ -249,11 +228,43 @@ impl ParquetFile {
             .get_metadata()
             .map_err(StoreError::pq("cannot read", path))?
             .clone();
+        let mut group_starts = vec![0];
+        for g in &metadata.row_groups {
+            group_starts.push(group_starts[group_starts.len() - 1] + g.num_rows());
+        }
         Ok(ParquetFile {
             path: path.to_path_buf(),
             rows: metadata.num_rows,
             metadata,
+            group_starts,
         })
+    }
+
+    /// Rows in the row groups that rows `offset..offset + len` overlap.
+    fn decoded_rows(&self, offset: usize, len: usize) -> usize {
+        let end = offset + len;
+        self.group_starts
+            .windows(2)
+            .filter(|g| g[0] < end && g[1] > offset)
+            .map(|g| g[1] - g[0])
+            .sum()
+    }
+
+    /// [`ParquetFile::read`], the rows copied out when they are a small
+    /// part of the row groups decoded for them: a slice would keep those
+    /// whole row groups alive for as long as it is held.
+    fn read_owned(
+        &self,
+        columns: Option<Vec<String>>,
+        offset: usize,
+        len: usize,
+    ) -> PolarsResult<DataFrame> {
+        let df = self.read(columns, offset, len)?;
+        if 2 * len >= self.decoded_rows(offset, len) {
+            return Ok(df);
+        }
+        let all: Vec<IdxSize> = (0..df.height() as IdxSize).collect();
+        df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, all))
     }
 
     /// Rows `offset..offset + len`, `columns` of them (all when `None`);
@@ -364,7 +375,7 @@ impl RequestIndex {
         for &(f, offset, len) in self.ranges.get(&(trial, point)).into_iter().flatten() {
             let file = &self.files[f];
             let pq = |e| StoreError::pq("cannot read", &file.path)(e);
-            push(file.read(names.clone(), offset, len).map_err(pq)?).map_err(pq)?;
+            push(file.read_owned(names.clone(), offset, len).map_err(pq)?).map_err(pq)?;
         }
         if let Some(j) = &self.journal {
             let pq = |e| StoreError::pq("cannot read", &self.run)(e);

@@ -236,54 +236,83 @@ impl RunWriter {
 }
 
 /// Writes a run made of other runs' request rows (`qexp merge`): creates
-/// `dir` (never an existing folder), copies the request rows of each of
-/// `sources` in turn (a batch of rows in memory at a time), writes `points` as
-/// its point rows, then the manifest. A merge cut short leaves no manifest,
-/// so no reader takes the folder for a run.
-pub fn merge_into(
-    dir: &Path,
-    manifest: &Manifest,
-    sources: &[PathBuf],
-    points: &[PointRow],
-) -> Result<(), StoreError> {
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(StoreError::io("cannot create", parent))?;
-    }
-    std::fs::create_dir(dir).map_err(|source| match source.kind() {
-        std::io::ErrorKind::AlreadyExists => StoreError::RunExists {
-            path: dir.to_path_buf(),
-        },
-        _ => StoreError::io("cannot create", dir)(source),
-    })?;
-    let parts = dir.join(PARTS);
-    std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
-    let mut part = 0;
-    for source in sources {
-        // A write that fails stops the read; its own error is the one told.
-        let mut failed: Option<StoreError> = None;
-        let read =
-            crate::reader::for_each_whole_request_batch(source, MERGE_ROW_GROUP * 4, |mut df| {
-                part += 1;
-                let path = parts.join(format!("{REQUESTS}-{part:05}.parquet"));
-                write_parquet(&path, &mut df).map_err(|e| {
-                    let stop = PolarsError::ComputeError(e.to_string().into());
-                    failed = Some(e);
-                    stop
-                })
-            });
-        if let Some(e) = failed {
-            return Err(e);
+/// its folder (never an existing one), takes request rows in the order they
+/// are to be stored, a bounded number held at a time, then the point rows
+/// and the manifest. A merge cut short leaves no manifest, so no reader
+/// takes the folder for a run.
+pub struct MergeWriter {
+    dir: PathBuf,
+    parts: PathBuf,
+    part: u32,
+    pending: Vec<DataFrame>,
+    pending_rows: usize,
+}
+
+impl MergeWriter {
+    /// Creates `dir` and its parts folder; refuses a folder that exists.
+    pub fn create(dir: &Path) -> Result<MergeWriter, StoreError> {
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent).map_err(StoreError::io("cannot create", parent))?;
         }
-        read?;
+        std::fs::create_dir(dir).map_err(|source| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => StoreError::RunExists {
+                path: dir.to_path_buf(),
+            },
+            _ => StoreError::io("cannot create", dir)(source),
+        })?;
+        let parts = dir.join(PARTS);
+        std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
+        Ok(MergeWriter {
+            dir: dir.to_path_buf(),
+            parts,
+            part: 0,
+            pending: Vec::new(),
+            pending_rows: 0,
+        })
     }
-    let mut pts = points_frame(points).map_err(StoreError::pq("cannot encode", dir))?;
-    write_parquet(&parts.join(format!("{POINTS}-00001.parquet")), &mut pts)?;
-    merge_parts(dir)?;
-    let json = serde_json::to_vec_pretty(manifest).map_err(|e| StoreError::Manifest {
-        path: dir.join(MANIFEST_FILE),
-        message: e.to_string(),
-    })?;
-    write_atomic(&dir.join(MANIFEST_FILE), |f| f.write_all(&json))
+
+    /// Request rows, stored after those given before; written out as a part
+    /// once about a million rows are held.
+    pub fn requests(&mut self, df: DataFrame) -> Result<(), StoreError> {
+        self.pending_rows += df.height();
+        self.pending.push(df);
+        if self.pending_rows >= MERGE_ROW_GROUP {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let mut frames = std::mem::take(&mut self.pending).into_iter();
+        self.pending_rows = 0;
+        let Some(mut df) = frames.next() else {
+            return Ok(());
+        };
+        for f in frames {
+            df.vstack_mut_owned(f)
+                .map_err(StoreError::pq("cannot encode", &self.dir))?;
+        }
+        self.part += 1;
+        write_parquet(
+            &self.parts.join(format!("{REQUESTS}-{:05}.parquet", self.part)),
+            &mut df,
+        )
+    }
+
+    /// Writes `points` as the point rows, merges the parts into the run's
+    /// two files, then writes `manifest`: the folder is a run from here on.
+    pub fn finish(mut self, manifest: &Manifest, points: &[PointRow]) -> Result<(), StoreError> {
+        self.flush()?;
+        let dir = &self.dir;
+        let mut pts = points_frame(points).map_err(StoreError::pq("cannot encode", dir))?;
+        write_parquet(&self.parts.join(format!("{POINTS}-00001.parquet")), &mut pts)?;
+        merge_parts(dir)?;
+        let json = serde_json::to_vec_pretty(manifest).map_err(|e| StoreError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            message: e.to_string(),
+        })?;
+        write_atomic(&dir.join(MANIFEST_FILE), |f| f.write_all(&json))
+    }
 }
 
 /// `NNNNN` of `parts/<kind>-NNNNN.parquet`.

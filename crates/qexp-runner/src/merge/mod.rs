@@ -18,9 +18,11 @@ use crate::merge::error::MergeError;
 use crate::record::Context;
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
-use qexp_store::{Manifest, MergeRecord, MergedShard, PointRow, RequestIndex, RunStatus};
+use qexp_store::{
+    Manifest, MergeRecord, MergedShard, MergeWriter, PointRow, RequestIndex, RunStatus,
+};
 use rows::{Health, Measured, Pair};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// What `qexp merge` was asked to do.
@@ -77,10 +79,22 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
             health.entry(pair).or_default().push((*k, h));
         }
     }
-    let (points, requests) = point_rows(base, &shards, &health, tolerance)?;
     let manifest = merged_manifest(&roll, base);
-    let dirs: Vec<PathBuf> = roll.complete.values().map(|(d, _)| d.clone()).collect();
-    qexp_store::merge_into(&opts.out, &manifest, &dirs, &points)?;
+    let mut out = MergeWriter::create(&opts.out)?;
+    let written = point_rows(base, &shards, &health, tolerance, &mut out)
+        .and_then(|(points, requests)| {
+            out.finish(&manifest, &points)?;
+            Ok(requests)
+        });
+    let requests = match written {
+        Ok(n) => n,
+        Err(e) => {
+            // The folder is this merge's own and holds no run: a merge
+            // that failed leaves nothing in the way of the next try.
+            let _ = std::fs::remove_dir_all(&opts.out);
+            return Err(e);
+        }
+    };
     Ok(Merged {
         dir: opts.out.clone(),
         manifest,
@@ -102,18 +116,29 @@ struct Shard {
 }
 
 /// One row per (trial, point) of the run, from the union of the shards'
-/// requests, and how many measured requests there were. One (trial,
-/// point)'s requests are held at a time (from every shard), so a merge of
-/// hundreds of millions of requests needs the memory of its largest
-/// (trial, point), not of the run.
+/// requests, and how many measured requests there were; every request row
+/// goes to `out` as it is read, (trial, point) by (trial, point), each one's
+/// rows shard by shard. One (trial, point)'s rows are held at a time (from
+/// every shard), so a merge of hundreds of millions of requests needs the
+/// memory of its largest (trial, point), not of the run; and the merged
+/// file keeps each (trial, point) in one block, which is what lets the
+/// report's pass over it hold one at a time too.
 fn point_rows(
     base: &Manifest,
     shards: &[Shard],
     health: &BTreeMap<Pair, Vec<(u32, Health)>>,
     tolerance: f64,
+    out: &mut MergeWriter,
 ) -> Result<(Vec<PointRow>, usize), MergeError> {
-    let mut out = Vec::new();
+    let mut points = Vec::new();
     let mut requests = 0;
+    // A merge of millions of requests takes a while: a bar on a terminal.
+    let bar = indicatif::ProgressBar::new(u64::from(base.trials) * base.points.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("merge: point rows [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
     for trial in 1..=base.trials {
         for point in &base.points {
             let key = (trial, point.id);
@@ -130,16 +155,30 @@ fn point_rows(
             };
             let mut rows: Vec<Measured> = Vec::new();
             for s in shards {
-                if let Some(df) = s.rows.read(key, Some(&rows::COLUMNS))? {
+                if let Some(df) = s.rows.read(key, None)? {
                     rows.extend(rows::measured(&df, &s.dir, s.index)?);
+                    out.requests(df)?;
                 }
             }
             requests += rows.len();
             let h = health.get(&key).map_or(&[][..], Vec::as_slice);
-            out.push(rows::merged_point(&ctx, &rows, h, tolerance));
+            points.push(rows::merged_point(&ctx, &rows, h, tolerance));
+            bar.inc(1);
         }
     }
-    Ok((out, requests))
+    bar.finish_and_clear();
+    // Rows of a (trial, point) the plan does not name are kept as they were.
+    let planned: BTreeSet<Pair> = (1..=base.trials)
+        .flat_map(|t| base.points.iter().map(move |p| (t, p.id)))
+        .collect();
+    for s in shards {
+        for key in s.rows.pairs().filter(|k| !planned.contains(k)) {
+            if let Some(df) = s.rows.read(key, None)? {
+                out.requests(df)?;
+            }
+        }
+    }
+    Ok((points, requests))
 }
 
 /// The merged run's manifest: the first complete shard's, less its shard

@@ -67,24 +67,8 @@ fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
         .collect())
 }
 
-/// The request columns a point row reads.
-pub(crate) const COLUMNS: [&str; 12] = [
-    rq::TRIAL,
-    rq::POINT_ID,
-    rq::WARMUP,
-    rq::SENT_UNIX_S,
-    rq::END_S,
-    rq::QUEUE_S,
-    rq::COMPLETION_TOKENS,
-    rq::CLIENT_TOKENS,
-    rq::PROMPT_TOKENS,
-    rq::INPUT_TOKENS_PLANNED,
-    rq::ERROR_CLASS,
-    rq::CHUNK_OFFSETS_S,
-];
-
 /// The measured (not warm-up) requests among `df`'s rows (one (trial,
-/// point) of the shard in `dir`, with [`COLUMNS`]).
+/// point) of the shard in `dir`), as far as its point row needs them.
 pub(crate) fn measured(
     df: &DataFrame,
     dir: &Path,
