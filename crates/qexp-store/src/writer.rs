@@ -294,7 +294,9 @@ impl MergeWriter {
         }
         self.part += 1;
         write_parquet(
-            &self.parts.join(format!("{REQUESTS}-{:05}.parquet", self.part)),
+            &self
+                .parts
+                .join(format!("{REQUESTS}-{:05}.parquet", self.part)),
             &mut df,
         )
     }
@@ -305,7 +307,10 @@ impl MergeWriter {
         self.flush()?;
         let dir = &self.dir;
         let mut pts = points_frame(points).map_err(StoreError::pq("cannot encode", dir))?;
-        write_parquet(&self.parts.join(format!("{POINTS}-00001.parquet")), &mut pts)?;
+        write_parquet(
+            &self.parts.join(format!("{POINTS}-00001.parquet")),
+            &mut pts,
+        )?;
         merge_parts(dir)?;
         let json = serde_json::to_vec_pretty(manifest).map_err(|e| StoreError::Manifest {
             path: dir.join(MANIFEST_FILE),

@@ -18,10 +18,11 @@ use crate::merge::error::MergeError;
 use crate::record::Context;
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
+use qexp_store::RequestRow;
 use qexp_store::{
-    Manifest, MergeRecord, MergedShard, MergeWriter, PointRow, RequestIndex, RunStatus,
+    Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RunStatus,
 };
-use rows::{Health, Measured, Pair};
+use rows::{Health, Pair};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -81,8 +82,8 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
     }
     let manifest = merged_manifest(&roll, base);
     let mut out = MergeWriter::create(&opts.out)?;
-    let written = point_rows(base, &shards, &health, tolerance, &mut out)
-        .and_then(|(points, requests)| {
+    let written =
+        point_rows(base, &shards, &health, tolerance, &mut out).and_then(|(points, requests)| {
             out.finish(&manifest, &points)?;
             Ok(requests)
         });
@@ -135,9 +136,11 @@ fn point_rows(
     // A merge of millions of requests takes a while: a bar on a terminal.
     let bar = indicatif::ProgressBar::new(u64::from(base.trials) * base.points.len() as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("merge: point rows [{bar:30}] {pos}/{len} {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "merge: point rows [{bar:30}] {pos}/{len} {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     for trial in 1..=base.trials {
         for point in &base.points {
@@ -153,7 +156,7 @@ fn point_rows(
                 shift_s: 0.0,
                 requests_planned: point.requests,
             };
-            let mut rows: Vec<Measured> = Vec::new();
+            let mut rows: Vec<RequestRow> = Vec::new();
             for s in shards {
                 if let Some(df) = s.rows.read(key, None)? {
                     rows.extend(rows::measured(&df, &s.dir, s.index)?);

@@ -22,16 +22,6 @@ use std::path::Path;
 /// A (trial, point id).
 pub(crate) type Pair = (u32, u32);
 
-/// One measured request of a shard, as far as its point's row needs it.
-pub(crate) struct Measured {
-    /// The shard that sent it.
-    pub shard: u32,
-    /// Its row (the columns a point row reads).
-    pub row: RequestRow,
-    /// Its content chunks' arrival offsets from its send, s.
-    pub offsets: Vec<f64>,
-}
-
 /// What a shard's own point row says that its requests do not: the
 /// client's health and the server's counters.
 #[derive(Default, Clone)]
@@ -68,12 +58,14 @@ fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
 }
 
 /// The measured (not warm-up) requests among `df`'s rows (one (trial,
-/// point) of the shard in `dir`), as far as its point row needs them.
+/// point) of the shard in `dir`), with the fields its point row reads: its
+/// own, the shard that sent it and its content chunks' arrival offsets
+/// from its send.
 pub(crate) fn measured(
     df: &DataFrame,
     dir: &Path,
     shard: u32,
-) -> Result<Vec<Measured>, MergeError> {
+) -> Result<Vec<RequestRow>, MergeError> {
     let e = rows_err(dir);
     let warmup: Vec<bool> = df
         .column(rq::WARMUP)
@@ -100,7 +92,7 @@ pub(crate) fn measured(
         if warmup[i] {
             continue;
         }
-        let row = RequestRow {
+        out.push(RequestRow {
             sent_unix_s: sent[i].unwrap_or(0.0),
             end_s: end[i].unwrap_or(0.0),
             queue_s: queue[i].unwrap_or(0.0),
@@ -112,12 +104,9 @@ pub(crate) fn measured(
             error_class: class[i]
                 .as_deref()
                 .map(|c| ErrorClass::from_name(c).unwrap_or(ErrorClass::Protocol)),
+            shard: Some(shard),
+            chunk_offsets_s: offsets,
             ..RequestRow::default()
-        };
-        out.push(Measured {
-            shard,
-            row,
-            offsets,
         });
     }
     Ok(out)
@@ -182,13 +171,12 @@ pub(crate) fn health(dir: &Path) -> Result<BTreeMap<Pair, Health>, MergeError> {
 /// requests and health (`health` by shard, lowest first).
 pub(crate) fn merged_point(
     ctx: &Context<'_>,
-    rows: &[Measured],
+    rows: &[RequestRow],
     health: &[(u32, Health)],
     tolerance: f64,
 ) -> PointRow {
-    let plain: Vec<RequestRow> = rows.iter().map(|m| m.row.clone()).collect();
     let units = health.first().map_or(0, |(_, h)| h.prompt_units);
-    let mut p = point_row(ctx, &plain, units, tolerance);
+    let mut p = point_row(ctx, rows, units, tolerance);
     // The client's CPU adds up over the shards; the worst loop lag is the point's.
     let cpu: Vec<f64> = health.iter().filter_map(|(_, h)| h.cpu_cores).collect();
     p.client_cpu_cores = (!cpu.is_empty()).then(|| cpu.iter().sum());
@@ -210,11 +198,11 @@ pub(crate) fn merged_point(
 /// The window in which every shard with requests was sending, and the
 /// output tokens that arrived inside it; `None` with fewer than two shards
 /// or no overlap.
-fn common_window(rows: &[Measured]) -> Option<(f64, f64, f64)> {
+fn common_window(rows: &[RequestRow]) -> Option<(f64, f64, f64)> {
     let mut spans: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     for m in rows {
-        let (s, e) = (m.row.sent_unix_s, m.row.sent_unix_s + m.row.end_s);
-        let span = spans.entry(m.shard).or_insert((s, e));
+        let (s, e) = (m.sent_unix_s, m.sent_unix_s + m.end_s);
+        let span = spans.entry(m.shard.unwrap_or(0)).or_insert((s, e));
         span.0 = span.0.min(s);
         span.1 = span.1.max(e);
     }
@@ -230,16 +218,16 @@ fn common_window(rows: &[Measured]) -> Option<(f64, f64, f64)> {
         return None;
     }
     let mut tokens = 0.0;
-    for m in rows.iter().filter(|m| m.row.error_class.is_none()) {
-        let n = m.row.completion_tokens.unwrap_or(m.row.client_tokens);
-        if m.offsets.is_empty() {
+    for m in rows.iter().filter(|m| m.error_class.is_none()) {
+        let n = m.completion_tokens.unwrap_or(m.client_tokens);
+        if m.chunk_offsets_s.is_empty() {
             continue;
         }
-        let per_chunk = f64::from(n) / m.offsets.len() as f64;
+        let per_chunk = f64::from(n) / m.chunk_offsets_s.len() as f64;
         let inside = m
-            .offsets
+            .chunk_offsets_s
             .iter()
-            .map(|o| m.row.sent_unix_s + o)
+            .map(|o| m.sent_unix_s + o)
             .filter(|t| (start..=end).contains(t))
             .count();
         tokens += per_chunk * inside as f64;
