@@ -293,10 +293,20 @@ impl ParquetFile {
 pub struct RequestIndex {
     run: PathBuf,
     files: Vec<ParquetFile>,
-    /// Per (trial, point): (file, first row, rows), in file order.
-    ranges: BTreeMap<(u32, u32), Vec<(usize, usize, usize)>>,
+    /// Per (trial, point): its blocks of rows, in file order.
+    ranges: BTreeMap<(u32, u32), Vec<Block>>,
     /// Journal rows (pairs that reached no Parquet file; few), whole.
     journal: Option<DataFrame>,
+}
+
+/// Rows of one (trial, point) in a row, in one file.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    /// Index of the file in [`RequestIndex::files`].
+    file: usize,
+    /// Its first row in the file.
+    first: usize,
+    rows: usize,
 }
 
 impl RequestIndex {
@@ -329,8 +339,12 @@ impl RequestIndex {
                     let at = offset + start;
                     match ranges.last_mut() {
                         // A block cut by the batch's end goes on in the next.
-                        Some((f, s, n)) if *f == i && *s + *n == at => *n += r - start,
-                        _ => ranges.push((i, at, r - start)),
+                        Some(b) if b.file == i && b.first + b.rows == at => b.rows += r - start,
+                        _ => ranges.push(Block {
+                            file: i,
+                            first: at,
+                            rows: r - start,
+                        }),
                     }
                     start = r;
                 }
@@ -355,7 +369,7 @@ impl RequestIndex {
     }
 
     /// The rows of (`trial`, `point`) in file order (warm-up included), with
-    /// `columns` (all when `None`); an empty frame when it has none.
+    /// `columns` (all when `None`); `None` when it has none.
     pub fn read(
         &self,
         (trial, point): (u32, u32),
@@ -372,10 +386,14 @@ impl RequestIndex {
                 }
             }
         };
-        for &(f, offset, len) in self.ranges.get(&(trial, point)).into_iter().flatten() {
-            let file = &self.files[f];
+        for b in self.ranges.get(&(trial, point)).into_iter().flatten() {
+            let file = &self.files[b.file];
             let pq = |e| StoreError::pq("cannot read", &file.path)(e);
-            push(file.read_owned(names.clone(), offset, len).map_err(pq)?).map_err(pq)?;
+            push(
+                file.read_owned(names.clone(), b.first, b.rows)
+                    .map_err(pq)?,
+            )
+            .map_err(pq)?;
         }
         if let Some(j) = &self.journal {
             let pq = |e| StoreError::pq("cannot read", &self.run)(e);
@@ -403,10 +421,12 @@ impl RequestIndex {
     }
 }
 
+/// One u32 column's values.
+type U32s = Vec<Option<u32>>;
+
 /// The trial and point id columns of `df`.
-#[allow(clippy::type_complexity)]
-fn key_columns(df: &DataFrame) -> PolarsResult<(Vec<Option<u32>>, Vec<Option<u32>>)> {
-    let get = |name: &str| -> PolarsResult<Vec<Option<u32>>> {
+fn key_columns(df: &DataFrame) -> PolarsResult<(U32s, U32s)> {
+    let get = |name: &str| -> PolarsResult<U32s> {
         Ok(df
             .column(name)?
             .cast(&DataType::UInt32)?

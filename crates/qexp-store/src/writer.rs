@@ -272,7 +272,7 @@ impl MergeWriter {
     }
 
     /// Request rows, stored after those given before; written out as a part
-    /// once about a million rows are held.
+    /// once a row group's worth (262 144 rows) is held.
     pub fn requests(&mut self, df: DataFrame) -> Result<(), StoreError> {
         self.pending_rows += df.height();
         self.pending.push(df);

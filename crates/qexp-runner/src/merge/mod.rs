@@ -18,9 +18,8 @@ use crate::merge::error::MergeError;
 use crate::record::Context;
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
-use qexp_store::RequestRow;
 use qexp_store::{
-    Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RunStatus,
+    Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RequestRow, RunStatus,
 };
 use rows::{Health, Pair};
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,9 +103,8 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
     })
 }
 
-/// Rows read at a time where a shard's rows are read in turn (its key
-/// columns when indexing, its rows when copying): a multiple of a merged
-/// file's row group (262 144 rows).
+/// Rows of a shard's key columns read at a time when indexing it: a
+/// multiple of a merged file's row group (262 144 rows).
 const BATCH_ROWS: usize = 4 * 262_144;
 
 /// A complete shard and where its (trial, point)s' rows lie.
