@@ -423,6 +423,28 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
     let df = measured(&out);
     let shard_col: BTreeSet<u32> = u32s(&df, "shard").into_iter().collect();
     assert_eq!(shard_col, (0..4).collect());
+    // Each (trial, point) in one block of the merged file, its rows shard
+    // by shard: the report's pass then holds one (trial, point) at a time.
+    let stored = qexp_store::scan_requests(&out).unwrap().collect().unwrap();
+    let (t, p, k) = (
+        u32s(&stored, "trial"),
+        u32s(&stored, "point_id"),
+        u32s(&stored, "shard"),
+    );
+    let mut blocks: Vec<(u32, u32)> = Vec::new();
+    for r in 0..stored.height() {
+        if blocks.last() != Some(&(t[r], p[r])) {
+            blocks.push((t[r], p[r]));
+        } else {
+            assert!(
+                k[r] >= k[r - 1],
+                "row {r}: shard {} after {}",
+                k[r],
+                k[r - 1]
+            );
+        }
+    }
+    assert_eq!(blocks, (1..=6).map(|t| (t, 0)).collect::<Vec<_>>());
 
     // C = 8 in flight across the shards while every shard sends.
     let pts = qexp_store::scan_points(&out).unwrap().collect().unwrap();
