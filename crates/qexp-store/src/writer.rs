@@ -9,6 +9,7 @@ use crate::manifest::{Manifest, RunStatus, MANIFEST_FILE};
 use crate::reader::{pairs_in, read_manifest};
 use crate::rows::{points_frame, requests_frame, PointRow, RequestRow};
 use chrono::{DateTime, Utc};
+use polars::io::parquet::write::BatchedWriter as ParquetBatches;
 use polars::prelude::*;
 use rand::Rng;
 use std::collections::BTreeSet;
@@ -237,19 +238,23 @@ impl RunWriter {
 
 /// Writes a run made of other runs' request rows (`qexp merge`): creates
 /// its folder (never an existing one), takes request rows in the order they
-/// are to be stored, a bounded number held at a time, then the point rows
-/// and the manifest. A merge cut short leaves no manifest, so no reader
-/// takes the folder for a run.
+/// are to be stored, and writes them straight into the run's request file
+/// as row groups of [`MERGE_ROW_GROUP`] rows, so that at most about one row
+/// group is held and each row is written once; then the point rows and the
+/// manifest. The request file is written under a temporary name, renamed
+/// into place by [`MergeWriter::finish`]: a merge cut short leaves no
+/// request file and no manifest, so no reader takes the folder for a run.
 pub struct MergeWriter {
     dir: PathBuf,
-    parts: PathBuf,
-    part: u32,
+    /// The request file being written and a handle to sync it with; opened
+    /// with the first row group (its schema is the rows').
+    out: Option<(ParquetBatches<std::fs::File>, std::fs::File)>,
     pending: Vec<DataFrame>,
     pending_rows: usize,
 }
 
 impl MergeWriter {
-    /// Creates `dir` and its parts folder; refuses a folder that exists.
+    /// Creates `dir`; refuses a folder that exists.
     pub fn create(dir: &Path) -> Result<MergeWriter, StoreError> {
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent).map_err(StoreError::io("cannot create", parent))?;
@@ -260,29 +265,29 @@ impl MergeWriter {
             },
             _ => StoreError::io("cannot create", dir)(source),
         })?;
-        let parts = dir.join(PARTS);
-        std::fs::create_dir(&parts).map_err(StoreError::io("cannot create", &parts))?;
         Ok(MergeWriter {
             dir: dir.to_path_buf(),
-            parts,
-            part: 0,
+            out: None,
             pending: Vec::new(),
             pending_rows: 0,
         })
     }
 
-    /// Request rows, stored after those given before; written out as a part
-    /// once a row group's worth (262 144 rows) is held.
+    /// Request rows, stored after those given before; written out a row
+    /// group (262 144 rows) at a time.
     pub fn requests(&mut self, df: DataFrame) -> Result<(), StoreError> {
         self.pending_rows += df.height();
         self.pending.push(df);
         if self.pending_rows >= MERGE_ROW_GROUP {
-            self.flush()?;
+            self.flush(false)?;
         }
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), StoreError> {
+    /// Writes the held rows as whole row groups; the rest (fewer than a row
+    /// group) stays held, unless `last`.
+    fn flush(&mut self, last: bool) -> Result<(), StoreError> {
+        let target = merged(&self.dir, REQUESTS);
         let mut frames = std::mem::take(&mut self.pending).into_iter();
         self.pending_rows = 0;
         let Some(mut df) = frames.next() else {
@@ -290,28 +295,66 @@ impl MergeWriter {
         };
         for f in frames {
             df.vstack_mut_owned(f)
-                .map_err(StoreError::pq("cannot encode", &self.dir))?;
+                .map_err(StoreError::pq("cannot encode", &target))?;
         }
-        self.part += 1;
-        write_parquet(
-            &self
-                .parts
-                .join(format!("{REQUESTS}-{:05}.parquet", self.part)),
-            &mut df,
-        )
+        df.rechunk_mut();
+        if self.out.is_none() {
+            let tmp = target.with_extension(WRITING);
+            let file =
+                std::fs::File::create(&tmp).map_err(StoreError::io("cannot create", &tmp))?;
+            let sync = file
+                .try_clone()
+                .map_err(StoreError::io("cannot open", &tmp))?;
+            let w = ParquetWriter::new(file)
+                .with_compression(ParquetCompression::Zstd(None))
+                .batched(df.schema())
+                .map_err(StoreError::pq("cannot encode", &target))?;
+            self.out = Some((w, sync));
+        }
+        let Some((w, _)) = self.out.as_mut() else {
+            return Ok(());
+        };
+        let whole = if last {
+            df.height()
+        } else {
+            df.height() / MERGE_ROW_GROUP * MERGE_ROW_GROUP
+        };
+        for start in (0..whole).step_by(MERGE_ROW_GROUP) {
+            let len = MERGE_ROW_GROUP.min(whole - start);
+            w.write_batch(&df.slice(start as i64, len))
+                .map_err(StoreError::pq("cannot write", &target))?;
+        }
+        if whole < df.height() {
+            self.pending_rows = df.height() - whole;
+            self.pending.push(df.slice(whole as i64, self.pending_rows));
+        }
+        Ok(())
     }
 
-    /// Writes `points` as the point rows, merges the parts into the run's
-    /// two files, then writes `manifest`: the folder is a run from here on.
+    /// Writes the rest of the request rows and renames their file into
+    /// place, writes `points` as the point rows, then `manifest`: the
+    /// folder is a run from here on.
     pub fn finish(mut self, manifest: &Manifest, points: &[PointRow]) -> Result<(), StoreError> {
-        self.flush()?;
+        self.flush(true)?;
         let dir = &self.dir;
+        let target = merged(dir, REQUESTS);
+        match self.out.take() {
+            Some((w, sync)) => {
+                w.finish()
+                    .map_err(StoreError::pq("cannot write", &target))?;
+                let tmp = target.with_extension(WRITING);
+                sync.sync_all()
+                    .map_err(StoreError::io("cannot write", &target))?;
+                std::fs::rename(&tmp, &target)
+                    .map_err(StoreError::io("cannot rename into", &target))?;
+            }
+            None => {
+                let mut df = requests_frame(&[]).map_err(StoreError::pq("cannot encode", dir))?;
+                write_parquet(&target, &mut df)?;
+            }
+        }
         let mut pts = points_frame(points).map_err(StoreError::pq("cannot encode", dir))?;
-        write_parquet(
-            &self.parts.join(format!("{POINTS}-00001.parquet")),
-            &mut pts,
-        )?;
-        merge_parts(dir)?;
+        write_parquet(&merged(dir, POINTS), &mut pts)?;
         let json = serde_json::to_vec_pretty(manifest).map_err(|e| StoreError::Manifest {
             path: dir.join(MANIFEST_FILE),
             message: e.to_string(),

@@ -449,3 +449,59 @@ fn an_older_manifest_reads_and_writes_its_typed_keys_unchanged() {
     assert_eq!(again["server"], serde_json::Value::Null);
     assert_eq!(again["overrides"], json!({}));
 }
+
+/// `qexp merge`'s writer: rows given in frames of any size are written
+/// straight into the run's request file, in order, as whole row groups of
+/// 262 144 rows (the last one smaller), with nothing else left in the
+/// folder; a merge of no rows still writes an empty request file.
+#[test]
+fn a_merge_writes_its_rows_in_order_as_whole_row_groups() {
+    use polars::prelude::*;
+    const GROUP: usize = 512 * 512;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("merged");
+    let mut w = qexp_store::MergeWriter::create(&dir).unwrap();
+    let mut next = 0u32;
+    for len in [1, GROUP - 1, 100_000, 2 * GROUP, 7] {
+        let ids: Vec<u32> = (next..next + len as u32).collect();
+        next += len as u32;
+        w.requests(df!("request_index" => ids).unwrap()).unwrap();
+    }
+    w.finish(&manifest(), &[point(1, 0, next)]).unwrap();
+
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["manifest.json", "points.parquet", "requests.parquet"]
+    );
+    let file = std::fs::File::open(dir.join("requests.parquet")).unwrap();
+    let mut reader = ParquetReader::new(file);
+    let groups: Vec<usize> = reader
+        .get_metadata()
+        .unwrap()
+        .row_groups
+        .iter()
+        .map(|g| g.num_rows())
+        .collect();
+    let total = next as usize;
+    assert_eq!(groups, [GROUP, GROUP, GROUP, total - 3 * GROUP]);
+    let df = reader.finish().unwrap();
+    let got = u32s(&df, "request_index");
+    assert!(got.iter().copied().eq(0..next), "rows out of order");
+    assert_eq!(pairs(&dir), [(1, 0)]);
+
+    let empty = tmp.path().join("empty");
+    qexp_store::MergeWriter::create(&empty)
+        .unwrap()
+        .finish(&manifest(), &[])
+        .unwrap();
+    assert_eq!(keys(&empty), []);
+    assert!(
+        qexp_store::MergeWriter::create(&empty).is_err(),
+        "an existing folder is refused"
+    );
+}
