@@ -93,7 +93,8 @@ pub enum RunError {
     /// A shard option does not fit the plan.
     #[error("{0}")]
     Shard(String),
-    /// The shards of a run could not meet: the rendezvous cannot be served or reached.
+    /// The shards of a run could not meet: the rendezvous cannot be served
+    /// or reached, or would not admit this process.
     #[error("{0}")]
     Rendezvous(String),
     /// The output folder is unusable.

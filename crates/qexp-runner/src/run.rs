@@ -78,7 +78,12 @@ async fn run_on(
         &host,
     );
     let target_info = target_info(opts, target, &prep);
-    let meeting = Meeting::open(opts.shard.as_ref()).await?;
+    let meeting = Meeting::open(
+        opts.shard.as_ref(),
+        &opts.plan.hash(),
+        host.hostname.as_deref(),
+    )
+    .await?;
     let manifest = Manifest {
         shard: meeting.record(),
         server: Some(prep.info.clone()),

@@ -6,7 +6,7 @@
 use crate::error::RunError;
 use crate::rendezvous::hall::{Hall, Serving};
 use crate::rendezvous::member::{Clock, Member};
-use crate::rendezvous::wire::RendezvousOptions;
+use crate::rendezvous::wire::{Identity, RendezvousOptions};
 use crate::shard::Shard;
 use crate::Cancel;
 use qexp_store::{LostShard, Manifest, ShardRecord};
@@ -49,8 +49,13 @@ impl Meeting {
         }
     }
 
-    /// Serves the rendezvous (shard 0), joins it and measures the clock.
-    pub(crate) async fn open(opts: Option<&ShardOptions>) -> Result<Meeting, RunError> {
+    /// Serves the rendezvous (shard 0), joins it (as a process of the run
+    /// of the plan hashed `plan_hash`, on `host`) and measures the clock.
+    pub(crate) async fn open(
+        opts: Option<&ShardOptions>,
+        plan_hash: &str,
+        host: Option<&str>,
+    ) -> Result<Meeting, RunError> {
         let Some(o) = opts else {
             return Ok(Meeting::whole());
         };
@@ -68,7 +73,14 @@ impl Meeting {
         let mut reach = r.addr.clone();
         let mut recorded = r.addr.clone();
         if o.shard.index == 0 {
-            let hall = Hall::new(o.shard.count, r.lost_after, r.join_timeout, o.clock_skew_s);
+            let hall = Hall::new(
+                o.shard.count,
+                &o.run_id,
+                plan_hash,
+                r.lost_after,
+                r.join_timeout,
+                o.clock_skew_s,
+            );
             let bind = r.bind.clone().unwrap_or_else(|| r.addr.clone());
             let serving = hall.serve(&bind).await.map_err(|e| {
                 RunError::Rendezvous(format!(
@@ -98,7 +110,14 @@ impl Meeting {
                 addr: reach.clone(),
                 ..r.clone()
             },
-            o.shard.index,
+            &Identity {
+                shard: o.shard.index,
+                count: o.shard.count,
+                run_id: o.run_id.clone(),
+                plan_hash: plan_hash.to_string(),
+                instance: rand::random(),
+                host: host.map(str::to_string),
+            },
             o.clock_skew_s,
         )
         .await

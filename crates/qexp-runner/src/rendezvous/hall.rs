@@ -2,7 +2,7 @@
 //! one barrier per point. State is in memory: a restarted shard 0 is a new
 //! rendezvous (a resumed shard runs alone).
 
-use super::wire::{Answer, Arrival, ClockReading, LEAD_S};
+use super::wire::{Admission, Answer, Arrival, ClockReading, Identity, LEAD_S};
 use crate::scheduler::unix_now;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -20,6 +20,8 @@ const HOLD: Duration = Duration::from_secs(10);
 /// The rendezvous of `count` shards, served by shard 0.
 pub(crate) struct Hall {
     count: u32,
+    run_id: String,
+    plan_hash: String,
     opened: Instant,
     lost_after: Duration,
     join_timeout: Duration,
@@ -32,6 +34,8 @@ pub(crate) struct Hall {
 /// Who was heard from when, who is lost, who reached which barrier.
 #[derive(Default)]
 struct Roll {
+    /// The process admitted for each shard.
+    joined: BTreeMap<u32, Identity>,
     seen: BTreeMap<u32, Instant>,
     lost: BTreeMap<u32, String>,
     barriers: BTreeMap<String, Barrier>,
@@ -59,15 +63,19 @@ impl Drop for Serving {
 }
 
 impl Hall {
-    /// A hall for `count` shards.
+    /// A hall for the `count` shards of run `run_id` of the plan hashed `plan_hash`.
     pub(crate) fn new(
         count: u32,
+        run_id: &str,
+        plan_hash: &str,
         lost_after: Duration,
         join_timeout: Duration,
         skew_s: f64,
     ) -> Arc<Hall> {
         Arc::new(Hall {
             count,
+            run_id: run_id.to_string(),
+            plan_hash: plan_hash.to_string(),
             opened: Instant::now(),
             lost_after,
             join_timeout,
@@ -83,6 +91,7 @@ impl Hall {
         let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/clock", get(clock))
+            .route("/join", post(join))
             .route("/beat", post(beat))
             .route("/meet", post(meet))
             .with_state(self);
@@ -126,6 +135,45 @@ impl Hall {
         roll.lost.iter().map(|(k, w)| (*k, w.clone())).collect()
     }
 
+    /// Admits `who` unless it is of another run, or its shard is already
+    /// run by another process that is not lost (a shard declared lost may
+    /// come back as a new process: a restarted pod).
+    fn admit(&self, who: Identity) -> Admission {
+        let refused = |why: String| Admission { refused: Some(why) };
+        let short = |h: &str| h.chars().take(12).collect::<String>();
+        if who.run_id != self.run_id || who.plan_hash != self.plan_hash || who.count != self.count {
+            return refused(format!(
+                "this rendezvous is run {} (plan {}, {} shards), and shard {} came for run {} (plan {}, {} shards)",
+                self.run_id,
+                short(&self.plan_hash),
+                self.count,
+                who.shard,
+                who.run_id,
+                short(&who.plan_hash),
+                who.count
+            ));
+        }
+        let Ok(mut roll) = self.state.lock() else {
+            return refused("the rendezvous's state is unreadable".into());
+        };
+        if let Some(first) = roll.joined.get(&who.shard) {
+            if first.instance != who.instance && !roll.lost.contains_key(&who.shard) {
+                return refused(format!(
+                    "shard {} of {} already runs in another process{}; a second one would send the shard's requests twice (a Kubernetes Indexed Job can start a second pod for an index whose first one still runs: stop one of them)",
+                    who.shard,
+                    self.count,
+                    first
+                        .host
+                        .as_deref()
+                        .map(|h| format!(" on host {h}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        roll.joined.insert(who.shard, who);
+        Admission::default()
+    }
+
     /// One look at barrier `key` for `shard`: its start once every shard
     /// not lost has arrived.
     fn look(&self, shard: u32, key: &str) -> Answer {
@@ -153,6 +201,10 @@ async fn clock(State(hall): State<Arc<Hall>>) -> Json<ClockReading> {
     Json(ClockReading {
         unix_s: unix_now() + hall.skew_s,
     })
+}
+
+async fn join(State(hall): State<Arc<Hall>>, Json(who): Json<Identity>) -> Json<Admission> {
+    Json(hall.admit(who))
 }
 
 async fn beat(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Answer> {

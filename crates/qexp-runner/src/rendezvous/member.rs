@@ -3,7 +3,7 @@
 //! the start shard 0 names. When shard 0 cannot be reached for
 //! `lost_after`, it is declared lost and the shard goes on alone.
 
-use super::wire::{Answer, Arrival, ClockReading, RendezvousOptions};
+use super::wire::{Admission, Answer, Arrival, ClockReading, Identity, RendezvousOptions};
 use crate::scheduler::unix_now;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -68,23 +68,42 @@ impl Drop for Member {
 
 /// Why a shard could not join.
 #[derive(Debug, thiserror::Error)]
-#[error("shard {shard} could not reach the rendezvous at {addr} within {secs:.0} s: {cause}")]
-pub struct JoinError {
-    shard: u32,
-    addr: String,
-    secs: f64,
-    cause: String,
+pub enum JoinError {
+    /// Shard 0 could not be reached in time.
+    #[error("shard {shard} could not reach the rendezvous at {addr} within {secs:.0} s: {cause}")]
+    Unreachable {
+        /// The shard.
+        shard: u32,
+        /// Shard 0's address.
+        addr: String,
+        /// How long it tried.
+        secs: f64,
+        /// The last failure.
+        cause: String,
+    },
+    /// Shard 0 would not admit it (another run's rendezvous, or its shard
+    /// already run by another process).
+    #[error("shard {shard} was refused by the rendezvous at {addr}: {why}")]
+    Refused {
+        /// The shard.
+        shard: u32,
+        /// Shard 0's address.
+        addr: String,
+        /// Shard 0's sentence.
+        why: String,
+    },
 }
 
 impl Member {
-    /// Joins the rendezvous at `opts.addr` (trying until `join_timeout`),
-    /// measures the clock offset and starts beating.
+    /// Joins the rendezvous at `opts.addr` as `who` (trying until
+    /// `join_timeout`), measures the clock offset and starts beating.
     pub(crate) async fn join(
         opts: &RendezvousOptions,
-        shard: u32,
+        who: &Identity,
         skew_s: f64,
     ) -> Result<Member, JoinError> {
-        let fail = |cause: String| JoinError {
+        let shard = who.shard;
+        let fail = |cause: String| JoinError::Unreachable {
             shard,
             addr: opts.addr.clone(),
             secs: opts.join_timeout.as_secs_f64(),
@@ -108,6 +127,26 @@ impl Member {
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         };
+        // Admitted before anything else: a process of another run, or a
+        // second one for this shard, stops here.
+        let admission: Admission = loop {
+            let sent = async {
+                let r = http.post(format!("{base}/join")).json(who).send().await?;
+                r.error_for_status()?.json().await
+            };
+            match sent.await {
+                Ok(a) => break a,
+                Err(e) if started.elapsed() > opts.join_timeout => return Err(fail(e.to_string())),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        if let Some(why) = admission.refused {
+            return Err(JoinError::Refused {
+                shard,
+                addr: opts.addr.clone(),
+                why,
+            });
+        }
         let mut best = first;
         for _ in 1..CLOCK_SAMPLES {
             if let Ok(s) = sample(&http, &base, clock).await {

@@ -16,3 +16,93 @@
 pub(crate) mod hall;
 pub(crate) mod member;
 pub(crate) mod wire;
+
+#[cfg(test)]
+mod tests {
+    use super::hall::Hall;
+    use super::member::{JoinError, Member};
+    use super::wire::{Identity, RendezvousOptions};
+    use std::time::Duration;
+
+    fn who(shard: u32, instance: u64) -> Identity {
+        Identity {
+            shard,
+            count: 2,
+            run_id: "R".into(),
+            plan_hash: "0123456789abcdef".into(),
+            instance,
+            host: Some(format!("pod-{instance}")),
+        }
+    }
+
+    /// Shard 0 admits one process per shard, of its own run only: a second
+    /// process for a shard that still runs (a Kubernetes Indexed Job can
+    /// start a second pod for an index) and a process of another run are
+    /// refused with a sentence; a shard declared lost may come back as a
+    /// new process.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_process_per_shard_and_only_of_this_run_is_admitted() {
+        let lost_after = Duration::from_millis(600);
+        let hall = Hall::new(
+            2,
+            "R",
+            "0123456789abcdef",
+            lost_after,
+            Duration::from_secs(30),
+            0.0,
+        );
+        let serving = hall.serve("127.0.0.1:0").await.unwrap();
+        let opts = RendezvousOptions {
+            addr: serving.addr.to_string(),
+            bind: None,
+            lost_after,
+            join_timeout: Duration::from_secs(5),
+        };
+        let _zero = Member::join(&opts, &who(0, 1), 0.0).await.unwrap();
+        let first = Member::join(&opts, &who(1, 2), 0.0).await.unwrap();
+
+        let refused = |r: Result<Member, JoinError>| match r {
+            Err(e @ JoinError::Refused { .. }) => e.to_string(),
+            Err(e) => panic!("not refused: {e}"),
+            Ok(_) => panic!("admitted"),
+        };
+        let twice = refused(Member::join(&opts, &who(1, 3), 0.0).await);
+        assert!(
+            twice.starts_with(&format!(
+                "shard 1 was refused by the rendezvous at {}: ",
+                opts.addr
+            )) && twice.contains("shard 1 of 2 already runs in another process on host pod-2")
+                && twice.contains("requests twice"),
+            "{twice}"
+        );
+        // The same process joining again (a retry) is still itself.
+        let again = Member::join(&opts, &who(1, 2), 0.0).await;
+        assert!(again.is_ok(), "{:?}", again.err());
+
+        let mut other = who(1, 4);
+        other.run_id = "S".into();
+        let wrong = refused(Member::join(&opts, &other, 0.0).await);
+        assert!(
+            wrong.contains("this rendezvous is run R (plan 0123456789ab, 2 shards), and shard 1 came for run S"),
+            "{wrong}"
+        );
+        let mut other = who(1, 5);
+        other.count = 3;
+        let wrong = refused(Member::join(&opts, &other, 0.0).await);
+        assert!(wrong.contains("3 shards"), "{wrong}");
+
+        // Shard 1's first process stops; once declared lost, a new one joins.
+        drop(first);
+        drop(again);
+        let started = std::time::Instant::now();
+        loop {
+            match Member::join(&opts, &who(1, 6), 0.0).await {
+                Ok(_) => break,
+                Err(JoinError::Refused { .. }) if started.elapsed() < Duration::from_secs(10) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("a lost shard's new process is refused: {e}"),
+            }
+        }
+    }
+}

@@ -39,6 +39,33 @@ pub(crate) struct Arrival {
     pub key: Option<String>,
 }
 
+/// Who a joining shard is: the run it belongs to and the process running
+/// it. Shard 0 admits one process per shard, of its own run only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Identity {
+    /// The shard.
+    pub shard: u32,
+    /// Shards in the run.
+    pub count: u32,
+    /// The run id every shard of the run is given.
+    pub run_id: String,
+    /// The plan's hash.
+    pub plan_hash: String,
+    /// Drawn once per process: two processes running one shard differ here.
+    pub instance: u64,
+    /// The host it runs on, for the sentence that refuses a second one.
+    #[serde(default)]
+    pub host: Option<String>,
+}
+
+/// Shard 0's answer to a shard that joins.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Admission {
+    /// Why the shard may not join (absent: admitted).
+    #[serde(default)]
+    pub refused: Option<String>,
+}
+
 /// Shard 0's answer at a barrier or to a heartbeat.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Answer {
