@@ -60,7 +60,8 @@ pub(crate) fn merged(run: &Path, kind: &str) -> PathBuf {
     run.join(format!("{kind}.parquet"))
 }
 
-/// Files in `dir` named `<kind>-…<suffix>`, sorted (write order for parts).
+/// Files in `dir` named `<kind>-…<suffix>`, sorted (write order for
+/// parts: shorter names first, so part 100000 comes after part 99999).
 pub(crate) fn files_of(dir: &Path, kind: &str, suffix: &str) -> std::io::Result<Vec<PathBuf>> {
     if !dir.exists() {
         return Ok(Vec::new());
@@ -75,13 +76,40 @@ pub(crate) fn files_of(dir: &Path, kind: &str, suffix: &str) -> std::io::Result<
                 .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(suffix))
         })
         .collect();
-    files.sort();
+    files.sort_by(|a, b| {
+        let len = |p: &PathBuf| p.as_os_str().len();
+        len(a).cmp(&len(b)).then_with(|| a.cmp(b))
+    });
     Ok(files)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_are_listed_in_write_order_past_five_digits() {
+        let tmp = tempfile::tempdir().unwrap();
+        for n in [100_000, 2, 99_999, 1_000_001, 0] {
+            std::fs::write(tmp.path().join(format!("requests-{n:05}.parquet")), "").unwrap();
+        }
+        std::fs::write(tmp.path().join("points-00001.parquet"), "").unwrap();
+        let names: Vec<String> = files_of(tmp.path(), REQUESTS, ".parquet")
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "requests-00000.parquet",
+                "requests-00002.parquet",
+                "requests-99999.parquet",
+                "requests-100000.parquet",
+                "requests-1000001.parquet"
+            ]
+        );
+    }
 
     #[test]
     fn pair_names_round_trip() {
