@@ -254,10 +254,15 @@ pub struct MergeWriter {
 }
 
 impl MergeWriter {
-    /// Creates `dir`; refuses a folder that exists.
+    /// Creates `dir`; refuses a folder that exists, unless all it holds is
+    /// what a merge cut short (killed) leaves: its files still under their
+    /// temporary names and no manifest, no run. That folder is removed.
     pub fn create(dir: &Path) -> Result<MergeWriter, StoreError> {
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent).map_err(StoreError::io("cannot create", parent))?;
+        }
+        if cut_short_merge(dir) {
+            std::fs::remove_dir_all(dir).map_err(StoreError::io("cannot remove", dir))?;
         }
         std::fs::create_dir(dir).map_err(|source| match source.kind() {
             std::io::ErrorKind::AlreadyExists => StoreError::RunExists {
@@ -297,7 +302,6 @@ impl MergeWriter {
             df.vstack_mut_owned(f)
                 .map_err(StoreError::pq("cannot encode", &target))?;
         }
-        df.rechunk_mut();
         if self.out.is_none() {
             let tmp = target.with_extension(WRITING);
             let file =
@@ -319,14 +323,25 @@ impl MergeWriter {
         } else {
             df.height() / MERGE_ROW_GROUP * MERGE_ROW_GROUP
         };
+        // Each row group made one chunk (a copy of at most one row group;
+        // a chunk is a row group to the writer).
         for start in (0..whole).step_by(MERGE_ROW_GROUP) {
             let len = MERGE_ROW_GROUP.min(whole - start);
-            w.write_batch(&df.slice(start as i64, len))
+            let mut group = df.slice(start as i64, len);
+            group.rechunk_mut();
+            w.write_batch(&group)
                 .map_err(StoreError::pq("cannot write", &target))?;
         }
         if whole < df.height() {
-            self.pending_rows = df.height() - whole;
-            self.pending.push(df.slice(whole as i64, self.pending_rows));
+            // Copied out, so that the rows written are freed now rather
+            // than held with the rest until the next flush.
+            let rest = df.height() - whole;
+            let at: Vec<IdxSize> = (whole as IdxSize..df.height() as IdxSize).collect();
+            let rest_df = df
+                .take(&IdxCa::from_vec(PlSmallStr::EMPTY, at))
+                .map_err(StoreError::pq("cannot encode", &target))?;
+            self.pending_rows = rest;
+            self.pending.push(rest_df);
         }
         Ok(())
     }
@@ -361,6 +376,21 @@ impl MergeWriter {
         })?;
         write_atomic(&dir.join(MANIFEST_FILE), |f| f.write_all(&json))
     }
+}
+
+/// True when `dir` holds only what [`MergeWriter`] writes before its
+/// manifest, under temporary names (or nothing): a merge killed part-way.
+fn cut_short_merge(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let ours = [REQUESTS, POINTS, "manifest"].map(|k| format!("{k}.{WRITING}"));
+    let mut names = Vec::new();
+    for e in entries {
+        let Ok(e) = e else { return false };
+        names.push(e.file_name().to_string_lossy().into_owned());
+    }
+    names.iter().all(|n| ours.contains(n))
 }
 
 /// `NNNNN` of `parts/<kind>-NNNNN.parquet`.

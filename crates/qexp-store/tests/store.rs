@@ -502,6 +502,23 @@ fn a_merge_writes_its_rows_in_order_as_whole_row_groups() {
     assert_eq!(keys(&empty), []);
     assert!(
         qexp_store::MergeWriter::create(&empty).is_err(),
-        "an existing folder is refused"
+        "an existing run is refused"
     );
+
+    // A merge killed part-way leaves its files under temporary names and
+    // no manifest: the next merge into that folder goes ahead.
+    let killed = tmp.path().join("killed");
+    std::fs::create_dir(&killed).unwrap();
+    std::fs::write(killed.join("requests.tmp"), "half a file").unwrap();
+    let w = qexp_store::MergeWriter::create(&killed).unwrap();
+    w.finish(&manifest(), &[]).unwrap();
+    assert!(!killed.join("requests.tmp").exists());
+    assert_eq!(keys(&killed), []);
+    // Anything else in the folder, and it is refused.
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("requests.tmp"), "").unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    assert!(qexp_store::MergeWriter::create(&other).is_err());
+    assert!(other.join("notes.txt").exists());
 }
