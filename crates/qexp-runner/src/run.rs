@@ -155,8 +155,13 @@ async fn run_trials<B: Backend>(
     let mut runner = point_runner(opts, prep, writer, backend, stop, trials, None);
     runner.meeting = meeting;
     let result = run_pairs(opts, points, trials, writer, &mut runner).await;
-    // Also after a failure: shard 0 serves until the others are done.
-    runner.meeting.end(stop.receiver()).await;
+    match &result {
+        Ok(()) => runner.meeting.end(stop.receiver()).await,
+        // A failed shard says so, or the others would wait for it at
+        // their next barrier while it waits at the end; shard 0 still
+        // serves until the others are done.
+        Err(e) => runner.meeting.leave(&e.to_string(), stop.receiver()).await,
+    }
     if runner.meeting.note_lost(writer.manifest_mut()) {
         writer.save_manifest()?;
     }

@@ -170,6 +170,18 @@ impl Meeting {
         self.meet("end", cancel).await;
     }
 
+    /// This shard's run failed (`why`): shard 0 is told, so that the others
+    /// stop waiting for it at their next barrier. Shard 0 then still serves
+    /// until the others are done (or `cancel`); any other shard returns.
+    pub(crate) async fn leave(&self, why: &str, cancel: Cancel) {
+        if let Some(m) = &self.member {
+            m.leave(why).await;
+            if self.shard.index == 0 {
+                self.meet("end", cancel).await;
+            }
+        }
+    }
+
     async fn meet(&self, key: &str, mut cancel: Cancel) {
         if let Some(m) = &self.member {
             tokio::select! {

@@ -2,7 +2,7 @@
 //! one barrier per point. State is in memory: a restarted shard 0 is a new
 //! rendezvous (a resumed shard runs alone).
 
-use super::wire::{Admission, Answer, Arrival, ClockReading, Identity, LEAD_S};
+use super::wire::{Admission, Answer, Arrival, ClockReading, Departure, Identity, LEAD_S};
 use crate::scheduler::unix_now;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -93,6 +93,7 @@ impl Hall {
             .route("/clock", get(clock))
             .route("/join", post(join))
             .route("/beat", post(beat))
+            .route("/leave", post(leave))
             .route("/meet", post(meet))
             .with_state(self);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -135,9 +136,11 @@ impl Hall {
         roll.lost.iter().map(|(k, w)| (*k, w.clone())).collect()
     }
 
-    /// Admits `who` unless it is of another run, or its shard is already
-    /// run by another process that is not lost (a shard declared lost may
-    /// come back as a new process: a restarted pod).
+    /// Admits `who` unless it is of another run, or its shard was admitted
+    /// before as another process: one that still runs (two would send the
+    /// shard's requests twice), or one declared lost (the others went on
+    /// without it; a new process would start at the first point, out of
+    /// step with them: a lost shard is finished by `--resume` after the run).
     fn admit(&self, who: Identity) -> Admission {
         let refused = |why: String| Admission { refused: Some(why) };
         let short = |h: &str| h.chars().take(12).collect::<String>();
@@ -156,22 +159,44 @@ impl Hall {
         let Ok(mut roll) = self.state.lock() else {
             return refused("the rendezvous's state is unreadable".into());
         };
-        if let Some(first) = roll.joined.get(&who.shard) {
-            if first.instance != who.instance && !roll.lost.contains_key(&who.shard) {
+        let first = roll.joined.get(&who.shard);
+        let another = first.is_some_and(|f| f.instance != who.instance);
+        if let Some(lost) = roll.lost.get(&who.shard) {
+            if another || first.is_none() {
+                // The others went on without it: a new process would
+                // start at the first point, out of step with them.
                 return refused(format!(
-                    "shard {} of {} already runs in another process{}; a second one would send the shard's requests twice (a Kubernetes Indexed Job can start a second pod for an index whose first one still runs: stop one of them)",
-                    who.shard,
-                    self.count,
-                    first
-                        .host
-                        .as_deref()
-                        .map(|h| format!(" on host {h}"))
-                        .unwrap_or_default()
+                    "{lost}; the other shards went on without it: finish it with `qexp run --resume` on its folder once they are done, then merge"
                 ));
             }
         }
+        if let Some(first) = first.filter(|_| another) {
+            return refused(format!(
+                "shard {} of {} already runs in another process{}; a second one would send the shard's requests twice (a Kubernetes Indexed Job can start a second pod for an index whose first one still runs: stop one of them)",
+                who.shard,
+                self.count,
+                first
+                    .host
+                    .as_deref()
+                    .map(|h| format!(" on host {h}"))
+                    .unwrap_or_default()
+            ));
+        }
         roll.joined.insert(who.shard, who);
         Admission::default()
+    }
+
+    /// `d.shard` stops before the end: lost from now on, with its reason.
+    fn depart(&self, d: Departure) {
+        if let Ok(mut roll) = self.state.lock() {
+            let why = format!(
+                "shard {} of {} stopped before the end: {}",
+                d.shard, self.count, d.why
+            );
+            tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {why}; the other shards go on");
+            roll.lost.entry(d.shard).or_insert(why);
+        }
+        self.changed.notify_waiters();
     }
 
     /// One look at barrier `key` for `shard`: its start once every shard
@@ -205,6 +230,11 @@ async fn clock(State(hall): State<Arc<Hall>>) -> Json<ClockReading> {
 
 async fn join(State(hall): State<Arc<Hall>>, Json(who): Json<Identity>) -> Json<Admission> {
     Json(hall.admit(who))
+}
+
+async fn leave(State(hall): State<Arc<Hall>>, Json(d): Json<Departure>) -> Json<Answer> {
+    hall.depart(d);
+    Json(Answer::default())
 }
 
 async fn beat(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Answer> {

@@ -3,7 +3,9 @@
 //! the start shard 0 names. When shard 0 cannot be reached for
 //! `lost_after`, it is declared lost and the shard goes on alone.
 
-use super::wire::{Admission, Answer, Arrival, ClockReading, Identity, RendezvousOptions};
+use super::wire::{
+    Admission, Answer, Arrival, ClockReading, Departure, Identity, RendezvousOptions,
+};
 use crate::scheduler::unix_now;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -219,6 +221,28 @@ impl Member {
                 None => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
+    }
+
+    /// Tells shard 0 this shard stops before the end (`why`), so that the
+    /// others stop waiting for it, and stops beating. Best effort: when
+    /// shard 0 cannot be told, the others declare this shard lost once its
+    /// beats stop.
+    pub(crate) async fn leave(&self, why: &str) {
+        self.stop_beating();
+        if self.alone.load(Ordering::Relaxed) {
+            return;
+        }
+        let d = Departure {
+            shard: self.shard,
+            why: why.to_string(),
+        };
+        let _ = self
+            .http
+            .post(format!("{}/leave", self.base))
+            .timeout(Duration::from_secs(5))
+            .json(&d)
+            .send()
+            .await;
     }
 
     fn lose_shard_0(&self, silent: Duration) {

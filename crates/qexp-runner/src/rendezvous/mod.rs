@@ -37,9 +37,8 @@ mod tests {
 
     /// Shard 0 admits one process per shard, of its own run only: a second
     /// process for a shard that still runs (a Kubernetes Indexed Job can
-    /// start a second pod for an index) and a process of another run are
-    /// refused with a sentence; a shard declared lost may come back as a
-    /// new process.
+    /// start a second pod for an index), a new one for a shard declared
+    /// lost and a process of another run are refused with a sentence.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn one_process_per_shard_and_only_of_this_run_is_admitted() {
         let lost_after = Duration::from_millis(600);
@@ -91,18 +90,60 @@ mod tests {
         let wrong = refused(Member::join(&opts, &other, 0.0).await);
         assert!(wrong.contains("3 shards"), "{wrong}");
 
-        // Shard 1's first process stops; once declared lost, a new one joins.
+        // Shard 1's first process stops. Once it is declared lost, the
+        // others have gone on without it: a new process is refused too.
         drop(first);
         drop(again);
         let started = std::time::Instant::now();
-        loop {
-            match Member::join(&opts, &who(1, 6), 0.0).await {
-                Ok(_) => break,
-                Err(JoinError::Refused { .. }) if started.elapsed() < Duration::from_secs(10) => {
-                    tokio::time::sleep(Duration::from_millis(100)).await
-                }
-                Err(e) => panic!("a lost shard's new process is refused: {e}"),
+        let late = loop {
+            let e = refused(Member::join(&opts, &who(1, 6), 0.0).await);
+            if e.contains("--resume") || started.elapsed() > Duration::from_secs(10) {
+                break e;
             }
-        }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(
+            late.contains("shard 1 of 2 stopped reaching the rendezvous")
+                && late.contains("finish it with `qexp run --resume`"),
+            "{late}"
+        );
+    }
+
+    /// A shard whose run fails says so: the others stop waiting for it at
+    /// once (not after `lost_after`), and its reason is theirs to record.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_shard_that_fails_is_not_waited_for() {
+        let lost_after = Duration::from_secs(30);
+        let hall = Hall::new(
+            2,
+            "R",
+            "0123456789abcdef",
+            lost_after,
+            Duration::from_secs(30),
+            0.0,
+        );
+        let serving = hall.serve("127.0.0.1:0").await.unwrap();
+        let opts = RendezvousOptions {
+            addr: serving.addr.to_string(),
+            bind: None,
+            lost_after,
+            join_timeout: Duration::from_secs(5),
+        };
+        let zero = Member::join(&opts, &who(0, 1), 0.0).await.unwrap();
+        let one = Member::join(&opts, &who(1, 2), 0.0).await.unwrap();
+        one.leave("cannot write part: No space left on device")
+            .await;
+        let met = tokio::time::timeout(Duration::from_secs(5), zero.meet("t1-p0")).await;
+        assert!(met.is_ok(), "shard 0 still waits for the shard that left");
+        let lost = zero.lost();
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(lost[0].0, 1);
+        assert!(
+            lost[0].1.contains(
+                "shard 1 of 2 stopped before the end: cannot write part: No space left on device"
+            ),
+            "{}",
+            lost[0].1
+        );
     }
 }

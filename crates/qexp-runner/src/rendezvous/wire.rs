@@ -39,6 +39,16 @@ pub(crate) struct Arrival {
     pub key: Option<String>,
 }
 
+/// A shard that stops before the end (its run failed): the others stop
+/// waiting for it at once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Departure {
+    /// The shard.
+    pub shard: u32,
+    /// Why it stops, in one sentence.
+    pub why: String,
+}
+
 /// Who a joining shard is: the run it belongs to and the process running
 /// it. Shard 0 admits one process per shard, of its own run only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
