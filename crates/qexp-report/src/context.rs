@@ -51,6 +51,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         run_id: m.run_id.clone(),
         status: m.status.as_str().to_string(),
         stop_reason: m.stop_reason.clone(),
+        merge_notes: m.merged.as_ref().map(|r| r.notes()).unwrap_or_default(),
         simulated: m.target.simulated,
         simulated_note: simulated_note(a),
         target: m.target.base_url.clone(),

@@ -28,6 +28,8 @@ pub struct ReportContext {
     pub status: String,
     /// Why the run stopped early, if it did.
     pub stop_reason: Option<String>,
+    /// A merged run's notes: shards missing (`--partial`) or out of step.
+    pub merge_notes: Vec<String>,
     /// True when the target was the embedded simulator.
     pub simulated: bool,
     /// A sentence about the simulator (profile, time scale), when simulated.

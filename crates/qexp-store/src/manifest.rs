@@ -245,8 +245,51 @@ pub struct MergeRecord {
     pub missing: Vec<u32>,
     /// True when shards are missing (`--partial`).
     pub partial: bool,
+    /// Merged shards that did not run in step with the others to the end:
+    /// declared lost by another shard (then resumed, or run on alone), or
+    /// on alone once shard 0 was lost; each with when and what was seen.
+    /// Their requests from then on were not measured under the plan's
+    /// whole load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_step: Vec<LostShard>,
     /// When the merge ran.
     pub at: DateTime<Utc>,
+}
+
+impl MergeRecord {
+    /// What a reader of the merged run must know, one sentence each: the
+    /// shards missing from a partial merge, then every shard out of step.
+    pub fn notes(&self) -> Vec<String> {
+        let partial = self.partial.then(|| {
+            let missing: Vec<String> = self.missing.iter().map(u32::to_string).collect();
+            format!(
+                "merged from {} of {} shards (--partial): the requests of shard {} are missing, so every point ran at part of the plan's load",
+                self.shards.len(),
+                self.count,
+                missing.join(", ")
+            )
+        });
+        partial
+            .into_iter()
+            .chain(self.out_of_step_notes())
+            .collect()
+    }
+
+    /// One sentence per shard out of step ([`MergeRecord::out_of_step`]).
+    pub fn out_of_step_notes(&self) -> Vec<String> {
+        self.out_of_step
+            .iter()
+            .map(|l| {
+                format!(
+                    "shard {} of {} did not run in step with the others from {}: {}; its requests from then on were measured apart from theirs (resumed, or run on alone), not under the plan's whole load",
+                    l.shard,
+                    self.count,
+                    l.at.format("%Y-%m-%dT%H:%M:%SZ"),
+                    l.message
+                )
+            })
+            .collect()
+    }
 }
 
 /// One shard folder a merge read.

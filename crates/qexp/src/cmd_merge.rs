@@ -36,5 +36,8 @@ pub(crate) async fn merge(args: MergeArgs) -> Result<u8, CliError> {
     for line in &merged.missing {
         println!("partial: {line}");
     }
+    for line in record.map(|r| r.out_of_step_notes()).unwrap_or_default() {
+        eprintln!("qexp merge: warning: {line}");
+    }
     Ok(0)
 }

@@ -19,7 +19,8 @@ use crate::record::Context;
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
 use qexp_store::{
-    Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RequestRow, RunStatus,
+    LostShard, Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RequestRow,
+    RunStatus,
 };
 use rows::{Health, Pair};
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,6 +183,34 @@ fn point_rows(
     Ok((points, requests))
 }
 
+/// The merged shards that did not run in step with the others to the end:
+/// each one another merged shard declared lost (the first such record),
+/// and each one that went on alone once shard 0 was lost.
+fn out_of_step(roll: &check::Roll) -> Vec<LostShard> {
+    let lost_by = |m: &Manifest| m.shard.as_ref().map(|s| s.lost.clone()).unwrap_or_default();
+    let mut out = Vec::new();
+    for k in roll.complete.keys() {
+        let seen = roll
+            .complete
+            .iter()
+            .filter(|(j, _)| *j != k)
+            .flat_map(|(_, (_, m))| lost_by(m))
+            .filter(|l| l.shard == *k)
+            .min_by_key(|l| l.at);
+        let alone = || {
+            let (_, m) = &roll.complete[k];
+            (*k != 0)
+                .then(|| lost_by(m).into_iter().find(|l| l.shard == 0))
+                .flatten()
+                .map(|l| LostShard { shard: *k, ..l })
+        };
+        if let Some(l) = seen.or_else(alone) {
+            out.push(l);
+        }
+    }
+    out
+}
+
 /// The merged run's manifest: the first complete shard's, less its shard
 /// record, with what was merged.
 fn merged_manifest(roll: &check::Roll, base: &Manifest) -> Manifest {
@@ -204,6 +233,7 @@ fn merged_manifest(roll: &check::Roll, base: &Manifest) -> Manifest {
             shards,
             missing: roll.missing.keys().copied().collect(),
             partial,
+            out_of_step: out_of_step(roll),
             at: chrono::Utc::now(),
         }),
         status: RunStatus::Complete,

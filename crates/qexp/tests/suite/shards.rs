@@ -615,7 +615,8 @@ async fn a_killed_shard_0_is_named_and_the_others_go_on_alone() {
 
 /// Kills shard `victim` mid-point: the others finish and name it, `qexp
 /// merge` refuses naming it (and `--partial` merges the rest), `--resume`
-/// of it alone, then the merge, completes the run.
+/// of it alone, then the merge, completes the run, saying which shards
+/// were out of step.
 async fn kill_resume_merge(victim: usize, run_id: &str) {
     let s = setup("exact", KILLED).await;
     let mut shards = start_shards(&s, 4, run_id).await;
@@ -688,6 +689,32 @@ async fn kill_resume_merge(victim: usize, run_id: &str) {
     assert_eq!(rec.missing, [victim as u32]);
     let df = measured(&partial);
     assert!(u32s(&df, "shard").iter().all(|k| *k != victim as u32));
+    // Its report says so at the top (its status is complete).
+    let reports = s.tmp.path().join("reports");
+    let o = qexp(&[
+        "report",
+        partial.to_str().unwrap(),
+        "--out-dir",
+        reports.to_str().unwrap(),
+        "--no-index",
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "report: {}", text(&o.stderr));
+    let md = std::fs::read_to_string(
+        reports
+            .join("shards-killed")
+            .join(&m.run_id)
+            .join("report.md"),
+    )
+    .unwrap();
+    assert!(
+        md.contains(&format!(
+            "merged from 3 of 4 shards (--partial): the requests of shard {victim} are missing"
+        )),
+        "{}",
+        &md[..md.len().min(1500)]
+    );
 
     let o = qexp(&[
         "run",
@@ -708,6 +735,21 @@ async fn kill_resume_merge(victim: usize, run_id: &str) {
         .flat_map(|p| (0..52).map(move |i| (1, p, i)))
         .collect();
     assert_eq!(keys(&out), planned);
+    // The merge says, and records, which shards were out of step: the
+    // victim (resumed alone); when it was shard 0, the others too, which
+    // went on alone without its barriers.
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!("warning: shard {victim} of 4 did not run in step")),
+        "{err}"
+    );
+    let rec = qexp_store::read_manifest(&out).unwrap().merged.unwrap();
+    let apart: Vec<u32> = rec.out_of_step.iter().map(|l| l.shard).collect();
+    let expected: Vec<u32> = match victim {
+        0 => vec![0, 1, 2, 3],
+        v => vec![v as u32],
+    };
+    assert_eq!(apart, expected, "{:?}", rec.out_of_step);
 }
 
 /// Shards of one run id and plan that asked another server or model, or
