@@ -237,11 +237,11 @@ impl RunWriter {
 }
 
 /// Writes a run made of other runs' request rows (`qexp merge`): creates
-/// its folder (never an existing one), takes request rows in the order they
-/// are to be stored, and writes them straight into the run's request file
-/// as row groups of [`MERGE_ROW_GROUP`] rows, so that at most about one row
-/// group is held and each row is written once; then the point rows and the
-/// manifest. The request file is written under a temporary name, renamed
+/// its folder (never an existing one, but for what a killed merge left),
+/// takes request rows in the order they are to be stored, and writes them
+/// straight into the run's request file as row groups of 262,144 rows, so
+/// that at most about one row group is held and each row is written once;
+/// then the point rows and the manifest. The request file is written under a temporary name, renamed
 /// into place by [`MergeWriter::finish`]: a merge cut short leaves no
 /// request file and no manifest, so no reader takes the folder for a run.
 pub struct MergeWriter {
