@@ -7,6 +7,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod alloc;
 mod cmd_bench;
 mod cmd_diff;
 mod cmd_fit;
@@ -571,6 +572,12 @@ pub fn init_tracing() {
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn main_with(cli: Cli) -> u8 {
+    if matches!(
+        cli.command,
+        Command::Report(_) | Command::Merge(_) | Command::Diff(_)
+    ) {
+        alloc::keep_freed_memory();
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
