@@ -241,9 +241,10 @@ impl RunWriter {
 /// takes request rows in the order they are to be stored, and writes them
 /// straight into the run's request file as row groups of 262,144 rows, so
 /// that at most about one row group is held and each row is written once;
-/// then the point rows and the manifest. The request file is written under a temporary name, renamed
-/// into place by [`MergeWriter::finish`]: a merge cut short leaves no
-/// request file and no manifest, so no reader takes the folder for a run.
+/// then the point rows and the manifest. The request file is written under
+/// a temporary name, renamed into place by [`MergeWriter::finish`]; the
+/// manifest comes last, so a merge cut short leaves no manifest and no
+/// reader takes the folder for a run.
 pub struct MergeWriter {
     dir: PathBuf,
     /// The request file being written and a handle to sync it with; opened
@@ -254,9 +255,10 @@ pub struct MergeWriter {
 }
 
 impl MergeWriter {
-    /// Creates `dir`; refuses a folder that exists, unless all it holds is
-    /// what a merge cut short (killed) leaves: its files still under their
-    /// temporary names and no manifest, no run. That folder is removed.
+    /// Creates `dir`; refuses a folder that exists, unless it is empty or
+    /// all it holds is what a merge cut short (killed) leaves: its marker
+    /// and the files it writes before its manifest, so no run. That folder
+    /// is removed.
     pub fn create(dir: &Path) -> Result<MergeWriter, StoreError> {
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent).map_err(StoreError::io("cannot create", parent))?;
@@ -270,6 +272,10 @@ impl MergeWriter {
             },
             _ => StoreError::io("cannot create", dir)(source),
         })?;
+        // Says whose folder this is until the manifest does: a merge killed
+        // before it ends leaves it, and the next merge knows the folder.
+        let marker = dir.join(MERGING);
+        std::fs::write(&marker, b"").map_err(StoreError::io("cannot create", &marker))?;
         Ok(MergeWriter {
             dir: dir.to_path_buf(),
             out: None,
@@ -374,23 +380,39 @@ impl MergeWriter {
             path: dir.join(MANIFEST_FILE),
             message: e.to_string(),
         })?;
-        write_atomic(&dir.join(MANIFEST_FILE), |f| f.write_all(&json))
+        write_atomic(&dir.join(MANIFEST_FILE), |f| f.write_all(&json))?;
+        let marker = dir.join(MERGING);
+        std::fs::remove_file(&marker).map_err(StoreError::io("cannot remove", &marker))
     }
 }
 
-/// True when `dir` holds only what [`MergeWriter`] writes before its
-/// manifest, under temporary names (or nothing): a merge killed part-way.
+/// The file that marks a folder as a merge in progress (see [`MergeWriter`]).
+const MERGING: &str = "merging.tmp";
+
+/// True when `dir` is empty, or is a merge's (its marker) and holds only
+/// what [`MergeWriter`] writes before its manifest: a merge killed
+/// part-way. No manifest, no run; nothing else of anyone's.
 fn cut_short_merge(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
-    let ours = [REQUESTS, POINTS, "manifest"].map(|k| format!("{k}.{WRITING}"));
+    // Each file as written (under its temporary name) and as renamed.
+    let files = [merged(dir, REQUESTS), merged(dir, POINTS)];
+    let mut ours: Vec<PathBuf> = files.iter().map(|f| f.with_extension(WRITING)).collect();
+    ours.extend(files);
+    ours.push(dir.join(MANIFEST_FILE).with_extension(WRITING));
+    ours.push(dir.join(MERGING));
+    let ours: Vec<String> = ours
+        .iter()
+        .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+        .collect();
     let mut names = Vec::new();
     for e in entries {
         let Ok(e) = e else { return false };
         names.push(e.file_name().to_string_lossy().into_owned());
     }
-    names.iter().all(|n| ours.contains(n))
+    names.is_empty()
+        || (names.iter().any(|n| n == MERGING) && names.iter().all(|n| ours.contains(n)))
 }
 
 /// `NNNNN` of `parts/<kind>-NNNNN.parquet`.

@@ -509,16 +509,31 @@ fn a_merge_writes_its_rows_in_order_as_whole_row_groups() {
     // no manifest: the next merge into that folder goes ahead.
     let killed = tmp.path().join("killed");
     std::fs::create_dir(&killed).unwrap();
+    std::fs::write(killed.join("merging.tmp"), "").unwrap();
     std::fs::write(killed.join("requests.tmp"), "half a file").unwrap();
     let w = qexp_store::MergeWriter::create(&killed).unwrap();
     w.finish(&manifest(), &[]).unwrap();
     assert!(!killed.join("requests.tmp").exists());
     assert_eq!(keys(&killed), []);
-    // Anything else in the folder, and it is refused.
+    // Killed after its request file was renamed into place: the same.
+    std::fs::remove_dir_all(&killed).unwrap();
+    std::fs::create_dir(&killed).unwrap();
+    std::fs::write(killed.join("merging.tmp"), "").unwrap();
+    std::fs::write(killed.join("requests.parquet"), "rows").unwrap();
+    std::fs::write(killed.join("points.tmp"), "half").unwrap();
+    let w = qexp_store::MergeWriter::create(&killed).unwrap();
+    w.finish(&manifest(), &[]).unwrap();
+    assert_eq!(keys(&killed), []);
+    // Anything else in the folder, or no marker, and it is refused.
     let other = tmp.path().join("other");
     std::fs::create_dir(&other).unwrap();
-    std::fs::write(other.join("requests.tmp"), "").unwrap();
+    std::fs::write(other.join("merging.tmp"), "").unwrap();
     std::fs::write(other.join("notes.txt"), "mine").unwrap();
     assert!(qexp_store::MergeWriter::create(&other).is_err());
     assert!(other.join("notes.txt").exists());
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("requests.parquet"), "someone's rows").unwrap();
+    assert!(qexp_store::MergeWriter::create(&data).is_err());
+    assert!(data.join("requests.parquet").exists());
 }
