@@ -233,6 +233,11 @@ pub struct LostShard {
     pub message: String,
 }
 
+/// How a shard's [`LostShard`] sentence about shard 0 ends when the shard
+/// could not reach shard 0 and went on alone (its barriers skipped), as
+/// opposed to shard 0 stopping while its rendezvous still served.
+pub const WENT_ON_ALONE: &str = "this shard went on alone";
+
 /// What `qexp merge` put together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MergeRecord {

@@ -185,7 +185,8 @@ fn point_rows(
 
 /// The merged shards that did not run in step with the others to the end:
 /// each one another merged shard declared lost (the first such record),
-/// and each one that went on alone once shard 0 was lost.
+/// and each one that went on alone once it could not reach shard 0 (not
+/// one that saw shard 0 stop while its rendezvous still served).
 fn out_of_step(roll: &check::Roll) -> Vec<LostShard> {
     let lost_by = |m: &Manifest| m.shard.as_ref().map(|s| s.lost.clone()).unwrap_or_default();
     let mut out = Vec::new();
@@ -200,7 +201,11 @@ fn out_of_step(roll: &check::Roll) -> Vec<LostShard> {
         let alone = || {
             let (_, m) = &roll.complete[k];
             (*k != 0)
-                .then(|| lost_by(m).into_iter().find(|l| l.shard == 0))
+                .then(|| {
+                    lost_by(m)
+                        .into_iter()
+                        .find(|l| l.shard == 0 && l.message.ends_with(qexp_store::WENT_ON_ALONE))
+                })
                 .flatten()
                 .map(|l| LostShard { shard: *k, ..l })
         };

@@ -247,9 +247,10 @@ impl Member {
 
     fn lose_shard_0(&self, silent: Duration) {
         let why = format!(
-            "shard 0 (the rendezvous at {}) could not be reached for {:.1} s; this shard went on alone",
+            "shard 0 (the rendezvous at {}) could not be reached for {:.1} s; {}",
             self.base.trim_start_matches("http://"),
-            silent.as_secs_f64()
+            silent.as_secs_f64(),
+            qexp_store::WENT_ON_ALONE
         );
         tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {why}");
         if let Ok(mut l) = self.lost.lock() {
