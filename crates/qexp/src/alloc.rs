@@ -9,7 +9,7 @@
 //! its pages in afresh (2.5–3.6 million page faults and 7–9.5 s of system
 //! time in a report of 100 M merged requests). Kept in the heap instead,
 //! freed memory is reused: that report takes 25–27 s instead of 29–34 s,
-//! at 0.05–0.15 GB more peak memory (docs/reports.md "Performance").
+//! at up to 0.2 GB more peak memory (docs/reports.md "Performance").
 
 /// Serves blocks up to 32 MiB (glibc's largest mmap threshold) from the
 /// heap, and keeps the heap's free memory for reuse instead of returning it
