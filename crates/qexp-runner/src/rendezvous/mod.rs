@@ -19,7 +19,7 @@ pub(crate) mod wire;
 
 #[cfg(test)]
 mod tests {
-    use super::hall::Hall;
+    use super::hall::{Hall, Serving};
     use super::member::{JoinError, Member};
     use super::wire::{Identity, RendezvousOptions};
     use std::time::Duration;
@@ -35,13 +35,9 @@ mod tests {
         }
     }
 
-    /// Shard 0 admits one process per shard, of its own run only: a second
-    /// process for a shard that still runs (a Kubernetes Indexed Job can
-    /// start a second pod for an index), a new one for a shard declared
-    /// lost and a process of another run are refused with a sentence.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn one_process_per_shard_and_only_of_this_run_is_admitted() {
-        let lost_after = Duration::from_millis(600);
+    /// The hall of run R's 2 shards, served on loopback, and how a member
+    /// reaches it; shards are lost after `lost_after`.
+    async fn hall(lost_after: Duration) -> (Serving, RendezvousOptions) {
         let hall = Hall::new(
             2,
             "R",
@@ -57,6 +53,17 @@ mod tests {
             lost_after,
             join_timeout: Duration::from_secs(5),
         };
+        (serving, opts)
+    }
+
+    /// Shard 0 admits one process per shard, of its own run only: a second
+    /// process for a shard that still runs (a Kubernetes Indexed Job can
+    /// start a second pod for an index), a new one for a shard declared
+    /// lost and a process of another run are refused with a sentence.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_process_per_shard_and_only_of_this_run_is_admitted() {
+        let lost_after = Duration::from_millis(600);
+        let (_serving, opts) = hall(lost_after).await;
         let _zero = Member::join(&opts, &who(0, 1), 0.0).await.unwrap();
         let first = Member::join(&opts, &who(1, 2), 0.0).await.unwrap();
 
@@ -114,21 +121,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_shard_that_fails_is_not_waited_for() {
         let lost_after = Duration::from_secs(30);
-        let hall = Hall::new(
-            2,
-            "R",
-            "0123456789abcdef",
-            lost_after,
-            Duration::from_secs(30),
-            0.0,
-        );
-        let serving = hall.serve("127.0.0.1:0").await.unwrap();
-        let opts = RendezvousOptions {
-            addr: serving.addr.to_string(),
-            bind: None,
-            lost_after,
-            join_timeout: Duration::from_secs(5),
-        };
+        let (_serving, opts) = hall(lost_after).await;
         let zero = Member::join(&opts, &who(0, 1), 0.0).await.unwrap();
         let one = Member::join(&opts, &who(1, 2), 0.0).await.unwrap();
         one.leave("cannot write part: No space left on device")

@@ -274,6 +274,18 @@ fn merge(dirs: &[PathBuf], out: &Path, extra: &[&str]) -> Output {
     qexp(&args).output().unwrap()
 }
 
+/// `qexp report RUN --out-dir OUT …`.
+fn report(run: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "report",
+        run.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    qexp(&args).output().unwrap()
+}
+
 fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()
 }
@@ -533,14 +545,7 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
 
     // An ordinary run: report and diff read it, --resume finds it complete.
     let reports = s.tmp.path().join("reports");
-    let o = qexp(&[
-        "report",
-        out.to_str().unwrap(),
-        "--out-dir",
-        reports.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let o = report(&out, &reports, &[]);
     assert!(o.status.success(), "report: {}", text(&o.stderr));
     let o = qexp(&[
         "diff",
@@ -691,15 +696,7 @@ async fn kill_resume_merge(victim: usize, run_id: &str) {
     assert!(u32s(&df, "shard").iter().all(|k| *k != victim as u32));
     // Its report says so at the top (its status is complete).
     let reports = s.tmp.path().join("reports");
-    let o = qexp(&[
-        "report",
-        partial.to_str().unwrap(),
-        "--out-dir",
-        reports.to_str().unwrap(),
-        "--no-index",
-    ])
-    .output()
-    .unwrap();
+    let o = report(&partial, &reports, &["--no-index"]);
     assert!(o.status.success(), "report: {}", text(&o.stderr));
     let md = std::fs::read_to_string(
         reports
