@@ -14,6 +14,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /qexp /usr/local/bin/qexp
 COPY experiments /opt/qexp/experiments
+# The working folder is the user's: `docker run IMAGE run PLAN` writes
+# results/ and reports/ here (a Job writes to its mounted /results instead).
+RUN chown 65532:65532 /opt/qexp
 WORKDIR /opt/qexp
 USER 65532:65532
 ENTRYPOINT ["qexp"]
