@@ -111,9 +111,15 @@ fn scalar(v: &Value, indent: usize) -> String {
 }
 
 /// A literal block keeps every character but tabs and other control
-/// characters, and its first line must not start with a space.
+/// characters and trailing spaces. YAML takes its indentation from its
+/// first line that is not empty, so that line must not start with a space
+/// (it would be read as indentation: the text altered, or the YAML
+/// invalid when a later line is less indented), and there must be one (a
+/// block of empty lines reads as "").
 fn literal_ok(s: &str) -> bool {
-    !s.starts_with(' ')
+    s.split('\n')
+        .find(|l| !l.is_empty())
+        .is_some_and(|first| !first.starts_with(' '))
         && !s.chars().any(|c| c.is_control() && c != '\n')
         && !s.lines().any(|l| l.trim_end() != l)
 }
@@ -142,10 +148,24 @@ mod tests {
 
     #[test]
     fn text_that_a_literal_block_would_change_is_quoted() {
-        for s in ["trailing \nspace", " leading\nspace", "tab\t\nx"] {
+        for s in [
+            "trailing \nspace",
+            " leading\nspace",
+            "tab\t\nx",
+            // The first line with text sets the block's indentation.
+            "\n  # comment\n[experiment]\n",
+            "\n\n  indented\nnot\n",
+            "\n",
+            "\n\n",
+        ] {
             let y = to_yaml(&json!({ "t": s }));
             assert_eq!(y, format!("t: {}\n", Value::String(s.into())), "{s:?}");
         }
         assert!(to_yaml(&json!({"t": "no newline\nat end"})).starts_with("t: |-\n"));
+        // Empty lines before the first with text are kept as they are.
+        assert_eq!(
+            to_yaml(&json!({"t": "\n\n# comment\n  indented\n"})),
+            "t: |\n\n\n  # comment\n    indented\n"
+        );
     }
 }

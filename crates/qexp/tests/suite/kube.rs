@@ -238,3 +238,70 @@ fn a_dataset_named_by_an_absolute_path_is_not_shipped() {
     assert!(!yaml.contains("file-0"), "{yaml}");
     assert!(yaml.contains("\"/plan/plan.toml\""), "{yaml}");
 }
+
+/// The documents of a YAML stream as PyYAML reads them (PyYAML comes with
+/// kubernetes-validate), as JSON.
+fn yaml_documents(python: &str, file: &Path) -> Vec<serde_json::Value> {
+    let o = Command::new(python)
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "PyYAML cannot read {}:\n{}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The plan reaches the pods as written, whatever its first lines: one
+/// whose first line with text is indented (a comment under a blank line)
+/// would have set a YAML literal block's indentation, and been altered or
+/// made the YAML invalid.
+#[test]
+fn the_plan_in_the_configmap_reads_back_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let throughput = std::fs::read_to_string(root().join("experiments/throughput.toml")).unwrap();
+    let indented = format!("\n  # indented comment\n{throughput}");
+    let plans = [("plain.toml", throughput), ("indented.toml", indented)];
+    let mut written = Vec::new();
+    for (name, text) in &plans {
+        let plan = tmp.path().join(name);
+        std::fs::write(&plan, text).unwrap();
+        let out = tmp.path().join(format!("{name}.yaml"));
+        let o = qexp(&[
+            "kube",
+            plan.to_str().unwrap(),
+            "--shards",
+            "2",
+            "--image",
+            "x:1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        written.push(out);
+    }
+    // The plain plan stays a readable literal block.
+    let plain = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(plain.contains("  plan.toml: |\n"), "{plain}");
+    let Some(python) = validator() else { return };
+    for ((name, text), out) in plans.iter().zip(&written) {
+        let docs = yaml_documents(&python, out);
+        assert_eq!(docs[0]["kind"], "ConfigMap", "{name}");
+        assert_eq!(
+            docs[0]["data"]["plan.toml"].as_str(),
+            Some(text.as_str()),
+            "{name}"
+        );
+        let (ok, report) = validate(&python, out);
+        assert!(ok, "{name}: the objects fail the schema:\n{report}");
+    }
+}
