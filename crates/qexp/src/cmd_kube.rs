@@ -75,7 +75,13 @@ fn plan_files(plan: &Plan) -> Result<(String, Vec<qexp_kube::PodFile>), CliError
     if written.is_empty() {
         return Ok(("plan.toml".into(), Vec::new()));
     }
-    let dir = std::path::absolute(plan.path.parent().unwrap_or(std::path::Path::new(".")))
+    // A bare file name's parent is "", which `absolute` refuses: it is ".".
+    let parent = plan
+        .path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let dir = std::path::absolute(parent)
         .with_context(|| format!("cannot place {}", plan.path.display()))
         .map_err(CliError::failure)?;
     let components: Vec<String> = dir

@@ -305,3 +305,30 @@ fn the_plan_in_the_configmap_reads_back_as_written() {
         assert!(ok, "{name}: the objects fail the schema:\n{report}");
     }
 }
+
+/// `qexp kube plan.toml`, the plan named by a bare file name in the
+/// working folder: the files it reads beside it are shipped as from any
+/// other folder (a bare name's parent is the empty path).
+#[test]
+fn a_plan_named_by_a_bare_file_name_ships_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan_text = std::fs::read_to_string(root().join("experiments/dataset.toml"))
+        .unwrap()
+        .replace("\"../datasets/sample-chat.jsonl\"", "\"sample-chat.jsonl\"");
+    assert!(plan_text.contains("\"sample-chat.jsonl\""));
+    std::fs::write(tmp.path().join("dataset.toml"), &plan_text).unwrap();
+    let data = std::fs::read_to_string(root().join("datasets/sample-chat.jsonl")).unwrap();
+    std::fs::write(tmp.path().join("sample-chat.jsonl"), &data).unwrap();
+    let o = qexp(&["kube", "dataset.toml", "--shards", "2", "--image", "x:1"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let yaml = String::from_utf8_lossy(&o.stdout);
+    // The plan and its dataset keep their places beside each other.
+    assert!(yaml.contains("- \"/plan/dataset.toml\"\n"), "{yaml}");
+    assert!(yaml.contains("path: \"sample-chat.jsonl\"\n"), "{yaml}");
+    for line in data.lines().filter(|l| !l.is_empty()) {
+        assert!(yaml.contains(&format!("    {line}\n")), "{line}");
+    }
+}
