@@ -14,6 +14,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod names;
 mod objects;
 mod yaml;
 
@@ -23,12 +24,26 @@ pub use objects::{
 };
 pub use yaml::to_yaml;
 
+/// The label every object of one run carries, with the run id as its
+/// value (the results claim, shared by the experiment's runs, does not).
+pub const RUN_ID_LABEL: &str = "qexp.dev/run-id";
+
+/// The name of `spec`'s Job (and Service): `qexp-<experiment>-<hash of the run id>`.
+pub fn job_name(spec: &JobSpec) -> String {
+    names::Names::new(&spec.experiment, &spec.run_id).run
+}
+
 /// The objects of `spec` as one YAML stream (`---` between documents), ready for `kubectl apply --server-side -f`.
 pub fn manifest(spec: &JobSpec) -> Result<String, KubeError> {
     let docs = objects(spec)?;
     let mut out = format!(
-        "# qexp kube: run {} of experiment `{}` as {} shards.\n# kubectl apply --server-side -f this file; see docs/kubernetes.md.\n",
-        spec.run_id, spec.experiment, spec.shards
+        "# qexp kube: run {id} of experiment `{}` as {} shards (Job {}).\n\
+         # kubectl apply --server-side -f this file; see docs/kubernetes.md.\n\
+         # Afterwards: kubectl delete job,svc,cm -l {RUN_ID_LABEL}={id} (the results claim stays).\n",
+        spec.experiment,
+        spec.shards,
+        job_name(spec),
+        id = spec.run_id,
     );
     for d in docs {
         out.push_str("---\n");

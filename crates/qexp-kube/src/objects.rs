@@ -1,6 +1,7 @@
 //! The four objects of a sharded run, as JSON values in the Kubernetes API's
 //! shapes (batch/v1 Job, v1 Service, ConfigMap, PersistentVolumeClaim).
 
+use crate::names::{label, Names};
 use serde_json::{json, Value};
 
 /// The port shard 0 serves the rendezvous on, inside its pod.
@@ -104,22 +105,6 @@ pub enum KubeError {
     /// A value the objects need is unusable.
     #[error("{0}")]
     Bad(String),
-}
-
-/// `s` as a DNS-1123 label part: lower case letters, digits and `-`, at most `max` long.
-fn label(s: &str, max: usize) -> String {
-    let mut out: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    out.truncate(max);
-    out.trim_matches('-').to_string()
 }
 
 fn check(spec: &JobSpec) -> Result<(), KubeError> {
@@ -288,20 +273,16 @@ pub fn pod_paths(
 }
 
 /// The ConfigMap, Service, PersistentVolumeClaim (unless the results go
-/// to an object store) and Job of `spec`, in the order to apply them.
+/// to an object store) and Job of `spec`, in the order to apply them. The
+/// run's objects carry its run id as the label `qexp.dev/run-id`; the
+/// claim, shared by the experiment's runs, does not.
 pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
     check(spec)?;
-    // Pod host names are `<job>-<index>`: keep the Job's name well under 63.
-    let exp = label(&spec.experiment, 30);
-    let name = if exp.is_empty() {
-        "qexp".to_string()
-    } else {
-        format!("qexp-{exp}")
-    };
+    let names = Names::new(&spec.experiment, &spec.run_id);
     let labels = json!({
         "app.kubernetes.io/name": "qexp",
-        "app.kubernetes.io/instance": name,
-        "qexp.dev/run-id": spec.run_id,
+        "app.kubernetes.io/instance": names.run,
+        crate::RUN_ID_LABEL: spec.run_id,
     });
     let meta = |n: String| json!({"name": n, "namespace": spec.namespace, "labels": labels});
     let mut data = serde_json::Map::new();
@@ -312,18 +293,18 @@ pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
     let plan = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": meta(format!("{name}-plan")),
+        "metadata": meta(names.plan()),
         "data": data,
     });
     let service = json!({
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": meta(name.clone()),
+        "metadata": meta(names.run.clone()),
         "spec": {
             "clusterIP": "None",
             // Shard 0's name resolves as soon as its pod runs, before any readiness.
             "publishNotReadyAddresses": true,
-            "selector": {"app.kubernetes.io/instance": name, "qexp.dev/run-id": spec.run_id},
+            "selector": {"app.kubernetes.io/instance": names.run, crate::RUN_ID_LABEL: spec.run_id},
             "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
         },
     });
@@ -339,21 +320,25 @@ pub fn objects(spec: &JobSpec) -> Result<Vec<Value>, KubeError> {
         out.push(json!({
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": meta(format!("{name}-results")),
+            "metadata": {
+                "name": names.claim(),
+                "namespace": spec.namespace,
+                "labels": {"app.kubernetes.io/name": "qexp", "app.kubernetes.io/instance": names.experiment},
+            },
             "spec": claim_spec,
         }));
     }
-    out.push(job(spec, &name, &labels));
+    out.push(job(spec, &names, &labels));
     Ok(out)
 }
 
 /// The results volume, the arguments that send the run folder to the
 /// object store, the environment it is reached with and the grace a
 /// stopped pod needs, for `spec.results`.
-fn results_volume(spec: &JobSpec, name: &str) -> (Value, Vec<String>, Vec<Value>, Option<u32>) {
+fn results_volume(spec: &JobSpec, names: &Names) -> (Value, Vec<String>, Vec<Value>, Option<u32>) {
     match &spec.results {
         Results::Claim { .. } => (
-            json!({"name": "results", "persistentVolumeClaim": {"claimName": format!("{name}-results")}}),
+            json!({"name": "results", "persistentVolumeClaim": {"claimName": names.claim()}}),
             Vec::new(),
             Vec::new(),
             None,
@@ -380,8 +365,8 @@ fn file_key(i: usize) -> String {
 }
 
 /// The plan's volume: each key of the ConfigMap at its path under the mount.
-fn plan_volume(spec: &JobSpec, name: &str) -> Value {
-    let mut volume = json!({"name": "plan", "configMap": {"name": format!("{name}-plan")}});
+fn plan_volume(spec: &JobSpec, names: &Names) -> Value {
+    let mut volume = json!({"name": "plan", "configMap": {"name": names.plan()}});
     if spec.files.is_empty() && spec.plan_path == PLAN_FILE {
         return volume;
     }
@@ -394,7 +379,7 @@ fn plan_volume(spec: &JobSpec, name: &str) -> Value {
 }
 
 /// The Indexed Job: pod K runs shard K; shard 0's pod is `<job>-0.<service>`.
-fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
+fn job(spec: &JobSpec, names: &Names, labels: &Value) -> Value {
     let n = spec.shards;
     let mut args = vec![
         "run".to_string(),
@@ -404,7 +389,7 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
         "--run-id".into(),
         spec.run_id.clone(),
         "--rendezvous".into(),
-        format!("{name}-0.{name}:{RENDEZVOUS_PORT}"),
+        format!("{}:{RENDEZVOUS_PORT}", names.shard0_host()),
         "--rendezvous-bind".into(),
         format!("0.0.0.0:{RENDEZVOUS_PORT}"),
         "--out".into(),
@@ -414,7 +399,7 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
     if let Some(t) = &spec.target {
         args.extend(["--target".to_string(), t.clone()]);
     }
-    let (results, upload, env_from, grace) = results_volume(spec, name);
+    let (results, upload, env_from, grace) = results_volume(spec, names);
     args.extend(upload);
     let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
     let env: Vec<Value> = spec
@@ -425,7 +410,7 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
     let mut job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": spec.namespace, "labels": labels},
+        "metadata": {"name": names.run, "namespace": spec.namespace, "labels": labels},
         "spec": {
             "completionMode": "Indexed",
             "completions": n,
@@ -439,10 +424,20 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "subdomain": name,
+                    "subdomain": names.run,
                     "restartPolicy": "Never",
-                    // The image's user; the claim is made writable for it.
-                    "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
+                    // The image's user. fsGroup makes the claim writable for it
+                    // only where the volume's driver applies fsGroup (many NFS
+                    // drivers do not: docs/kubernetes.md). RuntimeDefault
+                    // seccomp, with the container's settings below, is what a
+                    // namespace enforcing Pod Security "restricted" asks for.
+                    "securityContext": {
+                        "runAsNonRoot": true,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532,
+                        "fsGroup": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [{
                         "name": "qexp",
                         "image": spec.image,
@@ -450,13 +445,17 @@ fn job(spec: &JobSpec, name: &str, labels: &Value) -> Value {
                         "args": args,
                         "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
                         "resources": {"requests": resources, "limits": resources},
+                        "securityContext": {
+                            "allowPrivilegeEscalation": false,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
                         "volumeMounts": [
                             {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": true},
                             {"name": "results", "mountPath": RESULTS_MOUNT},
                         ],
                     }],
                     "volumes": [
-                        plan_volume(spec, name),
+                        plan_volume(spec, names),
                         results,
                     ],
                 },
@@ -532,7 +531,71 @@ mod tests {
             args.windows(2).any(|w| w == ["--shard", "auto/8"]),
             "{args:?}"
         );
-        assert!(args.contains(&"qexp-throughput-sweep-0.qexp-throughput-sweep:7077"));
+        // sha256("20261203T140000Z-abc123") starts 3b6ea526.
+        assert_eq!(
+            objs[3]["metadata"]["name"],
+            "qexp-throughput-sweep-3b6ea526"
+        );
+        assert!(
+            args.contains(&"qexp-throughput-sweep-3b6ea526-0.qexp-throughput-sweep-3b6ea526:7077"),
+            "{args:?}"
+        );
+    }
+
+    /// A second run of one experiment applies beside the first: its Job,
+    /// Service and ConfigMap are new objects (a Job's pod template cannot
+    /// change, and the first run's Service must keep selecting its pods),
+    /// the claim is the same one, and deleting by the run-id label removes
+    /// one run's objects and never the claim.
+    #[test]
+    fn a_second_run_of_an_experiment_has_objects_of_its_own() {
+        let first = objects(&spec()).unwrap();
+        let mut s = spec();
+        s.run_id = "20261203T160000Z-def456".into();
+        let second = objects(&s).unwrap();
+        let name = |o: &Value| o["metadata"]["name"].as_str().unwrap().to_string();
+        for (a, b) in first.iter().zip(&second) {
+            if a["kind"] == "PersistentVolumeClaim" {
+                assert_eq!(name(a), name(b));
+                assert_eq!(name(a), "qexp-throughput-sweep-results");
+                assert!(a["metadata"]["labels"].get(crate::RUN_ID_LABEL).is_none());
+            } else {
+                assert_ne!(name(a), name(b), "{}", a["kind"]);
+                assert_eq!(
+                    b["metadata"]["labels"][crate::RUN_ID_LABEL],
+                    "20261203T160000Z-def456"
+                );
+            }
+        }
+        // The Service selects this run's pods, and the pods mount this run's plan.
+        let pod = &second[3]["spec"]["template"];
+        for (k, v) in second[1]["spec"]["selector"].as_object().unwrap() {
+            assert_eq!(&pod["metadata"]["labels"][k], v, "{k}");
+        }
+        assert_eq!(
+            pod["spec"]["volumes"][0]["configMap"]["name"].as_str(),
+            Some(format!("{}-plan", name(&second[3])).as_str())
+        );
+        assert_eq!(name(&second[0]), format!("{}-plan", name(&second[3])));
+        assert_eq!(
+            pod["spec"]["volumes"][1]["persistentVolumeClaim"]["claimName"],
+            "qexp-throughput-sweep-results"
+        );
+    }
+
+    /// What a namespace enforcing Pod Security "restricted" checks.
+    #[test]
+    fn the_pods_meet_pod_security_restricted() {
+        let objs = objects(&spec()).unwrap();
+        let pod = &objs[3]["spec"]["template"]["spec"];
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"],
+            "RuntimeDefault"
+        );
+        let c = &pod["containers"][0]["securityContext"];
+        assert_eq!(c["allowPrivilegeEscalation"], false);
+        assert_eq!(c["capabilities"]["drop"], json!(["ALL"]));
     }
 
     #[test]

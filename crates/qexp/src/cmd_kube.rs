@@ -42,10 +42,11 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
                 .with_context(|| format!("cannot write {}", path.display()))
                 .map_err(CliError::failure)?;
             eprintln!(
-                "qexp kube: wrote {} ({} shards, run {}); kubectl apply --server-side -f {}",
+                "qexp kube: wrote {} ({} shards, run {}, Job {}); kubectl apply --server-side -f {}",
                 path.display(),
                 spec.shards,
                 spec.run_id,
+                qexp_kube::job_name(&spec),
                 path.display()
             );
         }
