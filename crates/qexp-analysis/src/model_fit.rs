@@ -6,7 +6,7 @@
 
 use crate::metrics::PointSummary;
 use crate::run::RunAnalysis;
-use qexp_model::{Check, ModelFile, Observation, Source};
+use qexp_model::{Check, ModelFile, Observation, Source, TRIALS_PER_RUN};
 
 /// A run's points as observations: one per (trial, point) with timing.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,10 +18,6 @@ pub struct RunObservations {
     /// Points left out, with why (multi-stage or trace loads, another deployment).
     pub skipped: Vec<String>,
 }
-
-/// Trial numbers of the `index`-th run fitted together are offset by this,
-/// so each run's trials stay units of their own when resampled.
-const TRIALS_PER_RUN: u32 = 100_000;
 
 /// The observations of `run` (the `index`-th of those fitted together),
 /// only `deployment`'s points when given.

@@ -183,6 +183,14 @@ pub enum ModelFileError {
         /// Why.
         source: serde_json::Error,
     },
+    /// JSON of another kind (a run's manifest, a diff), not a model file.
+    #[error("model file {path}: not a qexp model file (its kind is `{found}`, a model file's `{KIND}`); `qexp fit` writes one")]
+    Kind {
+        /// The file.
+        path: PathBuf,
+        /// The kind it has (empty when none).
+        found: String,
+    },
     /// A model file of another format version.
     #[error("model file {path}: schema_version {found}, this qexp reads {SCHEMA_VERSION}; refit with `qexp fit`")]
     Version {
@@ -206,11 +214,19 @@ impl ModelFile {
     pub fn parse(text: &str, path: &Path) -> Result<ModelFile, ModelFileError> {
         #[derive(Deserialize)]
         struct Head {
+            #[serde(default)]
+            kind: String,
             schema_version: u32,
         }
         let p = || path.to_path_buf();
         let head: Head = serde_json::from_str(text)
             .map_err(|source| ModelFileError::Parse { path: p(), source })?;
+        if head.kind != KIND {
+            return Err(ModelFileError::Kind {
+                path: p(),
+                found: head.kind,
+            });
+        }
         if head.schema_version != SCHEMA_VERSION {
             return Err(ModelFileError::Version {
                 path: p(),

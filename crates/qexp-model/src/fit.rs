@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 pub struct Observation {
     /// The point's label, the same in every trial.
     pub label: String,
-    /// Trial number.
+    /// Trial number. Observations of several runs fitted together number
+    /// the `k`-th run's trials from `k ·` [`TRIALS_PER_RUN`]: each run's
+    /// trials are resampled among themselves.
     pub trial: u32,
     /// Closed-loop concurrency (ignored when `rate_per_s` is set).
     pub concurrency: u32,
@@ -128,8 +130,8 @@ pub enum FitError {
     /// Nothing to fit.
     #[error("no measured points to fit (every point failed or had no timing)")]
     Empty,
-    /// No TTFT anywhere.
-    #[error("no point has a TTFT: the prefill cannot be fitted")]
+    /// No TTFT at a concurrency point (the prefill is fitted on those).
+    #[error("no concurrency point has a TTFT: the prefill is fitted on closed-loop points (open-loop rates alone do not separate prefill from queueing); run concurrency 1 at two or more input lengths")]
     NoTtft,
     /// A singular design.
     #[error("the {0} fit is singular: the points do not vary enough")]
@@ -147,6 +149,29 @@ struct Estimate {
     params: Params,
     warnings: Vec<FitWarning>,
     regressions: Vec<Regression>,
+}
+
+/// Trial numbers of the `k`-th run fitted together start at `k ·
+/// TRIALS_PER_RUN`. The refits draw each run's trials from that run alone (a
+/// stratum): a refit drawn from one run's trials only would lose the points
+/// that identify a term (the input lengths of a long-context run, say), fit
+/// it as 0 and drag its interval to 0.
+pub const TRIALS_PER_RUN: u32 = 100_000;
+
+/// The trials of `rows` by run (see [`TRIALS_PER_RUN`]), each run's sorted.
+fn strata(rows: &[&Observation]) -> BTreeMap<u32, Vec<u32>> {
+    let mut by_run: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for r in rows {
+        by_run
+            .entry(r.trial / TRIALS_PER_RUN)
+            .or_default()
+            .push(r.trial);
+    }
+    for t in by_run.values_mut() {
+        t.sort_unstable();
+        t.dedup();
+    }
+    by_run
 }
 
 /// Fits the model to `rows`; the caller fills in `sources`.
@@ -168,21 +193,25 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
         u.dedup();
         u
     };
-    let trials = {
-        let mut t: Vec<u32> = rows.iter().map(|r| r.trial).collect();
-        t.sort_unstable();
-        t.dedup();
-        t.len()
-    };
-    let intervals = intervals(&est, &replicates, trials, &unknown);
+    // Degrees of freedom of the resampled spread: each run's trials less one.
+    let df: usize = strata(&rows).values().map(|t| t.len() - 1).sum();
+    let ranges = ranges(&rows);
+    // A refit that found no batch limit says only that N is at least the
+    // highest concurrency run.
+    let no_limit = ranges.concurrency.map(|[_, hi]| hi);
+    let intervals = intervals(&est, &replicates, df, &unknown, no_limit);
     for i in &intervals {
         let v = i.coef.get(&est.params).unwrap_or(0.0);
         if i.lo <= 0.0 && v > 0.0 && i.coef != Coef::MaxBatch {
             warnings.push(FitWarning::IncludesZero { coef: i.coef });
         }
     }
-    if replicates.is_empty() {
+    if df == 0 {
         warnings.push(FitWarning::OneTrial);
+    } else if replicates.is_empty() {
+        warnings.push(FitWarning::NoRefits {
+            asked: opts.replicates,
+        });
     }
     let residuals = residuals(&rows, &est.params);
     Ok(ModelFile {
@@ -195,7 +224,7 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
         intervals,
         unknown,
         warnings,
-        ranges: ranges(&rows),
+        ranges,
         band: band(&residuals),
         residuals,
         replicates,
@@ -542,7 +571,18 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
                 })
                 .collect();
             let Some(fit) = wls(&x, &y, &w) else {
-                break None;
+                // Too few distinct (batch, context) points for the columns:
+                // the last term is left unknown, not fitted as 0 unsaid.
+                match coefs.pop() {
+                    Some(coef) if !coefs.is_empty() => {
+                        warnings.push(FitWarning::DecodeUnresolved {
+                            coef,
+                            points: decode.len(),
+                        });
+                        continue;
+                    }
+                    _ => break None,
+                }
             };
             match (1..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
                 Some(j) => {
@@ -568,7 +608,14 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
             break;
         }
     }
-    let (warnings, reg) = last;
+    let (mut warnings, reg) = last;
+    if reg.is_none() {
+        // No regression at all: d0 is the median observed step, and the
+        // per-sequence and per-token terms are unknown.
+        warnings = [Coef::StepPerSeq, Coef::StepPerContextToken]
+            .map(|coef| FitWarning::DecodeUnresolved { coef, points: 0 })
+            .to_vec();
+    }
     (p, warnings, reg.into_iter().collect())
 }
 
@@ -606,16 +653,12 @@ fn step_column(c: Coef, batch: f64, context: f64) -> f64 {
     }
 }
 
-/// Refits on trials drawn with replacement, on the point estimate's
-/// schedule; none with fewer than 2 trials.
+/// Refits on trials drawn with replacement, each run's from its own (see
+/// [`TRIALS_PER_RUN`]), on the point estimate's schedule; none where no run
+/// has 2 trials.
 fn resample(rows: &[&Observation], opts: &FitOptions, schedule: Schedule) -> Vec<Params> {
-    let trials = {
-        let mut t: Vec<u32> = rows.iter().map(|r| r.trial).collect();
-        t.sort_unstable();
-        t.dedup();
-        t
-    };
-    if trials.len() < 2 {
+    let strata = strata(rows);
+    if strata.values().all(|t| t.len() < 2) {
         return Vec::new();
     }
     let mut rng = opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -628,8 +671,13 @@ fn resample(rows: &[&Observation], opts: &FitOptions, schedule: Schedule) -> Vec
     };
     (0..opts.replicates)
         .filter_map(|_| {
-            let drawn: Vec<u32> = (0..trials.len())
-                .map(|_| trials[(next() % trials.len() as u64) as usize])
+            let drawn: Vec<u32> = strata
+                .values()
+                .flat_map(|trials| {
+                    (0..trials.len())
+                        .map(|_| trials[(next() % trials.len() as u64) as usize])
+                        .collect::<Vec<u32>>()
+                })
                 .collect();
             let sample: Vec<&Observation> = drawn
                 .iter()
@@ -641,20 +689,29 @@ fn resample(rows: &[&Observation], opts: &FitOptions, schedule: Schedule) -> Vec
 }
 
 /// Each identified coefficient's 90% interval: the resampled 5th–95th
-/// percentiles, widened to ± t(trials − 1) resampled standard errors, joined
-/// with the regression's t-interval.
+/// percentiles, widened to ± t(`df`) resampled standard errors (`df`: each
+/// run's trials less one), joined with the regression's t-interval. A refit
+/// with no batch limit counts as a limit of `no_limit` (the highest
+/// concurrency run), so that the interval of N reaches up to it.
 fn intervals(
     est: &Estimate,
     replicates: &[Params],
-    trials: usize,
+    df: usize,
     unknown: &[Coef],
+    no_limit: Option<f64>,
 ) -> Vec<Interval> {
     Coef::ALL
         .into_iter()
         .filter(|c| !unknown.contains(c))
         .filter_map(|coef| {
             let value = coef.get(&est.params)?;
-            let reps: Vec<f64> = replicates.iter().filter_map(|p| coef.get(p)).collect();
+            let reps: Vec<f64> = replicates
+                .iter()
+                .filter_map(|p| match (coef, p.max_batch) {
+                    (Coef::MaxBatch, None) => no_limit,
+                    _ => coef.get(p),
+                })
+                .collect();
             let (mut lo, mut hi) = if reps.is_empty() {
                 (value, value)
             } else {
@@ -664,13 +721,13 @@ fn intervals(
                 )
             };
             // Few trials: the bootstrap's spread with Student's t on
-            // (trials − 1) degrees of freedom, as for few clusters (Cameron,
+            // (trials − runs) degrees of freedom, as for few clusters (Cameron,
             // Gelbach & Miller 2008); percentiles alone are too narrow there.
-            if reps.len() > 1 && trials > 1 {
+            if reps.len() > 1 && df > 0 {
                 let mean = reps.iter().sum::<f64>() / reps.len() as f64;
                 let var =
                     reps.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (reps.len() - 1) as f64;
-                let half = t95(trials - 1) * var.sqrt();
+                let half = t95(df) * var.sqrt();
                 lo = lo.min(value - half);
                 hi = hi.max(value + half);
             }
@@ -701,12 +758,15 @@ fn residuals(rows: &[&Observation], p: &Params) -> Vec<Residual> {
         for m in ModelMetric::ALL {
             let v: Vec<f64> = mine.iter().map(|r| r.measured(m)).collect();
             let measured = quantile(&v, 0.5);
-            if measured.is_finite() && measured > 0.0 {
+            let fitted = predicted(&outcomes[label.as_str()], load.output_tokens, m);
+            // No replayed value (a TPOT where the replay streamed each request
+            // in one step): nothing to compare, and JSON has no NaN.
+            if measured.is_finite() && measured > 0.0 && fitted.is_finite() {
                 out.push(Residual {
                     point: label.clone(),
                     metric: m,
                     measured,
-                    fitted: predicted(&outcomes[label.as_str()], load.output_tokens, m),
+                    fitted,
                 });
             }
         }
@@ -753,5 +813,45 @@ fn ranges(rows: &[&Observation]) -> Ranges {
         rate: span(rows.iter().filter_map(|r| r.rate_per_s).collect()),
         input_tokens: span(rows.iter().map(|r| r.input_tokens).collect()),
         output_tokens: span(rows.iter().map(|r| r.output_tokens).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{FOUNDING_MODEL, FOUNDING_MODEL_PATH};
+
+    /// Refits that found no batch limit widen N's interval up to the
+    /// highest concurrency run; they are not left out of it.
+    #[test]
+    fn refits_without_a_limit_reach_the_highest_concurrency() {
+        let fitted = crate::file::ModelFile::parse(
+            FOUNDING_MODEL,
+            std::path::Path::new(FOUNDING_MODEL_PATH),
+        )
+        .unwrap()
+        .params;
+        let est = Estimate {
+            params: Params {
+                max_batch: Some(16),
+                ..fitted
+            },
+            warnings: Vec::new(),
+            regressions: Vec::new(),
+        };
+        let with = |n| Params {
+            max_batch: n,
+            ..est.params
+        };
+        let mut reps = vec![with(Some(15)), with(Some(16)), with(Some(17))];
+        reps.extend((0..7).map(|_| with(None)));
+        let n = |reps: &[Params]| {
+            intervals(&est, reps, 9, &[], Some(64.0))
+                .into_iter()
+                .find(|i| i.coef == Coef::MaxBatch)
+                .unwrap()
+        };
+        assert_eq!(n(&reps).hi, 64.0);
+        assert!(n(&reps[..3]).hi < 20.0);
     }
 }

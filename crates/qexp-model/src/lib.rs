@@ -33,11 +33,11 @@ pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
     SCHEMA_VERSION,
 };
-pub use fit::{fit, predicted, FitError, FitOptions, Observation};
+pub use fit::{fit, predicted, FitError, FitOptions, Observation, TRIALS_PER_RUN};
 pub use params::{Coef, Params, Schedule};
 pub use predict::{
-    capacity, default_requests, extrapolated, predict, predict_with, Axis, Capacity, Predicted,
-    Prediction,
+    capacity, default_requests, extrapolated, predict, predict_with, Axis, Capacity, CapacityQuery,
+    Predicted, Prediction, MIN_RATE,
 };
 pub use slo::{Slo, SloError};
 pub use table::{

@@ -7,7 +7,7 @@
 use crate::des::{simulate, Arrivals, Load};
 use crate::file::{ModelFile, ModelMetric, Ranges};
 use crate::fit::predicted;
-use crate::params::Params;
+use crate::params::{Coef, Params};
 use crate::slo::Slo;
 
 /// Replicates replayed per prediction, at most (enough for a 5–95% interval).
@@ -145,15 +145,22 @@ fn band(model: &ModelFile, metric: ModelMetric, value: &dyn Fn(ModelMetric) -> f
 }
 
 /// A replicate moved by a what-if: every coefficient the what-if changed
-/// takes the what-if's value.
+/// is scaled by the same factor (the replicate keeps its spread about the
+/// new value), or takes the what-if's value where the fit had none to scale
+/// (0, or the batch limit); the what-if's schedule replaces the fitted one.
 fn shifted(rep: &Params, fitted: &Params, what_if: &Params) -> Params {
     let mut out = *rep;
+    out.schedule = what_if.schedule;
     for c in crate::params::Coef::ALL {
-        if c.get(fitted) != c.get(what_if) {
-            match c.get(what_if) {
-                Some(v) => c.set(&mut out, v),
-                None => out.max_batch = None,
+        if c.get(fitted) == c.get(what_if) {
+            continue;
+        }
+        match (c.get(what_if), c.get(fitted), c.get(rep)) {
+            (Some(v), Some(f), Some(r)) if c != Coef::MaxBatch && f > 0.0 => {
+                c.set(&mut out, r * v / f)
             }
+            (Some(v), _, _) => c.set(&mut out, v),
+            (None, _, _) => out.max_batch = None,
         }
     }
     out
@@ -223,17 +230,35 @@ fn holds(pred: &Prediction, slo: &Slo, end: End) -> bool {
     })
 }
 
-/// The highest concurrency (1 to `bound`) or rate holding `slo` at
-/// `input`/`output` tokens, by bisection (the metrics grow with load).
-pub fn capacity(
-    model: &ModelFile,
-    params: &Params,
-    slo: &Slo,
-    axis: Axis,
-    input: f64,
-    output: f64,
-    bound: f64,
-) -> Capacity {
+/// What a capacity search varies and holds fixed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapacityQuery {
+    /// Concurrency or rate.
+    pub axis: Axis,
+    /// Prompt tokens per request.
+    pub input_tokens: f64,
+    /// Output tokens per request.
+    pub output_tokens: f64,
+    /// The highest concurrency or rate tried.
+    pub bound: f64,
+    /// Requests replayed per load; None: [`default_requests`] of each.
+    pub requests: Option<u32>,
+}
+
+/// The lowest rate a capacity search tries, requests per second (one
+/// request in about three hours): below it, no rate holds the SLO.
+pub const MIN_RATE: f64 = 1e-4;
+
+/// The highest concurrency (1 to `q.bound`) or rate ([`MIN_RATE`] to
+/// `q.bound`) holding `slo`, by bisection (the metrics grow with load).
+pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery) -> Capacity {
+    let CapacityQuery {
+        axis,
+        input_tokens: input,
+        output_tokens: output,
+        bound,
+        requests,
+    } = *q;
     let at = |x: f64| {
         let arrivals = match axis {
             Axis::Rate => Arrivals::Rate { per_s: x, seed: 1 },
@@ -245,7 +270,7 @@ pub fn capacity(
             arrivals,
             input_tokens: input,
             output_tokens: output,
-            requests: default_requests(arrivals),
+            requests: requests.unwrap_or_else(|| default_requests(arrivals)),
         };
         predict_with(model, params, &load)
     };
@@ -297,16 +322,21 @@ fn bisect_int(ok: impl Fn(f64) -> bool, bound: u32) -> Option<u32> {
     Some(good)
 }
 
-/// The highest rate in `(0, bound]` with `ok`, to 1% (geometric bisection).
+/// The highest rate in `[MIN_RATE, bound]` with `ok`, to 1%: halving from
+/// `bound` until a rate holds, then geometric bisection.
 fn bisect_rate(ok: impl Fn(f64) -> bool, bound: f64) -> Option<f64> {
-    let mut lo = bound / 1024.0;
-    if !ok(lo) {
-        return None;
-    }
     if ok(bound) {
         return Some(bound);
     }
     let mut hi = bound;
+    let mut lo = bound / 2.0;
+    while !ok(lo) {
+        if lo <= MIN_RATE {
+            return None;
+        }
+        hi = lo;
+        lo = (lo / 2.0).max(MIN_RATE);
+    }
     while hi / lo > 1.01 {
         let mid = (lo * hi).sqrt();
         if ok(mid) {
@@ -316,4 +346,114 @@ fn bisect_rate(ok: impl Fn(f64) -> bool, bound: f64) -> Option<f64> {
         }
     }
     Some(lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Schedule;
+    use crate::table::{FOUNDING_MODEL, FOUNDING_MODEL_PATH};
+    use std::path::Path;
+
+    fn founding() -> ModelFile {
+        ModelFile::parse(FOUNDING_MODEL, Path::new(FOUNDING_MODEL_PATH)).unwrap()
+    }
+
+    /// A what-if moves each replicate by the same factor and onto its
+    /// schedule; it does not put every replicate on the point estimate.
+    #[test]
+    fn a_what_if_keeps_each_replicates_spread_and_takes_its_schedule() {
+        let fitted = founding().params;
+        let rep = Params {
+            step_base_s: 1.1 * fitted.step_base_s,
+            ..fitted
+        };
+        let what_if = Params {
+            step_base_s: 2.0 * fitted.step_base_s,
+            schedule: match fitted.schedule {
+                Schedule::Separate => Schedule::Mixed,
+                Schedule::Mixed => Schedule::Separate,
+            },
+            ..fitted
+        };
+        let out = shifted(&rep, &fitted, &what_if);
+        assert_eq!(out.schedule, what_if.schedule);
+        assert!((out.step_base_s / (2.2 * fitted.step_base_s) - 1.0).abs() < 1e-12);
+        assert_eq!(out.prefill_fixed_s, rep.prefill_fixed_s);
+        // A term the fit had at 0 takes the what-if's value.
+        let zero = Params {
+            step_per_context_token_s: 0.0,
+            ..fitted
+        };
+        let set = Params {
+            step_per_context_token_s: 1e-7,
+            ..zero
+        };
+        assert_eq!(shifted(&zero, &zero, &set).step_per_context_token_s, 1e-7);
+    }
+
+    /// Under a second per request: a lone 100K prompt takes about 15 s, so
+    /// no rate near the default bound's thousandth holds TTFT ≤ 30 s, but a
+    /// low rate does.
+    #[test]
+    fn a_rate_capacity_far_below_the_bound_is_found() {
+        let model = founding();
+        let slo = Slo::parse("ttft=30s").unwrap();
+        let q = CapacityQuery {
+            axis: Axis::Rate,
+            input_tokens: 100_000.0,
+            output_tokens: 200.0,
+            bound: 1000.0,
+            requests: Some(20),
+        };
+        let c = capacity(&model, &model.params, &slo, &q);
+        let v = c.value.expect("a low rate holds it");
+        assert!(v > MIN_RATE && v < 1000.0 / 1024.0, "{c:?}");
+        let at = |per_s: f64| {
+            let load = Load {
+                arrivals: Arrivals::Rate { per_s, seed: 1 },
+                input_tokens: 100_000.0,
+                output_tokens: 200.0,
+                requests: 20,
+            };
+            holds(&predict(&model, &load), &slo, End::Value)
+        };
+        assert!(at(v) && !at(1.02 * v), "{v}");
+        let never = Slo::parse("ttft=1s").unwrap();
+        assert_eq!(capacity(&model, &model.params, &never, &q).value, None);
+    }
+
+    /// The capacity is searched at the request count asked for: the
+    /// highest concurrency holding the SLO at that count, and no higher.
+    /// TTFT p90 depends on it: at twice the concurrency, half the requests
+    /// are the first wave, all prefilling at once.
+    #[test]
+    fn a_capacity_is_searched_at_the_requests_given() {
+        let model = founding();
+        let slo = Slo::parse("ttft_p90=1s").unwrap();
+        let mut found = Vec::new();
+        for requests in [None, Some(400)] {
+            let q = CapacityQuery {
+                axis: Axis::Concurrency,
+                input_tokens: 1000.0,
+                output_tokens: 500.0,
+                bound: 256.0,
+                requests,
+            };
+            let c = capacity(&model, &model.params, &slo, &q).value.unwrap() as u32;
+            let at = |concurrency: u32| {
+                let arrivals = Arrivals::Closed { concurrency };
+                let load = Load {
+                    arrivals,
+                    input_tokens: 1000.0,
+                    output_tokens: 500.0,
+                    requests: requests.unwrap_or_else(|| default_requests(arrivals)),
+                };
+                holds(&predict(&model, &load), &slo, End::Value)
+            };
+            assert!(at(c) && !at(c + 1), "{requests:?}: {c}");
+            found.push(c);
+        }
+        assert_ne!(found[0], found[1], "the request count made no difference");
+    }
 }

@@ -56,6 +56,18 @@ pub enum FitWarning {
     },
     /// One trial only: no resampled intervals.
     OneTrial,
+    /// The decode points could not separate a step term from the others.
+    DecodeUnresolved {
+        /// The term, left unknown (0 in the model).
+        coef: Coef,
+        /// The decode observations the regression had.
+        points: usize,
+    },
+    /// Trials to resample, but no refit on them succeeded (or none was asked).
+    NoRefits {
+        /// The refits asked for.
+        asked: usize,
+    },
 }
 
 impl FitWarning {
@@ -71,11 +83,13 @@ impl FitWarning {
             FitWarning::NoBatchLimit { .. } => vec![MaxBatch],
             FitWarning::NoChunks => vec![TokensPerStep],
             FitWarning::NoDecode => vec![StepBase, StepPerSeq, StepPerContextToken],
+            FitWarning::DecodeUnresolved { coef, .. } => vec![*coef],
             FitWarning::NotAlone { .. }
             | FitWarning::ScheduleUnknown
             | FitWarning::NegativeTerm { .. }
             | FitWarning::IncludesZero { .. }
-            | FitWarning::OneTrial => Vec::new(),
+            | FitWarning::OneTrial
+            | FitWarning::NoRefits { .. } => Vec::new(),
         }
     }
 }
@@ -128,9 +142,19 @@ impl std::fmt::Display for FitWarning {
                 coef.symbol(),
                 coef.meaning()
             ),
+            FitWarning::DecodeUnresolved { coef, points } => write!(
+                f,
+                "the decode observations ({points} usable) cannot separate {} ({}) from the other step terms: it is unknown, 0 in the model; run another concurrency or input length",
+                coef.symbol(),
+                coef.meaning()
+            ),
             FitWarning::OneTrial => write!(
                 f,
                 "one trial per point: no trials to resample; intervals are the regression's alone, predictions' from the residuals"
+            ),
+            FitWarning::NoRefits { asked } => write!(
+                f,
+                "no refit on resampled trials succeeded ({asked} asked): intervals are the regression's alone, predictions' from the residuals"
             ),
         }
     }

@@ -441,9 +441,17 @@ mod tests {
             p.params(),
             SimProfile::by_name("founding").unwrap().params()
         );
-        std::fs::write(&path, "{\"schema_version\": 9}").unwrap();
+        std::fs::write(&path, "{\"kind\": \"qexp-model\", \"schema_version\": 9}").unwrap();
         let e = SimProfile::lookup(&format!("fit={}", path.display())).unwrap_err();
         assert!(e.to_string().contains("schema_version 9"), "{e}");
+        // A run's manifest given by mistake: named as what it is not.
+        std::fs::write(&path, "{\"schema_version\": 2, \"run_id\": \"r\"}").unwrap();
+        let e = SimProfile::lookup(&format!("fit={}", path.display())).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("not a qexp model file (its kind is ``"),
+            "{e}"
+        );
         assert!(SimProfile::lookup("nope")
             .unwrap_err()
             .to_string()

@@ -54,7 +54,14 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
             _ => f64::from(args.max_concurrency),
         };
         for (input, output) in lengths(&args)? {
-            let c = qexp_model::capacity(&model, &params, &slo, axis, input, output, bound);
+            let query = qexp_model::CapacityQuery {
+                axis,
+                input_tokens: input,
+                output_tokens: output,
+                bound,
+                requests: args.requests,
+            };
+            let c = qexp_model::capacity(&model, &params, &slo, &query);
             println!("{}", capacity_line(&slo, &c, input, output));
         }
     }
@@ -249,7 +256,11 @@ fn capacity_line(slo: &Slo, c: &Capacity, input: f64, output: f64) -> String {
         limits.join(", ")
     );
     if c.value.is_none() && c.hi.is_none() {
-        return format!("{head}: none: not even the lowest load holds it");
+        let lowest = match c.axis {
+            Axis::Rate => format!("{} req/s", qexp_model::MIN_RATE),
+            _ => "1 concurrent request".to_owned(),
+        };
+        return format!("{head}: none: not even {lowest} holds it");
     }
     let at_bound = if c.value == Some(c.bound) || c.hi == Some(c.bound) {
         format!(

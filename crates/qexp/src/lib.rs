@@ -466,7 +466,8 @@ pub struct PredictArgs {
     /// Output tokens (comma separated).
     #[arg(long = "output", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub output_tokens: Vec<u32>,
-    /// Requests per point [default: 2 × concurrency; a minute of arrivals at a rate].
+    /// Requests per point, and per load the capacity search tries [default:
+    /// 2 × concurrency; a minute of arrivals at a rate].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub requests: Option<u32>,
     /// A service-level objective: print the highest concurrency (or rate, with --rate) that holds it.

@@ -2,8 +2,8 @@
 //! back, and what a grid cannot tell is warned about, not made up.
 
 use qexp_model::{
-    fit, predicted, simulate, Arrivals, Coef, FitOptions, FitWarning, Load, ModelMetric,
-    Observation, Params, Schedule,
+    fit, predicted, simulate, Arrivals, Coef, FitOptions, FitWarning, Load, ModelFile, ModelMetric,
+    Observation, Params, Schedule, TRIALS_PER_RUN,
 };
 
 fn truth() -> Params {
@@ -142,4 +142,116 @@ fn one_concurrency_leaves_the_schedule_unknown() {
     )
     .unwrap();
     assert!(!full.warnings.contains(&FitWarning::ScheduleUnknown));
+}
+
+/// Two runs fitted together, one sweeping concurrency at one input length,
+/// the other input length alone: every refit draws each run's trials from
+/// that run, so none loses the lengths or the batch sizes (which would fit
+/// their terms as 0 and drag the intervals towards 0). The observations
+/// are noiseless, so every refit gives the truth back and the intervals
+/// hug it.
+#[test]
+fn runs_fitted_together_are_resampled_each_within_itself() {
+    let t = Params {
+        max_batch: None,
+        ..truth()
+    };
+    let mut rows = Vec::new();
+    for trial in 0..2 {
+        for c in [1, 2, 4] {
+            rows.push(observe(&t, c, 1000.0, trial));
+        }
+        for l in [1000.0, 4000.0, 8000.0] {
+            rows.push(observe(&t, 1, l, TRIALS_PER_RUN + trial));
+        }
+    }
+    let model = fit(&rows, &FitOptions::default()).unwrap();
+    assert!(
+        !model
+            .warnings
+            .iter()
+            .any(|w| matches!(w, FitWarning::IncludesZero { .. } | FitWarning::OneTrial)),
+        "{:?}",
+        model.warnings
+    );
+    for c in [
+        Coef::PrefillPerToken,
+        Coef::PrefillPerToken2,
+        Coef::StepPerSeq,
+    ] {
+        let i = model.interval(c).unwrap();
+        let want = c.get(&t).unwrap();
+        assert!(
+            i.lo > 0.99 * want && i.hi < 1.01 * want,
+            "{}: {i:?} against {want}",
+            c.name()
+        );
+    }
+}
+
+/// Refits not asked for: the warning says so, not that there was one trial.
+#[test]
+fn no_refits_is_not_called_one_trial() {
+    let t = truth();
+    let opts = FitOptions {
+        replicates: 0,
+        ..FitOptions::default()
+    };
+    let model = fit(&grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]), &opts).unwrap();
+    assert!(model.warnings.contains(&FitWarning::NoRefits { asked: 0 }));
+    assert!(!model.warnings.contains(&FitWarning::OneTrial));
+}
+
+/// Steps of more tokens than a request asks for: the replay streams each
+/// request in one chunk and has no TPOT to fit, though the server streamed
+/// two. That residual is left out, so the model file written reads back.
+#[test]
+fn a_fit_with_no_replayed_tpot_still_reads_back() {
+    let t = truth();
+    let rows: Vec<Observation> = grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0])
+        .into_iter()
+        .map(|o| Observation {
+            output_tokens: 2.0,
+            tokens_per_chunk: 2.6,
+            ..o
+        })
+        .collect();
+    let model = fit(&rows, &FitOptions::default()).unwrap();
+    assert!(model.residuals.iter().all(|r| r.fitted.is_finite()));
+    let back = ModelFile::parse(&model.to_json(), std::path::Path::new("m.json")).unwrap();
+    assert_eq!(back.residuals.len(), model.residuals.len());
+}
+
+/// Two decode points that differ in batch and in context per sequence:
+/// three step terms cannot come from two points. The last is named
+/// unknown, not left at 0 unsaid.
+#[test]
+fn two_decode_points_leave_a_step_term_unknown() {
+    let t = Params {
+        max_batch: None,
+        ..truth()
+    };
+    let rows = vec![observe(&t, 1, 1000.0, 0), observe(&t, 8, 4000.0, 0)];
+    let model = fit(&rows, &FitOptions::default()).unwrap();
+    assert!(
+        model.warnings.iter().any(|w| matches!(
+            w,
+            FitWarning::DecodeUnresolved {
+                coef: Coef::StepPerContextToken,
+                points: 2
+            }
+        )),
+        "{:?}",
+        model.warnings
+    );
+    assert!(model.unknown.contains(&Coef::StepPerContextToken));
+    assert!(model.interval(Coef::StepPerContextToken).is_none());
+    assert_eq!(model.params.step_per_context_token_s, 0.0);
+    // The two remaining terms are fitted from the two points.
+    assert!(
+        !model.unknown.contains(&Coef::StepPerSeq),
+        "{:?}",
+        model.warnings
+    );
+    assert!(model.params.step_per_seq_s > 0.0);
 }
