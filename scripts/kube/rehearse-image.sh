@@ -8,9 +8,9 @@
 #     by chroot as user 65532, with HOME=/ and no other environment:
 #       1. `docker run IMAGE run experiments/quickstart.toml`, in the image's
 #          working folder;
-#       2. two shards with the arguments `qexp kube` writes (the plan
-#          read-only at /plan, results at /results, shard 0's pod name
-#          resolved through the root's /etc/hosts), then `qexp merge`.
+#       2. two shards with the arguments `qexp kube` writes into the Job
+#          (the plan read-only at /plan, results at /results, shard 0's pod
+#          name resolved through the root's /etc/hosts), then `qexp merge`.
 # Keep the copies below in step with the Dockerfile.
 #
 # Needs root (chroot, mounts) and mmdebstrap (apt-get install mmdebstrap);
@@ -60,18 +60,23 @@ as_image 'qexp run experiments/quickstart.toml'
 ls "$root/opt/qexp/reports/quickstart"/*/report.md
 
 echo "rehearse-image: two shards as the Job runs them" >&2
-name=qexp-quickstart
+run_id="rehearse-$(date +%s)"
+# The pods' arguments, as `qexp kube` writes them into the Job.
+args="qexp $("$bin" kube "$context/experiments/quickstart.toml" --shards 2 \
+    --image qexp:rehearse --run-id "$run_id" 2>/dev/null |
+    awk '/^ *- args:/ { on = 1; next } on && /^ *command:/ { on = 0 } on { print $2 }' |
+    tr -d '"' | tr '\n' ' ')"
+rendezvous="$(echo "$args" | sed -E 's/.*--rendezvous ([^ :]+):.*/\1/')"
 rm -rf "$root/plan" "$root/results"
 mkdir -p "$root/plan" "$root/results"
 cp "$context/experiments/quickstart.toml" "$root/plan/plan.toml"
 chmod 555 "$root/plan" && chmod 444 "$root/plan/plan.toml"
 # The Job's fsGroup makes the claim the user's; here the folder is given to it.
 chown 65532:65532 "$root/results"
+# The headless Service's DNS name of shard 0's pod.
 touch "$root/etc/hosts"
-grep -q " $name-0.$name\$" "$root/etc/hosts" || echo "127.0.0.1 $name-0.$name" >>"$root/etc/hosts"
-run_id="rehearse-$(date +%s)"
-args="qexp run /plan/plan.toml --shard auto/2 --run-id $run_id \
-    --rendezvous $name-0.$name:7077 --rendezvous-bind 0.0.0.0:7077 --out /results --no-report"
+grep -q " $rendezvous\$" "$root/etc/hosts" || echo "127.0.0.1 $rendezvous" >>"$root/etc/hosts"
+echo "rehearse-image: $args" >&2
 as_image "JOB_COMPLETION_INDEX=0 $args" >"$dir/shard0.log" 2>&1 &
 shard0=$!
 as_image "JOB_COMPLETION_INDEX=1 $args" >"$dir/shard1.log" 2>&1 || {
