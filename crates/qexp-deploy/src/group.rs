@@ -153,11 +153,13 @@ impl ProcessGroup {
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        self.disarm_guard();
+        // KILLed before the guard is disarmed, so that qexp dying meanwhile
+        // still leaves the guard to stop the group.
         if self.exit_status().is_none() || !self.is_gone() {
             self.kill_and_reap_blocking(SYNC_REAP_WAIT);
             tracing::debug!(pgid = %self.pgid, "server group KILLed on drop");
         }
+        self.disarm_guard();
     }
 }
 

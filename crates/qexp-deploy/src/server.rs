@@ -131,9 +131,12 @@ impl Server {
 
     /// Stops the server: TERM to the group, the grace, KILL, then waits until
     /// the group is gone and the port free. Never fails; the record says how.
+    ///
+    /// The guard stays armed until the group is gone: if qexp dies during
+    /// the stop (a second Ctrl-C exits at once), the guard still TERMs and
+    /// KILLs the group.
     pub async fn stop(mut self) -> StopRecord {
         let began = Instant::now();
-        self.group.disarm_guard();
         let (how, exit) = match self.group.exit_status() {
             Some(status) => (StopHow::AlreadyExited, Some(status)),
             None => self.terminate().await,
@@ -143,6 +146,7 @@ impl Server {
         let _ = self.group.signal(Signal::SIGKILL);
         let group = &self.group;
         let group_gone = settle(|| async { group.is_gone() }).await;
+        self.group.disarm_guard();
         let port = self.record.port;
         let host = self.host.as_str();
         let port_freed = settle(|| async { !net::accepts(host, port).await }).await;

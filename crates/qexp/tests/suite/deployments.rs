@@ -469,3 +469,113 @@ fn interleaved_blocks_keep_drift_from_passing_for_a_difference() {
         "interleaved blocks: no verdict, no warning"
     );
 }
+
+/// Whether any process of group `pgid` is alive (zombies count as gone).
+fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            return false;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f.len() > 2 && f[0] != "Z" && f[2] == pgid.to_string()
+    })
+}
+
+/// Ctrl-C, then Ctrl-C again while qexp is stopping a server: qexp exits at
+/// once, and the server's guard still stops its group. The server here is a
+/// wrapper that shrugs off TERM, so only the KILL after the grace ends it.
+#[test]
+fn a_second_ctrl_c_during_a_stop_still_stops_the_server() {
+    let _s = serial();
+    let dir = Dir::new();
+    let pid_file = dir.tmp.path().join("server.pid");
+    let term_file = dir.tmp.path().join("server.term");
+    let deployments = format!(
+        r#"
+[[deployment]]
+name = "stubborn"
+command = ["sh", "-c", "trap 'echo term >> {term}' TERM; echo $$ > {pid}; {QEXP} sim --profile exact --port {{port}} --model {{model}} & while :; do sleep 0.1; done"]
+ready_timeout_s = 30
+stop_grace_s = 3
+"#,
+        term = term_file.display(),
+        pid = pid_file.display(),
+    );
+    let p = dir.write(
+        &plan("stubborn", &deployments)
+            .requests(2000)
+            .warmup(0)
+            .trials(1)
+            .seed(1),
+    );
+    let results = dir.results();
+    let child = qexp(&[
+        "run",
+        p.to_str().unwrap(),
+        "--out",
+        results.to_str().unwrap(),
+        "--no-report",
+    ])
+    .spawn()
+    .unwrap();
+    let until = |what: &str, check: &dyn Fn() -> bool| {
+        let start = Instant::now();
+        while !check() {
+            assert!(start.elapsed() < Duration::from_secs(60), "never: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let sigint = || {
+        let ok = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -INT");
+    };
+    until("the server started", &|| {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| s.trim().parse::<i32>().is_ok())
+    });
+    let pgid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Measuring: the run's journal has rows.
+    until("requests measured", &|| {
+        std::fs::read_dir(results.join("stubborn"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_dir(run.path().join("journal"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+            })
+    });
+    sigint();
+    // The stop has sent TERM and waits out the 3 s grace.
+    until("the server got TERM", &|| term_file.exists());
+    sigint();
+    let out = wait(child, 30);
+    let gone = {
+        let start = Instant::now();
+        while group_alive(pgid) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        !group_alive(pgid)
+    };
+    if !gone {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .status();
+    }
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(gone, "the server's group {pgid} outlived qexp");
+}
