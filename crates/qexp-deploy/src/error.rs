@@ -23,6 +23,12 @@ pub enum LaunchError {
         /// The argument or environment value it appears in.
         arg: String,
     },
+    /// The command or environment asks for `{api_key}` and the run has no key.
+    #[error("`{{api_key}}` in `{arg}` needs the run's API key: name the variable that holds it in [target] api_key_env")]
+    NoApiKey {
+        /// The argument or environment value it appears in.
+        arg: String,
+    },
     /// The command is empty.
     #[error("the deployment's command is empty")]
     EmptyCommand,
@@ -58,6 +64,18 @@ pub enum LaunchError {
     Exited {
         /// How it exited, e.g. `exit status: 3`.
         status: String,
+        /// Its log file.
+        log: PathBuf,
+        /// The last lines of its log.
+        tail: String,
+    },
+    /// The server refused the readiness polls (401 or 403); it has been stopped.
+    #[error("{}; its log {}, last lines:\n{tail}", refused(last, *key_sent), log.display())]
+    Unauthorized {
+        /// What the poll saw.
+        last: PollError,
+        /// Whether qexp sent a key.
+        key_sent: bool,
         /// Its log file.
         log: PathBuf,
         /// The last lines of its log.
@@ -133,4 +151,14 @@ pub enum PollError {
         /// The model expected.
         want: String,
     },
+}
+
+/// What a refused readiness poll means for the user, without the log.
+pub fn refused(last: &PollError, key_sent: bool) -> String {
+    let why = if key_sent {
+        "it does not accept the API key qexp sent (the variable [target] api_key_env names)"
+    } else {
+        "it asks for an API key: name the variable that holds it in [target] api_key_env"
+    };
+    format!("the server refused qexp's readiness check ({last}): {why}")
 }

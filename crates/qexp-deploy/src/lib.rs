@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use error::{LaunchError, PollError};
+pub use error::{refused, LaunchError, PollError};
 /// The records a start and a stop leave; declared in qexp-types so that the
 /// manifest can hold them without linking this crate.
 pub use qexp_types::{StartRecord, StopHow, StopRecord, REDACTED};
@@ -61,6 +61,39 @@ pub struct LaunchSpec {
     pub model: Option<String>,
     /// Extra placeholders from the caller (e.g. `model`, `run_dir`, `qexp`).
     pub placeholders: BTreeMap<String, String>,
+    /// The key the readiness polls send as a Bearer token, as the
+    /// benchmark's requests do (a server started with `--api-key` answers
+    /// `/v1/models` 401 without it); also the `{api_key}` placeholder.
+    pub api_key: Option<ApiKey>,
+}
+
+/// An API key; its `Debug` does not show it.
+#[derive(Clone, PartialEq)]
+pub struct ApiKey(pub String);
+
+impl ApiKey {
+    /// `text` with every occurrence of the key replaced by [`REDACTED`]:
+    /// for what qexp records or prints of a server that was handed the key
+    /// (its argv through `{api_key}`, its environment, its log's last lines).
+    pub fn hide(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            return text.to_owned();
+        }
+        text.replace(&self.0, REDACTED)
+    }
+}
+
+/// [`ApiKey::hide`] where there may be no key.
+pub(crate) fn hide(key: Option<&ApiKey>, text: &str) -> String {
+    key.map_or_else(|| text.to_owned(), |k| k.hide(text))
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(")?;
+        f.write_str(REDACTED)?;
+        f.write_str(")")
+    }
 }
 
 impl LaunchSpec {
@@ -78,6 +111,7 @@ impl LaunchSpec {
             stop_grace: Duration::from_secs(10),
             model: None,
             placeholders: BTreeMap::new(),
+            api_key: None,
         }
     }
 }

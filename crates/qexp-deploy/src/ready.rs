@@ -28,6 +28,8 @@ pub(crate) enum Readiness {
     Exited { status: String },
     /// The timeout passed; `last` is what the last poll saw.
     TimedOut { last: PollError },
+    /// The server answered 401 or 403: waiting longer will not change it.
+    Refused { last: PollError },
 }
 
 /// Polls one server for readiness.
@@ -36,6 +38,7 @@ pub(crate) struct Poller {
     base_url: String,
     ready_path: String,
     model: Option<String>,
+    api_key: Option<crate::ApiKey>,
 }
 
 impl Poller {
@@ -52,6 +55,7 @@ impl Poller {
             base_url: base_url.to_owned(),
             ready_path: spec.ready_path.clone(),
             model: spec.model.clone(),
+            api_key: spec.api_key.clone(),
         })
     }
 
@@ -67,6 +71,11 @@ impl Poller {
             polls = polls.saturating_add(1);
             let last = match self.poll().await {
                 Ok(()) => return Readiness::Ready { polls },
+                Err(
+                    last @ PollError::Status {
+                        status: 401 | 403, ..
+                    },
+                ) => return Readiness::Refused { last },
                 Err(last) => last,
             };
             let now = Instant::now();
@@ -104,11 +113,11 @@ impl Poller {
 
     async fn get(&self, path: &str) -> Result<reqwest::Response, PollError> {
         let url = format!("{}{path}", self.base_url);
-        self.client
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| describe(path, &e))
+        let mut request = self.client.get(&url);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(&key.0);
+        }
+        request.send().await.map_err(|e| describe(path, &e))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::placeholder::resolve;
 use crate::ready::{Poller, Readiness};
 use crate::redact::redact;
 use crate::{
-    logfile, net, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow, StopRecord,
+    hide, logfile, net, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow, StopRecord,
 };
 
 /// How long the stop waits for a KILLed leader, the group, and the port.
@@ -26,6 +26,8 @@ pub struct Server {
     group: ProcessGroup,
     grace: Duration,
     host: String,
+    /// The run's key, hidden from the log lines [`Server::log_tail`] quotes.
+    key: Option<crate::ApiKey>,
 }
 
 /// Launches `spec`'s server for one start and returns once it is ready.
@@ -42,16 +44,26 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
     };
     let base_url = net::base_url(&spec.host, port);
     let values = placeholder_values(spec, port);
+    let fill = |arg: &str| {
+        resolve(arg, &values).map_err(|e| match e {
+            LaunchError::BadPlaceholder { name, arg } if name == "api_key" => {
+                LaunchError::NoApiKey { arg }
+            }
+            e => e,
+        })
+    };
     let argv = spec
         .command
         .iter()
-        .map(|arg| resolve(arg, &values))
+        .map(|arg| fill(arg))
         .collect::<Result<Vec<_>, _>>()?;
     let env = spec
         .env
         .iter()
-        .map(|(k, v)| Ok((k.clone(), resolve(v, &values)?)))
+        .map(|(k, v)| Ok((k.clone(), fill(v)?)))
         .collect::<Result<BTreeMap<_, _>, LaunchError>>()?;
+    let key = spec.api_key.as_ref();
+    let tail = |log: &std::path::Path| hide(key, &logfile::tail(log));
     if net::accepts(&spec.host, port).await {
         return Err(LaunchError::PortBusy { port, base_url });
     }
@@ -67,13 +79,23 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
         Readiness::Ready { polls } => polls,
         Readiness::Exited { status } => {
             drop(group);
-            let tail = logfile::tail(&log);
+            let tail = tail(&log);
             return Err(LaunchError::Exited { status, log, tail });
+        }
+        Readiness::Refused { last } => {
+            drop(group);
+            let tail = tail(&log);
+            return Err(LaunchError::Unauthorized {
+                last,
+                key_sent: spec.api_key.is_some(),
+                log,
+                tail,
+            });
         }
         Readiness::TimedOut { last } => {
             let waited_s = spawned.elapsed().as_secs_f64();
             drop(group);
-            let tail = logfile::tail(&log);
+            let tail = tail(&log);
             return Err(LaunchError::NotReady {
                 waited_s,
                 last,
@@ -85,8 +107,11 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
     let record = StartRecord {
         start_id: start.start_id.clone(),
         name: spec.name.clone(),
-        argv,
-        env: redact(&env),
+        argv: argv.iter().map(|a| hide(key, a)).collect(),
+        env: redact(&env)
+            .into_iter()
+            .map(|(k, v)| (k, hide(key, &v)))
+            .collect(),
         port,
         base_url,
         pid: group.pid(),
@@ -101,15 +126,20 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
         group,
         grace: spec.stop_grace,
         host: spec.host.clone(),
+        key: spec.api_key.clone(),
     })
 }
 
-/// The caller's placeholders with `port`, `host` and `name`, which win.
+/// The caller's placeholders with `port`, `host` and `name`, which win,
+/// and `api_key` when the run has a key.
 fn placeholder_values(spec: &LaunchSpec, port: u16) -> BTreeMap<String, String> {
     let mut values = spec.placeholders.clone();
     values.insert("port".to_owned(), port.to_string());
     values.insert("host".to_owned(), spec.host.clone());
     values.insert("name".to_owned(), spec.name.clone());
+    if let Some(key) = &spec.api_key {
+        values.insert("api_key".to_owned(), key.0.clone());
+    }
     values
 }
 
@@ -127,6 +157,17 @@ impl Server {
     /// Whether the server's leader process is still running.
     pub fn is_alive(&mut self) -> bool {
         self.group.exit_status().is_none()
+    }
+
+    /// How the server's leader exited, if it has: a server that dies while
+    /// it is measured (out of memory, a crash) is seen here.
+    pub fn exited(&mut self) -> Option<String> {
+        self.group.exit_status()
+    }
+
+    /// The last lines of the server's log, the run's key hidden.
+    pub fn log_tail(&self) -> String {
+        hide(self.key.as_ref(), &logfile::tail(&self.record.log))
     }
 
     /// Stops the server: TERM to the group, the grace, KILL, then waits until

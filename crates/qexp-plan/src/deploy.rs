@@ -276,26 +276,30 @@ impl DeploymentSpec {
             }
         }
         let t = &self.ready_timeout_s;
-        if !(t.get_ref().is_finite() && *t.get_ref() > 0.0) {
+        if !(t.get_ref().is_finite() && *t.get_ref() > 0.0 && *t.get_ref() <= MAX_WAIT_S) {
             return bad(
                 i,
                 t.span(),
                 "ready_timeout_s",
-                "must be a positive number of seconds",
+                "must be a positive number of seconds, at most a week",
             );
         }
         let g = &self.stop_grace_s;
-        if !(g.get_ref().is_finite() && *g.get_ref() >= 0.0) {
+        if !(g.get_ref().is_finite() && *g.get_ref() >= 0.0 && *g.get_ref() <= MAX_WAIT_S) {
             return bad(
                 i,
                 g.span(),
                 "stop_grace_s",
-                "must be a number of seconds, 0 or more",
+                "must be a number of seconds, 0 or more, at most a week",
             );
         }
         Ok(())
     }
 }
+
+/// The longest wait a deployment may ask for (a week, in seconds): far
+/// beyond any server's start or stop, and well inside what a `Duration` holds.
+const MAX_WAIT_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// Deployment `i`'s key `k` is wrong: `m` says why.
 fn bad<T>(i: usize, span: Range<usize>, k: &str, m: &str) -> Result<T, Invalid> {

@@ -9,7 +9,9 @@
 //! deployments) use the D rotations of one random order, themselves in a
 //! random order — a randomized Latin square (Williams 1949 for the idea of
 //! balancing positions). Each deployment then takes each place in the
-//! block equally often, so drift within a block cancels too, where plain
+//! block equally often (exactly so when the blocks are a multiple of D;
+//! the last, partial square leaves some places one visit short), so drift
+//! within a block cancels too, where plain
 //! shuffles leave it to chance (two deployments, four blocks: one seed in
 //! eight puts the same deployment first every time).
 

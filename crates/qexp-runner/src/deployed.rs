@@ -103,6 +103,9 @@ async fn run_cells(
         };
         let result =
             measure_cell(opts, points, trials, writer, live, stop, cell.block, &todo).await;
+        fleet
+            .check_exited(&cell.deployment, cell.block, "exited during", writer)
+            .await?;
         fleet.release(&cell.deployment, again, writer).await;
         over_tolerance.extend(result?);
     }

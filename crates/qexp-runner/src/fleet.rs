@@ -6,13 +6,13 @@
 
 use crate::error::RunError;
 use crate::options::RunOptions;
-use crate::prepare::{prepare, Prepared};
+use crate::prepare::{named_model, prepare, Prepared};
 use crate::record::DeploymentTag;
 use crate::target::{resolve_target, Target};
 use crate::Cancel;
 use chrono::Utc;
 use qexp_client::{Calibration, Client, Timeouts};
-use qexp_deploy::{LaunchError, LaunchSpec, Server, StartRequest};
+use qexp_deploy::{LaunchError, LaunchSpec, Server, StartRequest, StopRecord};
 use qexp_plan::{DeploymentSpec, Restart};
 use qexp_store::{DeploymentFailure, DeploymentStart, RunWriter};
 use std::collections::BTreeMap;
@@ -96,6 +96,12 @@ impl<'a> Fleet<'a> {
         let Some(spec) = self.spec(name) else {
             return Ok(None);
         };
+        // A server kept from an earlier block may have died since.
+        self.check_exited(name, block, "exited before", writer)
+            .await?;
+        if self.has_failed(name) {
+            return Ok(None);
+        }
         if let Some(live) = self.live.get_mut(name) {
             live.blocks += 1;
             if let Some(path) = &spec.reset_path {
@@ -143,14 +149,14 @@ impl<'a> Fleet<'a> {
                         }
                         target.shutdown().await;
                         let failure = Failure::message(format!("{e}"));
-                        self.fail(writer, name, &start_id, block, failure)?;
+                        self.fail(writer, name, &start_id, block, NOT_STARTED, failure)?;
                         Ok(None)
                     }
                 }
             }
             Err(failure) if failure.cancelled => Ok(None),
             Err(failure) => {
-                self.fail(writer, name, &start_id, block, failure)?;
+                self.fail(writer, name, &start_id, block, NOT_STARTED, failure)?;
                 Ok(None)
             }
         }
@@ -169,7 +175,8 @@ impl<'a> Fleet<'a> {
                 .map_err(|e| Failure::message(e.to_string()))?;
             return Ok((target, None));
         }
-        let launch = launch_spec(spec, self.opts, &self.run_dir);
+        let mut launch = launch_spec(spec, self.opts, &self.run_dir);
+        launch.api_key = self.api_key.clone().map(qexp_deploy::ApiKey);
         let request = StartRequest {
             start_id: start_id.to_string(),
             log_dir: self.run_dir.join("deployments"),
@@ -207,16 +214,51 @@ impl<'a> Fleet<'a> {
         Ok((target, Some(server)))
     }
 
+    /// Records that `name`'s server exited on its own (`what` block
+    /// `block`: "exited during", "exited before"), and stops what is left
+    /// of its group: the deployment is failed for the rest of the run, as
+    /// one that does not start is. Nothing when it runs (or was not
+    /// launched by qexp).
+    pub(crate) async fn check_exited(
+        &mut self,
+        name: &str,
+        block: u32,
+        what: &str,
+        writer: &mut RunWriter,
+    ) -> Result<(), RunError> {
+        let Some(server) = self.live.get_mut(name).and_then(|l| l.server.as_mut()) else {
+            return Ok(());
+        };
+        let Some(status) = server.exited() else {
+            return Ok(());
+        };
+        let start_id = server.record().start_id.clone();
+        let failure = Failure {
+            message: format!(
+                "the server exited on its own ({status}); requests sent after that failed, \
+                 and its later blocks were skipped"
+            ),
+            log: Some(server.record().log.display().to_string()),
+            tail: Some(server.log_tail()),
+            cancelled: false,
+        };
+        if let Some(live) = self.live.remove(name) {
+            self.stop(live, name, writer).await;
+        }
+        self.fail(writer, name, &start_id, block, what, failure)
+    }
+
     fn fail(
         &mut self,
         writer: &mut RunWriter,
         name: &str,
         start_id: &str,
         block: u32,
+        what: &str,
         failure: Failure,
     ) -> Result<(), RunError> {
         let sentence = format!(
-            "deployment `{name}` did not start for block {block}: {}{}",
+            "deployment `{name}` {what} block {block}: {}{}",
             failure.message,
             failure
                 .log
@@ -247,32 +289,69 @@ impl<'a> Fleet<'a> {
             return;
         }
         if let Some(live) = self.live.remove(name) {
-            stop_live(live, name, writer).await;
+            self.stop(live, name, writer).await;
         }
     }
 
     /// Stops every server still running.
     pub(crate) async fn stop_all(&mut self, writer: &mut RunWriter) {
         for (name, live) in std::mem::take(&mut self.live) {
-            stop_live(live, &name, writer).await;
+            self.stop(live, &name, writer).await;
+        }
+    }
+
+    /// Stops `live`; a stop that leaves something behind fails the run
+    /// (its sentence is among [`Fleet::failures`]).
+    async fn stop(&mut self, live: Live, name: &str, writer: &mut RunWriter) {
+        if let Some(sentence) = stop_live(live, name, writer).await {
+            self.failed.insert(format!("{name} (stop)"), sentence);
         }
     }
 }
 
-/// Stops a live deployment and records how.
-async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) {
+/// Stops a live deployment and records how; a sentence when the stop left
+/// something behind (a process of its group, or its port still answering).
+async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) -> Option<String> {
     crate::run::record_timing(writer, &live.target.client);
     live.target.shutdown().await;
-    if let Some(server) = live.server {
-        let record = server.stop().await;
-        if let Some(s) = deployment_mut(writer, name).and_then(|d| d.starts.get_mut(live.start)) {
-            s.stop = Some(record);
-        }
-        if let Err(e) = writer.save_manifest() {
-            tracing::warn!("cannot record the stop of {name}: {e}");
-        }
+    let server = live.server?;
+    let pgid = server.record().pid;
+    let port = server.record().port;
+    let record = server.stop().await;
+    let left = stop_left(name, pgid, port, &record);
+    if let Some(s) = deployment_mut(writer, name).and_then(|d| d.starts.get_mut(live.start)) {
+        s.stop = Some(record);
     }
+    if let Err(e) = writer.save_manifest() {
+        tracing::warn!("cannot record the stop of {name}: {e}");
+    }
+    if let Some(sentence) = &left {
+        tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {sentence}");
+    }
+    left
 }
+
+/// What a stop left behind, as a sentence for the user; None when nothing.
+fn stop_left(name: &str, pgid: u32, port: u16, record: &StopRecord) -> Option<String> {
+    let mut left = Vec::new();
+    if !record.group_gone {
+        left.push(format!(
+            "processes of its group {pgid} still run (`kill -KILL -- -{pgid}`)"
+        ));
+    }
+    if !record.port_freed {
+        left.push(format!("port {port} still answers"));
+    }
+    (!left.is_empty()).then(|| {
+        format!(
+            "deployment `{name}` was not stopped cleanly: {}",
+            left.join(", and ")
+        )
+    })
+}
+
+/// The sentence's verb for a deployment that failed to start.
+const NOT_STARTED: &str = "did not start for";
 
 /// Why a start failed, for the manifest and the user.
 struct Failure {
@@ -313,6 +392,16 @@ impl From<LaunchError> for Failure {
                 Some(log.display().to_string()),
                 Some(tail.clone()),
             ),
+            LaunchError::Unauthorized {
+                last,
+                key_sent,
+                log,
+                tail,
+            } => (
+                qexp_deploy::refused(last, *key_sent),
+                Some(log.display().to_string()),
+                Some(tail.clone()),
+            ),
             _ => (e.to_string(), None, None),
         };
         Failure {
@@ -339,8 +428,9 @@ fn start_id(writer: &RunWriter, name: &str, block: u32, restart: Restart) -> Str
 
 /// What qexp-deploy needs to launch `spec` for this run.
 fn launch_spec(spec: &DeploymentSpec, opts: &RunOptions, run_dir: &std::path::Path) -> LaunchSpec {
+    let model = named_model(opts, spec.model.as_deref());
     let mut placeholders = BTreeMap::new();
-    if let Some(m) = spec.model.as_ref().or(opts.plan.file.target.model.as_ref()) {
+    if let Some(m) = &model {
         placeholders.insert("model".to_string(), m.clone());
     }
     placeholders.insert("run_dir".to_string(), run_dir.display().to_string());
@@ -360,11 +450,9 @@ fn launch_spec(spec: &DeploymentSpec, opts: &RunOptions, run_dir: &std::path::Pa
         ready_path: spec.ready_path.clone(),
         ready_timeout: Duration::from_secs_f64(*spec.ready_timeout_s.get_ref()),
         stop_grace: Duration::from_secs_f64(*spec.stop_grace_s.get_ref()),
-        model: spec
-            .model
-            .clone()
-            .or_else(|| opts.plan.file.target.model.clone()),
+        model,
         placeholders,
+        api_key: None,
     }
 }
 
@@ -428,4 +516,40 @@ fn record_start(
     }
     writer.save_manifest()?;
     Ok(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_deploy::StopHow;
+
+    fn record(group_gone: bool, port_freed: bool) -> StopRecord {
+        StopRecord {
+            how: StopHow::Kill,
+            exit: None,
+            took_s: 1.0,
+            port_freed,
+            leftovers_killed: false,
+            group_gone,
+        }
+    }
+
+    #[test]
+    fn a_stop_that_leaves_something_is_a_sentence_naming_it() {
+        assert_eq!(stop_left("a", 41, 8000, &record(true, true)), None);
+        let both = stop_left("a", 41, 8000, &record(false, false)).unwrap_or_default();
+        assert!(
+            both.starts_with("deployment `a` was not stopped cleanly"),
+            "{both}"
+        );
+        assert!(
+            both.contains("kill -KILL -- -41") && both.contains("port 8000"),
+            "{both}"
+        );
+        let port = stop_left("a", 41, 8000, &record(true, false)).unwrap_or_default();
+        assert!(
+            !port.contains("group") && port.contains("port 8000"),
+            "{port}"
+        );
+    }
 }

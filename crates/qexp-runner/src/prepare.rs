@@ -107,12 +107,18 @@ pub(crate) async fn prepare(
 /// The model to ask for: the command line's, the deployment's, the plan's,
 /// or the first the server lists.
 fn model_for(opts: &RunOptions, model: Option<&str>, info: &ServerInfo) -> Option<String> {
+    named_model(opts, model).or_else(|| info.models.first().cloned())
+}
+
+/// The model the run names before asking any server: the command line's
+/// (`--model`), the deployment's, or the plan's. A launched deployment is
+/// started and awaited with it (`{model}`, the readiness check).
+pub(crate) fn named_model(opts: &RunOptions, deployment: Option<&str>) -> Option<String> {
     opts.overrides
         .model
         .clone()
-        .or_else(|| model.map(str::to_string))
+        .or_else(|| deployment.map(str::to_string))
         .or_else(|| opts.plan.file.target.model.clone())
-        .or_else(|| info.models.first().cloned())
 }
 
 /// Filler text long enough for the longest prompt of any point, or of the

@@ -135,6 +135,108 @@ async fn server_listing_another_model_is_not_ready() {
     .await;
 }
 
+/// A server that asks for an API key: the polls send the run's key, and
+/// without one the launch fails at the first 401 with a sentence saying
+/// what to set, not after the whole ready timeout.
+#[tokio::test]
+async fn a_server_that_asks_for_a_key_gets_it_or_is_refused_at_once() {
+    bounded(async {
+        let dir = tempdir();
+        let mut spec = spec(fake_server("m", 0.0, None), "m");
+        spec.env.insert("FAKE_KEY".to_owned(), "sekret".to_owned());
+        spec.ready_timeout = Duration::from_secs(15);
+        let began = std::time::Instant::now();
+        match launch(&spec, &start(dir.path(), "no-key")).await {
+            Err(
+                e @ LaunchError::Unauthorized {
+                    key_sent: false, ..
+                },
+            ) => {
+                assert!(e.to_string().contains("api_key_env"), "{e}");
+            }
+            Err(e) => panic!("expected Unauthorized, got {e}"),
+            Ok(_) => panic!("expected Unauthorized, got a ready server"),
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "waited out the timeout"
+        );
+        spec.api_key = Some(qexp_deploy::ApiKey("sekret".to_owned()));
+        assert!(!format!("{:?}", spec.api_key).contains("sekret"));
+        let server = match launch(&spec, &start(dir.path(), "key")).await {
+            Ok(server) => server,
+            Err(e) => panic!("launch with the key failed: {e}"),
+        };
+        let stopped = server.stop().await;
+        assert!(stopped.port_freed && stopped.group_gone, "{stopped:?}");
+    })
+    .await;
+}
+
+/// The key reaches the server through `{api_key}` and is never shown:
+/// not in the recorded argv or environment, not in the log lines an error
+/// quotes; a command that asks for it in a run without a key is refused
+/// before anything starts.
+#[tokio::test]
+async fn the_api_key_placeholder_reaches_the_server_and_nothing_shows_it() {
+    const KEY: &str = "sekret-4a7f";
+    bounded(async {
+        let dir = tempdir();
+        let mut command = fake_server("m", 0.0, Some("GIVEN"));
+        command.push("--api-key={api_key}".to_owned());
+        let mut spec = spec(command, "m");
+        spec.env.insert("GIVEN".to_owned(), "{api_key}".to_owned());
+        spec.env
+            .insert("FAKE_KEY".to_owned(), "{api_key}".to_owned());
+
+        match launch(&spec, &start(dir.path(), "no-key")).await {
+            Err(e @ LaunchError::NoApiKey { .. }) => {
+                assert!(e.to_string().contains("api_key_env"), "{e}");
+            }
+            Err(e) => panic!("expected NoApiKey, got {e}"),
+            Ok(_) => panic!("expected NoApiKey, got a ready server"),
+        }
+
+        spec.api_key = Some(qexp_deploy::ApiKey(KEY.to_owned()));
+        let server = match launch(&spec, &start(dir.path(), "key")).await {
+            Ok(server) => server,
+            Err(e) => panic!("launch with the key failed: {e}"),
+        };
+        let log = std::fs::read_to_string(&server.record().log).unwrap_or_default();
+        assert!(
+            log.contains(&format!("env GIVEN={KEY}")),
+            "the server got the key: {log}"
+        );
+        let record = format!("{:?}", server.record());
+        assert!(!record.contains(KEY), "{record}");
+        assert!(
+            server.record().argv.last() == Some(&format!("--api-key={REDACTED}")),
+            "{record}"
+        );
+        assert_eq!(
+            server.record().env.get("GIVEN").map(String::as_str),
+            Some(REDACTED)
+        );
+        let stopped = server.stop().await;
+        assert!(stopped.port_freed && stopped.group_gone, "{stopped:?}");
+
+        // A server that never lists the model: the error quotes its log,
+        // which printed the key.
+        spec.model = Some("other".to_owned());
+        spec.ready_timeout = Duration::from_secs(2);
+        match launch(&spec, &start(dir.path(), "not-ready")).await {
+            Err(e @ LaunchError::NotReady { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains("env GIVEN="), "the tail is quoted: {text}");
+                assert!(!text.contains(KEY), "{text}");
+            }
+            Err(e) => panic!("expected NotReady, got {e}"),
+            Ok(_) => panic!("expected NotReady, got a ready server"),
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn port_already_serving_is_refused_before_spawning() {
     bounded(async {

@@ -15,7 +15,8 @@ use qexp_deploy::{LaunchSpec, StartRequest};
 ///
 /// It prints its pid, the variable named ECHO_VAR, and `bound <unix time>`
 /// once it listens; `/health` answers 503 for UNREADY_S seconds after the
-/// bind (forever if negative), then 200; `/v1/models` lists MODEL. It has no
+/// bind (forever if negative), then 200; `/v1/models` lists MODEL, only to
+/// a Bearer token equal to `FAKE_KEY` where that variable is set. It has no
 /// braces, so no placeholder can hide in it.
 pub const FAKE_SERVER: &str = r#"
 import http.server, json, os, sys, time
@@ -41,6 +42,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ready = unready >= 0 and time.time() - bound >= unready
             self.answer(200 if ready else 503, b"")
         elif self.path == "/v1/models":
+            key = os.environ.get("FAKE_KEY")
+            if key and self.headers.get("Authorization") != "Bearer " + key:
+                self.answer(401, b"")
+                return
             listing = dict(object="list", data=[dict(id=model, object="model")])
             self.answer(200, json.dumps(listing).encode())
         else:

@@ -152,7 +152,11 @@ fn mistakes_are_located() {
         ),
         (
             with("[[deployment]]\nname = \"a\"\ncommand = [\"x\"]\nready_timeout_s = 0\n"),
-            "experiments/d.toml:21:19: `deployment[0].ready_timeout_s`: must be a positive number of seconds",
+            "experiments/d.toml:21:19: `deployment[0].ready_timeout_s`: must be a positive number of seconds, at most a week",
+        ),
+        (
+            with("[[deployment]]\nname = \"a\"\ncommand = [\"x\"]\nstop_grace_s = 1e20\n"),
+            "experiments/d.toml:21:16: `deployment[0].stop_grace_s`: must be a number of seconds, 0 or more, at most a week",
         ),
         (
             with("[[deployment]]\nname = \"a\"\ncommand = [\"x\"]\nreadiness = \"/h\"\n"),

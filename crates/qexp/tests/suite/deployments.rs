@@ -579,3 +579,118 @@ stop_grace_s = 3
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(gone, "the server's group {pgid} outlived qexp");
 }
+
+/// A server that dies while it is measured (here its simulator is KILLed,
+/// as the kernel's OOM killer would) is seen at the end of its cell: the
+/// run records it as the deployment's failure with its exit status and log,
+/// skips its later blocks, exits 1 with a sentence naming it, and leaves
+/// nothing behind.
+#[test]
+fn a_server_that_dies_while_measured_is_recorded_and_not_used_again() {
+    let _s = serial();
+    let dir = Dir::new();
+    let pid_file = dir.tmp.path().join("sim.pid");
+    let deployments = format!(
+        r#"
+[[deployment]]
+name = "dies"
+command = ["sh", "-c", "echo serving; {QEXP} sim --profile exact --port {{port}} --model {{model}} & echo $! > {pid}; wait $!"]
+ready_timeout_s = 30
+stop_grace_s = 3
+"#,
+        pid = pid_file.display(),
+    );
+    let p = dir.write(
+        &plan("dies", &deployments)
+            .requests(400)
+            .warmup(0)
+            .trials(2)
+            .seed(1),
+    );
+    let results = dir.results();
+    let child = qexp(&[
+        "run",
+        p.to_str().unwrap(),
+        "--out",
+        results.to_str().unwrap(),
+        "--no-report",
+    ])
+    .spawn()
+    .unwrap();
+    let start = Instant::now();
+    let measuring = || {
+        std::fs::read_dir(results.join("dies"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_dir(run.path().join("journal"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+            })
+    };
+    while !measuring() {
+        assert!(start.elapsed() < Duration::from_secs(60), "never measured");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(killed, "kill -KILL {pid}");
+    let out = wait(child, 120);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let closing = stderr.rsplit("\n\n").next().unwrap_or_default();
+    assert!(
+        closing
+            .lines()
+            .any(|l| l.starts_with("qexp: deployment `dies` exited during block 1")),
+        "{stderr}"
+    );
+    let m = qexp_store::read_manifest(&dir.the_run("dies")).unwrap();
+    let d = &m.deployments[0];
+    assert_eq!(d.starts.len(), 1, "block 2 was not started: {:?}", d.starts);
+    assert_eq!(d.failures.len(), 1, "{:?}", d.failures);
+    let f = &d.failures[0];
+    assert_eq!(f.block, 1);
+    assert!(f.message.contains("exited on its own"), "{f:?}");
+    assert!(f.message.contains("137"), "{f:?}");
+    assert!(
+        f.log_tail.as_deref().unwrap_or("").contains("serving"),
+        "{f:?}"
+    );
+    nothing_left(&m);
+}
+
+/// `--model` names the model for the servers qexp starts too: `{model}` in
+/// their command and the model their readiness check expects, as for the
+/// requests.
+#[test]
+fn model_on_the_command_line_is_the_one_a_deployment_is_started_with() {
+    let _s = serial();
+    let dir = Dir::new();
+    let p = dir.write(
+        &plan("override", &sim_deployment("a", "exact"))
+            .requests(2)
+            .warmup(0)
+            .trials(1)
+            .seed(1),
+    );
+    let out = dir.run(&p, &["--model", "other"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m = qexp_store::read_manifest(&dir.the_run("override")).unwrap();
+    let d = &m.deployments[0];
+    let launch = d.starts[0].launch.as_ref().expect("launched");
+    assert!(
+        launch.argv.windows(2).any(|w| w == ["--model", "other"]),
+        "{:?}",
+        launch.argv
+    );
+    assert_eq!(d.model.as_deref(), Some("other"));
+    nothing_left(&m);
+}
