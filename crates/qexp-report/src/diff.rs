@@ -13,7 +13,7 @@ pub use render::{render_diff, write_diff, DiffFormat, DiffTemplates};
 use crate::format::{num, spread};
 use crate::labels;
 use qexp_analysis::diff::{
-    KeyRow, MetricDiff, MinChangeSource, RunSide, Scale, Untested, Verdict, NEEDED_POWER,
+    KeyRow, MetricDiff, MinChangeSource, RunSide, Scale, Side, Untested, Verdict, NEEDED_POWER,
 };
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Axis, DiffMetric, RunDiff};
@@ -118,9 +118,9 @@ pub struct RowView {
     pub p_holm: String,
     /// Holm-adjusted equivalence (TOST) p-value, or `–`.
     pub p_equivalent: String,
-    /// `better`, `worse`, `=`, `~` or `–`.
+    /// `better`, `worse`, `=`, `~`, `–`, or `lost` (B has no value: every request failed).
     pub verdict: String,
-    /// `better`, `worse`, `equivalent`, `same` or `untested`: for styling.
+    /// `better`, `worse` (also `lost`), `equivalent`, `same` or `untested`: for styling.
     pub class: String,
     /// For a `~`: trials per side that would likely decide (`12`, `>1000`), else empty.
     pub needed: String,
@@ -239,7 +239,8 @@ fn cell(metric: DiffMetric, s: &Option<Summary>) -> String {
     }
 }
 
-fn row(point: &str, first: bool, m: &MetricDiff) -> RowView {
+/// One comparison's row; `lost` is the run that lost the point (every request failed), if one did.
+fn row(point: &str, first: bool, m: &MetricDiff, lost: Option<Side>) -> RowView {
     let (p, p_holm) = match (&m.test, &m.untested) {
         (Some(t), _) => (p_value(t.p), p_value(t.p_holm)),
         (None, Some(Untested::AllEqual)) => ("all equal".into(), "–".into()),
@@ -251,6 +252,8 @@ fn row(point: &str, first: bool, m: &MetricDiff) -> RowView {
         Scale::Ratio => m.ratio.map(ratio),
         Scale::Difference => m.difference.map(difference),
     };
+    // A metric B has no value of because B lost the point: the loss is its verdict.
+    let lost_here = lost == Some(Side::B) && m.untested == Some(Untested::NoData(Side::B));
     RowView {
         point: point.into(),
         first,
@@ -266,8 +269,13 @@ fn row(point: &str, first: bool, m: &MetricDiff) -> RowView {
             .test
             .and_then(|t| t.p_equivalent_holm)
             .map_or("–".into(), p_value),
-        verdict: m.verdict.symbol().into(),
+        verdict: if lost_here {
+            "lost".into()
+        } else {
+            m.verdict.symbol().into()
+        },
         class: match m.verdict {
+            _ if lost_here => "worse",
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::Equivalent => "equivalent",
@@ -313,7 +321,7 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
     let mut rows = Vec::new();
     for (pair, name) in d.pairs.iter().zip(&names) {
         for (k, m) in pair.metrics.iter().enumerate() {
-            rows.push(row(name, k == 0, m));
+            rows.push(row(name, k == 0, m, pair.lost));
         }
     }
     let alpha = format!("{}", d.alpha);
@@ -321,7 +329,15 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
     let min_change = format!("{}%", d.min_change * 100.0);
     let t = &d.tally;
     let summary = format!(
-        "{} better, {} worse, {} =, {} ~{} — {} and {} over {} × {}, Holm-corrected at α = {alpha}; changes under {min_change} are never better or worse.",
+        "{}{} better, {} worse, {} =, {} ~{} — {} and {} over {} × {}, Holm-corrected at α = {alpha}; changes under {min_change} are never better or worse.",
+        if t.lost > 0 {
+            format!(
+                "{} lost by B (every request failed), ",
+                plural(t.lost, "point", "points")
+            )
+        } else {
+            String::new()
+        },
         t.better,
         t.worse,
         t.equivalent,
@@ -408,6 +424,11 @@ fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String>
              better/worse when the change is at least {min_change}, `=` when it is smaller (at α divided by the number of tests, a safe bound for Holm).",
             NEEDED_POWER * 100.0
         ));
+    }
+    if d.tally.lost > 0 {
+        notes.push(
+            "\"lost\": every request run B measured at the point failed, where run A has data, so B has no value to compare; each such point counts as a regression (--fail-on-regression fails).".into(),
+        );
     }
     if comparisons().any(|m| matches!(m.untested, Some(Untested::OneTrial(_)))) {
         notes.push(

@@ -226,7 +226,7 @@ fn write_files(args: &DiffArgs, d: &RunDiff) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Names each significant regression on stderr, for `--fail-on-regression`.
+/// Names each significant regression and each point B lost on stderr, for `--fail-on-regression`.
 fn report_regressions(d: &RunDiff) {
     let worse: Vec<String> = d
         .pairs
@@ -235,11 +235,27 @@ fn report_regressions(d: &RunDiff) {
         .filter(|(_, m)| m.verdict == qexp_analysis::diff::Verdict::Worse)
         .map(|(p, m)| format!("{} at {}", m.metric.key(), p.point_a.label()))
         .collect();
-    eprintln!(
-        "qexp diff: {} significant regression{} of at least {}% (--fail-on-regression): {}",
-        d.tally.worse,
-        if d.tally.worse == 1 { "" } else { "s" },
-        d.min_change * 100.0,
-        worse.join(", ")
-    );
+    if d.tally.worse > 0 {
+        eprintln!(
+            "qexp diff: {} significant regression{} of at least {}% (--fail-on-regression): {}",
+            d.tally.worse,
+            if d.tally.worse == 1 { "" } else { "s" },
+            d.min_change * 100.0,
+            worse.join(", ")
+        );
+    }
+    let lost: Vec<String> = d
+        .pairs
+        .iter()
+        .filter(|p| p.lost == Some(qexp_analysis::diff::Side::B))
+        .map(|p| p.point_a.label())
+        .collect();
+    if !lost.is_empty() {
+        eprintln!(
+            "qexp diff: run B lost {} point{} where every request failed (--fail-on-regression): {}",
+            lost.len(),
+            if lost.len() == 1 { "" } else { "s" },
+            lost.join(", ")
+        );
+    }
 }

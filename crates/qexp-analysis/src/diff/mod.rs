@@ -78,10 +78,12 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         .collect();
     let families = compare::adjust(&mut all, opts.alpha);
     let unpaired = unpaired_points(a, b, &only_a, &only_b, &mut warnings);
+    warnings.extend(lost_points(a, b, &pairs_idx, &pairs));
 
-    let comparisons = || pairs.iter().flat_map(|p| p.metrics.iter());
-    let tally = Tally::of(comparisons());
-    let all_equal = comparisons()
+    let tally = Tally::of(&pairs);
+    let all_equal = pairs
+        .iter()
+        .flat_map(|p| p.metrics.iter())
         .filter(|d| d.untested == Some(Untested::AllEqual))
         .count();
 
@@ -172,7 +174,50 @@ fn compare_pairs(
                 point_a: pa.point.clone(),
                 point_b: pb.point.clone(),
                 metrics,
+                lost: lost_by(pa, pb),
             }
+        })
+        .collect()
+}
+
+/// The run that lost a paired point: it measured requests there and every
+/// one failed, while the other run has successful ones. A run that measured
+/// nothing there (it stopped first) lost nothing: the diff compares only
+/// what it finished.
+fn lost_by(a: &crate::PointSummary, b: &crate::PointSummary) -> Option<Side> {
+    let lost = |p: &crate::PointSummary| p.requests > 0 && p.failures >= p.requests;
+    let has_data = |p: &crate::PointSummary| p.failures < p.requests;
+    if lost(b) && has_data(a) {
+        Some(Side::B)
+    } else if lost(a) && has_data(b) {
+        Some(Side::A)
+    } else {
+        None
+    }
+}
+
+/// A warning for each paired point a run lost, in pair order.
+fn lost_points(
+    a: &RunAnalysis,
+    b: &RunAnalysis,
+    pairs_idx: &[(usize, usize)],
+    pairs: &[PairDiff],
+) -> Vec<DiffWarning> {
+    pairs_idx
+        .iter()
+        .zip(pairs)
+        .filter_map(|(&(i, j), pair)| {
+            let side = pair.lost?;
+            let p = match side {
+                Side::A => &a.points[i],
+                Side::B => &b.points[j],
+            };
+            Some(DiffWarning::Lost {
+                side,
+                point: p.point.label(),
+                failures: p.failures,
+                requests: p.requests,
+            })
         })
         .collect()
 }
@@ -231,7 +276,7 @@ pub fn adjust_jointly(diffs: &mut [RunDiff], alpha: f64) {
     for d in diffs.iter_mut() {
         d.tests = families.tests;
         d.equivalence_tests = families.equivalence_tests;
-        d.tally = Tally::of(d.pairs.iter().flat_map(|p| p.metrics.iter()));
+        d.tally = Tally::of(&d.pairs);
     }
 }
 

@@ -103,6 +103,10 @@ pub struct PairDiff {
     pub point_b: Point,
     /// One comparison per metric, in the diff's metric order.
     pub metrics: Vec<MetricDiff>,
+    /// The run that lost the point: every request it measured there failed,
+    /// while the other run has successful requests. Lost by B, it is a
+    /// regression (counted in [`Tally::lost`]).
+    pub lost: Option<Side>,
 }
 
 /// A point without a partner.
@@ -142,6 +146,9 @@ pub struct Tally {
     pub no_change: usize,
     /// Not tested for lack of data.
     pub not_tested: usize,
+    /// Paired points run B lost: every request it measured there failed,
+    /// where run A has data. Each is a regression.
+    pub lost: usize,
 }
 
 /// The whole comparison of run B against run A.
@@ -186,16 +193,21 @@ pub struct RunDiff {
 }
 
 impl Tally {
-    /// Counts the verdicts of these comparisons.
-    pub(super) fn of<'a>(comparisons: impl Iterator<Item = &'a MetricDiff>) -> Tally {
+    /// Counts the verdicts of these pairs' comparisons and the points B lost.
+    pub(super) fn of(pairs: &[PairDiff]) -> Tally {
         let mut tally = Tally::default();
-        for d in comparisons {
-            match d.verdict {
-                Verdict::Better => tally.better += 1,
-                Verdict::Worse => tally.worse += 1,
-                Verdict::Equivalent => tally.equivalent += 1,
-                Verdict::NoChange => tally.no_change += 1,
-                Verdict::NotTested => tally.not_tested += 1,
+        for p in pairs {
+            for d in &p.metrics {
+                match d.verdict {
+                    Verdict::Better => tally.better += 1,
+                    Verdict::Worse => tally.worse += 1,
+                    Verdict::Equivalent => tally.equivalent += 1,
+                    Verdict::NoChange => tally.no_change += 1,
+                    Verdict::NotTested => tally.not_tested += 1,
+                }
+            }
+            if p.lost == Some(Side::B) {
+                tally.lost += 1;
             }
         }
         tally
@@ -203,8 +215,9 @@ impl Tally {
 }
 
 impl RunDiff {
-    /// True when some comparison is a significant regression.
+    /// True when some comparison is a significant regression, or run B
+    /// lost a point (every request failed) where run A has data.
     pub fn has_regression(&self) -> bool {
-        self.tally.worse > 0
+        self.tally.worse > 0 || self.tally.lost > 0
     }
 }

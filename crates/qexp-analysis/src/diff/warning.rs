@@ -50,6 +50,18 @@ pub enum DiffWarning {
         /// Run B's.
         b: Option<ClientTiming>,
     },
+    /// A paired point where every request one run measured failed, while
+    /// the other run has successful requests: lost by B, a regression.
+    Lost {
+        /// The run that lost it.
+        side: Side,
+        /// The point's label.
+        point: String,
+        /// Its failed requests, all trials.
+        failures: u64,
+        /// Its measured requests, all trials.
+        requests: u64,
+    },
     /// Points that have no partner in the other run.
     Unpaired {
         /// The run that has them.
@@ -82,6 +94,12 @@ impl std::fmt::Display for DiffWarning {
                 points,
             } => run_flags(f, *side, *count, kinds, points),
             DiffWarning::ClientTiming { a, b } => client_timing(f, *a, *b),
+            DiffWarning::Lost {
+                side,
+                point,
+                failures,
+                requests,
+            } => lost(f, *side, point, *failures, *requests),
             DiffWarning::Unpaired { side, count } => unpaired(f, *side, *count),
         }
     }
@@ -150,6 +168,27 @@ fn client_timing(
     )
 }
 
+fn lost(
+    f: &mut std::fmt::Formatter<'_>,
+    side: Side,
+    point: &str,
+    failures: u64,
+    requests: u64,
+) -> std::fmt::Result {
+    write!(
+        f,
+        "run {side} failed {failures} of {requests} requests at {point}, where the other run has data: "
+    )?;
+    match side {
+        Side::B => f.write_str(
+            "B lost the point, which counts as a regression (--fail-on-regression fails); `qexp report` on run B lists the errors",
+        ),
+        Side::A => f.write_str(
+            "B's numbers there have no baseline to compare with; `qexp report` on run A lists the errors",
+        ),
+    }
+}
+
 fn unpaired(f: &mut std::fmt::Formatter<'_>, side: Side, count: usize) -> std::fmt::Result {
     write!(
         f,
@@ -209,6 +248,14 @@ mod tests {
         assert_eq!(
             says(DiffWarning::Unpaired { side: Side::B, count: 2 }),
             "2 points of run B have no partner with the same parameters in the other run and are not compared (listed below)"
+        );
+        assert_eq!(
+            says(DiffWarning::Lost { side: Side::B, point: "c=16 in=1000 out=500".into(), failures: 320, requests: 320 }),
+            "run B failed 320 of 320 requests at c=16 in=1000 out=500, where the other run has data: B lost the point, which counts as a regression (--fail-on-regression fails); `qexp report` on run B lists the errors"
+        );
+        assert_eq!(
+            says(DiffWarning::Lost { side: Side::A, point: "c=1 in=1000 out=500".into(), failures: 8, requests: 8 }),
+            "run A failed 8 of 8 requests at c=1 in=1000 out=500, where the other run has data: B's numbers there have no baseline to compare with; `qexp report` on run A lists the errors"
         );
         let flags = |count| DiffWarning::RunFlags {
             side: Side::A,

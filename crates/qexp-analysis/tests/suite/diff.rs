@@ -335,3 +335,52 @@ fn runs_timed_by_different_clients_are_said_to_be() {
         "{text}"
     );
 }
+
+/// `r` again with every request at concurrency `c` failed in every trial:
+/// its trials there have failures and no values, as when a server times
+/// out on every request of a point.
+fn fail_every_request_at(r: &RunAnalysis, c: u32) -> RunAnalysis {
+    let points = r
+        .points
+        .iter()
+        .map(|p| {
+            if p.point.concurrency != c {
+                return p.clone();
+            }
+            let trials = p
+                .trials
+                .iter()
+                .map(|t| TrialMetrics {
+                    requests: t.requests,
+                    failures: t.requests,
+                    ..TrialMetrics::without_requests(t.trial, t.point_id)
+                })
+                .collect();
+            PointSummary::new(p.point.clone(), trials)
+        })
+        .collect();
+    RunAnalysis::new(
+        r.dir.clone(),
+        r.manifest.clone(),
+        points,
+        Vec::new(),
+        Vec::new(),
+        None,
+    )
+}
+
+#[test]
+fn a_point_where_b_failed_every_request_is_lost_and_a_regression() {
+    let a = run("a", &[1, 4, 16], 5, 1.0, &mut uniform(1, 0.02), &WORKLOAD);
+    let b = run("b", &[1, 4, 16], 5, 1.0, &mut uniform(2, 0.02), &WORKLOAD);
+    let b = fail_every_request_at(&b, 16);
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    assert!(d.has_regression(), "{:?}", d.tally);
+    let warned: Vec<String> = d.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.contains("run B") && w.contains("c=16") && w.contains("320 of 320")),
+        "{warned:?}"
+    );
+}

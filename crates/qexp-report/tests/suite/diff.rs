@@ -251,3 +251,66 @@ fn user_templates_override_with_fallback() {
     assert!(file(&files, "diff.md").starts_with(&format!("{} better", d.tally.better)));
     assert!(file(&files, "diff.html").starts_with("<!DOCTYPE html>"));
 }
+
+/// B's every request at c=16 failed: its rows there say `lost` (styled as
+/// worse), the summary and a note count the point, and a warning names it.
+#[test]
+fn a_point_b_lost_reads_as_lost_everywhere() {
+    let a = run(
+        "20261130T101500Z-1a2b3c",
+        "fast",
+        points(&[1, 4, 16], 5, |_| (1.0, 1.0), 1),
+        5,
+    );
+    let mut b_points = points(&[1, 4, 16], 5, |_| (1.0, 1.0), 2);
+    let lost = b_points.pop().expect("c=16");
+    let trials = lost
+        .trials
+        .iter()
+        .map(|t| TrialMetrics {
+            requests: t.requests,
+            failures: t.requests,
+            ..TrialMetrics::without_requests(t.trial, t.point_id)
+        })
+        .collect();
+    b_points.push(PointSummary::new(lost.point.clone(), trials));
+    let b = run("20261130T102000Z-4d5e6f", "fast", b_points, 5);
+    let d = diff(&a, &b, &DiffOptions::default()).expect("comparable");
+    assert!(d.has_regression());
+    let ctx = diff_context(&d);
+    let at_16: Vec<_> = ctx.rows.iter().filter(|r| r.point == "c=16").collect();
+    let lost: Vec<&str> = at_16
+        .iter()
+        .filter(|r| r.verdict == "lost")
+        .map(|r| r.metric_key.as_str())
+        .collect();
+    assert_eq!(
+        lost,
+        ["agg_tok_s", "decode_tok_s", "ttft_s", "e2e_s", "itl_p99_s"]
+    );
+    assert!(at_16
+        .iter()
+        .filter(|r| r.verdict == "lost")
+        .all(|r| r.class == "worse" && r.b == "no data"));
+    assert!(ctx
+        .rows
+        .iter()
+        .filter(|r| r.point != "c=16")
+        .all(|r| r.verdict != "lost"));
+    assert!(
+        ctx.summary
+            .starts_with("1 point lost by B (every request failed), "),
+        "{}",
+        ctx.summary
+    );
+    assert!(ctx.notes.iter().any(|n| n.starts_with("\"lost\":")));
+    assert!(
+        ctx.warnings
+            .iter()
+            .any(|w| w.contains("run B failed 160 of 160 requests at c=16")),
+        "{:?}",
+        ctx.warnings
+    );
+    let text = render_term(&ctx, false);
+    assert!(text.contains("lost"), "{text}");
+}
