@@ -53,12 +53,11 @@ impl RunAnalysis {
         };
         // The schedule's flags need `run.schedule`, so they run on the whole value.
         run.flags = anomaly::detect(&run, &run.thresholds);
-        // The comparison's verdicts use the plan's threshold; a plan that
-        // validated cannot give a bad one, so an error leaves it out.
+        // The comparison's verdicts use the plan's threshold, which the plan's
+        // validation holds to what the diff accepts; a deployment the diff
+        // still refuses is left out with a warning that the report shows.
         run.deployments =
-            crate::deployments::compare_deployments(&run, &crate::DiffOptions::default())
-                .ok()
-                .flatten();
+            crate::deployments::compare_deployments(&run, &crate::DiffOptions::default());
         run
     }
 }

@@ -113,6 +113,26 @@ pub(crate) fn key_at(text: &str, offset: usize) -> Option<String> {
     }
 }
 
+/// The span of the value the text sets at a dotted key (`analysis.min_change`),
+/// when it sets one: how a check of a value deserialised without its span
+/// still points at it.
+pub(crate) fn value_span(text: &str, key: &str) -> Option<Range<usize>> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let mut table = doc.get_ref();
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let (_, value) = table.iter().find(|(k, _)| k.get_ref() == part)?;
+        if parts.peek().is_none() {
+            return Some(value.span());
+        }
+        match value.get_ref() {
+            toml::de::DeValue::Table(t) => table = t,
+            _ => return None,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +143,16 @@ mod tests {
         assert_eq!(line_col(t, 0), (1, 1));
         assert_eq!(line_col(t, 6), (2, 1));
         assert_eq!(line_col(t, 11), (2, 6));
+    }
+
+    #[test]
+    fn value_span_finds_the_value_of_a_dotted_key() {
+        let t = "[run]\ntrials = 0\n[analysis]\nmin_change = 0\n";
+        assert_eq!(value_span(t, "analysis.min_change"), Some(41..42));
+        assert_eq!(value_span(t, "run.trials"), Some(15..16));
+        assert_eq!(value_span(t, "analysis.knee_gain"), None);
+        assert_eq!(value_span(t, "run.trials.x"), None);
+        assert_eq!(value_span("a = [", "a"), None);
     }
 
     #[test]

@@ -64,8 +64,14 @@ impl Plan {
     pub fn parse(path: &Path, text: &str) -> Result<Plan, PlanError> {
         let mut file: PlanFile =
             toml::from_str(text).map_err(|e| PlanError::from_toml(path, text, &e))?;
-        file.validate()
-            .map_err(|(span, key, message)| PlanError::at(path, text, span, key, message))?;
+        file.validate().map_err(|(span, key, message)| {
+            // A check of a plain (unspanned) value points at where the text sets it.
+            let span = match &key {
+                Some(k) if span.is_empty() => error::value_span(text, k).unwrap_or(span),
+                _ => span,
+            };
+            PlanError::at(path, text, span, key, message)
+        })?;
         if let Some(spec) = &file.load.trace {
             let at = |message: String| {
                 PlanError::at(

@@ -636,11 +636,13 @@ impl PlanFile {
                 "must be a positive fraction, e.g. 0.05",
             );
         }
-        if !(0.0..1.0).contains(&a.min_change) {
+        // `qexp diff` divides changes into better/worse and `=` at this
+        // threshold and refuses 0 (every change would count) and 1 or more.
+        if !(a.min_change > 0.0 && a.min_change < 1.0) {
             return invalid(
                 0..0,
                 "analysis.min_change",
-                "expected a fraction from 0 to below 1, e.g. 0.02",
+                "must be a fraction more than 0 and below 1, e.g. 0.02 for 2%",
             );
         }
         if !(a.send_lag_s >= 0.0 && a.send_lag_s.is_finite()) {

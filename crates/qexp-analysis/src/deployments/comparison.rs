@@ -25,6 +25,15 @@ pub enum DeploymentWarning {
         /// The deployment.
         deployment: String,
     },
+    /// The diff refused to compare a deployment with the baseline.
+    NotCompared {
+        /// The deployment.
+        deployment: String,
+        /// The baseline it was to be compared with.
+        baseline: String,
+        /// The diff's refusal, as a sentence.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for DeploymentWarning {
@@ -49,6 +58,15 @@ impl std::fmt::Display for DeploymentWarning {
             DeploymentWarning::Unmeasured { deployment } => write!(
                 f,
                 "Deployment `{deployment}` has no measured point; it is left out of the comparison."
+            ),
+            DeploymentWarning::NotCompared {
+                deployment,
+                baseline,
+                reason,
+            } => write!(
+                f,
+                "Deployment `{deployment}` is left out of the comparison: {reason}. \
+                 `qexp diff RUN#{baseline} RUN#{deployment}` compares the two with the options you give it."
             ),
         }
     }

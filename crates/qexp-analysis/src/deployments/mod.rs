@@ -10,7 +10,7 @@ pub(crate) mod comparison;
 
 pub use comparison::{DeploymentComparison, DeploymentSummary, DeploymentWarning};
 
-use crate::diff::{adjust_jointly, diff, DiffError, DiffOptions};
+use crate::diff::{adjust_jointly, diff, DiffOptions};
 use crate::run::RunAnalysis;
 use qexp_plan::Order;
 use std::collections::BTreeSet;
@@ -82,14 +82,12 @@ impl RunAnalysis {
 }
 
 /// Compares every deployment of `run` with its baseline; None for a run
-/// without deployments (or with fewer than two that were measured).
-pub fn compare_deployments(
-    run: &RunAnalysis,
-    opts: &DiffOptions,
-) -> Result<Option<DeploymentComparison>, DiffError> {
+/// without deployments. A deployment the diff refuses to compare (bad
+/// options) is left out with a [`DeploymentWarning::NotCompared`] that says why.
+pub fn compare_deployments(run: &RunAnalysis, opts: &DiffOptions) -> Option<DeploymentComparison> {
     let names = run.deployment_names();
     if names.is_empty() {
-        return Ok(None);
+        return None;
     }
     let baseline = run
         .manifest
@@ -138,7 +136,14 @@ pub fn compare_deployments(
     if let Some(base) = base {
         for (name, view) in &views {
             match view.as_ref().filter(|v| measured(v)) {
-                Some(v) if *name != baseline => diffs.push(diff(base, v, &paired)?),
+                Some(v) if *name != baseline => match diff(base, v, &paired) {
+                    Ok(d) => diffs.push(d),
+                    Err(e) => warnings.push(DeploymentWarning::NotCompared {
+                        deployment: name.clone(),
+                        baseline: baseline.clone(),
+                        reason: e.to_string(),
+                    }),
+                },
                 _ => {}
             }
         }
@@ -148,13 +153,13 @@ pub fn compare_deployments(
         .iter()
         .map(|n| summary(run, n, *n == baseline))
         .collect();
-    Ok(Some(DeploymentComparison {
+    Some(DeploymentComparison {
         baseline,
         order,
         deployments,
         diffs,
         warnings,
-    }))
+    })
 }
 
 fn summary(run: &RunAnalysis, name: &str, baseline: bool) -> DeploymentSummary {

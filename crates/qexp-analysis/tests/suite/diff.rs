@@ -5,13 +5,15 @@
 //! better/worse, and is `=` when certain; the threshold comes from the plan
 //! or the option; differing workloads are refused by key unless ignored.
 
+use qexp_analysis::anomaly::ThresholdSource;
 use qexp_analysis::diff::{DiffWarning, MinChangeSource, Side, Untested, Verdict};
 use qexp_analysis::stats::Rng;
 use qexp_analysis::{
-    diff, DiffError, DiffMetric, DiffOptions, PointSummary, RunAnalysis, TrialMetrics,
+    compare_deployments, diff, DiffError, DiffMetric, DiffOptions, PointSummary, RunAnalysis,
+    TrialMetrics,
 };
 use qexp_plan::Point;
-use qexp_testkit::ManifestFixture;
+use qexp_testkit::{ManifestFixture, PlanFixture};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -382,5 +384,76 @@ fn a_point_where_b_failed_every_request_is_lost_and_a_regression() {
             .iter()
             .any(|w| w.contains("run B") && w.contains("c=16") && w.contains("320 of 320")),
         "{warned:?}"
+    );
+}
+
+/// `a` and `b` as the deployments `base` and `new` of one run whose
+/// recorded plan is `plan_text`, trial n of each being block n.
+fn deployments_run(a: &RunAnalysis, b: &RunAnalysis, plan_text: &str) -> RunAnalysis {
+    let mut points: Vec<PointSummary> = Vec::new();
+    for (name, r) in [("base", a), ("new", b)] {
+        for p in &r.points {
+            let mut point = p.point.clone();
+            point.id = points.len() as u32;
+            point.deployment = Some(name.into());
+            let trials = p
+                .trials
+                .iter()
+                .map(|t| TrialMetrics {
+                    point_id: point.id,
+                    ..t.clone()
+                })
+                .collect();
+            points.push(PointSummary::new(point, trials));
+        }
+    }
+    let pts: Vec<&Point> = points.iter().map(|p| &p.point).collect();
+    let manifest = ManifestFixture::new("synthetic", &[], a.manifest.trials)
+        .with("run_id", "d")
+        .with("plan_path", "synthetic.toml")
+        .with("plan_text", plan_text)
+        .with("points", pts)
+        .with("point_order", Vec::<Vec<u32>>::new())
+        .with("status", "complete")
+        .build();
+    RunAnalysis::new("d".into(), manifest, points, Vec::new(), Vec::new(), None)
+}
+
+#[test]
+fn a_run_whose_plan_says_min_change_0_still_compares_its_deployments() {
+    let a = run("a", &[1, 4], 5, 1.0, &mut uniform(1, 0.02), &WORKLOAD);
+    let b = run("b", &[1, 4], 5, 1.10, &mut uniform(2, 0.02), &WORKLOAD);
+    // A plan that an older qexp accepted, but that `qexp diff` refuses.
+    let plan = PlanFixture::new("synthetic")
+        .target("sim:x")
+        .concurrency(&[1, 4])
+        .set("analysis.min_change", 0.0)
+        .toml();
+    let r = deployments_run(&a, &b, &plan);
+    match &r.threshold_source {
+        ThresholdSource::Defaults { reason } => {
+            assert!(reason.contains("more than 0"), "{reason}");
+        }
+        ThresholdSource::Plan => panic!("min_change = 0 validated"),
+    }
+    let c = r
+        .deployments
+        .as_ref()
+        .expect("the deployments are compared");
+    assert_eq!(c.diffs.len(), 1);
+    assert_eq!(c.diffs[0].min_change, 0.02);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    // Options the diff refuses leave the deployment out, and say why.
+    let bad = DiffOptions {
+        alpha: 2.0,
+        ..DiffOptions::default()
+    };
+    let c = compare_deployments(&r, &bad).expect("a run with deployments");
+    assert!(c.diffs.is_empty());
+    let said: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        said.iter()
+            .any(|w| w.contains("`new` is left out") && w.contains("alpha must be")),
+        "{said:?}"
     );
 }

@@ -115,3 +115,16 @@ fn malformed_toml_is_located() {
     let msg = err("[experiment]\nname = \"x\nversion = 1\n");
     assert!(msg.starts_with("experiments/t.toml:2:"), "{msg}");
 }
+
+#[test]
+fn min_change_must_be_above_zero_as_qexp_diff_requires() {
+    for bad in ["0", "0.0", "-0.01", "1.0", "nan"] {
+        let msg = err(&format!("{GOOD}\n[analysis]\nmin_change = {bad}\n"));
+        assert!(
+            msg.contains("analysis.min_change") && msg.contains("more than 0"),
+            "{bad}: {msg}"
+        );
+    }
+    let plan = parse(&format!("{GOOD}\n[analysis]\nmin_change = 0.005\n")).unwrap();
+    assert_eq!(plan.file.analysis.min_change, 0.005);
+}
