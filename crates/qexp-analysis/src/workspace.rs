@@ -42,7 +42,7 @@ pub enum RunLookupError {
     },
 }
 
-/// The newest complete run of `experiment` under `root` (run ids sort by start time).
+/// The newest complete run of `experiment` under `root`, by start ([`find_runs`] order).
 pub fn newest_complete(root: &Path, experiment: &str) -> Result<RunRef, RunLookupError> {
     let runs: Vec<RunRef> = find_runs(root)
         .into_iter()

@@ -3,6 +3,7 @@ use crate::journal::read_journal;
 use crate::layout::{files_of, merged, parse_pair, INCOMPLETE, JOURNAL, PARTS, POINTS, REQUESTS};
 use crate::manifest::{Manifest, MANIFEST_FILE, SCHEMA_VERSION};
 use crate::rows::{points_frame, requests as rq, requests_frame};
+use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ pub struct RunRef {
     pub experiment: String,
     /// The run folder's name.
     pub run_id: String,
+    /// When the run started (its manifest's `started_at`); None when the
+    /// manifest does not read.
+    pub started_at: Option<DateTime<Utc>>,
 }
 
 /// Reads a run's manifest; refuses one written by a newer qexp.
@@ -442,7 +446,10 @@ pub fn scan_points(run: &Path) -> Result<LazyFrame, StoreError> {
     scan(run, POINTS)
 }
 
-/// Every run folder under `root` (`<root>/<experiment>/<run-id>/manifest.json`).
+/// Every run folder under `root` (`<root>/<experiment>/<run-id>/manifest.json`),
+/// by experiment, then oldest first by start (its manifest's `started_at`:
+/// a run id given with `--run-id` says nothing of when the run started),
+/// runs whose manifest does not read before the others.
 pub fn find_runs(root: &Path) -> Vec<RunRef> {
     let mut runs = Vec::new();
     let Ok(exps) = std::fs::read_dir(root) else {
@@ -458,15 +465,30 @@ pub fn find_runs(root: &Path) -> Vec<RunRef> {
                     dir: id.path(),
                     experiment: exp.file_name().to_string_lossy().into_owned(),
                     run_id: id.file_name().to_string_lossy().into_owned(),
+                    started_at: started_at(&id.path()),
                 });
             }
         }
     }
-    runs.sort_by(|a, b| (&a.experiment, &a.run_id).cmp(&(&b.experiment, &b.run_id)));
+    runs.sort_by(|a, b| {
+        (&a.experiment, a.started_at, &a.run_id).cmp(&(&b.experiment, b.started_at, &b.run_id))
+    });
     runs
 }
 
-/// The newest run of each experiment (run ids sort by start time).
+/// A run's start, read from its manifest without the rest of it.
+fn started_at(run: &Path) -> Option<DateTime<Utc>> {
+    #[derive(serde::Deserialize)]
+    struct Start {
+        started_at: DateTime<Utc>,
+    }
+    let text = std::fs::read(run.join(MANIFEST_FILE)).ok()?;
+    serde_json::from_slice::<Start>(&text)
+        .ok()
+        .map(|s| s.started_at)
+}
+
+/// The newest run of each experiment, by start ([`find_runs`] order).
 pub fn latest_runs(root: &Path) -> Vec<RunRef> {
     let mut latest: Vec<RunRef> = Vec::new();
     for run in find_runs(root) {

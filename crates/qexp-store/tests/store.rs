@@ -1,12 +1,13 @@
 //! The results folder on its own: rows written come back, a crashed run
 //! (parts, journal, a last line cut short) reads whole, a run is never
 //! written over, a newer layout is refused, a resumed run ends with exactly
-//! its rows, and a failed write names its file and cause.
+//! its rows, a failed write names its file and cause, and the newest run
+//! is the one that started last.
 
 use polars::prelude::DataFrame;
 use qexp_store::{
-    read_manifest, scan_points, scan_requests, Manifest, PointRow, RequestRow, RunStatus,
-    RunWriter, StoreError,
+    find_runs, latest_runs, read_manifest, scan_points, scan_requests, Manifest, PointRow,
+    RequestRow, RunStatus, RunWriter, StoreError,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -536,4 +537,47 @@ fn a_merge_writes_its_rows_in_order_as_whole_row_groups() {
     std::fs::write(data.join("requests.parquet"), "someone's rows").unwrap();
     assert!(qexp_store::MergeWriter::create(&data).is_err());
     assert!(data.join("requests.parquet").exists());
+}
+
+/// A run of experiment `store` with this id and start, finished with `status`.
+fn finished_run(root: &Path, run_id: &str, started_at: &str, status: RunStatus) -> PathBuf {
+    let mut m = serde_json::to_value(manifest()).expect("a manifest serialises");
+    m["run_id"] = json!(run_id);
+    m["started_at"] = json!(started_at);
+    let m: Manifest = serde_json::from_value(m).expect("the manifest reads");
+    let w = RunWriter::create(root, m).expect("a new run");
+    w.finish(status, None).expect("finished")
+}
+
+/// A run id given with `--run-id` can sort anywhere: the newest run is the
+/// one that started last, whatever its id, and a folder whose manifest
+/// does not read is never the newest.
+#[test]
+fn the_newest_run_is_the_one_that_started_last_whatever_its_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    finished_run(
+        root,
+        "zz-baseline",
+        "2026-01-02T09:00:00Z",
+        RunStatus::Complete,
+    );
+    finished_run(
+        root,
+        "aa-candidate",
+        "2026-01-03T09:00:00Z",
+        RunStatus::Complete,
+    );
+    let broken = root.join("store").join("zzz-broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("manifest.json"), "{").unwrap();
+    let ids: Vec<String> = find_runs(root).into_iter().map(|r| r.run_id).collect();
+    assert_eq!(ids, ["zzz-broken", "zz-baseline", "aa-candidate"]);
+    let latest = latest_runs(root);
+    assert_eq!(latest.len(), 1);
+    assert_eq!(latest[0].run_id, "aa-candidate");
+    assert_eq!(
+        latest[0].started_at.map(|t| t.to_rfc3339()).as_deref(),
+        Some("2026-01-03T09:00:00+00:00")
+    );
 }

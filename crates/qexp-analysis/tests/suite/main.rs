@@ -1,7 +1,8 @@
 //! qexp-analysis's integration tests, as one test binary (one link of
 //! polars): the diff on synthetic runs, its measured error rates, and the
 //! pooled ITL read in batches, the history's step search and its error
-//! rates, SQL over a run's rows, and a run checked against a fitted model.
+//! rates, SQL over a run's rows, a run checked against a fitted model, and
+//! the workspace's choice of a newest run.
 
 mod diff;
 mod diff_power;
@@ -10,3 +11,4 @@ mod history;
 mod itl;
 mod model_check;
 mod query;
+mod workspace;

@@ -197,9 +197,13 @@ fn experiment(
         }
         views.push(view);
     }
-    let mut rows: Vec<RunRow> = runs.iter().map(|r| row(r, reports, &steps_of)).collect();
-    // Newest first: run ids start with their UTC start time.
-    rows.sort_by(|a, b| b.run_id.cmp(&a.run_id));
+    // Newest first, by start: a run id given with --run-id can sort anywhere.
+    let mut newest_first: Vec<&DigestedRun> = runs.to_vec();
+    newest_first.sort_by(|a, b| (b.0.started_at, &b.0.run_id).cmp(&(a.0.started_at, &a.0.run_id)));
+    let rows: Vec<RunRow> = newest_first
+        .iter()
+        .map(|r| row(r, reports, &steps_of))
+        .collect();
     let description = ok
         .iter()
         .max_by_key(|a| a.manifest.started_at)
