@@ -30,7 +30,7 @@
 use super::metric::{DiffMetric, Direction};
 use super::pairing::Side;
 use crate::stats::{
-    holm_adjust, mean_diff, min_attainable_p, paired_diff, permutation_p, sorted_finite,
+    holm_adjust, mean_diff, paired_diff, permutation_floor, permutation_p, sorted_finite,
     trials_needed, trials_to_decide, Summary,
 };
 use serde::Serialize;
@@ -418,7 +418,7 @@ fn undecided(t: &Test, n_a: usize, n_b: usize, alpha: f64, fam: Families) -> Opt
     if t.method == Method::Permutation {
         // Without equivalence, only the exact test's floor can be named.
         let level = alpha / fam.tests.max(1) as f64;
-        return (min_attainable_p(n_a, n_b) > level).then(|| Undecided {
+        return (permutation_floor(n_a, n_b) > level).then(|| Undecided {
             needed: Some(trials_needed(level)).filter(|&n| n != usize::MAX),
             towards_equivalence: false,
         });
@@ -537,6 +537,24 @@ mod tests {
         assert_eq!(d.verdict, Verdict::NoChange);
         let u = d.undecided.unwrap_or_else(|| panic!("undecided"));
         assert_eq!(u.needed, Some(4));
+    }
+
+    #[test]
+    fn unequal_trial_counts_are_not_told_they_can_never_decide() {
+        // 5 vs 3 trials: the permutation floor is 1/C(8, 3) = 1/56 ≈ 0.018,
+        // below the 0.025 each of two tests gets, so no count of trials is
+        // named as needed (2/56 ≈ 0.036 would have claimed one).
+        let mut x = compare(DiffMetric::Failures, &[0.0; 5], &[0.0, 0.0, 1.0], 8, S, 1);
+        let mut y = compare(DiffMetric::Failures, &[0.0; 5], &[0.0, 1.0, 0.0], 8, S, 2);
+        let fam = adjust(&mut [&mut x, &mut y], ALPHA);
+        assert_eq!(fam.tests, 2);
+        assert_eq!(x.verdict, Verdict::NoChange);
+        assert_eq!(x.undecided, None);
+        // Separated, they reach the floor, and it decides.
+        let d = run(DiffMetric::Failures, &[0.0; 5], &[2.0; 3]);
+        let t = d.test.unwrap_or_else(|| panic!("tested"));
+        assert!((t.p - 1.0 / 56.0).abs() < 1e-15, "{t:?}");
+        assert_eq!(d.verdict, Verdict::Worse);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use ci::median_ci;
 pub use holm::holm_adjust;
 pub use mannwhitney::{mann_whitney_u, min_attainable_p, trials_needed, MwResult};
 pub use outliers::{classify, modified_z_scores, tukey_fences, Fences, OutlierKind};
-pub use permutation::permutation_p;
+pub use permutation::{permutation_floor, permutation_p};
 pub use quantile::{median, quantile, quantile_in_place, quantiles_in_place, sorted_finite};
 pub use rng::Rng;
 pub use student::{t_isf, t_sf};

@@ -51,6 +51,24 @@ pub fn permutation_p(a: &[f64], b: &[f64], seed: u64) -> Option<f64> {
     Some((1 + hits) as f64 / (1 + RANDOM_SPLITS) as f64)
 }
 
+/// The smallest p [`permutation_p`] can give with `n_a` and `n_b` finite
+/// values: one over the distinct relabelings, `C(n_a + n_b, n_a)` of them,
+/// halved when the sizes are equal (swapping the groups then gives the same
+/// |difference|, so the observed split always has a mirror); with more than
+/// [`EXACT_SPLITS`] splits, the sampled test's `1 / (1 + RANDOM_SPLITS)`.
+/// 1 when a side is empty.
+pub fn permutation_floor(n_a: usize, n_b: usize) -> f64 {
+    if n_a == 0 || n_b == 0 {
+        return 1.0;
+    }
+    let splits = choose(n_a + n_b, n_a);
+    if splits > EXACT_SPLITS {
+        return 1.0 / (1 + RANDOM_SPLITS) as f64;
+    }
+    let distinct = if n_a == n_b { splits / 2.0 } else { splits };
+    (1.0 / distinct.round()).min(1.0)
+}
+
 /// `C(n, k)` as a float.
 fn choose(n: usize, k: usize) -> f64 {
     let k = k.min(n - k);
@@ -116,6 +134,26 @@ mod tests {
         // Separated large samples: no random split is as extreme, p = 1 / (1 + splits).
         let lo = permutation_p(&[0.0; 20], &[1.0; 20], 7).unwrap_or(f64::NAN);
         assert_eq!(lo, 1.0 / (1 + RANDOM_SPLITS) as f64);
+    }
+
+    #[test]
+    fn the_floor_is_one_over_the_distinct_relabelings() {
+        // 5 vs 3 trials: C(8, 3) = 56 relabelings, none a mirror of another.
+        assert_eq!(permutation_floor(5, 3), 1.0 / 56.0);
+        assert_eq!(permutation_floor(3, 5), 1.0 / 56.0);
+        // 5 vs 5: C(10, 5) = 252, in mirrored pairs.
+        assert_eq!(permutation_floor(5, 5), 2.0 / 252.0);
+        assert_eq!(permutation_floor(1, 1), 1.0);
+        assert_eq!(permutation_floor(0, 3), 1.0);
+        assert_eq!(permutation_floor(20, 20), 1.0 / (1 + RANDOM_SPLITS) as f64);
+        // Fully separated samples reach it.
+        for (a, b) in [(5, 3), (3, 5), (5, 5), (2, 3), (4, 1)] {
+            let (va, vb) = (vec![0.0; a], vec![2.0; b]);
+            assert!(
+                (p(&va, &vb) - permutation_floor(a, b)).abs() < 1e-15,
+                "{a} vs {b}"
+            );
+        }
     }
 
     #[test]
