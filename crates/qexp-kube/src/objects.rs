@@ -391,7 +391,7 @@ fn job(spec: &JobSpec, names: &Names, labels: &Value) -> Value {
         "--rendezvous".into(),
         format!("{}:{RENDEZVOUS_PORT}", names.shard0_host()),
         "--rendezvous-bind".into(),
-        format!("0.0.0.0:{RENDEZVOUS_PORT}"),
+        format!("[::]:{RENDEZVOUS_PORT}"),
         "--out".into(),
         RESULTS_MOUNT.into(),
         "--no-report".into(),

@@ -87,7 +87,7 @@ impl Hall {
 
     /// Binds `bind` and serves the hall on the current runtime.
     pub(crate) async fn serve(self: Arc<Hall>, bind: &str) -> std::io::Result<Serving> {
-        let listener = tokio::net::TcpListener::bind(bind).await?;
+        let listener = listen(bind).await?;
         let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/clock", get(clock))
@@ -259,5 +259,23 @@ async fn meet(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Ans
         }
         // Woken by an arrival, or every 200 ms to look for lost shards.
         let _ = tokio::time::timeout(Duration::from_millis(200), hall.changed.notified()).await;
+    }
+}
+
+/// Binds `bind`. The IPv6 wildcard `[::]:PORT` (what `qexp kube` writes)
+/// takes IPv4 and IPv6 connections alike on Linux, so shard 0 is reached on
+/// IPv4, dual-stack and IPv6-only clusters; on a host without IPv6 it falls
+/// back to `0.0.0.0:PORT` with a warning.
+async fn listen(bind: &str) -> std::io::Result<tokio::net::TcpListener> {
+    match tokio::net::TcpListener::bind(bind).await {
+        Ok(listener) => Ok(listener),
+        Err(e) => match bind.strip_prefix("[::]:") {
+            Some(port) => {
+                let v4 = format!("0.0.0.0:{port}");
+                tracing::warn!("cannot listen on {bind} ({e}); listening on {v4}, IPv4 only");
+                tokio::net::TcpListener::bind(v4).await
+            }
+            None => Err(e),
+        },
     }
 }

@@ -56,6 +56,53 @@ mod tests {
         (serving, opts)
     }
 
+    /// `GET /clock` through a plain socket to `addr`; true on a 200.
+    fn clock_answers(addr: std::net::SocketAddr) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut sock) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        else {
+            return false;
+        };
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+        let asked = sock
+            .write_all(b"GET /clock HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .is_ok();
+        let mut answer = String::new();
+        let _ = sock.read_to_string(&mut answer);
+        asked && answer.starts_with("HTTP/1.1 200")
+    }
+
+    /// The bind `qexp kube` writes, `[::]:PORT`, reaches shard 0 over IPv4
+    /// and, where the host has IPv6, over IPv6: an IPv6-only cluster's
+    /// shards get through as a dual-stack one's do.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wildcard_bind_is_reached_over_ipv4_and_ipv6() {
+        let hall = Hall::new(
+            2,
+            "R",
+            "0123456789abcdef",
+            Duration::from_secs(30),
+            Duration::from_secs(30),
+            0.0,
+        );
+        let serving = hall.serve("[::]:0").await.unwrap();
+        let port = serving.addr.port();
+        let v4 = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let answered = tokio::task::spawn_blocking(move || clock_answers(v4))
+            .await
+            .unwrap();
+        assert!(answered, "no answer at {v4}");
+        let host_has_ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+        if host_has_ipv6 {
+            assert!(serving.addr.is_ipv6(), "{}", serving.addr);
+            let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+            let answered = tokio::task::spawn_blocking(move || clock_answers(v6))
+                .await
+                .unwrap();
+            assert!(answered, "no answer at {v6}");
+        }
+    }
+
     /// Shard 0 admits one process per shard, of its own run only: a second
     /// process for a shard that still runs (a Kubernetes Indexed Job can
     /// start a second pod for an index), a new one for a shard declared
