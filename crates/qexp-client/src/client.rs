@@ -347,7 +347,7 @@ impl Client {
         match &self.raw {
             Some(raw) => {
                 let transport = raw.stream(req.path(), &body, timeouts.connect);
-                measure(transport, timeouts, out).await
+                measure(transport, timeouts, &self.redact, out).await
             }
             None => {
                 let transport = ViaReqwest {
@@ -356,7 +356,7 @@ impl Client {
                     body,
                     on_wire: Default::default(),
                 };
-                measure(transport, timeouts, out).await
+                measure(transport, timeouts, &self.redact, out).await
             }
         }
     }

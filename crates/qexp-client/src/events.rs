@@ -9,8 +9,9 @@
 //! `serde_json::Value`, which gives every such event the same meaning it
 //! always had.
 
-use crate::classify::{error_text, excerpt};
+use crate::classify::stream_error;
 use crate::outcome::{parse_usage, ErrorClass, Outcome, RequestError};
+use crate::secret::Redactor;
 use crate::sse::{Event, SseParser};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -54,9 +55,12 @@ pub(crate) fn read(
     })
 }
 
+/// What the events so far leave for the next.
 #[derive(Default)]
 pub(crate) struct StreamState {
     pub done: bool,
+    /// Takes the API key out of the server's text kept in a message.
+    pub redact: Redactor,
 }
 
 /// What one event says, as far as qexp reads it.
@@ -77,8 +81,8 @@ struct Chunk<'a> {
 struct ChoiceText<'a> {
     /// `delta.content`, or a completion's `text`.
     answer: Cow<'a, str>,
-    /// Bytes of `delta.reasoning_content` + `delta.reasoning`.
-    reasoning_len: usize,
+    /// Characters of `delta.reasoning_content` + `delta.reasoning`.
+    reasoning_chars: usize,
     finish_reason: Option<Cow<'a, str>>,
 }
 
@@ -98,16 +102,16 @@ impl<'a> Chunk<'a> {
             v.and_then(Value::as_str).unwrap_or_default()
         }
         let choice = v.get("choices").and_then(|c| c.get(0)).map(|c| {
-            let (answer, reasoning_len) = match c.get("delta") {
+            let (answer, reasoning_chars) = match c.get("delta") {
                 Some(d) => (
                     text(d.get("content")),
-                    text(d.get("reasoning_content")).len() + text(d.get("reasoning")).len(),
+                    chars(text(d.get("reasoning_content"))) + chars(text(d.get("reasoning"))),
                 ),
                 None => (text(c.get("text")), 0),
             };
             ChoiceText {
                 answer: Cow::Owned(answer.to_string()),
-                reasoning_len,
+                reasoning_chars,
                 finish_reason: c
                     .get("finish_reason")
                     .and_then(Value::as_str)
@@ -215,18 +219,18 @@ mod wire {
 
     impl<'a> From<Chunk<'a>> for super::Chunk<'a> {
         fn from(c: Chunk<'a>) -> super::Chunk<'a> {
-            let len = |t: &Option<Text<'_>>| t.as_ref().map_or(0, |t| t.0.len());
+            let len = |t: &Option<Text<'_>>| t.as_ref().map_or(0, |t| chars(&t.0));
             let text = |t: Option<Text<'a>>| t.map(|t| t.0);
             let has_choices = c.choices.is_some();
             let choice = c.choices.and_then(|f| f.0).map(|ch| match ch.delta {
                 Some(d) => super::ChoiceText {
-                    reasoning_len: len(&d.reasoning_content) + len(&d.reasoning),
+                    reasoning_chars: len(&d.reasoning_content) + len(&d.reasoning),
                     answer: text(d.content).unwrap_or_default(),
                     finish_reason: text(ch.finish_reason),
                 },
                 None => super::ChoiceText {
                     answer: text(ch.text).unwrap_or_default(),
-                    reasoning_len: 0,
+                    reasoning_chars: 0,
                     finish_reason: text(ch.finish_reason),
                 },
             });
@@ -240,10 +244,23 @@ mod wire {
     }
 }
 
+/// Characters (Unicode scalar values) of `s`: what `output_chars` counts.
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
 impl StreamState {
-    /// Applies one event to the outcome; returns an error that ends the request.
+    /// Applies one event to the outcome; returns an error that ends the
+    /// request. An error, however the server words or frames it, ends it
+    /// with what came before kept.
     fn apply(&mut self, out: &mut Outcome, ev: Event<'_>, arrived: f64) -> Option<RequestError> {
+        if let Some(error) = ev.error {
+            return Some(stream_error(error, &self.redact));
+        }
         let data = ev.data.trim();
+        if ev.event == Some("error") {
+            return Some(stream_error(data, &self.redact));
+        }
         if data == "[DONE]" {
             self.done = true;
             return None;
@@ -256,28 +273,22 @@ impl StreamState {
             Err(e) => {
                 return Some(RequestError {
                     class: ErrorClass::MalformedJson,
-                    message: format!("stream event is not JSON ({e}): {}", excerpt(data)),
+                    message: format!(
+                        "stream event is not JSON ({e}): {}",
+                        self.redact.excerpt(data)
+                    ),
                 })
             }
         };
-        if let Some(err) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Some(RequestError {
-                class: ErrorClass::ServerError,
-                message: format!("server error in stream: {}", error_text(&err.to_string())),
-            });
-        }
-        if ev.event == Some("error") {
-            return Some(RequestError {
-                class: ErrorClass::ServerError,
-                message: format!("server error event: {}", excerpt(data)),
-            });
+        if chunk.error.as_ref().is_some_and(|e| !e.is_null()) {
+            return Some(stream_error(data, &self.redact));
         }
         if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
             out.usage = parse_usage(u);
         }
         if let Some(choice) = chunk.choice {
             let answer_len = choice.answer.len();
-            if choice.reasoning_len > 0 {
+            if choice.reasoning_chars > 0 {
                 out.first_reasoning_s.get_or_insert(arrived);
                 out.reasoning_chunks += 1;
             }
@@ -287,14 +298,13 @@ impl StreamState {
                     text.push_str(&choice.answer);
                 }
             }
-            let text_len = answer_len + choice.reasoning_len;
-            if text_len > 0 {
+            if answer_len + choice.reasoning_chars > 0 {
                 out.first_token_s.get_or_insert(arrived);
                 out.last_token_s = Some(arrived);
                 out.chunk_offsets_s.push(arrived);
                 out.content_chunks += 1;
                 out.client_tokens += 1;
-                out.output_chars += text_len as u64;
+                out.output_chars += (chars(&choice.answer) + choice.reasoning_chars) as u64;
             }
             if let Some(fr) = choice.finish_reason {
                 out.finish_reason = Some(fr.into_owned());
@@ -304,7 +314,7 @@ impl StreamState {
                 class: ErrorClass::Protocol,
                 message: format!(
                     "stream event has neither choices nor usage: {}",
-                    excerpt(data)
+                    self.redact.excerpt(data)
                 ),
             });
         }
@@ -317,7 +327,11 @@ mod tests {
     use super::*;
 
     fn event(data: &str) -> Event<'_> {
-        Event { event: None, data }
+        Event {
+            event: None,
+            data,
+            error: None,
+        }
     }
 
     #[test]
@@ -371,6 +385,21 @@ mod tests {
         assert_eq!(out.first_answer_s, Some(0.40));
         assert_eq!((out.reasoning_chunks, out.content_chunks), (2, 4));
         assert_eq!(out.output_chars, 16, "6 + 6 + 3 + 1 characters");
+    }
+
+    #[test]
+    fn output_chars_counts_characters_of_answer_and_reasoning() {
+        let mut out = Outcome::default();
+        let mut state = StreamState::default();
+        let steps = [
+            r#"{"choices":[{"delta":{"reasoning_content":"été","reasoning":"ü"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"日本"}}]}"#,
+            r#"{"choices":[{"text":"ñ"}]}"#,
+        ];
+        for data in steps {
+            assert!(state.apply(&mut out, event(data), 0.1).is_none());
+        }
+        assert_eq!(out.output_chars, 3 + 1 + 2 + 1, "characters, not bytes");
     }
 
     #[test]

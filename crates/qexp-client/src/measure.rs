@@ -12,9 +12,10 @@
 //! the protocol without I/O and `quinn` drives it. The procedure is generic
 //! over the transport, so the per-read path has no boxing or dynamic calls.
 
-use crate::classify::{error_text, not_event_stream, status_error};
+use crate::classify::{not_event_stream, status_error};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome, RequestError};
+use crate::secret::Redactor;
 use crate::sse::SseParser;
 use crate::timeouts::{Limit, StreamDeadline, Timeouts};
 use std::future::Future;
@@ -80,13 +81,15 @@ pub(crate) trait Body {
 type Ended = (f64, RequestError);
 
 /// Sends one streamed request over `transport` and measures it into `out`.
-/// Never fails: every failure is classified inside the returned outcome.
+/// Never fails: every failure is classified inside the returned outcome,
+/// the server's text in its message passed through `redact`.
 pub(crate) async fn measure<T: Transport>(
     mut transport: T,
     timeouts: &Timeouts,
+    redact: &Redactor,
     out: Outcome,
 ) -> Outcome {
-    let mut m = Measurement::start(timeouts, out);
+    let mut m = Measurement::start(timeouts, redact, out);
     let body = async {
         let (head, body) = m.send(&mut transport).await?;
         m.check(head, body).await
@@ -118,10 +121,11 @@ struct Measurement {
     first_byte: Limit,
     total: Limit,
     idle: Duration,
+    redact: Redactor,
 }
 
 impl Measurement {
-    fn start(timeouts: &Timeouts, mut out: Outcome) -> Measurement {
+    fn start(timeouts: &Timeouts, redact: &Redactor, mut out: Outcome) -> Measurement {
         let started = tokio::time::Instant::now();
         let limit = |after: Duration, class| Limit {
             at: started + after,
@@ -142,6 +146,7 @@ impl Measurement {
             first_byte,
             total,
             idle: timeouts.idle,
+            redact: redact.clone(),
         }
     }
 
@@ -213,10 +218,11 @@ impl Measurement {
             let text = tokio::time::timeout_at(self.first_byte.at, body.error_text())
                 .await
                 .unwrap_or_default();
-            let err = status_error(head.status, &error_text(&text), head.retry_after);
+            let err = status_error(head.status, &text, head.retry_after, &self.redact);
             return Err((self.elapsed(), err));
         }
-        match head.content_type.as_deref().and_then(not_event_stream) {
+        let content_type = head.content_type.as_deref();
+        match content_type.and_then(|c| not_event_stream(c, &self.redact)) {
             Some(err) => Err((self.elapsed(), err)),
             None => Ok(body),
         }
@@ -224,13 +230,22 @@ impl Measurement {
 
     /// Reads the event stream to `[DONE]` or the body's end, against the
     /// first-byte, idle and total limits; each read is stamped before
-    /// anything of it is parsed. Returns whether `[DONE]` came.
+    /// anything of it is parsed. The first-byte limit holds until the
+    /// stream begins (its first event, or that event's first data line):
+    /// keep-alive comments while the request waits for a slot do not end it.
+    /// From then on the idle limit counts from each read, the one that
+    /// brought the head included. Returns whether `[DONE]` came.
     async fn events<B: Body>(&mut self, mut body: B) -> Result<(bool, B), Ended> {
         let mut parser = SseParser::new();
-        let mut state = StreamState::default();
+        let mut state = StreamState {
+            done: false,
+            redact: self.redact.clone(),
+        };
         let mut deadline = StreamDeadline::new(self.first_byte, self.total, self.idle);
-        // Bytes that came with the head arrived when it did.
+        // Bytes that came with the head arrived when it did, and their read
+        // returned just now (the head's checks do not wait).
         let mut arrived = self.out.headers_s.unwrap_or_default();
+        let mut returned = Instant::now();
         loop {
             let mut failed = None;
             let out = &mut self.out;
@@ -252,6 +267,9 @@ impl Measurement {
             if state.done {
                 return Ok((true, body));
             }
+            if parser.has_begun() {
+                deadline.read_at(returned);
+            }
             let next = tokio::select! {
                 biased;
                 n = body.read_more() => n,
@@ -266,7 +284,7 @@ impl Measurement {
                 _ => now,
             };
             arrived = self.since(at).max(arrived);
-            deadline.read_at(now);
+            returned = now;
             next.map_err(|e| (arrived, e))?;
         }
     }

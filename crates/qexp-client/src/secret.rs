@@ -5,30 +5,39 @@
 //! a report or a log.
 
 use serde_json::Value;
+use std::sync::Arc;
 
 /// What replaces the key in server text.
 pub const REDACTED: &str = "[redacted]";
 
-/// Replaces every occurrence of one secret in text and JSON.
+/// Replaces every occurrence of one secret in text and JSON. Cheap to clone
+/// (each streamed request's measurement holds one).
 #[derive(Clone, Default)]
 pub(crate) struct Redactor {
-    secret: Option<String>,
+    secret: Option<Arc<str>>,
 }
 
 impl Redactor {
     /// A redactor for `secret`; none for an empty one, which occurs everywhere.
     pub fn new(secret: Option<&str>) -> Redactor {
         Redactor {
-            secret: secret.filter(|s| !s.is_empty()).map(str::to_string),
+            secret: secret.filter(|s| !s.is_empty()).map(Arc::from),
         }
     }
 
     /// `text` with the secret replaced.
     pub fn text(&self, text: &str) -> String {
         match &self.secret {
-            Some(s) if text.contains(s.as_str()) => text.replace(s.as_str(), REDACTED),
+            Some(s) if text.contains(&**s) => text.replace(&**s, REDACTED),
             _ => text.to_string(),
         }
+    }
+
+    /// Server text fit for a one-line message: the secret replaced first,
+    /// then cut to an excerpt. Cut first, a secret across the cut would
+    /// keep its first part, which no later redaction recognises.
+    pub fn excerpt(&self, text: &str) -> String {
+        crate::classify::excerpt(&self.text(text))
     }
 
     /// Every string (and key) of `value` with the secret replaced.
@@ -65,5 +74,15 @@ mod tests {
         assert!(!v.to_string().contains("sk-test-123"), "{v}");
         assert_eq!(Redactor::new(Some("")).text("abc"), "abc");
         assert_eq!(Redactor::new(None).value(json!("x")), json!("x"));
+    }
+
+    #[test]
+    fn a_secret_across_the_excerpt_s_cut_leaves_no_piece() {
+        let r = Redactor::new(Some("sk-test-0123456789"));
+        let text = format!("{} sk-test-0123456789 refused", "x".repeat(285));
+        let cut = r.excerpt(&text);
+        assert!(!cut.contains("sk-test"), "{cut}");
+        assert!(cut.contains(REDACTED), "{cut}");
+        assert!(cut.ends_with('…'), "{cut}");
     }
 }

@@ -1,5 +1,6 @@
 //! Incremental Server-Sent Events parser (the WHATWG event-stream grammar,
-//! restricted to what OpenAI-compatible servers send).
+//! restricted to what OpenAI-compatible servers send, plus the `error:`
+//! field llama.cpp streams its errors in, which the grammar would drop).
 //!
 //! Bytes may arrive split anywhere: inside a line, between `\r` and `\n`,
 //! inside a multi-byte character. The parser keeps the partial line and
@@ -21,8 +22,11 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 pub struct Event<'a> {
     /// The `event:` field, when the server sent one.
     pub event: Option<&'a str>,
-    /// All `data:` lines of the event, joined with `\n`.
+    /// All `data:` lines of the event, joined with `\n` (empty when it had none).
     pub data: &'a str,
+    /// All `error:` lines of the event, joined with `\n`, when it had any:
+    /// llama.cpp sends a failure as `error: {json}` (then `data: [DONE]`).
+    pub error: Option<&'a str>,
 }
 
 /// An [`Event`] that owns its text (for keeping events past the next one).
@@ -30,8 +34,10 @@ pub struct Event<'a> {
 pub struct SseEvent {
     /// The `event:` field, when the server sent one.
     pub event: Option<String>,
-    /// All `data:` lines of the event, joined with `\n`.
+    /// All `data:` lines of the event, joined with `\n` (empty when it had none).
     pub data: String,
+    /// All `error:` lines of the event, joined with `\n`, when it had any.
+    pub error: Option<String>,
 }
 
 impl From<Event<'_>> for SseEvent {
@@ -39,6 +45,7 @@ impl From<Event<'_>> for SseEvent {
         SseEvent {
             event: e.event.map(str::to_string),
             data: e.data.to_string(),
+            error: e.error.map(str::to_string),
         }
     }
 }
@@ -56,6 +63,11 @@ pub struct SseParser {
     /// The pending event's name (valid when `has_event`).
     event: String,
     has_event: bool,
+    /// The pending event's `error:` lines (valid when `has_error`).
+    error: String,
+    has_error: bool,
+    /// A `data:` or `error:` line has been read.
+    begun: bool,
     invalid_utf8: bool,
     oversized: bool,
 }
@@ -108,6 +120,13 @@ impl SseParser {
         self.dispatch(&mut emit);
     }
 
+    /// True once a `data:` or `error:` line has been read, even of an event
+    /// not yet complete: the stream has begun. Comments (the keep-alives a
+    /// server sends while a request waits) and blank lines do not begin it.
+    pub fn has_begun(&self) -> bool {
+        self.begun
+    }
+
     /// True when a line that was not valid UTF-8 was seen (and skipped).
     pub fn saw_invalid_utf8(&self) -> bool {
         self.invalid_utf8
@@ -158,6 +177,15 @@ impl SseParser {
                 }
                 self.data.push_str(value);
                 self.has_data = true;
+                self.begun = true;
+            }
+            "error" => {
+                if self.has_error {
+                    self.error.push('\n');
+                }
+                self.error.push_str(value);
+                self.has_error = true;
+                self.begun = true;
             }
             "event" => {
                 self.event.clear();
@@ -169,16 +197,19 @@ impl SseParser {
     }
 
     fn dispatch(&mut self, emit: &mut impl FnMut(Event<'_>)) {
-        if self.has_data {
+        if self.has_data || self.has_error {
             emit(Event {
                 event: self.has_event.then_some(self.event.as_str()),
                 data: &self.data,
+                error: self.has_error.then_some(self.error.as_str()),
             });
         }
         self.data.clear();
         self.event.clear();
+        self.error.clear();
         self.has_data = false;
         self.has_event = false;
+        self.has_error = false;
     }
 }
 
@@ -203,11 +234,15 @@ data: [DONE]\n\n";
         out
     }
 
-    fn expected() -> Vec<SseEvent> {
-        let ev = |e: Option<&str>, d: &str| SseEvent {
+    fn ev(e: Option<&str>, d: &str) -> SseEvent {
+        SseEvent {
             event: e.map(str::to_string),
             data: d.to_string(),
-        };
+            error: None,
+        }
+    }
+
+    fn expected() -> Vec<SseEvent> {
         vec![
             ev(None, "{\"a\":1}"),
             ev(None, "{\"b\":\"été\"}"),
@@ -246,11 +281,92 @@ data: [DONE]\n\n";
         assert_eq!(parse_in_pieces(&pieces), expected());
     }
 
+    /// llama.cpp's streamed failure: content, an `error:` field (its own
+    /// event), `data: [DONE]`; then an event with both fields, and one with
+    /// two `error:` lines.
+    const ERROR_STREAM: &[u8] = b"data: {\"a\":1}\r\n\r\n\
+: keep-alive\n\
+error: {\"code\":400,\"message\":\"the request exceeds the available context size\",\"type\":\"exceed_context_size_error\"}\r\n\r\n\
+data: [DONE]\n\n\
+event: error\r\ndata: d\r\nerror:e1\r\r\
+error: e2\nerror: \xc3\xa9\n\n";
+
+    fn expected_with_errors() -> Vec<SseEvent> {
+        let err = |e: Option<&str>, d: &str, error: &str| SseEvent {
+            error: Some(error.to_string()),
+            ..ev(e, d)
+        };
+        vec![
+            ev(None, "{\"a\":1}"),
+            err(
+                None,
+                "",
+                "{\"code\":400,\"message\":\"the request exceeds the available context size\",\"type\":\"exceed_context_size_error\"}",
+            ),
+            ev(None, "[DONE]"),
+            err(Some("error"), "d", "e1"),
+            err(None, "", "e2\né"),
+        ]
+    }
+
+    #[test]
+    fn an_error_field_is_an_event_at_every_split_point() {
+        assert_eq!(parse_in_pieces(&[ERROR_STREAM]), expected_with_errors());
+        for i in 0..=ERROR_STREAM.len() {
+            let (a, b) = ERROR_STREAM.split_at(i);
+            assert_eq!(
+                parse_in_pieces(&[a, b]),
+                expected_with_errors(),
+                "split at byte {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_field_is_an_event_at_every_pair_of_split_points() {
+        let s = ERROR_STREAM;
+        for i in 0..=s.len() {
+            for j in i..=s.len() {
+                let pieces = [&s[..i], &s[i..j], &s[j..]];
+                assert_eq!(
+                    parse_in_pieces(&pieces),
+                    expected_with_errors(),
+                    "split at {i},{j}"
+                );
+            }
+        }
+        let bytes: Vec<&[u8]> = s.chunks(1).collect();
+        assert_eq!(parse_in_pieces(&bytes), expected_with_errors());
+    }
+
+    #[test]
+    fn only_a_data_or_error_line_begins_the_stream() {
+        let begun = |pieces: &[&[u8]]| {
+            let mut p = SseParser::new();
+            for piece in pieces {
+                p.feed(piece, |_| {});
+            }
+            p.has_begun()
+        };
+        assert!(!begun(&[b": keep-alive\n\n", b":\r\n\r\n", b"\n"]));
+        assert!(!begun(&[b"dat"]), "a line not yet whole");
+        assert!(!begun(&[b"event: x\nid: 1\nretry: 5\n"]));
+        assert!(
+            begun(&[b": ka\n\nda", b"ta: {}\n"]),
+            "before its blank line"
+        );
+        assert!(begun(&[b"error: x\n"]));
+    }
+
     #[test]
     fn unterminated_last_event_is_dispatched_at_finish() {
         assert_eq!(parse_in_pieces(&[b"data: x"]).len(), 1);
         assert_eq!(parse_in_pieces(&[b"data: x\n"]).len(), 1);
         assert!(parse_in_pieces(&[b": only a comment\n\n"]).is_empty());
+        assert_eq!(
+            parse_in_pieces(&[b"error: x"])[0].error.as_deref(),
+            Some("x")
+        );
     }
 
     #[test]

@@ -10,9 +10,10 @@ use std::time::Duration;
 pub struct Timeouts {
     /// TCP (and TLS) connection set-up.
     pub connect: Duration,
-    /// Sent → first byte of the response body (queueing and prefill included).
+    /// Sent → the stream's first event (queueing and prefill included; the
+    /// keep-alive comments a server sends meanwhile do not end the wait).
     pub first_byte: Duration,
-    /// The longest silence between two reads of the body, after its first byte.
+    /// The longest silence between two reads of the body, after its first event.
     pub idle: Duration,
     /// Sent → end of the stream.
     pub total: Duration,
@@ -56,7 +57,7 @@ impl Limit {
         let s = self.after.as_secs_f64();
         match self.class {
             ErrorClass::FirstByteTimeout => {
-                format!("no response byte within the first-byte timeout ({s} s)")
+                format!("no streamed event within the first-byte timeout ({s} s)")
             }
             ErrorClass::IdleTimeout => {
                 format!("the stream was silent longer than the idle timeout ({s} s)")
@@ -66,8 +67,8 @@ impl Limit {
     }
 }
 
-/// The limit a stream is read against: the first-byte limit until the first
-/// read, then the idle limit from each read, never past the total. One timer
+/// The limit a stream is read against: the first-byte limit until the stream
+/// begins, then the idle limit from each read, never past the total. One timer
 /// serves the whole stream (registering one per read was a measurable share
 /// of qexp's CPU): it is set for an earlier deadline and, when it fires
 /// before the current one, re-armed for it.
@@ -79,7 +80,7 @@ pub(crate) struct StreamDeadline {
 }
 
 impl StreamDeadline {
-    /// Waiting for the first byte.
+    /// Waiting for the stream to begin.
     pub fn new(first_byte: Limit, total: Limit, idle: Duration) -> StreamDeadline {
         StreamDeadline {
             total,

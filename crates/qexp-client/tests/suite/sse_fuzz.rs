@@ -1,7 +1,7 @@
 //! Bounded, seeded random tests of the SSE parser (run by `cargo test`, so
 //! CI runs them): any bytes a server sends, split anywhere by the network,
-//! give the same events and the same noted faults as the bytes read whole
-//! — and never a panic.
+//! give the same events, the same noted faults and the same beginning as
+//! the bytes read whole — and never a panic.
 
 use qexp_client::parse_usage;
 use qexp_client::sse::{SseEvent, SseParser};
@@ -11,14 +11,19 @@ use rand::{Rng, SeedableRng};
 /// Cases per property: bounded, so `cargo test` runs them in CI quickly.
 const CASES: u64 = 3000;
 
-fn parse(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool, bool) {
+fn parse(pieces: &[&[u8]]) -> (Vec<SseEvent>, bool, bool, bool) {
     let mut p = SseParser::new();
     let mut out = Vec::new();
     for piece in pieces {
         p.feed(piece, |e| out.push(SseEvent::from(e)));
     }
     p.finish(|e| out.push(SseEvent::from(e)));
-    (out, p.saw_invalid_utf8(), p.saw_oversized_line())
+    (
+        out,
+        p.saw_invalid_utf8(),
+        p.saw_oversized_line(),
+        p.has_begun(),
+    )
 }
 
 /// Bytes that look like an event stream often enough to reach every branch.
@@ -27,6 +32,7 @@ fn streamish(rng: &mut StdRng) -> Vec<u8> {
         b"data: ",
         b"data:",
         b"event: error\n",
+        b"error: ",
         b": keep-alive\n",
         b"id: 7\n",
         b"\n",
@@ -78,7 +84,7 @@ fn arbitrary_bytes_never_panic() {
     for _ in 0..CASES {
         let len = rng.random_range(0..2048);
         let bytes: Vec<u8> = (0..len).map(|_| rng.random()).collect();
-        let (events, _, _) = parse(&[&bytes]);
+        let (events, ..) = parse(&[&bytes]);
         for e in events {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&e.data) {
                 let _ = parse_usage(&v);
