@@ -31,11 +31,14 @@ pub enum ErrorClass {
     RateLimited,
     /// HTTP 503: the server is overloaded or starting; its `Retry-After` is in the message.
     Unavailable,
-    /// HTTP 400/413 saying the prompt and output do not fit the model's context.
+    /// HTTP 400/413/422, or an error inside a 200 stream, saying the prompt
+    /// and output do not fit the model's context.
     ContextLength,
-    /// No response byte before the first-byte timeout (queueing and prefill included).
+    /// No streamed event before the first-byte timeout (queueing and
+    /// prefill included; keep-alive comments do not count).
     FirstByteTimeout,
-    /// The stream went silent for longer than the idle timeout.
+    /// After its first event, the stream went silent for longer than the
+    /// idle timeout.
     IdleTimeout,
     /// A stream event whose data is not JSON.
     MalformedJson,
