@@ -234,7 +234,7 @@ pub struct RunArgs {
     /// the others reach (shard 0 given port 0 picks one and prints it).
     #[arg(long, value_name = "HOST:PORT", requires = "shard")]
     pub rendezvous: Option<String>,
-    /// Where shard 0 listens when that is not --rendezvous (in a pod: [::]:PORT,
+    /// Where shard 0 listens when that is not --rendezvous (in a pod: `[::]:PORT`,
     /// which takes IPv4 and IPv6).
     #[arg(long, value_name = "ADDR", requires = "rendezvous")]
     pub rendezvous_bind: Option<String>,
