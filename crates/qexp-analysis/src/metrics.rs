@@ -142,6 +142,13 @@ pub struct PointSummary {
 }
 
 impl PointSummary {
+    /// True when the point was lost: requests were measured there and every
+    /// one failed (a server that times out or refuses at this load). A
+    /// point nothing was measured at (a run that stopped first) is not lost.
+    pub fn lost(&self) -> bool {
+        self.requests > 0 && self.failures >= self.requests
+    }
+
     /// Summarises per-trial metrics of one point.
     pub fn new(point: Point, trials: Vec<TrialMetrics>) -> PointSummary {
         let of =

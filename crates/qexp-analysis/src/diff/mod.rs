@@ -185,11 +185,10 @@ fn compare_pairs(
 /// nothing there (it stopped first) lost nothing: the diff compares only
 /// what it finished.
 fn lost_by(a: &crate::PointSummary, b: &crate::PointSummary) -> Option<Side> {
-    let lost = |p: &crate::PointSummary| p.requests > 0 && p.failures >= p.requests;
     let has_data = |p: &crate::PointSummary| p.failures < p.requests;
-    if lost(b) && has_data(a) {
+    if b.lost() && has_data(a) {
         Some(Side::B)
-    } else if lost(a) && has_data(b) {
+    } else if a.lost() && has_data(b) {
         Some(Side::A)
     } else {
         None

@@ -8,7 +8,9 @@
 //! [`WorkloadHistory`], so a change of prompt length or sweep never reads as
 //! a step. Only complete runs take part: an interrupted run's points may
 //! lack trials, a running one is not done. The unit of the step search is
-//! the run (the median of its trials).
+//! the run (the median of its trials). A run that lost a point (every
+//! request there failed) has no value to search; it is listed as having
+//! lost it ([`PointHistory::lost`]) rather than left out without a word.
 
 pub mod steps;
 
@@ -59,6 +61,9 @@ pub struct PointHistory {
     pub point: Point,
     /// One value per run with data at the point, oldest first.
     pub values: Vec<HistoryValue>,
+    /// Runs (indices into [`WorkloadHistory::runs`]) that lost the point:
+    /// every request they measured there failed, so they have no value.
+    pub lost: Vec<usize>,
 }
 
 /// The complete runs of one workload, oldest first, and each point's history.
@@ -111,6 +116,9 @@ pub struct HistoryPoint {
     pub point: Point,
     /// Each history metric's summary across the run's trials, by key.
     pub summaries: BTreeMap<String, Summary>,
+    /// Every request measured at the point failed ([`crate::PointSummary::lost`]).
+    #[serde(default)]
+    pub lost: bool,
 }
 
 impl HistoryInput {
@@ -133,6 +141,7 @@ impl HistoryInput {
                             Some((metric.key().to_string(), metric.summary(p)?.clone()))
                         })
                         .collect(),
+                    lost: p.lost(),
                 })
                 .collect(),
         }
@@ -191,25 +200,31 @@ fn workload(
     for (r, &i) in idx.iter().enumerate().rev() {
         for p in &runs[i].points {
             let key = p.point.label();
-            let Some(summary) = p
+            // A lost point's summaries (a throughput of 0, say) are not
+            // the server's level at that load: it is listed as lost.
+            let summary = p
                 .summaries
                 .get(metric.key())
-                .filter(|s| s.median.is_finite())
-            else {
+                .filter(|s| s.median.is_finite() && !p.lost);
+            if summary.is_none() && !p.lost {
                 continue;
-            };
+            }
             let entry = points.entry(key.clone()).or_insert_with(|| {
                 order.push(key);
                 PointHistory {
                     point: p.point.clone(),
                     values: Vec::new(),
+                    lost: Vec::new(),
                 }
             });
-            entry.values.push(HistoryValue {
-                run: r,
-                summary: summary.clone(),
-                step: None,
-            });
+            match summary {
+                Some(summary) => entry.values.push(HistoryValue {
+                    run: r,
+                    summary: summary.clone(),
+                    step: None,
+                }),
+                None => entry.lost.push(r),
+            }
         }
     }
     let points = order
@@ -217,6 +232,7 @@ fn workload(
         .filter_map(|k| points.remove(&k))
         .map(|mut ph| {
             ph.values.reverse();
+            ph.lost.reverse();
             let medians: Vec<f64> = ph.values.iter().map(|v| v.summary.median).collect();
             for s in steps(&medians, opts) {
                 ph.values[s.index].step = Some(s);

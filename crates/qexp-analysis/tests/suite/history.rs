@@ -188,3 +188,66 @@ fn histories_keep_workloads_apart_and_mark_the_run_where_a_point_stepped() {
     assert_eq!(aa.marked_runs(), vec![5]);
     assert!(bb.marked_runs().is_empty());
 }
+
+/// `r` with every request at concurrency `c` failed in every trial: no
+/// TTFT there, and a throughput of 0.
+fn lose_point(r: RunAnalysis, c: u32) -> RunAnalysis {
+    let points = r
+        .points
+        .iter()
+        .map(|p| {
+            if p.point.concurrency != c {
+                return p.clone();
+            }
+            let trials = p
+                .trials
+                .iter()
+                .map(|t| TrialMetrics {
+                    failures: t.requests,
+                    ttft_s: f64::NAN,
+                    agg_tok_s: 0.0,
+                    ..t.clone()
+                })
+                .collect();
+            PointSummary::new(p.point.clone(), trials)
+        })
+        .collect();
+    RunAnalysis::new(r.dir, r.manifest, points, Vec::new(), Vec::new(), None)
+}
+
+/// A run that lost a point (every request failed there) is listed as having
+/// lost it, for every metric, rather than left out of the point's history
+/// without a word, or drawn at a throughput of 0.
+#[test]
+fn a_run_that_lost_a_point_is_listed_as_lost_there() {
+    let runs: Vec<RunAnalysis> = (0..6)
+        .map(|d| {
+            let r = run(d, "aa", "complete", [0.3, 42.0]);
+            if d == 3 {
+                lose_point(r, 64)
+            } else {
+                r
+            }
+        })
+        .collect();
+    let inputs: Vec<HistoryInput> = runs.iter().map(HistoryInput::of).collect();
+    let refs: Vec<&HistoryInput> = inputs.iter().collect();
+    for metric in [Metric::TtftS, Metric::AggTokS] {
+        let h = history(&refs, metric, &StepOptions::default());
+        assert_eq!(h.len(), 1);
+        let c64 = h[0]
+            .points
+            .iter()
+            .find(|p| p.point.concurrency == 64)
+            .expect("c=64");
+        assert_eq!(c64.lost, vec![3], "{metric:?}");
+        let with_values: Vec<usize> = c64.values.iter().map(|v| v.run).collect();
+        assert_eq!(with_values, vec![0, 1, 2, 4, 5], "{metric:?}");
+        let c1 = h[0]
+            .points
+            .iter()
+            .find(|p| p.point.concurrency == 1)
+            .expect("c=1");
+        assert!(c1.lost.is_empty());
+    }
+}

@@ -106,18 +106,18 @@ pub struct HistoryView {
     pub steps: Vec<StepView>,
 }
 
-/// A step found in a history.
+/// A step found in a history, or a point a run lost (every request failed).
 #[derive(Debug, Clone, Serialize)]
 pub struct StepView {
     /// The first run of the new level.
     pub run_id: String,
     /// The point.
     pub point: String,
-    /// `+12.0%`.
+    /// `+12.0%`, or `lost`.
     pub change: String,
     /// `worse` or `better`, by the metric's direction.
     pub verdict: String,
-    /// Mean before → after, formatted with the unit.
+    /// Mean before → after, formatted with the unit (or `every request failed`).
     pub levels: String,
     /// The p-value bound.
     pub p: String,
@@ -243,7 +243,18 @@ fn history_view(
         .iter()
         .flat_map(|p| {
             let label = labels::short(&p.point, &swept);
-            p.values.iter().filter_map(move |v| {
+            let lost = p.lost.iter().map({
+                let label = label.clone();
+                move |&r| StepView {
+                    run_id: w.runs[r].run_id.clone(),
+                    point: label.clone(),
+                    change: "lost".into(),
+                    verdict: "worse".into(),
+                    levels: "every request failed".into(),
+                    p: "–".into(),
+                }
+            });
+            let stepped = p.values.iter().filter_map(move |v| {
                 let s = v.step?;
                 let worse = match metric.direction() {
                     Direction::HigherIsBetter => s.relative < 0.0,
@@ -257,7 +268,8 @@ fn history_view(
                     levels: format!("{} → {}", metric.format(s.before), metric.format(s.after)),
                     p: format!("{:.1e}", s.p_value),
                 })
-            })
+            });
+            lost.chain(stepped)
         })
         .collect();
     let view = HistoryView {
@@ -323,5 +335,58 @@ fn row(r: &DigestedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
         workload: short(&m.comparability.workload_hash),
         steps: steps.get(&m.run_id).cloned().unwrap_or_default(),
         error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_analysis::history::{HistoryRun, HistoryValue, PointHistory};
+    use qexp_analysis::stats::Summary;
+    use qexp_plan::Point;
+
+    /// A point a run lost is listed beside the steps, as that run's flag.
+    #[test]
+    fn a_lost_point_is_listed_with_the_run_that_lost_it() {
+        let point = Point {
+            id: 0,
+            concurrency: 64,
+            input_tokens: 1000,
+            output_tokens: 500,
+            requests: 128,
+            warmup: 0,
+            open_loop: None,
+            deployment: None,
+        };
+        let runs: Vec<HistoryRun> = (0..3)
+            .map(|i| HistoryRun {
+                run_id: format!("run-{i}"),
+                input: i,
+                started_unix_s: i as f64,
+            })
+            .collect();
+        let value = |run| HistoryValue {
+            run,
+            summary: Summary::of(&[0.5, 0.51, 0.49]).expect("values"),
+            step: None,
+        };
+        let w = WorkloadHistory {
+            workload_hash: "0123456789abcdef".into(),
+            runs,
+            points: vec![PointHistory {
+                point,
+                values: vec![value(0), value(2)],
+                lost: vec![1],
+            }],
+        };
+        let (view, chart) = history_view("tput", 0, &w, 1, Metric::TtftS).expect("renders");
+        assert!(chart.is_some());
+        assert_eq!(view.steps.len(), 1, "{:?}", view.steps);
+        let s = &view.steps[0];
+        assert_eq!(
+            (s.run_id.as_str(), s.change.as_str(), s.verdict.as_str()),
+            ("run-1", "lost", "worse")
+        );
+        assert_eq!(s.levels, "every request failed");
     }
 }
