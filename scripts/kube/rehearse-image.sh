@@ -33,6 +33,10 @@ fi
 # Build stage.
 rm -rf "$context" && mkdir -p "$context"
 git archive HEAD | tar -x -C "$context"
+# The archive keeps the commit's times, and cargo names a workspace crate's
+# artifacts after its path inside the workspace: a checkout of another
+# commit built into the same target folder since would pass for fresh.
+find "$context" -type f -exec touch {} +
 (cd "$context" && grep -v '^#' .dockerignore | xargs -r rm -rf)
 (cd "$context" && cargo build --release --locked --bin qexp)
 bin="$CARGO_TARGET_DIR/release/qexp"
