@@ -165,6 +165,16 @@ impl Server {
         self.group.exit_status()
     }
 
+    /// A check that needs no hold on the server: true while its leader
+    /// runs (exists and is not a zombie waiting to be reaped). The runner
+    /// asks it after each point, so that a point measured while the server
+    /// died is kept as incomplete and measured again on `--resume`.
+    pub fn liveness(&self) -> Liveness {
+        Liveness {
+            pid: self.record.pid,
+        }
+    }
+
     /// The last lines of the server's log, the run's key hidden.
     pub fn log_tail(&self) -> String {
         hide(self.key.as_ref(), &logfile::tail(&self.record.log))
@@ -273,5 +283,31 @@ mod tests {
             server
         }
         let _ = server_is_send;
+    }
+}
+
+/// See [`Server::liveness`].
+#[derive(Debug, Clone, Copy)]
+pub struct Liveness {
+    pid: u32,
+}
+
+impl Liveness {
+    /// True while the server's leader runs.
+    pub fn is_alive(&self) -> bool {
+        let Ok(pid) = i32::try_from(self.pid) else {
+            return false;
+        };
+        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            return false;
+        }
+        // A leader that exited stays a zombie until qexp reaps it.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+                .is_some_and(|state| state != 'Z'),
+            Err(_) => true,
+        }
     }
 }

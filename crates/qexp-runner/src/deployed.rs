@@ -135,8 +135,9 @@ async fn measure_cell(
         trials,
         Some(live.tag.clone()),
     );
+    runner.server = live.liveness();
     for &(pos, pid) in todo {
-        if *cancel.borrow() {
+        if *cancel.borrow() || runner.server_died {
             break;
         }
         runner

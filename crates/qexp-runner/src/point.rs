@@ -65,6 +65,8 @@ pub(crate) fn point_runner<'a, B: Backend>(
         deployment,
         over_tolerance: Vec::new(),
         meeting: Meeting::whole(),
+        server: None,
+        server_died: false,
     }
 }
 
@@ -97,6 +99,11 @@ pub(crate) struct PointRunner<'a, B: Backend> {
     pub over_tolerance: Vec<String>,
     /// This process's shard of the run and where it meets the others.
     pub meeting: Meeting,
+    /// The server qexp launched for these points, when it did.
+    pub server: Option<qexp_deploy::Liveness>,
+    /// The server was found dead after a point: that point was kept as
+    /// incomplete (measured again on `--resume`), and no more are sent.
+    pub server_died: bool,
 }
 
 impl<B: Backend> PointRunner<'_, B> {
@@ -157,8 +164,13 @@ impl<B: Backend> PointRunner<'_, B> {
             .collect();
         let prow = self.point_row(&ctx, &measured, &sent).await;
         rows.extend(measured.iter().cloned());
+        // A server that died while this point was measured failed its
+        // last requests: the point is kept, as incomplete, so that a
+        // resume measures it again rather than taking the failures as its.
+        self.server_died = self.server.is_some_and(|s| !s.is_alive());
         let whole = all_finished(&sent.warm, share.warmup.len() as u32)
-            && all_finished(&sent.measured, ctx.requests_planned);
+            && all_finished(&sent.measured, ctx.requests_planned)
+            && !self.server_died;
         if let Some(e) = sent.journal_failure {
             // Keep what can still be kept; the journal's failure is the one to report.
             let _ = writer.write_incomplete_point(&rows, &prow);

@@ -581,12 +581,14 @@ stop_grace_s = 3
 }
 
 /// A server that dies while it is measured (here its simulator is KILLed,
-/// as the kernel's OOM killer would) is seen at the end of its cell: the
-/// run records it as the deployment's failure with its exit status and log,
-/// skips its later blocks, exits 1 with a sentence naming it, and leaves
-/// nothing behind.
+/// as the kernel's OOM killer would) is seen after the point it was
+/// measuring: that point is kept as incomplete, the run records the
+/// deployment's failure with its exit status and log, skips the rest of its
+/// blocks, exits 1 with a sentence naming it, and leaves nothing behind;
+/// `--resume` then measures what is missing, and no request that failed
+/// because the server was dead is left in the run.
 #[test]
-fn a_server_that_dies_while_measured_is_recorded_and_not_used_again() {
+fn a_server_that_dies_while_measured_is_recorded_and_resumed() {
     let _s = serial();
     let dir = Dir::new();
     let pid_file = dir.tmp.path().join("sim.pid");
@@ -600,9 +602,10 @@ stop_grace_s = 3
 "#,
         pid = pid_file.display(),
     );
+    // 2 points × 24 requests of ~170 ms, 2 blocks.
     let p = dir.write(
         &plan("dies", &deployments)
-            .requests(400)
+            .requests(24)
             .warmup(0)
             .trials(2)
             .seed(1),
@@ -652,7 +655,8 @@ stop_grace_s = 3
             .any(|l| l.starts_with("qexp: deployment `dies` exited during block 1")),
         "{stderr}"
     );
-    let m = qexp_store::read_manifest(&dir.the_run("dies")).unwrap();
+    let run = dir.the_run("dies");
+    let m = qexp_store::read_manifest(&run).unwrap();
     let d = &m.deployments[0];
     assert_eq!(d.starts.len(), 1, "block 2 was not started: {:?}", d.starts);
     assert_eq!(d.failures.len(), 1, "{:?}", d.failures);
@@ -665,6 +669,25 @@ stop_grace_s = 3
         "{f:?}"
     );
     nothing_left(&m);
+
+    let out = wait(
+        qexp(&["run", "--resume", run.to_str().unwrap(), "--no-report"])
+            .spawn()
+            .unwrap(),
+        180,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m = qexp_store::read_manifest(&run).unwrap();
+    assert_eq!(m.status, qexp_store::RunStatus::Complete);
+    nothing_left(&m);
+    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    assert_eq!(df.height(), 2 * 2 * 24, "exactly the planned requests");
+    let errors = df.column("error_class").unwrap().null_count();
+    assert_eq!(
+        errors,
+        df.height(),
+        "no request failed in the run as resumed"
+    );
 }
 
 /// `--model` names the model for the servers qexp starts too: `{model}` in
