@@ -43,9 +43,20 @@ pub(crate) fn tail(path: &Path) -> String {
 fn read_end(path: &Path) -> std::io::Result<String> {
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))?;
+    let from = len.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(from))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
+    // Read from the middle of a line, its start is cut: it is left out, so
+    // that no piece of a secret the line held (which redaction, matching
+    // whole secrets, would miss) is quoted.
+    if from > 0 {
+        let start = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| i + 1);
+        bytes.drain(..start);
+    }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -65,6 +76,22 @@ mod tests {
         assert!(tail.starts_with("line 11\n"), "{tail}");
         assert!(tail.ends_with("line 30"), "{tail}");
         assert_eq!(last_lines("", 20), "");
+    }
+
+    #[test]
+    fn a_line_cut_by_the_read_is_left_out() {
+        // The read starts 5 bytes into the secret, which ends the first line.
+        let dir = std::env::temp_dir().join(format!("qexp-logfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        let path = dir.join("server.log");
+        let last = "B".repeat(TAIL_BYTES as usize - 9);
+        let text = format!("{}secretkey123\n{last}\n", "A".repeat(100));
+        assert_eq!(text.len() as u64 - TAIL_BYTES, 105);
+        std::fs::write(&path, &text).unwrap_or_default();
+        let got = tail(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!got.contains("key123"), "a piece of the cut line was kept");
+        assert_eq!(got, last);
     }
 
     #[test]

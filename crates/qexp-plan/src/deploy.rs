@@ -11,6 +11,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use crate::error::Invalid;
+use crate::limits::MAX_WAIT_S;
 
 /// The order of deployments within the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -296,10 +297,6 @@ impl DeploymentSpec {
         Ok(())
     }
 }
-
-/// The longest wait a deployment may ask for (a week, in seconds): far
-/// beyond any server's start or stop, and well inside what a `Duration` holds.
-const MAX_WAIT_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// Deployment `i`'s key `k` is wrong: `m` says why.
 fn bad<T>(i: usize, span: Range<usize>, k: &str, m: &str) -> Result<T, Invalid> {

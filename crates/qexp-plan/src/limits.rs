@@ -62,10 +62,17 @@ pub struct RequestTimeouts {
     pub total: Duration,
 }
 
+/// The longest wait a plan may ask for, in seconds (a week): far beyond any
+/// request's or server's, and well inside what a deadline can hold (an
+/// instant plus `Duration::MAX` overflows).
+pub(crate) const MAX_WAIT_S: f64 = 7.0 * 24.0 * 3600.0;
+
 impl TimeoutsSection {
-    /// The limits in force, `target_timeout_s` standing for an unset `total_s`.
+    /// The limits in force, `target_timeout_s` standing for an unset
+    /// `total_s`; each at most a week, whatever it was given.
     pub fn resolve(&self, target_timeout_s: f64) -> RequestTimeouts {
-        let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
+        let most = Duration::from_secs_f64(MAX_WAIT_S);
+        let secs = |s: f64| Duration::try_from_secs_f64(s).map_or(most, |d| d.min(most));
         let total = secs(
             self.total_s
                 .as_ref()
@@ -89,11 +96,11 @@ impl TimeoutsSection {
         for (key, value) in all {
             if let Some(v) = value {
                 let x = *v.get_ref();
-                if !(x.is_finite() && x > 0.0) {
+                if !(x.is_finite() && x > 0.0 && x <= MAX_WAIT_S) {
                     return Err((
                         v.span(),
                         Some(key.to_string()),
-                        "must be a positive number of seconds".to_string(),
+                        "must be a positive number of seconds, at most a week".to_string(),
                     ));
                 }
             }

@@ -461,11 +461,12 @@ impl PlanFile {
                 );
             }
         }
-        if self.target.timeout_s.is_nan() || self.target.timeout_s <= 0.0 {
+        let t = self.target.timeout_s;
+        if !(t.is_finite() && t > 0.0 && t <= crate::limits::MAX_WAIT_S) {
             return invalid(
                 0..0,
                 "target.timeout_s",
-                "must be a positive number of seconds",
+                "must be a positive number of seconds, at most a week",
             );
         }
         if let Some(env) = &self.target.api_key_env {

@@ -35,6 +35,14 @@ pub(crate) struct Live {
     blocks: u32,
 }
 
+impl Live {
+    /// How to tell whether the server qexp launched still runs (None for a
+    /// `base_url`, which qexp does not watch).
+    pub(crate) fn liveness(&self) -> Option<qexp_deploy::Liveness> {
+        self.server.as_ref().map(Server::liveness)
+    }
+}
+
 /// Every deployment's live server, calibrations and failures.
 pub(crate) struct Fleet<'a> {
     opts: &'a RunOptions,
@@ -145,7 +153,12 @@ impl<'a> Fleet<'a> {
                     }
                     Err(e) => {
                         if let Some(s) = server {
-                            s.stop().await;
+                            let (pgid, port) = (s.record().pid, s.record().port);
+                            let record = s.stop().await;
+                            if let Some(sentence) = stop_left(name, pgid, port, &record) {
+                                tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {sentence}");
+                                self.failed.insert(format!("{name} (stop)"), sentence);
+                            }
                         }
                         target.shutdown().await;
                         let failure = Failure::message(format!("{e}"));
@@ -235,8 +248,8 @@ impl<'a> Fleet<'a> {
         let start_id = server.record().start_id.clone();
         let failure = Failure {
             message: format!(
-                "the server exited on its own ({status}); requests sent after that failed, \
-                 and its later blocks were skipped"
+                "the server exited on its own ({status}); the point it was measuring is kept \
+                 as incomplete and the rest of its blocks were skipped (`--resume` measures them)"
             ),
             log: Some(server.record().log.display().to_string()),
             tail: Some(server.log_tail()),

@@ -140,6 +140,19 @@ fn the_fixture_itself_parses() {
     assert!(plan.file.tolerance.exceeded(2, 10));
 }
 
+/// Whatever the limits say, they resolve to durations a deadline can hold:
+/// a timeout the plan does not bound (here `target.timeout_s` given in code)
+/// is held to a week.
+#[test]
+fn limits_resolve_to_at_most_a_week() {
+    let plan = Plan::parse(Path::new("experiments/t.toml"), GOOD).unwrap();
+    for huge in [1e20, f64::INFINITY, f64::MAX] {
+        let t = plan.file.timeouts.resolve(huge);
+        assert_eq!(t.total.as_secs(), 7 * 24 * 3600, "{huge}");
+        assert!(t.first_byte <= t.total && t.idle <= t.total);
+    }
+}
+
 #[test]
 fn bad_limits_are_located() {
     for (from, to, key) in [
@@ -155,6 +168,13 @@ fn bad_limits_are_located() {
             "tolerance.max_failed_fraction",
         ),
         ("idle_s = 5", "idle = 5", "idle"),
+        // Past a week a deadline would overflow the clock (it panicked).
+        ("idle_s = 5", "idle_s = 1e20", "timeouts.idle_s"),
+        (
+            "first_byte_s = 30",
+            "first_byte_s = inf",
+            "timeouts.first_byte_s",
+        ),
     ] {
         let e = Plan::parse(Path::new("experiments/t.toml"), &GOOD.replace(from, to))
             .unwrap_err()

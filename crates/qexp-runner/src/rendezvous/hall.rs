@@ -267,15 +267,24 @@ async fn meet(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Ans
 /// IPv4, dual-stack and IPv6-only clusters; on a host without IPv6 it falls
 /// back to `0.0.0.0:PORT` with a warning.
 async fn listen(bind: &str) -> std::io::Result<tokio::net::TcpListener> {
+    // EAFNOSUPPORT (97): the kernel has no IPv6; an address in use or any
+    // other error is the bind's own, not IPv6's.
+    const NO_IPV6: i32 = 97;
     match tokio::net::TcpListener::bind(bind).await {
         Ok(listener) => Ok(listener),
-        Err(e) => match bind.strip_prefix("[::]:") {
-            Some(port) => {
-                let v4 = format!("0.0.0.0:{port}");
-                tracing::warn!("cannot listen on {bind} ({e}); listening on {v4}, IPv4 only");
-                tokio::net::TcpListener::bind(v4).await
+        Err(e)
+            if e.raw_os_error() == Some(NO_IPV6)
+                || e.kind() == std::io::ErrorKind::AddrNotAvailable =>
+        {
+            match bind.strip_prefix("[::]:") {
+                Some(port) => {
+                    let v4 = format!("0.0.0.0:{port}");
+                    tracing::warn!("cannot listen on {bind} ({e}); listening on {v4}, IPv4 only");
+                    tokio::net::TcpListener::bind(v4).await
+                }
+                None => Err(e),
             }
-            None => Err(e),
-        },
+        }
+        Err(e) => Err(e),
     }
 }
