@@ -342,33 +342,11 @@ fn runs_timed_by_different_clients_are_said_to_be() {
 /// its trials there have failures and no values, as when a server times
 /// out on every request of a point.
 fn fail_every_request_at(r: &RunAnalysis, c: u32) -> RunAnalysis {
-    let points = r
-        .points
-        .iter()
-        .map(|p| {
-            if p.point.concurrency != c {
-                return p.clone();
-            }
-            let trials = p
-                .trials
-                .iter()
-                .map(|t| TrialMetrics {
-                    requests: t.requests,
-                    failures: t.requests,
-                    ..TrialMetrics::without_requests(t.trial, t.point_id)
-                })
-                .collect();
-            PointSummary::new(p.point.clone(), trials)
-        })
-        .collect();
-    RunAnalysis::new(
-        r.dir.clone(),
-        r.manifest.clone(),
-        points,
-        Vec::new(),
-        Vec::new(),
-        None,
-    )
+    crate::support::with_point_failed(r, c, |t| TrialMetrics {
+        requests: t.requests,
+        failures: t.requests,
+        ..TrialMetrics::without_requests(t.trial, t.point_id)
+    })
 }
 
 #[test]

@@ -192,27 +192,12 @@ fn histories_keep_workloads_apart_and_mark_the_run_where_a_point_stepped() {
 /// `r` with every request at concurrency `c` failed in every trial: no
 /// TTFT there, and a throughput of 0.
 fn lose_point(r: RunAnalysis, c: u32) -> RunAnalysis {
-    let points = r
-        .points
-        .iter()
-        .map(|p| {
-            if p.point.concurrency != c {
-                return p.clone();
-            }
-            let trials = p
-                .trials
-                .iter()
-                .map(|t| TrialMetrics {
-                    failures: t.requests,
-                    ttft_s: f64::NAN,
-                    agg_tok_s: 0.0,
-                    ..t.clone()
-                })
-                .collect();
-            PointSummary::new(p.point.clone(), trials)
-        })
-        .collect();
-    RunAnalysis::new(r.dir, r.manifest, points, Vec::new(), Vec::new(), None)
+    crate::support::with_point_failed(&r, c, |t| TrialMetrics {
+        failures: t.requests,
+        ttft_s: f64::NAN,
+        agg_tok_s: 0.0,
+        ..t.clone()
+    })
 }
 
 /// A run that lost a point (every request failed there) is listed as having

@@ -11,4 +11,5 @@ mod history;
 mod itl;
 mod model_check;
 mod query;
+mod support;
 mod workspace;

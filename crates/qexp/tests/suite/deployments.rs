@@ -73,6 +73,11 @@ impl Dir {
 
     /// `qexp run PLAN --out results --no-report`, waited for (bounded).
     fn run(&self, plan: &Path, extra: &[&str]) -> Output {
+        wait(self.spawn(plan, extra), 180)
+    }
+
+    /// `qexp run PLAN` into the results folder, started and not waited for.
+    fn spawn(&self, plan: &Path, extra: &[&str]) -> Child {
         let results = self.results();
         let mut args = vec![
             "run",
@@ -82,7 +87,22 @@ impl Dir {
             "--no-report",
         ];
         args.extend_from_slice(extra);
-        wait(qexp(&args).spawn().unwrap(), 180)
+        qexp(&args).spawn().unwrap()
+    }
+
+    /// True once a run of `experiment` has journalled a measured request.
+    fn measuring(&self, experiment: &str) -> bool {
+        std::fs::read_dir(self.results().join(experiment))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_dir(run.path().join("journal"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+            })
     }
 
     /// The one run folder of `experiment`.
@@ -94,6 +114,21 @@ impl Dir {
             .collect();
         assert_eq!(runs.len(), 1, "{runs:?}");
         runs.remove(0)
+    }
+}
+
+/// `qexp run --resume RUN`, waited for.
+fn resume(run: &Path) -> Output {
+    let args = ["run", "--resume", run.to_str().unwrap(), "--no-report"];
+    wait(qexp(&args).spawn().unwrap(), 180)
+}
+
+/// Polls `check` every 20 ms until it holds; fails the test after 60 s.
+fn until(what: &str, check: &dyn Fn() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < Duration::from_secs(60), "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -351,15 +386,7 @@ fn an_interrupted_run_resumes_exactly_the_missing_cells() {
             .trials(4)
             .seed(2),
     );
-    let child = qexp(&[
-        "run",
-        p.to_str().unwrap(),
-        "--out",
-        dir.results().to_str().unwrap(),
-        "--no-report",
-    ])
-    .spawn()
-    .unwrap();
+    let child = dir.spawn(&p, &[]);
     // Interrupt once the third cell's server is up.
     let start = Instant::now();
     loop {
@@ -389,12 +416,7 @@ fn an_interrupted_run_resumes_exactly_the_missing_cells() {
     assert_eq!(m.status, qexp_store::RunStatus::Interrupted);
     nothing_left(&m);
 
-    let out = wait(
-        qexp(&["run", "--resume", run.to_str().unwrap(), "--no-report"])
-            .spawn()
-            .unwrap(),
-        180,
-    );
+    let out = resume(&run);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let m = qexp_store::read_manifest(&run).unwrap();
     assert_eq!(m.status, qexp_store::RunStatus::Complete);
@@ -512,23 +534,7 @@ stop_grace_s = 3
             .trials(1)
             .seed(1),
     );
-    let results = dir.results();
-    let child = qexp(&[
-        "run",
-        p.to_str().unwrap(),
-        "--out",
-        results.to_str().unwrap(),
-        "--no-report",
-    ])
-    .spawn()
-    .unwrap();
-    let until = |what: &str, check: &dyn Fn() -> bool| {
-        let start = Instant::now();
-        while !check() {
-            assert!(start.elapsed() < Duration::from_secs(60), "never: {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
+    let child = dir.spawn(&p, &[]);
     let sigint = || {
         let ok = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
@@ -545,20 +551,7 @@ stop_grace_s = 3
         .trim()
         .parse()
         .unwrap();
-    // Measuring: the run's journal has rows.
-    until("requests measured", &|| {
-        std::fs::read_dir(results.join("stubborn"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|run| {
-                std::fs::read_dir(run.path().join("journal"))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
-            })
-    });
+    until("requests measured", &|| dir.measuring("stubborn"));
     sigint();
     // The stop has sent TERM and waits out the 3 s grace.
     until("the server got TERM", &|| term_file.exists());
@@ -610,34 +603,8 @@ stop_grace_s = 3
             .trials(2)
             .seed(1),
     );
-    let results = dir.results();
-    let child = qexp(&[
-        "run",
-        p.to_str().unwrap(),
-        "--out",
-        results.to_str().unwrap(),
-        "--no-report",
-    ])
-    .spawn()
-    .unwrap();
-    let start = Instant::now();
-    let measuring = || {
-        std::fs::read_dir(results.join("dies"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|run| {
-                std::fs::read_dir(run.path().join("journal"))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
-            })
-    };
-    while !measuring() {
-        assert!(start.elapsed() < Duration::from_secs(60), "never measured");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = dir.spawn(&p, &[]);
+    until("requests measured", &|| dir.measuring("dies"));
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let killed = Command::new("kill")
         .args(["-KILL", pid.trim()])
@@ -670,12 +637,7 @@ stop_grace_s = 3
     );
     nothing_left(&m);
 
-    let out = wait(
-        qexp(&["run", "--resume", run.to_str().unwrap(), "--no-report"])
-            .spawn()
-            .unwrap(),
-        180,
-    );
+    let out = resume(&run);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let m = qexp_store::read_manifest(&run).unwrap();
     assert_eq!(m.status, qexp_store::RunStatus::Complete);
