@@ -4,19 +4,21 @@
 //! 100%; linear interpolation, as every percentile in qexp), and per point
 //! at most [`TIMELINE_MAX`] requests' send time (from the trial's first
 //! measured send) against TTFT, thinned deterministically: each trial keeps
-//! an equal share, evenly spaced in send order, so warm-up effects and
-//! stalls stay visible at any size.
+//! at most an equal share, its span of sends cut into that many equal
+//! slots and the first request sent in each kept, so warm-up effects stay
+//! visible at any size and a stall shows as a gap. What is kept depends on
+//! the requests, not on the order they are read in.
 //!
 //! [`point_distribution`] takes one point's measured requests. The report's
-//! pass over a run (`crate::pass`) holds one (trial, point) at a time, so it
-//! builds each trial's part with `trial_part` (the point's trial count,
-//! known before the pass, sets each trial's timeline share) and joins them
-//! with `from_parts`: no column of the whole run is ever held.
+//! reads of a run (`crate::pass`) never hold more of a (trial, point) than
+//! a bounded number of values: they find the quantiles by selection
+//! (`crate::stats::select`), learn a trial's span of sends on the first read
+//! and fill its slots (`Thinning`) at its end, or on a second read when the
+//! trial had too many requests to hold (the point's trial count, known
+//! before the reads, sets each trial's share), then join the trials' parts
+//! with `from_parts`.
 
-use crate::columns::{f64s, u32s};
 use crate::stats::quantiles_in_place;
-use polars::prelude::*;
-use qexp_store::requests as rq;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -38,6 +40,14 @@ pub struct RequestSample {
     pub e2e_s: f64,
     /// Whether it succeeded; failed requests only mark the trial's start.
     pub ok: bool,
+}
+
+impl RequestSample {
+    /// Whether it is on the timeline and in the quantiles: a success with
+    /// a TTFT and a send time.
+    pub(crate) fn good(&self) -> bool {
+        self.ok && self.ttft_s.is_finite() && self.sent_unix_s.is_finite()
+    }
 }
 
 /// One trial's latency quantile functions at a point.
@@ -88,23 +98,12 @@ fn quantiles(values: impl Iterator<Item = f64>) -> Vec<f64> {
         .collect()
 }
 
-/// `keep` evenly spaced items of `items` (all when there are no more).
-fn thin<T: Copy>(items: &[T], keep: usize) -> Vec<T> {
-    let n = items.len();
-    if n <= keep {
-        return items.to_vec();
-    }
-    (0..keep)
-        .filter_map(|i| items.get(i * n / keep).copied())
-        .collect()
-}
-
 /// One trial's part of a point's distributions: its quantile functions
 /// and its share of the timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TrialPart {
-    distribution: TrialDistribution,
-    timeline: Vec<TimelinePoint>,
+    pub(crate) distribution: TrialDistribution,
+    pub(crate) timeline: Vec<TimelinePoint>,
 }
 
 /// The timeline share of each trial at a point with `trials` trials.
@@ -114,25 +113,18 @@ pub(crate) fn share(trials: usize) -> usize {
 
 /// One trial's part from its measured requests at a point (any order),
 /// keeping at most `share` of them on the timeline.
-pub(crate) fn trial_part(trial: u32, rows: &mut [RequestSample], share: usize) -> TrialPart {
-    rows.sort_by(|a, b| a.sent_unix_s.total_cmp(&b.sent_unix_s));
+pub(crate) fn trial_part(trial: u32, rows: &[RequestSample], share: usize) -> TrialPart {
     let start = rows
         .iter()
         .map(|r| r.sent_unix_s)
-        .find(|t| t.is_finite())
-        .unwrap_or(f64::NAN);
-    let good: Vec<&RequestSample> = rows
-        .iter()
-        .filter(|r| r.ok && r.ttft_s.is_finite() && r.sent_unix_s.is_finite())
-        .collect();
-    let timeline = thin(&good, share)
-        .into_iter()
-        .map(|r| TimelinePoint {
-            trial,
-            sent_s: r.sent_unix_s - start,
-            ttft_s: r.ttft_s,
-        })
-        .collect();
+        .filter(|t| t.is_finite())
+        .fold(f64::NAN, f64::min);
+    let good: Vec<&RequestSample> = rows.iter().filter(|r| r.good()).collect();
+    let mut span = Span::default();
+    good.iter().for_each(|r| span.add(r.sent_unix_s));
+    let mut thinning = Thinning::new(share, good.len(), span);
+    good.iter()
+        .for_each(|r| thinning.offer(r.sent_unix_s, r.ttft_s));
     TrialPart {
         distribution: TrialDistribution {
             trial,
@@ -140,8 +132,94 @@ pub(crate) fn trial_part(trial: u32, rows: &mut [RequestSample], share: usize) -
             ttft_s: quantiles(good.iter().map(|r| r.ttft_s)),
             e2e_s: quantiles(good.iter().map(|r| r.e2e_s)),
         },
-        timeline,
+        timeline: timeline(trial, start, thinning.kept()),
     }
+}
+
+/// The first and last send of a trial's requests on the timeline (Unix seconds).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    lo: f64,
+    hi: f64,
+}
+
+impl Default for Span {
+    fn default() -> Span {
+        Span {
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+        }
+    }
+}
+
+impl Span {
+    /// One more send.
+    pub(crate) fn add(&mut self, sent: f64) {
+        self.lo = self.lo.min(sent);
+        self.hi = self.hi.max(sent);
+    }
+}
+
+/// Picks a trial's timeline from its `good` requests offered in any order:
+/// all of them when there are at most `share`; otherwise its span of sends
+/// cut into `share` equal slots, the first request sent in each (ties by
+/// TTFT), so the result does not depend on the order.
+pub(crate) struct Thinning {
+    span: Span,
+    /// All of them (at most `share`), or one per slot.
+    all: bool,
+    kept: Vec<Option<(f64, f64)>>,
+}
+
+impl Thinning {
+    pub(crate) fn new(share: usize, good: usize, span: Span) -> Thinning {
+        let all = good <= share;
+        Thinning {
+            span,
+            all,
+            kept: match all {
+                true => Vec::with_capacity(good),
+                false => vec![None; share.max(1)],
+            },
+        }
+    }
+
+    /// A request with a TTFT and a send time: (sent, TTFT).
+    pub(crate) fn offer(&mut self, sent: f64, ttft: f64) {
+        if self.all {
+            self.kept.push(Some((sent, ttft)));
+            return;
+        }
+        let slots = self.kept.len();
+        let width = self.span.hi - self.span.lo;
+        let at = match width > 0.0 {
+            true => ((sent - self.span.lo) / width * slots as f64) as usize,
+            false => 0,
+        };
+        let slot = &mut self.kept[at.min(slots - 1)];
+        let earlier = |(s, t): (f64, f64)| sent.total_cmp(&s).then(ttft.total_cmp(&t)).is_lt();
+        if slot.is_none_or(earlier) {
+            *slot = Some((sent, ttft));
+        }
+    }
+
+    /// The kept requests, (sent, TTFT).
+    pub(crate) fn kept(self) -> Vec<(f64, f64)> {
+        self.kept.into_iter().flatten().collect()
+    }
+}
+
+/// A trial's timeline from its kept requests ((sent, TTFT), Unix seconds),
+/// timed from `start` (its first send), in send order.
+pub(crate) fn timeline(trial: u32, start: f64, mut kept: Vec<(f64, f64)>) -> Vec<TimelinePoint> {
+    kept.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    kept.into_iter()
+        .map(|(sent, ttft_s)| TimelinePoint {
+            trial,
+            sent_s: sent - start,
+            ttft_s,
+        })
+        .collect()
 }
 
 /// A point's distributions from its trials' parts, in trial order.
@@ -173,39 +251,8 @@ pub fn point_distribution(point_id: u32, samples: &[RequestSample]) -> PointDist
         point_id,
         by_trial
             .into_iter()
-            .map(|(trial, mut rows)| trial_part(trial, &mut rows, share)),
+            .map(|(trial, rows)| trial_part(trial, &rows, share)),
     )
-}
-
-/// The columns [`samples`] reads.
-pub(crate) const COLUMNS: [&str; 5] = [
-    rq::TRIAL,
-    rq::SENT_UNIX_S,
-    rq::TTFT_S,
-    rq::E2E_S,
-    rq::ERROR_CLASS,
-];
-
-/// The measured requests of `df` (a frame with [`COLUMNS`]), in its order,
-/// into `out` (emptied first: a buffer kept from one (trial, point) to the
-/// next).
-pub(crate) fn samples_into(df: &DataFrame, out: &mut Vec<RequestSample>) -> PolarsResult<()> {
-    let trial = u32s(df, rq::TRIAL)?;
-    let (sent, ttft, e2e) = (
-        f64s(df, rq::SENT_UNIX_S)?,
-        f64s(df, rq::TTFT_S)?,
-        f64s(df, rq::E2E_S)?,
-    );
-    let ok = df.column(rq::ERROR_CLASS)?.is_null();
-    out.clear();
-    out.extend(ok.iter().enumerate().map(|(i, ok)| RequestSample {
-        trial: trial[i],
-        sent_unix_s: sent[i],
-        ttft_s: ttft[i],
-        e2e_s: e2e[i],
-        ok: ok.unwrap_or(false),
-    }));
-    Ok(())
 }
 
 #[cfg(test)]

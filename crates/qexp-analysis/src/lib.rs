@@ -47,7 +47,7 @@ pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
 pub use distribution::PointDistribution;
 pub use error::AnalysisError;
 pub use failures::FailureGroup;
-pub use load::{analyze, analyze_in_batches, ITL_BATCH_ROWS};
+pub use load::{analyze, analyze_bounded, analyze_in_batches, ITL_BATCH_ROWS};
 pub use metric::{Direction, Metric, MetricSpec, Unit};
 pub use metrics::{Axis, PointSummary, TrialMetrics};
 pub use model_fit::{check_against_model, run_deployments, run_observations, RunObservations};

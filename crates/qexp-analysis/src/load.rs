@@ -75,19 +75,42 @@ pub fn analyze(dir: &Path) -> Result<RunAnalysis, AnalysisError> {
 /// small batches to cross batch boundaries).
 #[doc(hidden)]
 pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, AnalysisError> {
+    analyze_bounded(dir, batch_rows, crate::stats::select::HELD_MAX).map(|(run, _)| run)
+}
+
+/// [`analyze_in_batches`], each exact percentile's selection holding at
+/// most `held_max` values (tests use a small one to make it read a
+/// (trial, point) more than twice), with the number of reads of the
+/// request rows it took (the count read included).
+#[doc(hidden)]
+pub fn analyze_bounded(
+    dir: &Path,
+    batch_rows: usize,
+    held_max: usize,
+) -> Result<(RunAnalysis, usize), AnalysisError> {
     let manifest = qexp_store::read_manifest(dir)?;
     let q = |source| AnalysisError::Query {
         path: dir.to_path_buf(),
         source,
     };
     let schema = scan_requests(dir)?.collect_schema().map_err(q)?;
-    let expected = crate::pass::measured_rows(dir, batch_rows)?;
-    let mut frames = TrialFrames::new(&schema, &expected, &manifest);
-    let columns = frames.columns();
-    crate::pass::for_each_trial_point(dir, &expected, &columns, batch_rows, |key, rows| {
-        frames.add(key, rows)
-    })?;
-    let mut by_key = frames.request_metrics().map_err(q)?;
+    let counted = crate::pass::count(dir, &schema, batch_rows)?;
+    let mut frames = TrialFrames::new(&schema, &counted, &manifest, held_max);
+    let mut reads = 1;
+    while let Some(columns) = frames.next_read() {
+        reads += 1;
+        crate::pass::read(
+            dir,
+            &counted.rows,
+            &columns,
+            batch_rows,
+            |key, piece| match piece {
+                Some(rows) => frames.add(key, rows),
+                None => frames.end(key),
+            },
+        )?;
+    }
+    let mut by_key = frames.request_metrics();
     let with_rows = add_point_rows(dir, &mut by_key)?;
     mark_journal_only(&mut by_key, &with_rows, &manifest);
     let summaries = manifest
@@ -114,7 +137,7 @@ pub fn analyze_in_batches(dir: &Path, batch_rows: usize) -> Result<RunAnalysis, 
     run.failures = failures;
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
     run.distributions = frames.distributions(&ids);
-    Ok(run)
+    Ok((run, reads))
 }
 
 /// Fills in what the point rows hold: aggregate tok/s, send lag, the

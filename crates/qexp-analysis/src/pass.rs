@@ -1,104 +1,120 @@
-//! One pass over a run's measured request rows, a (trial, point) at a time.
+//! Reads over a run's measured request rows, a (trial, point) at a time.
 //!
-//! A report of a hundred million requests cannot hold its rows: the rows are
-//! read a few row groups at a time ([`qexp_store::for_each_request_batch`]),
-//! and each (trial, point)'s rows are handed over whole, as one frame, as
-//! soon as the last of them has been read, then dropped. The runner writes
-//! each (trial, point) as one block, so about one (trial, point) is held at a
-//! time, whatever the run's length: memory grows with the largest (trial,
-//! point), not with the run. How many measured rows each (trial, point) has
-//! is counted first, from the two key columns alone, so that a block's end
-//! is known when it is read and a (trial, point) whose rows are spread out
-//! (a resumed run's journal) still comes whole, once.
-//!
-//! Every per-(trial, point) statistic is computed from that frame, so each
-//! one is exact (percentiles over all of a (trial, point)'s requests, never
-//! merged from pieces).
+//! A report of a hundred million requests cannot hold its rows, nor one
+//! (trial, point)'s: the rows are read a few row groups at a time
+//! ([`qexp_store::for_each_request_batch`]) and handed over as pieces, each
+//! a run of rows of one (trial, point), then dropped. Statistics that are
+//! sums or counts add the pieces up; exact percentiles of a (trial, point)
+//! too large to hold read its rows again (`crate::stats::select`), so the
+//! run may be read more than once, each time with the same rows. How many
+//! measured rows each (trial, point) has is counted first, from the key
+//! columns alone, and every read gives each (trial, point) exactly its
+//! counted rows (the first ones, in file order; rows written since the
+//! count, while the run was still running, are left out), then says that
+//! it has ended.
 
 use crate::columns::u32s;
 use crate::error::AnalysisError;
 use polars::prelude::*;
 use qexp_store::requests as rq;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A (trial, point): the key of every per-trial statistic.
 pub(crate) type TrialPoint = (u32, u32);
 
-/// Rows of one (trial, point) read so far.
-#[derive(Default)]
-struct Open {
-    rows: usize,
-    pieces: Vec<DataFrame>,
+/// What the count read finds: measured rows per (trial, point), and
+/// whether any of them belongs to a multi-turn session or streamed
+/// reasoning (the summaries of those hold a (trial, point)'s rows whole).
+#[derive(Debug, Default)]
+pub(crate) struct Counted {
+    pub(crate) rows: BTreeMap<TrialPoint, usize>,
+    pub(crate) turns: bool,
+    pub(crate) reasoning: bool,
 }
 
-/// Calls `each` with every (trial, point) of the run's measured (not
-/// warm-up) request rows, in the order their last row is read, with its
-/// `columns` (those of them the run has; [`rq::TRIAL`], [`rq::POINT_ID`] and
-/// [`rq::WARMUP`] always) as one frame, once. Rows are read `batch_rows` at
-/// a time. `expected` is [`measured_rows`] of the run: rows of a (trial,
-/// point) read after its counted rows (written since the count, while the
-/// run was still running) are left out.
-pub(crate) fn for_each_trial_point(
+/// Counts the measured rows of the run's (trial, point)s from the key
+/// columns (and notes turns and reasoning where the run has the columns).
+pub(crate) fn count(
+    dir: &Path,
+    schema: &Schema,
+    batch_rows: usize,
+) -> Result<Counted, AnalysisError> {
+    let mut counted = Counted::default();
+    let mut columns = vec![rq::TRIAL, rq::POINT_ID, rq::WARMUP];
+    let (turns, reasoning) = (
+        schema.contains(rq::TURN),
+        schema.contains(rq::REASONING_CHUNKS),
+    );
+    if turns {
+        columns.push(rq::TURN);
+    }
+    if reasoning {
+        columns.push(rq::REASONING_CHUNKS);
+    }
+    qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
+        let df = measured(df)?;
+        if turns && !counted.turns {
+            counted.turns = df.column(rq::TURN)?.null_count() < df.height();
+        }
+        if reasoning && !counted.reasoning {
+            let chunks = df.column(rq::REASONING_CHUNKS)?.cast(&DataType::Float64)?;
+            counted.reasoning = chunks.f64()?.iter().flatten().any(|c| c > 0.0);
+        }
+        for (key, piece) in blocks(&df)? {
+            *counted.rows.entry(key).or_default() += piece.height();
+        }
+        Ok(())
+    })?;
+    Ok(counted)
+}
+
+/// One read of the run's measured rows with `columns` (those the run has;
+/// [`rq::TRIAL`], [`rq::POINT_ID`] and [`rq::WARMUP`] always), `batch_rows`
+/// at a time: `each(key, Some(rows))` for each piece of a (trial, point), in
+/// file order, and `each(key, None)` once its `expected` rows have all been
+/// given (or, for one whose rows fell short of the count, at the end).
+pub(crate) fn read(
     dir: &Path,
     expected: &BTreeMap<TrialPoint, usize>,
     columns: &[&str],
     batch_rows: usize,
-    mut each: impl FnMut(TrialPoint, DataFrame) -> PolarsResult<()>,
+    mut each: impl FnMut(TrialPoint, Option<DataFrame>) -> PolarsResult<()>,
 ) -> Result<(), AnalysisError> {
-    let mut open: BTreeMap<TrialPoint, Open> = BTreeMap::new();
-    // Handed over already: rows of these read later were written after the
-    // count (a run still running), and are left out, so that a (trial,
-    // point) is handed over once, whole as counted.
-    let mut done: BTreeSet<TrialPoint> = BTreeSet::new();
+    let mut seen: BTreeMap<TrialPoint, usize> = BTreeMap::new();
     let keys = [rq::TRIAL, rq::POINT_ID, rq::WARMUP];
     let mut wanted = keys.to_vec();
     wanted.extend(columns.iter().filter(|c| !keys.contains(c)));
     qexp_store::for_each_request_batch(dir, &wanted, batch_rows, |df| {
         let df = measured(df)?;
         for (key, piece) in blocks(&df)? {
-            if done.contains(&key) {
+            let Some(&want) = expected.get(&key) else {
+                continue;
+            };
+            let got = seen.entry(key).or_default();
+            if *got >= want {
                 continue;
             }
-            let group = open.entry(key).or_default();
-            group.rows += piece.height();
-            group.pieces.push(piece);
-            if group.rows >= expected.get(&key).copied().unwrap_or(usize::MAX) {
-                if let Some(group) = open.remove(&key) {
-                    done.insert(key);
-                    each(key, stack(group.pieces)?)?;
-                }
+            let take = piece.height().min(want - *got);
+            *got += take;
+            each(key, Some(piece.slice(0, take)))?;
+            if *got == want {
+                each(key, None)?;
             }
         }
         Ok(())
     })?;
-    // A (trial, point) whose count disagreed (not expected): still handed over.
-    let q = |source| AnalysisError::Query {
-        path: dir.to_path_buf(),
-        source,
-    };
-    for (key, group) in open {
-        each(key, stack(group.pieces).map_err(q)?).map_err(q)?;
+    // A (trial, point) with fewer rows than counted (its file replaced
+    // since): ended with what there was.
+    for (key, &want) in expected {
+        if seen.get(key).copied().unwrap_or(0) < want {
+            each(*key, None).map_err(|source| AnalysisError::Query {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
     }
     Ok(())
-}
-
-/// Measured rows per (trial, point), from the key columns alone: read
-/// before the pass, so that a (trial, point)'s end is known when it is read
-/// and what depends on a point's trials (their count) is known before any.
-pub(crate) fn measured_rows(
-    dir: &Path,
-    batch_rows: usize,
-) -> Result<BTreeMap<TrialPoint, usize>, AnalysisError> {
-    let mut counts: BTreeMap<TrialPoint, usize> = BTreeMap::new();
-    let columns = [rq::TRIAL, rq::POINT_ID, rq::WARMUP];
-    qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
-        for (key, piece) in blocks(&measured(df)?)? {
-            *counts.entry(key).or_default() += piece.height();
-        }
-        Ok(())
-    })?;
-    Ok(counts)
 }
 
 /// The measured (not warm-up) rows of `df`; `df` itself, uncopied, when
@@ -126,18 +142,6 @@ fn blocks(df: &DataFrame) -> PolarsResult<Vec<(TrialPoint, DataFrame)>> {
     Ok(out)
 }
 
-/// The pieces of one (trial, point) as one frame (their chunks appended, not copied).
-fn stack(pieces: Vec<DataFrame>) -> PolarsResult<DataFrame> {
-    let mut pieces = pieces.into_iter();
-    let Some(mut df) = pieces.next() else {
-        return Ok(DataFrame::empty());
-    };
-    for p in pieces {
-        df.vstack_mut_owned(p)?;
-    }
-    Ok(df)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,32 +151,36 @@ mod tests {
         [workload]\ninput_tokens = 100\noutput_tokens = 10\n\n[sweep]\nconcurrency = [1, 2]\n\n\
         [run]\nrequests = 12\ntrials = 2\n";
 
-    /// Rows written after the count (a run still running) are left out: each
-    /// (trial, point) is handed over once, with at least its counted rows.
+    /// Each read gives a (trial, point) exactly its counted rows, in
+    /// pieces, then ends it once, however the batches cut them; rows beyond
+    /// the count (written since, by a run still running) are left out.
     #[test]
-    fn a_trial_point_is_handed_over_once_even_when_rows_outnumber_the_count() {
+    fn a_read_gives_each_trial_point_its_counted_rows_then_ends_it() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = SynthRun::new(PLAN, "r", "2026-12-01T10:00:00Z").write(tmp.path());
-        let actual = measured_rows(&dir, 5).unwrap();
+        let schema = qexp_store::scan_requests(&dir)
+            .unwrap()
+            .collect_schema()
+            .unwrap();
+        let actual = count(&dir, &schema, 5).unwrap().rows;
         assert_eq!(actual.len(), 4, "{actual:?}");
         let mut expected = actual.clone();
         for n in expected.values_mut() {
             *n -= 4;
         }
-        let mut seen: Vec<(TrialPoint, usize)> = Vec::new();
-        for_each_trial_point(&dir, &expected, &[], 5, |key, rows| {
-            seen.push((key, rows.height()));
+        let mut rows: BTreeMap<TrialPoint, usize> = BTreeMap::new();
+        let mut ended: Vec<TrialPoint> = Vec::new();
+        read(&dir, &expected, &[], 5, |key, piece| {
+            assert!(!ended.contains(&key), "{key:?} given after its end");
+            match piece {
+                Some(p) => *rows.entry(key).or_default() += p.height(),
+                None => ended.push(key),
+            }
             Ok(())
         })
         .unwrap();
-        let keys: BTreeSet<TrialPoint> = seen.iter().map(|(k, _)| *k).collect();
-        assert_eq!(seen.len(), 4, "{seen:?}");
-        assert_eq!(keys.len(), 4, "{seen:?}");
-        for (key, height) in seen {
-            assert!(
-                height >= expected[&key] && height <= actual[&key],
-                "{key:?}: {height}"
-            );
-        }
+        assert_eq!(rows, expected);
+        ended.sort();
+        assert_eq!(ended, expected.keys().copied().collect::<Vec<_>>());
     }
 }

@@ -23,6 +23,7 @@ pub mod outliers;
 pub mod permutation;
 pub mod quantile;
 pub mod rng;
+pub(crate) mod select;
 pub mod student;
 pub mod summary;
 pub mod ttest;

@@ -6,7 +6,7 @@
 /// Where quantile `q` lies among `n` sorted values: the lower order
 /// statistic's index `floor(h)` and the fraction `h - floor(h)` towards the
 /// next, with `h = (n - 1) q`; None when `n` is 0 or `q` is outside `[0, 1]`.
-fn position(n: usize, q: f64) -> Option<(usize, f64)> {
+pub(crate) fn position(n: usize, q: f64) -> Option<(usize, f64)> {
     if n == 0 || !(0.0..=1.0).contains(&q) {
         return None;
     }
@@ -71,7 +71,7 @@ pub fn quantiles_in_place(values: &mut [f64], qs: &[f64]) -> Vec<Option<f64>> {
 
 /// Puts the order statistics at `targets` (ascending indices into `v`) in
 /// their sorted places.
-fn select_all(v: &mut [f64], targets: &[usize]) {
+pub(crate) fn select_all(v: &mut [f64], targets: &[usize]) {
     let mid = targets.len() / 2;
     let Some(&k) = targets.get(mid) else {
         return;
@@ -86,7 +86,7 @@ fn select_all(v: &mut [f64], targets: &[usize]) {
 }
 
 /// numpy's `_lerp`: interpolate from the nearer end so that `t = 1` gives `b` exactly.
-fn lerp(a: f64, b: f64, t: f64) -> f64 {
+pub(crate) fn lerp(a: f64, b: f64, t: f64) -> f64 {
     let diff = b - a;
     if t >= 0.5 {
         b - diff * (1.0 - t)

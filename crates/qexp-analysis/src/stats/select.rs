@@ -1,0 +1,549 @@
+//! Exact quantiles of a sequence too long to hold, read more than once.
+//!
+//! A (trial, point) of a run of a hundred million requests has millions of
+//! values; its percentiles must stay exact (DESIGN: never merged from
+//! pieces), and a report must not hold them. [`Quantiles`] finds the order
+//! statistics a set of quantile levels needs by radix selection over the
+//! values' bits. A sequence of at most [`HELD_MAX`] values is held on the
+//! first read and selected at once. A longer one is counted instead, on
+//! the first read, into a histogram of the top [`FIRST_BITS`] bits of each
+//! value's order key (the IEEE bits ordered as `f64::total_cmp` orders
+//! them), which names the bucket holding each wanted rank; each later read
+//! keeps only the values of those buckets, or, where they hold more than
+//! [`HELD_MAX`] values together, counts them by their next [`NEXT_BITS`]
+//! bits and narrows again. Memory is a histogram and at most [`HELD_MAX`]
+//! values, whatever the sequence's length. A long sequence is done after
+//! its second read when the buckets of its wanted ranks are small; a
+//! bucket of millions of near-equal values takes a few more.
+//!
+//! The results are those of [`super::quantiles_in_place`] on all the values
+//! at once, bit for bit: the same order statistics, interpolated the same
+//! way. Every read must give the same values (in any order).
+
+use super::quantile::{lerp, position};
+
+/// Bits of the first read's histogram: 2^20 counts (4 MiB), made only for
+/// a sequence longer than [`HELD_MAX`] and dropped at the read's end.
+const FIRST_BITS: u32 = 20;
+/// Bits each later histogram narrows a bucket by.
+const NEXT_BITS: u32 = 16;
+/// The most values one sequence holds at a time (32 MiB). In the runs
+/// `scripts/bench-report.sh` writes (40 (trial, point)s), a (trial, point)
+/// of a 10 M-request run (250 K requests, 1.75 M inter-chunk gaps) is read
+/// once; of a 100 M-request run, its requests' values are still held and
+/// only its 17.5 M gaps are read again.
+pub(crate) const HELD_MAX: usize = 1 << 22;
+
+/// The order key of `x`: unsigned integers ordered as `f64::total_cmp`
+/// orders the floats (negative values with every bit flipped, the others
+/// with the sign bit set).
+fn key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// The float of order key `k` ([`key`]'s inverse).
+fn unkey(k: u64) -> f64 {
+    if k >> 63 == 1 {
+        f64::from_bits(k & !(1 << 63))
+    } else {
+        f64::from_bits(!k)
+    }
+}
+
+/// The exact quantiles at fixed levels of a sequence read more than once:
+/// [`Quantiles::push`] every value of a read, then [`Quantiles::end_read`];
+/// read again while [`Quantiles::done`] is false; then
+/// [`Quantiles::values`].
+#[derive(Debug)]
+pub(crate) struct Quantiles {
+    levels: Vec<f64>,
+    /// Values in the first read.
+    n: u64,
+    /// The order statistics the levels need (ascending ranks), once known.
+    ranks: Vec<u64>,
+    /// The value at each of `ranks`, as found.
+    found: Vec<Option<f64>>,
+    state: State,
+    held_max: usize,
+}
+
+#[derive(Debug)]
+enum State {
+    /// The first read: its values held while there are at most `held_max`
+    /// (then selected at once, with no further read), and from then on
+    /// counted by the top [`FIRST_BITS`] bits (u32 counts: a bucket takes
+    /// up to 4 G values, far more than a (trial, point) has).
+    First {
+        held: Vec<f64>,
+        counts: Option<Vec<u32>>,
+    },
+    /// A later read: the values of the buckets still open, by prefix.
+    Narrow {
+        /// Bits of the key every open bucket's prefix holds.
+        depth: u32,
+        /// Sorted by prefix.
+        open: Vec<Bucket>,
+        /// At the first read's depth: each prefix's place in `open`, plus
+        /// one (0: not open), so that a value finds its bucket in one look.
+        /// Made at the read's first value, so that only the sequences being
+        /// read hold one.
+        lookup: Option<Vec<u16>>,
+    },
+    Done,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    /// The top `depth` bits of its values' keys.
+    prefix: u64,
+    /// (index into `ranks`, rank among this bucket's values).
+    wanted: Vec<(usize, u64)>,
+    /// Held values, or counts by the next bits.
+    work: Work,
+}
+
+/// A bucket the last histogram found a wanted rank in.
+#[derive(Debug)]
+struct Found {
+    /// The top bits of its values' keys.
+    prefix: u64,
+    /// Its values.
+    count: u64,
+    /// (index into `ranks`, rank among its values).
+    wanted: Vec<(usize, u64)>,
+}
+
+#[derive(Debug)]
+enum Work {
+    Hold(Vec<f64>),
+    Count { bits: u32, counts: Vec<u32> },
+}
+
+impl Bucket {
+    /// A value of this bucket (key `k`), its prefix `depth` bits.
+    #[inline]
+    fn add(&mut self, depth: u32, k: u64, x: f64) {
+        match &mut self.work {
+            Work::Hold(values) => values.push(x),
+            Work::Count { bits, counts } => {
+                if counts.is_empty() {
+                    // Made at its first value: only the sequences being read hold one.
+                    *counts = vec![0; 1 << *bits];
+                }
+                let shift = 64 - depth - *bits;
+                counts[((k >> shift) & ((1u64 << *bits) - 1)) as usize] += 1;
+            }
+        }
+    }
+}
+
+impl Quantiles {
+    /// The quantiles at `levels` (in [0, 1]; a level outside gives None),
+    /// holding at most `held_max` values ([`HELD_MAX`]; tests force
+    /// narrowing with a small one).
+    pub(crate) fn new(levels: &[f64], held_max: usize) -> Quantiles {
+        Quantiles {
+            levels: levels.to_vec(),
+            n: 0,
+            ranks: Vec::new(),
+            found: Vec::new(),
+            state: State::First {
+                held: Vec::new(),
+                counts: None,
+            },
+            held_max: held_max.max(1),
+        }
+    }
+
+    /// One value of the current read.
+    #[inline]
+    pub(crate) fn push(&mut self, x: f64) {
+        let k = key(x);
+        match &mut self.state {
+            State::First {
+                counts: Some(counts),
+                ..
+            } => {
+                self.n += 1;
+                counts[(k >> (64 - FIRST_BITS)) as usize] += 1;
+            }
+            State::First { held, counts: None } if held.len() < self.held_max => {
+                self.n += 1;
+                held.push(x);
+            }
+            State::Narrow {
+                lookup: Some(lookup),
+                open,
+                depth,
+            } => {
+                let i = lookup[(k >> (64 - FIRST_BITS)) as usize];
+                if i > 0 {
+                    open[i as usize - 1].add(*depth, k, x);
+                }
+            }
+            State::Done => {}
+            _ => self.push_slow(k, x),
+        }
+    }
+
+    /// [`Quantiles::push`] for the rarer cases: the first value past the
+    /// held ones, and a narrowed bucket deeper than the first read's.
+    #[cold]
+    fn push_slow(&mut self, k: u64, x: f64) {
+        match &mut self.state {
+            State::First { held, counts } => {
+                self.n += 1;
+                let mut c = vec![0u32; 1 << FIRST_BITS];
+                for &h in held.iter().chain([&x]) {
+                    c[(key(h) >> (64 - FIRST_BITS)) as usize] += 1;
+                }
+                *held = Vec::new();
+                *counts = Some(c);
+            }
+            State::Narrow {
+                depth,
+                open,
+                lookup,
+            } => {
+                if *depth == FIRST_BITS && open.len() < usize::from(u16::MAX) {
+                    let mut table = vec![0u16; 1 << FIRST_BITS];
+                    for (i, b) in open.iter().enumerate() {
+                        table[b.prefix as usize] = i as u16 + 1;
+                    }
+                    let i = table[(k >> (64 - FIRST_BITS)) as usize];
+                    if i > 0 {
+                        open[i as usize - 1].add(*depth, k, x);
+                    }
+                    *lookup = Some(table);
+                    return;
+                }
+                let prefix = k >> (64 - *depth);
+                let (Some(lo), Some(hi)) = (open.first(), open.last()) else {
+                    return;
+                };
+                if prefix < lo.prefix || prefix > hi.prefix {
+                    return;
+                }
+                if let Ok(i) = open.binary_search_by_key(&prefix, |b| b.prefix) {
+                    open[i].add(*depth, k, x);
+                }
+            }
+            State::Done => {}
+        }
+    }
+
+    /// Whether every quantile is known (no further read is needed).
+    pub(crate) fn done(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// Ends a read: finds what its values settle and prepares the next.
+    pub(crate) fn end_read(&mut self) {
+        let state = std::mem::replace(&mut self.state, State::Done);
+        let (depth, children) = match state {
+            State::Done => return,
+            State::First { held, counts } => {
+                let positions: Vec<Option<(usize, f64)>> = self
+                    .levels
+                    .iter()
+                    .map(|&q| position(self.n as usize, q))
+                    .collect();
+                let mut ranks: Vec<u64> = positions
+                    .iter()
+                    .flatten()
+                    .flat_map(|&(i, _)| [i as u64, (i as u64 + 1).min(self.n - 1)])
+                    .collect();
+                ranks.sort_unstable();
+                ranks.dedup();
+                self.found = vec![None; ranks.len()];
+                let wanted: Vec<(usize, u64)> = ranks.iter().copied().enumerate().collect();
+                self.ranks = ranks;
+                let Some(counts) = counts else {
+                    // Every value held: selected now.
+                    let mut held = held;
+                    let ranks: Vec<usize> = self.ranks.iter().map(|&r| r as usize).collect();
+                    super::quantile::select_all(&mut held, &ranks);
+                    for (i, r) in ranks.into_iter().enumerate() {
+                        self.found[i] = held.get(r).copied();
+                    }
+                    return;
+                };
+                (FIRST_BITS, split(0, FIRST_BITS, &counts, &wanted))
+            }
+            State::Narrow { depth, open, .. } => {
+                let mut children = Vec::new();
+                let mut next_depth = depth;
+                for b in open {
+                    match b.work {
+                        Work::Hold(mut values) => {
+                            let ranks: Vec<usize> = b.wanted.iter().map(|w| w.1 as usize).collect();
+                            super::quantile::select_all(&mut values, &ranks);
+                            for (i, r) in b.wanted {
+                                self.found[i] = values.get(r as usize).copied();
+                            }
+                        }
+                        Work::Count { bits, counts } => {
+                            next_depth = depth + bits;
+                            children.extend(split(b.prefix, bits, &counts, &b.wanted));
+                        }
+                    }
+                }
+                (next_depth, children)
+            }
+        };
+        self.open(depth, children);
+    }
+
+    /// Buckets at `depth` as the next read's work: a bucket of one key
+    /// (every bit known) is settled now; the smallest are held while
+    /// [`HELD_MAX`] allows; the rest are counted by their next bits.
+    fn open(&mut self, depth: u32, mut buckets: Vec<Found>) {
+        buckets.retain(|b| {
+            if depth < 64 {
+                return true;
+            }
+            for &(i, _) in &b.wanted {
+                self.found[i] = Some(unkey(b.prefix));
+            }
+            false
+        });
+        if buckets.is_empty() {
+            self.state = State::Done;
+            return;
+        }
+        let mut by_size: Vec<usize> = (0..buckets.len()).collect();
+        by_size.sort_by_key(|&i| buckets[i].count);
+        let mut hold = vec![false; buckets.len()];
+        let mut held = 0u64;
+        for i in by_size {
+            if held + buckets[i].count <= self.held_max as u64 {
+                held += buckets[i].count;
+                hold[i] = true;
+            }
+        }
+        let bits = NEXT_BITS.min(64 - depth);
+        let open: Vec<Bucket> = buckets
+            .into_iter()
+            .zip(hold)
+            .map(|(Found { prefix, wanted, .. }, hold)| Bucket {
+                prefix,
+                wanted,
+                work: if hold {
+                    // Grown as values come: a (trial, point) holds only
+                    // while it is being read.
+                    Work::Hold(Vec::new())
+                } else {
+                    Work::Count {
+                        bits,
+                        counts: Vec::new(),
+                    }
+                },
+            })
+            .collect();
+        self.state = State::Narrow {
+            depth,
+            open,
+            lookup: None,
+        };
+    }
+
+    /// The quantile at each level, as [`super::quantiles_in_place`] gives
+    /// it (all None when the sequence was empty); call once [`Quantiles::done`].
+    pub(crate) fn values(&self) -> Vec<Option<f64>> {
+        let at = |r: u64| -> Option<f64> {
+            let i = self.ranks.binary_search(&r).ok()?;
+            self.found[i]
+        };
+        self.levels
+            .iter()
+            .map(|&q| {
+                let (i, gamma) = position(self.n as usize, q)?;
+                let a = at(i as u64)?;
+                let b = at((i as u64 + 1).min(self.n - 1))?;
+                Some(lerp(a, b, gamma))
+            })
+            .collect()
+    }
+
+    /// Whether a later read still holds or counts anything (for tests of
+    /// how many reads a sequence takes).
+    #[cfg(test)]
+    fn open_buckets(&self) -> usize {
+        match &self.state {
+            State::Narrow { open, .. } => open.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// The buckets of a histogram (`counts` of the values under `prefix`, by
+/// their next `bits` bits; empty when none came) holding the `wanted`
+/// ranks, by prefix.
+fn split(prefix: u64, bits: u32, counts: &[u32], wanted: &[(usize, u64)]) -> Vec<Found> {
+    let mut out: Vec<Found> = Vec::new();
+    let mut wanted = wanted.iter().copied().peekable();
+    let mut below = 0u64;
+    for (b, &c) in counts.iter().enumerate() {
+        let c = u64::from(c);
+        while let Some(&(i, r)) = wanted.peek() {
+            if r >= below + c {
+                break;
+            }
+            let child = (prefix << bits) | b as u64;
+            match out.last_mut() {
+                Some(last) if last.prefix == child => last.wanted.push((i, r - below)),
+                _ => out.push(Found {
+                    prefix: child,
+                    count: c,
+                    wanted: vec![(i, r - below)],
+                }),
+            }
+            wanted.next();
+        }
+        below += c;
+        if wanted.peek().is_none() {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{quantiles_in_place, Rng};
+
+    const LEVELS: [f64; 6] = [0.0, 0.01, 0.5, 0.9, 0.99, 1.0];
+
+    /// Reads `values` until done; returns the quantiles and the reads taken.
+    fn select(values: &[f64], levels: &[f64], held_max: usize) -> (Vec<Option<f64>>, usize) {
+        let mut q = Quantiles::new(levels, held_max);
+        let mut reads = 0;
+        while !q.done() {
+            // Every read in another order: the result must not depend on it.
+            let rotate = reads * 7 % values.len().max(1);
+            for &x in values[rotate..].iter().chain(&values[..rotate]) {
+                q.push(x);
+            }
+            q.end_read();
+            reads += 1;
+            assert!(reads <= 6, "no more than 6 reads");
+        }
+        (q.values(), reads)
+    }
+
+    fn reference(values: &[f64], levels: &[f64]) -> Vec<Option<f64>> {
+        quantiles_in_place(&mut values.to_vec(), levels)
+    }
+
+    fn same(a: &[Option<f64>], b: &[Option<f64>]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) => x.to_bits() == y.to_bits(),
+                (x, y) => x == y,
+            })
+    }
+
+    #[test]
+    fn the_order_key_orders_as_total_cmp() {
+        let mut xs = vec![
+            -f64::INFINITY,
+            -1e300,
+            -1.0,
+            -0.0,
+            0.0,
+            1e-310,
+            0.5,
+            1.0,
+            f64::INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ];
+        xs.sort_by(f64::total_cmp);
+        for w in xs.windows(2) {
+            assert!(key(w[0]) < key(w[1]), "{} {}", w[0], w[1]);
+        }
+        for x in xs {
+            assert_eq!(unkey(key(x)).to_bits(), x.to_bits());
+        }
+    }
+
+    #[test]
+    fn matches_selection_over_all_values_bit_for_bit() {
+        let mut rng = Rng::new(11);
+        let levels: Vec<f64> = (0..=100).map(|i| i as f64 / 100.0).collect();
+        for (n, held_max) in [
+            (1, 4),
+            (2, 1),
+            (57, 3),
+            (1000, 16),
+            (5000, 4999),
+            (20000, HELD_MAX),
+        ] {
+            // Latency-like values: most within one power of two, a tail.
+            let values: Vec<f64> = (0..n)
+                .map(|_| {
+                    0.05 + 0.01 * rng.next_f64() + if rng.next_f64() < 0.01 { 3.0 } else { 0.0 }
+                })
+                .collect();
+            let (got, reads) = select(&values, &levels, held_max);
+            assert!(
+                same(&got, &reference(&values, &levels)),
+                "n {n} held {held_max}"
+            );
+            // Held whole: one read; counted: at least two.
+            assert_eq!(
+                reads == 1,
+                n <= held_max,
+                "n {n} held {held_max}: {reads} reads"
+            );
+        }
+    }
+
+    #[test]
+    fn ties_negatives_nan_and_infinities_are_ordered_as_total_cmp() {
+        let mut rng = Rng::new(3);
+        let mut values: Vec<f64> = (0..3000)
+            .map(|_| (rng.next_f64() * 10.0).floor() - 5.0)
+            .collect();
+        values.extend([f64::NAN, f64::INFINITY, -f64::INFINITY, -0.0, 0.0, 1e-310]);
+        for held_max in [1, 7, 100, HELD_MAX] {
+            let (got, _) = select(&values, &LEVELS, held_max);
+            assert!(same(&got, &reference(&values, &LEVELS)), "held {held_max}");
+        }
+    }
+
+    #[test]
+    fn a_bucket_too_large_to_hold_is_narrowed_by_further_reads() {
+        // 10,000 values a few ulps apart: one first-read bucket.
+        let values: Vec<f64> = (0..10_000)
+            .map(|i| f64::from_bits(0.1f64.to_bits() + (i * 7919) % 10_000))
+            .collect();
+        let mut q = Quantiles::new(&LEVELS, 100);
+        for &x in &values {
+            q.push(x);
+        }
+        q.end_read();
+        assert_eq!(q.open_buckets(), 1, "all in one bucket");
+        let (got, reads) = select(&values, &LEVELS, 100);
+        assert!(reads > 2, "{reads} reads");
+        assert!(same(&got, &reference(&values, &LEVELS)));
+        // Every value equal: settled by the key's bits alone, nothing held.
+        let (got, _) = select(&[0.25; 5000], &LEVELS, 10);
+        assert!(same(&got, &reference(&[0.25; 5000], &LEVELS)));
+    }
+
+    #[test]
+    fn empty_and_bad_levels_give_none() {
+        let (got, reads) = select(&[], &[0.5, 2.0], 10);
+        assert_eq!(got, vec![None, None]);
+        assert_eq!(reads, 1);
+        let (got, _) = select(&[1.0, 2.0], &[0.5, -0.1], 10);
+        assert_eq!(got, vec![Some(1.5), None]);
+    }
+}
