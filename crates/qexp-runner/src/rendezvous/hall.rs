@@ -263,28 +263,43 @@ async fn meet(State(hall): State<Arc<Hall>>, Json(a): Json<Arrival>) -> Json<Ans
 }
 
 /// Binds `bind`. The IPv6 wildcard `[::]:PORT` (what `qexp kube` writes)
-/// takes IPv4 and IPv6 connections alike on Linux, so shard 0 is reached on
-/// IPv4, dual-stack and IPv6-only clusters; on a host without IPv6 it falls
+/// is bound with `IPV6_V6ONLY` off, so it takes IPv4 and IPv6 connections
+/// alike whatever the node's `net.ipv6.bindv6only`: shard 0 is reached on
+/// IPv4, dual-stack and IPv6-only clusters. On a host without IPv6 it falls
 /// back to `0.0.0.0:PORT` with a warning.
 async fn listen(bind: &str) -> std::io::Result<tokio::net::TcpListener> {
     // EAFNOSUPPORT (97): the kernel has no IPv6; an address in use or any
     // other error is the bind's own, not IPv6's.
     const NO_IPV6: i32 = 97;
-    match tokio::net::TcpListener::bind(bind).await {
+    let Some(port) = bind.strip_prefix("[::]:") else {
+        return tokio::net::TcpListener::bind(bind).await;
+    };
+    match dual_stack(bind) {
         Ok(listener) => Ok(listener),
         Err(e)
             if e.raw_os_error() == Some(NO_IPV6)
                 || e.kind() == std::io::ErrorKind::AddrNotAvailable =>
         {
-            match bind.strip_prefix("[::]:") {
-                Some(port) => {
-                    let v4 = format!("0.0.0.0:{port}");
-                    tracing::warn!("cannot listen on {bind} ({e}); listening on {v4}, IPv4 only");
-                    tokio::net::TcpListener::bind(v4).await
-                }
-                None => Err(e),
-            }
+            let v4 = format!("0.0.0.0:{port}");
+            tracing::warn!("cannot listen on {bind} ({e}); listening on {v4}, IPv4 only");
+            tokio::net::TcpListener::bind(v4).await
         }
         Err(e) => Err(e),
     }
+}
+
+/// A listener on the IPv6 wildcard `bind` that takes IPv4 too (IPv4-mapped
+/// addresses), set up as tokio's own bind does (address reuse, non-blocking).
+fn dual_stack(bind: &str) -> std::io::Result<tokio::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let addr: std::net::SocketAddr = bind
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_only_v6(false)?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    tokio::net::TcpListener::from_std(socket.into())
 }
