@@ -190,7 +190,47 @@ impl DeploymentSpec {
         }
         self.check_how(i)?;
         self.check_port(i)?;
+        self.check_credentials(i)?;
         self.check_paths_and_times(i)
+    }
+
+    /// No credential in the plan's text: not in `env` under a name that
+    /// marks one, nor as the value of such a flag in `command`
+    /// (`--api-key KEY`, `--hf-token=KEY`), nor in `base_url`.
+    fn check_credentials(&self, i: usize) -> Result<(), Invalid> {
+        if let Some(c) = &self.command {
+            if let Some(flag) = crate::secrets::secret_flag(c.get_ref()) {
+                return bad(
+                    i,
+                    c.span(),
+                    "command",
+                    &crate::secrets::refusal(&format!(
+                        "the value of `{flag}` is a credential; write it as {{api_key}}"
+                    )),
+                );
+            }
+        }
+        if let Some((name, _)) = self.env.iter().find(|(name, value)| {
+            crate::secrets::secret_name(name) && crate::secrets::literal(value)
+        }) {
+            return bad(
+                i,
+                self.name.span(),
+                &format!("env.{name}"),
+                &crate::secrets::refusal(crate::secrets::HELD),
+            );
+        }
+        if let Some(u) = &self.base_url {
+            if crate::secrets::url_credentials(u.get_ref()) {
+                return bad(
+                    i,
+                    u.span(),
+                    "base_url",
+                    &crate::secrets::refusal(crate::secrets::IN_URL),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Exactly one of `command` (a non-empty argv) and `base_url` (a URL qexp can reach).

@@ -15,6 +15,7 @@ mod multi_turn;
 mod names;
 mod open_loop;
 mod schema;
+mod secrets;
 mod slo;
 mod trace;
 mod workload;

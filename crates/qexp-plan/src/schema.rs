@@ -461,6 +461,7 @@ impl PlanFile {
                 );
             }
         }
+        self.validate_credentials()?;
         let t = self.target.timeout_s;
         if !(t.is_finite() && t > 0.0 && t <= crate::limits::MAX_WAIT_S) {
             return invalid(
@@ -477,6 +478,30 @@ impl PlanFile {
                     "give the NAME of an environment variable, never the key itself",
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// No credential in `[target]`: not in a URL, nor in `extra_body` under
+    /// a name that marks one (crate::secrets).
+    fn validate_credentials(&self) -> Result<(), Invalid> {
+        let urls = [
+            ("target.base_url", Some(&self.target.base_url)),
+            ("target.metrics_url", self.target.metrics_url.as_ref()),
+        ];
+        for (key, url) in urls {
+            if let Some(u) = url.filter(|u| crate::secrets::url_credentials(u.get_ref())) {
+                return invalid(
+                    u.span(),
+                    key,
+                    crate::secrets::refusal(crate::secrets::IN_URL),
+                );
+            }
+        }
+        if let Some(path) =
+            crate::secrets::secret_in_table(&self.target.extra_body, "target.extra_body")
+        {
+            return invalid(0..0, &path, crate::secrets::refusal(crate::secrets::HELD));
         }
         Ok(())
     }

@@ -27,7 +27,7 @@ const TWO: &str = r#"
 [[deployment]]
 name = "mtp"
 command = ["vllm", "serve", "{model}", "--port", "{port}"]
-env = { HF_TOKEN = "x" }
+env = { HF_HUB_OFFLINE = "1" }
 ready_path = "/health"
 
 [[deployment]]
@@ -196,4 +196,50 @@ fn the_shipped_deployment_plan_parses() {
     assert_eq!(names, ["mtp", "no-mtp"]);
     assert_eq!(plan.baseline(), Some("no-mtp"));
     assert_eq!(plan.points().len(), 6);
+}
+
+/// A credential written into the plan would be stored with every run (the
+/// manifest keeps the plan's text): refused, with where it belongs instead.
+#[test]
+fn a_credential_in_the_plan_is_refused_and_told_where_it_goes() {
+    let with = |d: &str| format!("{BASE}{d}");
+    let cases = [
+        (
+            with("[[deployment]]\nname = \"a\"\ncommand = [\"x\"]\nenv = { HF_TOKEN = \"hf_abc\" }\n"),
+            "experiments/d.toml:19:8: `deployment[0].env.HF_TOKEN`: holds a credential: the plan's text is stored with every run",
+        ),
+        (
+            with("[[deployment]]\nname = \"a\"\ncommand = [\"vllm\", \"--api-key\", \"sk-1\"]\n"),
+            "experiments/d.toml:20:11: `deployment[0].command`: the value of `--api-key` is a credential; write it as {api_key}: the plan's text is stored with every run",
+        ),
+        (
+            with("[[deployment]]\nname = \"a\"\nbase_url = \"https://me:sk-1@h:1\"\n"),
+            "experiments/d.toml:20:12: `deployment[0].base_url`: a user or password in the URL: the plan's text is stored with every run",
+        ),
+        (
+            format!(
+                "{}\n[[deployment]]\nname = \"a\"\ncommand = [\"x\"]\n",
+                BASE.replace("model = \"m\"", "model = \"m\"\nextra_body = { kw = { api_key = \"sk-1\" } }")
+            ),
+            "`target.extra_body.kw.api_key`: holds a credential: the plan's text is stored with every run",
+        ),
+    ];
+    for (text, want) in cases {
+        let got = err(&text);
+        assert!(got.contains(want), "\n got: {got}\nwant: {want}");
+        assert!(
+            got.contains("api_key_env") && got.contains("HF_TOKEN"),
+            "{got}"
+        );
+        for secret in ["hf_abc", "sk-1"] {
+            assert!(!got.contains(secret), "the error repeats the key: {got}");
+        }
+    }
+    // What a credential's name may hold: the run's key through its
+    // placeholder, or nothing; and names that only look alike.
+    let fine = with(
+        "[[deployment]]\nname = \"a\"\ncommand = [\"x\"]\n\
+         env = { VLLM_API_KEY = \"{api_key}\", HF_TOKEN = \"\", TOKENIZERS_PARALLELISM = \"false\" }\n",
+    );
+    parse(&fine).expect("accepted");
 }
