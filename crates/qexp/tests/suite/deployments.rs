@@ -123,6 +123,20 @@ fn resume(run: &Path) -> Output {
     wait(qexp(&args).spawn().unwrap(), 180)
 }
 
+/// Resumes `run`, which must then succeed and be complete with no process
+/// of its left; returns its manifest and request rows.
+fn resume_to_complete(run: &Path) -> (qexp_store::Manifest, polars::prelude::DataFrame) {
+    let out = resume(run);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m = qexp_store::read_manifest(run).unwrap();
+    assert_eq!(m.status, qexp_store::RunStatus::Complete);
+    nothing_left(&m);
+    (
+        m,
+        qexp_store::scan_requests(run).unwrap().collect().unwrap(),
+    )
+}
+
 /// Polls `check` every 20 ms until it holds; fails the test after 60 s.
 fn until(what: &str, check: &dyn Fn() -> bool) {
     let start = Instant::now();
@@ -416,13 +430,8 @@ fn an_interrupted_run_resumes_exactly_the_missing_cells() {
     assert_eq!(m.status, qexp_store::RunStatus::Interrupted);
     nothing_left(&m);
 
-    let out = resume(&run);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let m = qexp_store::read_manifest(&run).unwrap();
-    assert_eq!(m.status, qexp_store::RunStatus::Complete);
-    nothing_left(&m);
+    let (m, df) = resume_to_complete(&run);
     // Exactly the planned rows: every (block, point) once, nothing twice.
-    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
     assert_eq!(df.height(), 2 * 4 * 2 * 8);
     let trial = df.column("trial").unwrap().u32().unwrap().clone();
     let point = df.column("point_id").unwrap().u32().unwrap().clone();
@@ -637,12 +646,7 @@ stop_grace_s = 3
     );
     nothing_left(&m);
 
-    let out = resume(&run);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let m = qexp_store::read_manifest(&run).unwrap();
-    assert_eq!(m.status, qexp_store::RunStatus::Complete);
-    nothing_left(&m);
-    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    let (_, df) = resume_to_complete(&run);
     assert_eq!(df.height(), 2 * 2 * 24, "exactly the planned requests");
     let errors = df.column("error_class").unwrap().null_count();
     assert_eq!(
