@@ -474,6 +474,7 @@ mod tests {
             tokens_per_step: 1.0,
             max_batch,
             schedule: Schedule::Separate,
+            intake_s: INTAKE_S,
         }
     }
 

@@ -184,8 +184,8 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
     if rows.is_empty() {
         return Err(FitError::Empty);
     }
-    let est = estimate(&rows, opts.schedule)?;
-    let replicates = resample(&rows, opts, est.params.schedule);
+    let est = estimate(&rows, opts.schedule, None)?;
+    let replicates = resample(&rows, opts, &est.params);
     let mut warnings = est.warnings.clone();
     let unknown: Vec<Coef> = {
         let mut u: Vec<Coef> = warnings.iter().flat_map(FitWarning::unknown).collect();
@@ -232,8 +232,14 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
 }
 
 /// The point estimate from `rows`, on `schedule`, or on the schedule whose
-/// replay explains the points best when None.
-fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimate, FitError> {
+/// replay explains the points best when None; on the mixed schedule with
+/// the intake window `intake_s`, or the one ([`crate::INTAKE_S`] or none)
+/// that explains them best when None.
+fn estimate(
+    rows: &[&Observation],
+    schedule: Option<Schedule>,
+    intake_s: Option<f64>,
+) -> Result<Estimate, FitError> {
     let mut warnings = Vec::new();
     let mut regressions = Vec::new();
     let chunks: Vec<f64> = rows
@@ -259,6 +265,7 @@ fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimat
         tokens_per_step,
         max_batch: None,
         schedule: Schedule::Separate,
+        intake_s: crate::INTAKE_S,
     };
     let points = Points::of(rows);
     let schedules = match schedule {
@@ -269,19 +276,35 @@ fn estimate(rows: &[&Observation], schedule: Option<Schedule>) -> Result<Estimat
             vec![Schedule::Separate]
         }
     };
+    // Each schedule, the mixed one with each intake window: a server that
+    // gathers a burst of prompts into one step, or one that starts its step
+    // with the prompt it has (llama.cpp's server).
+    let forms = schedules.into_iter().flat_map(|s| match s {
+        Schedule::Separate => vec![(s, crate::INTAKE_S)],
+        Schedule::Mixed => intake_s.map_or(vec![(s, crate::INTAKE_S), (s, 0.0)], |w| vec![(s, w)]),
+    });
     let mut best: Option<(DecodeFit, f64)> = None;
-    for schedule in schedules {
+    for (schedule, intake_s) in forms {
         let base = match schedule {
             // TTFT at concurrency 1 holds the idle engine's intake window
             // on the mixed schedule: the window is the replay's, not `a`'s.
             Schedule::Mixed => Params {
-                prefill_fixed_s: (base.prefill_fixed_s - crate::des::INTAKE_S).max(0.0),
+                prefill_fixed_s: (base.prefill_fixed_s - intake_s).max(0.0),
                 ..base
             },
             Schedule::Separate => base,
         };
-        let (fit, obj) = search_batch_limit(rows, &points, Params { schedule, ..base });
-        // Ties keep the earlier schedule: separate, the model's first form.
+        let (fit, obj) = search_batch_limit(
+            rows,
+            &points,
+            Params {
+                schedule,
+                intake_s,
+                ..base
+            },
+        );
+        // Ties keep the earlier form: separate, the model's first, then
+        // the mixed schedule with the window it was first given.
         if best.as_ref().is_none_or(|(_, b)| obj < *b) {
             best = Some((fit, obj));
         }
@@ -654,9 +677,9 @@ fn step_column(c: Coef, batch: f64, context: f64) -> f64 {
 }
 
 /// Refits on trials drawn with replacement, each run's from its own (see
-/// [`TRIALS_PER_RUN`]), on the point estimate's schedule; none where no run
-/// has 2 trials.
-fn resample(rows: &[&Observation], opts: &FitOptions, schedule: Schedule) -> Vec<Params> {
+/// [`TRIALS_PER_RUN`]), on the point estimate's schedule and intake window;
+/// none where no run has 2 trials.
+fn resample(rows: &[&Observation], opts: &FitOptions, point: &Params) -> Vec<Params> {
     let strata = strata(rows);
     if strata.values().all(|t| t.len() < 2) {
         return Vec::new();
@@ -683,7 +706,9 @@ fn resample(rows: &[&Observation], opts: &FitOptions, schedule: Schedule) -> Vec
                 .iter()
                 .flat_map(|t| rows.iter().copied().filter(move |r| r.trial == *t))
                 .collect();
-            estimate(&sample, Some(schedule)).ok().map(|e| e.params)
+            estimate(&sample, Some(point.schedule), Some(point.intake_s))
+                .ok()
+                .map(|e| e.params)
         })
         .collect()
 }

@@ -39,6 +39,17 @@ pub struct Params {
     /// before it existed, which were all [`Schedule::Separate`].
     #[serde(default)]
     pub schedule: Schedule,
+    /// Mixed schedule: how long an idle engine waits, after the prompt that
+    /// woke it, before its step starts; prompts ready by then share the
+    /// step. 0: the step starts at once with that prompt alone, and those
+    /// arriving with it wait for the next. Absent in files written before
+    /// it existed, which meant [`crate::INTAKE_S`].
+    #[serde(default = "default_intake")]
+    pub intake_s: f64,
+}
+
+fn default_intake() -> f64 {
+    crate::INTAKE_S
 }
 
 /// How a server schedules prefill against decode (docs/model.md "Schedules").
@@ -121,6 +132,7 @@ impl Params {
             ("step_base_s", self.step_base_s),
             ("step_per_seq_s", self.step_per_seq_s),
             ("step_per_context_token_s", self.step_per_context_token_s),
+            ("intake_s", self.intake_s),
         ];
         for (name, v) in fields {
             if !(v.is_finite() && v >= 0.0) {
@@ -265,6 +277,7 @@ mod tests {
             tokens_per_step: 4.0,
             max_batch: Some(8),
             schedule: Schedule::Separate,
+            intake_s: crate::INTAKE_S,
         }
     }
 

@@ -113,7 +113,12 @@ impl Loop {
                 // the burst still shares the step. The step is timed from
                 // the window's end as planned, not from when the timer fired.
                 self.waiting.push_back(a);
-                let window = self.profile.scaled(qexp_model::INTAKE_S);
+                if self.profile.intake_s <= 0.0 {
+                    // No window: the step starts with what has arrived.
+                    start = Instant::now();
+                    continue;
+                }
+                let window = self.profile.scaled(self.profile.intake_s);
                 let cap = Instant::now() + window * INTAKE_EXTENSIONS;
                 start = Instant::now() + window;
                 loop {

@@ -54,6 +54,9 @@ pub struct SimProfile {
     pub tokens_per_step: u32,
     /// How prefill and decode share the engine.
     pub schedule: qexp_model::Schedule,
+    /// Mixed schedule: how long an idle engine waits for more prompts after
+    /// the one that woke it before its step starts (0: it starts at once).
+    pub intake_s: f64,
     /// `prompt_tokens + max_tokens` above this is rejected with HTTP 400.
     pub max_context: u32,
     /// Multiplier applied to every simulated duration (1.0 = real time, 0.05 = 20x faster).
@@ -189,6 +192,7 @@ impl SimProfile {
             max_batch: p.max_batch.map_or(UNLIMITED_BATCH, |n| n as usize),
             tokens_per_step: p.tokens_per_step.round().clamp(1.0, 1024.0) as u32,
             schedule: p.schedule,
+            intake_s: p.intake_s,
             // The serving surface (context, template, cache, no faults): `exact`'s.
             ..exact()
         }
@@ -207,6 +211,7 @@ impl SimProfile {
             tokens_per_step: f64::from(self.tokens_per_step),
             max_batch: u32::try_from(self.max_batch).ok(),
             schedule: self.schedule,
+            intake_s: self.intake_s * t,
         }
     }
 
@@ -241,6 +246,7 @@ impl SimProfile {
             ("step_per_seq_s", self.step_per_seq_s),
             ("prefill_s_per_token2", self.prefill_s_per_token2),
             ("step_per_context_token_s", self.step_per_context_token_s),
+            ("intake_s", self.intake_s),
         ] {
             if !non_negative(value) {
                 return bad(field, "must be finite and >= 0");
@@ -339,6 +345,7 @@ fn exact() -> SimProfile {
         max_batch: 1024,
         tokens_per_step: 1,
         schedule: qexp_model::Schedule::Separate,
+        intake_s: qexp_model::INTAKE_S,
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,

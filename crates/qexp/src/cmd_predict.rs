@@ -99,10 +99,17 @@ fn what_if(params: &Params, set: &[String], step_scale: Option<f64>) -> Result<P
                 .ok_or_else(|| bad("the schedule is `separate` or `mixed`"))?;
             continue;
         }
+        if name.trim() == "intake_s" {
+            p.intake_s = value
+                .trim()
+                .parse()
+                .map_err(|_| bad("the value is not a number"))?;
+            continue;
+        }
         let coef = Coef::by_name(name.trim()).ok_or_else(|| {
             let names: Vec<&str> = Coef::ALL.iter().map(|c| c.name()).collect();
             bad(&format!(
-                "unknown coefficient; names: {}, schedule",
+                "unknown coefficient; names: {}, schedule, intake_s",
                 names.join(", ")
             ))
         })?;

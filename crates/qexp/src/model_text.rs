@@ -63,6 +63,18 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
         "the schedule whose replay explains the medians best, or the one asked for"
     };
     out.push_str(&format!("     schedule: {s} ({why}): {}\n", s.meaning()));
+    if s == qexp_model::Schedule::Mixed {
+        let w = model.params.intake_s;
+        out.push_str(&if w > 0.0 {
+            format!(
+                "     intake window: {:.1} ms (an idle engine waits this long for more prompts before its step)\n",
+                1e3 * w
+            )
+        } else {
+            "     intake window: none (an idle engine starts its step with the prompt that woke it)\n"
+                .to_owned()
+        });
+    }
     let f = model.full_attention_share;
     if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {
         out.push_str(&format!(

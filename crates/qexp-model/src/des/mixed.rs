@@ -11,23 +11,32 @@ pub(super) struct MixedStep {
     prefills: Vec<usize>,
 }
 
-/// How long an idle engine waits, after the prompt that woke it, before
-/// it starts its step: prompts ready by then share it. A closed loop's
-/// requests come in bursts (its first C, or every sequence a step ended),
-/// and a server's intake takes them in over a moment: llama.cpp's server
-/// prefilled the four prompts of a closed loop at c=4 in one step (in=256,
-/// sent within 1.1 ms). The simulator's engine waits the same window, so
-/// "predict" and "serve the fit" meet the burst alike. The fit's `a`
-/// absorbs it where a server has no such wait.
+/// The intake window of models written before it was a parameter
+/// ([`crate::Params::intake_s`]), of the simulator's built-in profiles and
+/// the one the fit tries first: how long an idle engine waits, after the
+/// prompt that woke it, before it starts its step, so that prompts ready by
+/// then share it. A closed loop's requests come in bursts (its first C, or
+/// every sequence a step ended), and the simulator's engine waits the same
+/// window, so "predict" and "serve the fit" meet the burst alike. The fit
+/// also tries no window (docs/model.md "Schedules"): llama.cpp's server
+/// starts its step with the prompts it has.
 pub const INTAKE_S: f64 = 0.001;
 
 impl Replay<'_> {
     /// Mixed schedule: a prompt is ready. An idle engine opens its intake
-    /// window ([`INTAKE_S`]); a busy one takes the prompt at its next step.
+    /// window ([`crate::Params::intake_s`]), or with none starts its step
+    /// at once with this prompt alone (prompts ready at the same instant
+    /// but handled after it wait for the next step); a busy engine takes
+    /// the prompt at its next step.
     pub(super) fn wake(&mut self, t: f64) {
-        if self.step.is_none() && !self.ending && !self.waking {
+        if self.step.is_some() || self.ending || self.waking {
+            return;
+        }
+        if self.p.intake_s > 0.0 {
             self.waking = true;
-            self.push(t + INTAKE_S, Kind::Wake, 0);
+            self.push(t + self.p.intake_s, Kind::Wake, 0);
+        } else {
+            self.start_step(t);
         }
     }
 

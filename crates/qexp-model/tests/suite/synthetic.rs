@@ -17,6 +17,7 @@ fn truth() -> Params {
         tokens_per_step: 2.0,
         max_batch: Some(3),
         schedule: Schedule::Separate,
+        intake_s: qexp_model::INTAKE_S,
     }
 }
 
@@ -73,6 +74,17 @@ fn every_coefficient_and_the_mixed_schedule_come_back_from_a_grid() {
     });
 }
 
+/// A mixed engine that starts its step with the prompt that woke it: the
+/// fit tells it from one with the intake window.
+#[test]
+fn a_mixed_engine_without_an_intake_window_comes_back_from_a_grid() {
+    recovers(Params {
+        schedule: Schedule::Mixed,
+        intake_s: 0.0,
+        ..truth()
+    });
+}
+
 /// The fit of a 3 × 3 grid observed on `t` gives `t` back: its schedule,
 /// and every coefficient within 1%.
 fn recovers(t: Params) {
@@ -83,6 +95,9 @@ fn recovers(t: Params) {
     .unwrap();
     assert!(model.unknown.is_empty(), "{:?}", model.warnings);
     assert_eq!(model.params.schedule, t.schedule);
+    if t.schedule == Schedule::Mixed {
+        assert_eq!(model.params.intake_s, t.intake_s);
+    }
     for c in Coef::ALL {
         let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
         assert!(

@@ -83,6 +83,13 @@ fn judge(model: &ModelFile, truth: &qexp_model::Params, rule: Rule) -> Vec<Strin
             model.params.schedule, truth.schedule
         ));
     }
+    // The intake window matters on the mixed schedule only.
+    if truth.schedule == qexp_model::Schedule::Mixed && model.params.intake_s != truth.intake_s {
+        misses.push(format!(
+            "intake window: {} s vs {} s",
+            model.params.intake_s, truth.intake_s
+        ));
+    }
     for c in Coef::ALL {
         let (got, want) = (
             c.get(&model.params).unwrap_or(f64::NAN),
