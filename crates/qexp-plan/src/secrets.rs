@@ -17,16 +17,29 @@ const MARKS: [&str; 10] = [
     "CREDENTIALS",
 ];
 
+/// Words before `KEY` that make it a request's or a cache's key, not a
+/// credential: OpenAI's `prompt_cache_key`, an `idempotency_key`, a
+/// `routing_key` are fields a body may carry.
+const NOT_CREDENTIAL_KEYS: [&str; 5] = ["CACHE", "IDEMPOTENCY", "ROUTING", "SORT", "PARTITION"];
+
 /// Whether `name` names a credential: one of its words (split at anything
 /// not a letter or digit) is a mark, so `HF_TOKEN`, `api_key` and
-/// `Authorization` do and `TOKENIZERS_PARALLELISM` or `max_tokens` do not.
+/// `Authorization` do and `TOKENIZERS_PARALLELISM` or `max_tokens` do not;
+/// `KEY` after a word of [`NOT_CREDENTIAL_KEYS`] (`prompt_cache_key`) does
+/// not either.
 /// Narrower on purpose than qexp-deploy's redaction of a start record,
 /// which hides the value of any name that merely contains a mark: a
 /// refusal that is wrong stops a run, a redaction that is wrong hides a
 /// harmless value.
 pub(crate) fn secret_name(name: &str) -> bool {
-    name.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| MARKS.contains(&word.to_ascii_uppercase().as_str()))
+    let words: Vec<String> = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    words.iter().enumerate().any(|(i, word)| {
+        MARKS.contains(&word.as_str())
+            && !(word == "KEY" && i > 0 && NOT_CREDENTIAL_KEYS.contains(&words[i - 1].as_str()))
+    })
 }
 
 /// Whether a value under a credential's name is written out: not empty
@@ -138,6 +151,8 @@ mod tests {
             "CUDA_VISIBLE_DEVICES",
             "ignore_eos",
             "author",
+            "prompt_cache_key",
+            "idempotency_key",
         ] {
             assert!(!secret_name(name), "{name}");
         }
