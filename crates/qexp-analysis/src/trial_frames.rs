@@ -189,7 +189,8 @@ impl Selections {
         ]
     }
 
-    fn done(&self) -> bool {
+    /// [`Selections::all`], to read.
+    fn each(&self) -> [&Quantiles; 8] {
         [
             &self.ttft,
             &self.decode,
@@ -200,8 +201,10 @@ impl Selections {
             &self.cdf_ttft,
             &self.cdf_e2e,
         ]
-        .iter()
-        .all(|q| q.done())
+    }
+
+    fn done(&self) -> bool {
+        self.each().iter().all(|q| q.done())
     }
 }
 
@@ -506,20 +509,13 @@ impl Group {
     }
 
     /// Whether each selection is done, with the columns it reads.
-    fn select_columns(&self) -> [(bool, &'static [&'static str]); 9] {
-        let s = &self.select;
-        let c = &Selections::COLUMNS;
-        [
-            (s.ttft.done(), c[0]),
-            (s.decode.done(), c[1]),
-            (s.e2e.done(), c[2]),
-            (s.prompt.done(), c[3]),
-            (s.planned.done(), c[4]),
-            (s.completion.done(), c[5]),
-            (s.cdf_ttft.done(), c[6]),
-            (s.cdf_e2e.done(), c[7]),
-            (self.gaps.done(), c[8]),
-        ]
+    fn select_columns(&self) -> impl Iterator<Item = (bool, &'static [&'static str])> + '_ {
+        self.select
+            .each()
+            .into_iter()
+            .chain([&self.gaps])
+            .zip(Selections::COLUMNS)
+            .map(|(q, columns)| (q.done(), columns))
     }
 
     /// Its selections' results into its metrics and distributions.
