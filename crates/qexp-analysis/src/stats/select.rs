@@ -16,6 +16,17 @@
 //! its second read when the buckets of its wanted ranks are small; a
 //! bucket of millions of near-equal values takes a few more.
 //!
+//! Most long sequences are done after the first read: when the values
+//! first outgrow what is held, those held values (the first [`HELD_MAX`]
+//! of the read) name a guess of where each level lies, a few first-read
+//! buckets around it ([`Guess`]), and the rest of the read holds the
+//! values that fall into those buckets besides counting them. A wanted
+//! rank whose bucket was guessed is then selected from the held values at
+//! the read's end, exactly (the histogram gives how many values lie below
+//! the bucket); one whose bucket was missed, as in a sequence that drifts
+//! away from its beginning, is read again as above. The guessed buckets
+//! hold at most [`HELD_MAX`] values too, or the guess is dropped.
+//!
 //! The results are those of [`super::quantiles_in_place`] on all the values
 //! at once, bit for bit: the same order statistics, interpolated the same
 //! way. Every read must give the same values (in any order).
@@ -27,11 +38,22 @@ use super::quantile::{lerp, position};
 const FIRST_BITS: u32 = 20;
 /// Bits each later histogram narrows a bucket by.
 const NEXT_BITS: u32 = 16;
+/// How far (in quantile level) on either side of each level the guess
+/// reaches, as the first held values place it: for a sequence that keeps
+/// its beginning's distribution the wanted rank lies far inside, and a
+/// drift of up to about this much still lands in it.
+const GUESS_REACH: f64 = 0.02;
+/// The fewest held values a guess is made from, and the largest share of
+/// them that its buckets may hold (a guess that would hold most values
+/// saves nothing: with many levels, or values in a few buckets).
+const GUESS_MIN_HELD: usize = 4096;
+const GUESS_MAX_SHARE: f64 = 0.25;
 /// The most values one sequence holds at a time (32 MiB). In the runs
 /// `scripts/bench-report.sh` writes (40 (trial, point)s), a (trial, point)
-/// of a 10 M-request run (250 K requests, 1.75 M inter-chunk gaps) is read
-/// once; of a 100 M-request run, its requests' values are still held and
-/// only its 17.5 M gaps are read again.
+/// of a 10 M-request run (250 K requests, 1.75 M inter-chunk gaps) is held
+/// whole; of a 100 M-request run, its requests' values are still held and
+/// its 17.5 M gaps are counted, their guessed buckets held (about 2 M
+/// values), and not read again.
 pub(crate) const HELD_MAX: usize = 1 << 22;
 
 /// The order key of `x`: unsigned integers ordered as `f64::total_cmp`
@@ -81,6 +103,8 @@ enum State {
     First {
         held: Vec<f64>,
         counts: Option<Vec<u32>>,
+        /// Made with `counts`, while its buckets' values fit.
+        guess: Option<Guess>,
     },
     /// A later read: the values of the buckets still open, by prefix.
     Narrow {
@@ -95,6 +119,86 @@ enum State {
         lookup: Option<Vec<u16>>,
     },
     Done,
+}
+
+/// First-read buckets where the wanted ranks are guessed to lie, and
+/// every value of the read that falls into them.
+#[derive(Debug)]
+struct Guess {
+    /// One bit per first-read bucket (2^20 bits: 128 KiB).
+    marked: Vec<u64>,
+    values: Vec<f64>,
+}
+
+impl Guess {
+    /// From the first `held` values of a read (reordered; those outside
+    /// the guess dropped) and the quantile levels: the buckets from
+    /// [`GUESS_REACH`] below each level's value among them to as far
+    /// above. None when they are too few, or the buckets would hold more
+    /// than [`GUESS_MAX_SHARE`] of them.
+    fn new(mut held: Vec<f64>, levels: &[f64]) -> Option<Guess> {
+        let m = held.len();
+        if m < GUESS_MIN_HELD {
+            return None;
+        }
+        let at = |q: f64| ((m - 1) as f64 * q.clamp(0.0, 1.0)) as usize;
+        let mut ends: Vec<(usize, usize)> = levels
+            .iter()
+            .filter(|q| (0.0..=1.0).contains(*q))
+            .map(|&q| (at(q - GUESS_REACH), (at(q + GUESS_REACH) + 1).min(m - 1)))
+            .collect();
+        let mut ranks: Vec<usize> = ends.iter().flat_map(|&(a, b)| [a, b]).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        super::quantile::select_all(&mut held, &ranks);
+        let bucket = |r: usize| (key(held[r]) >> (64 - FIRST_BITS)) as usize;
+        let mut marked = vec![0u64; (1 << FIRST_BITS) / 64];
+        for (lo, hi) in ends.drain(..) {
+            for b in bucket(lo)..=bucket(hi) {
+                marked[b / 64] |= 1 << (b % 64);
+            }
+        }
+        let mut guess = Guess {
+            marked,
+            values: Vec::new(),
+        };
+        held.retain(|&x| guess.covers(key(x)));
+        if held.len() as f64 > GUESS_MAX_SHARE * m as f64 {
+            return None;
+        }
+        guess.values = held;
+        Some(guess)
+    }
+
+    /// Whether the bucket of order key `k` is guessed.
+    #[inline]
+    fn covers(&self, k: u64) -> bool {
+        let b = (k >> (64 - FIRST_BITS)) as usize;
+        (self.marked[b / 64] >> (b % 64)) & 1 == 1
+    }
+
+    /// Selects the wanted ranks of the guessed buckets among `buckets`
+    /// (the first read's, by prefix) into `found`; returns the others.
+    fn settle(self, buckets: Vec<Found>, found: &mut [Option<f64>]) -> Vec<Found> {
+        let (inside, rest): (Vec<Found>, Vec<Found>) = buckets
+            .into_iter()
+            .partition(|b| self.covers(b.prefix << (64 - FIRST_BITS)));
+        let mut values: Vec<Vec<f64>> = vec![Vec::new(); inside.len()];
+        for x in self.values {
+            let prefix = key(x) >> (64 - FIRST_BITS);
+            if let Ok(i) = inside.binary_search_by_key(&prefix, |b| b.prefix) {
+                values[i].push(x);
+            }
+        }
+        for (b, mut values) in inside.into_iter().zip(values) {
+            let ranks: Vec<usize> = b.wanted.iter().map(|w| w.1 as usize).collect();
+            super::quantile::select_all(&mut values, &ranks);
+            for (i, r) in b.wanted {
+                found[i] = values.get(r as usize).copied();
+            }
+        }
+        rest
+    }
 }
 
 #[derive(Debug)]
@@ -155,6 +259,7 @@ impl Quantiles {
             state: State::First {
                 held: Vec::new(),
                 counts: None,
+                guess: None,
             },
             held_max: held_max.max(1),
         }
@@ -167,12 +272,23 @@ impl Quantiles {
         match &mut self.state {
             State::First {
                 counts: Some(counts),
+                guess,
                 ..
             } => {
                 self.n += 1;
                 counts[(k >> (64 - FIRST_BITS)) as usize] += 1;
+                if let Some(g) = guess {
+                    if g.covers(k) {
+                        match g.values.len() < self.held_max {
+                            true => g.values.push(x),
+                            false => *guess = None,
+                        }
+                    }
+                }
             }
-            State::First { held, counts: None } if held.len() < self.held_max => {
+            State::First {
+                held, counts: None, ..
+            } if held.len() < self.held_max => {
                 self.n += 1;
                 held.push(x);
             }
@@ -196,14 +312,23 @@ impl Quantiles {
     #[cold]
     fn push_slow(&mut self, k: u64, x: f64) {
         match &mut self.state {
-            State::First { held, counts } => {
+            State::First {
+                held,
+                counts,
+                guess,
+            } => {
                 self.n += 1;
                 let mut c = vec![0u32; 1 << FIRST_BITS];
                 for &h in held.iter().chain([&x]) {
                     c[(key(h) >> (64 - FIRST_BITS)) as usize] += 1;
                 }
-                *held = Vec::new();
                 *counts = Some(c);
+                *guess = Guess::new(std::mem::take(held), &self.levels);
+                if let Some(g) = guess {
+                    if g.covers(k) {
+                        g.values.push(x);
+                    }
+                }
             }
             State::Narrow {
                 depth,
@@ -247,7 +372,11 @@ impl Quantiles {
         let state = std::mem::replace(&mut self.state, State::Done);
         let (depth, children) = match state {
             State::Done => return,
-            State::First { held, counts } => {
+            State::First {
+                held,
+                counts,
+                guess,
+            } => {
                 let positions: Vec<Option<(usize, f64)>> = self
                     .levels
                     .iter()
@@ -273,7 +402,12 @@ impl Quantiles {
                     }
                     return;
                 };
-                (FIRST_BITS, split(0, FIRST_BITS, &counts, &wanted))
+                let buckets = split(0, FIRST_BITS, &counts, &wanted);
+                let buckets = match guess {
+                    Some(guess) => guess.settle(buckets, &mut self.found),
+                    None => buckets,
+                };
+                (FIRST_BITS, buckets)
             }
             State::Narrow { depth, open, .. } => {
                 let mut children = Vec::new();
@@ -536,6 +670,63 @@ mod tests {
         // Every value equal: settled by the key's bits alone, nothing held.
         let (got, _) = select(&[0.25; 5000], &LEVELS, 10);
         assert!(same(&got, &reference(&[0.25; 5000], &LEVELS)));
+    }
+
+    /// Latency-like values over a few octaves (most near 20 ms, a tail).
+    fn latencies(rng: &mut Rng, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|_| 0.02 * (1.0 + 2.0 * rng.next_f64()).powi(3))
+            .collect()
+    }
+
+    /// A sequence whose beginning looks like the whole is done in one read
+    /// however long: the first held values guess where each level lies,
+    /// and the values of those buckets are held through the read.
+    #[test]
+    fn a_long_sequence_like_its_beginning_is_done_in_one_read() {
+        let mut rng = Rng::new(5);
+        let levels = [0.5, 0.9, 0.99];
+        let values = latencies(&mut rng, 30_000);
+        let (got, reads) = select(&values, &levels, 5000);
+        assert!(same(&got, &reference(&values, &levels)));
+        assert_eq!(reads, 1);
+        // The single level 0 and 1 too (the smallest and largest value).
+        let (got, _) = select(&values, &[0.0, 1.0], 5000);
+        assert!(same(&got, &reference(&values, &[0.0, 1.0])));
+    }
+
+    /// Where the guess misses (values that drift from their beginning) the
+    /// missed ranks are read again, and the result is the same; a guess
+    /// whose buckets would outgrow what is held is dropped the same way.
+    #[test]
+    fn a_guess_that_misses_or_outgrows_reads_again_with_the_same_result() {
+        let mut rng = Rng::new(9);
+        let levels = [0.5, 0.995];
+        // Rising: the first values are the smallest, nothing guessed lands.
+        let mut rising = latencies(&mut rng, 30_000);
+        rising.sort_by(f64::total_cmp);
+        let mut q = Quantiles::new(&levels, 5000);
+        rising.iter().for_each(|&x| q.push(x));
+        q.end_read();
+        assert_eq!(q.open_buckets(), 2, "both levels read again");
+        let (got, reads) = select(&rising, &levels, 5000);
+        assert_eq!(reads, 2);
+        assert!(same(&got, &reference(&rising, &levels)));
+        // A tail that comes only at the end (the last 1%): the median
+        // lands, p99.5 does not.
+        let mut tail = latencies(&mut rng, 30_000);
+        tail[29_700..].iter_mut().for_each(|x| *x += 10.0);
+        let mut q = Quantiles::new(&levels, 5000);
+        tail.iter().for_each(|&x| q.push(x));
+        q.end_read();
+        assert_eq!(q.open_buckets(), 1, "p99.5 read again");
+        let (got, _) = select(&tail, &levels, 5000);
+        assert!(same(&got, &reference(&tail, &levels)));
+        // Ten times longer than what the guessed buckets can hold.
+        let long = latencies(&mut rng, 300_000);
+        let (got, reads) = select(&long, &levels, 5000);
+        assert!(reads >= 2, "{reads} reads");
+        assert!(same(&got, &reference(&long, &levels)));
     }
 
     #[test]
