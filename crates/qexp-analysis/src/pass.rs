@@ -183,4 +183,46 @@ mod tests {
         ended.sort();
         assert_eq!(ended, expected.keys().copied().collect::<Vec<_>>());
     }
+
+    /// Batches decoded ahead on a thread of their own (a call from outside
+    /// polars' pool) come in the same order, with the same rows, as those
+    /// decoded in turn (a call from a pool worker); a failure in the
+    /// caller's function ends either read with that error.
+    #[test]
+    fn batches_decoded_ahead_or_in_turn_are_the_same_and_a_failure_ends_the_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = SynthRun::new(PLAN, "r", "2026-12-01T10:00:00Z").write(tmp.path());
+        let columns = [rq::TRIAL, rq::POINT_ID, rq::REQUEST_INDEX];
+        let read_all = || {
+            let mut batches: Vec<DataFrame> = Vec::new();
+            qexp_store::for_each_request_batch(&dir, &columns, 5, |df| {
+                batches.push(df);
+                Ok(())
+            })
+            .unwrap();
+            batches
+        };
+        let ahead = read_all();
+        let in_turn = polars_core::runtime::RAYON.install(read_all);
+        assert!(ahead.len() > 3, "{} batches", ahead.len());
+        assert_eq!(ahead, in_turn);
+        let fail_second = || {
+            let mut calls = 0;
+            let r = qexp_store::for_each_request_batch(&dir, &columns, 5, |_| {
+                calls += 1;
+                match calls {
+                    2 => Err(PolarsError::ComputeError("stop here".into())),
+                    _ => Ok(()),
+                }
+            });
+            (r.map_err(|e| e.to_string()), calls)
+        };
+        for (r, calls) in [
+            fail_second(),
+            polars_core::runtime::RAYON.install(fail_second),
+        ] {
+            assert!(r.unwrap_err().contains("stop here"));
+            assert_eq!(calls, 2);
+        }
+    }
 }

@@ -186,6 +186,12 @@ pub fn scan_requests(run: &Path) -> Result<LazyFrame, StoreError> {
 /// arrival offsets: one list per request). Only the row groups a batch
 /// overlaps are decoded, in parallel; a merged file's row groups hold at most
 /// 262 144 rows, so a multiple of that keeps batches aligned with them.
+///
+/// The next batch is decoded on a thread of its own while `f` takes the
+/// current one (two batches held at most), except when called on a worker
+/// of polars' pool (runs analysed side by side, `qexp report` over a
+/// workspace): there every worker could be waiting on a reader whose
+/// decoding waits on those workers, so each batch is decoded in turn.
 pub fn for_each_request_batch(
     run: &Path,
     columns: &[&str],
@@ -195,14 +201,38 @@ pub fn for_each_request_batch(
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     let batch_rows = batch_rows.max(1);
     let src = sources(run, REQUESTS)?;
+    let ahead = polars_core::runtime::RAYON.current_thread_index().is_none();
     for path in &src.parquet {
         let err = |e| StoreError::pq("cannot read", path)(e);
         let file = ParquetFile::open(path)?;
-        for offset in (0..file.rows).step_by(batch_rows) {
+        let read = |offset: usize| {
             let len = batch_rows.min(file.rows - offset);
-            let df = file.read(Some(columns.clone()), offset, len).map_err(err)?;
-            f(df).map_err(err)?;
+            file.read(Some(columns.clone()), offset, len)
+        };
+        let offsets = (0..file.rows).step_by(batch_rows);
+        if !ahead {
+            for offset in offsets {
+                f(read(offset).map_err(err)?).map_err(err)?;
+            }
+            continue;
         }
+        std::thread::scope(|s| -> Result<(), StoreError> {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<PolarsResult<DataFrame>>(0);
+            s.spawn(move || {
+                for offset in offsets {
+                    let df = read(offset);
+                    let failed = df.is_err();
+                    // A closed channel: `f` failed, and nothing more is wanted.
+                    if tx.send(df).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            for df in rx {
+                f(df.map_err(err)?).map_err(err)?;
+            }
+            Ok(())
+        })?;
     }
     if let Some(df) = journal_frame(&src.journal)? {
         let df = df
