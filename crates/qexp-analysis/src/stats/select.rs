@@ -729,6 +729,35 @@ mod tests {
         assert!(same(&got, &reference(&long, &levels)));
     }
 
+    /// A guess over values with ties, negatives, zeros of both signs,
+    /// infinities and NaN, at levels at and next to the ends, gives what
+    /// selection over all of them gives, in one read or more.
+    #[test]
+    fn a_guess_orders_special_values_as_total_cmp() {
+        let mut rng = Rng::new(17);
+        let mut values: Vec<f64> = (0..30_000)
+            .map(|_| (rng.next_f64() * 200.0).floor() / 10.0 - 10.0)
+            .collect();
+        for (i, x) in [
+            f64::NAN,
+            f64::INFINITY,
+            -f64::INFINITY,
+            -0.0,
+            0.0,
+            -f64::NAN,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            values[i * 4999] = x;
+            values[29_999 - i] = x;
+        }
+        for held_max in [4096, 5000, 20_000] {
+            let (got, _) = select(&values, &LEVELS, held_max);
+            assert!(same(&got, &reference(&values, &LEVELS)), "held {held_max}");
+        }
+    }
+
     #[test]
     fn empty_and_bad_levels_give_none() {
         let (got, reads) = select(&[], &[0.5, 2.0], 10);
