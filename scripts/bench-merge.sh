@@ -6,9 +6,9 @@
 #
 #   scripts/bench-merge.sh [ROWS=10000000] [CHUNKS=8] [SHARDS=4] [DIR=/tmp/qexp-bench-merge]
 #
-# A merge holds one (trial, point)'s requests (from every shard) at a time:
-# its peak follows the largest (trial, point), not the run. The release
-# build shares scripts/bench-report.sh's target directory.
+# A merge reads a (trial, point) a row group at a time (from every shard):
+# its peak follows neither the run nor its largest (trial, point). The
+# release build shares scripts/bench-report.sh's target directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

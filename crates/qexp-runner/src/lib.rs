@@ -46,7 +46,7 @@ pub use arrivals::offsets;
 pub use backend::Backend;
 pub use error::RunError;
 pub use merge::error::MergeError;
-pub use merge::{merge, MergeOptions, Merged};
+pub use merge::{merge, MergeOptions, Merged, MERGE_PIECE_ROWS};
 pub use open_loop::{run_open_loop, OpenLoopSpec};
 pub use options::{RunOptions, RunResult};
 pub use rendezvous::wire::RendezvousOptions;

@@ -122,83 +122,133 @@ pub(crate) fn point_row(
     prompt_units: u32,
     tolerance: f64,
 ) -> PointRow {
-    let ok: Vec<&RequestRow> = measured
-        .iter()
-        .filter(|r| r.error_class.is_none())
-        .collect();
-    let start = measured
-        .iter()
-        .map(|r| r.sent_unix_s)
-        .fold(f64::INFINITY, f64::min);
-    let end = measured
-        .iter()
-        .map(|r| r.sent_unix_s + r.end_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let output_tokens: u64 = ok
-        .iter()
-        .map(|r| u64::from(r.completion_tokens.unwrap_or(r.client_tokens)))
-        .sum();
-    let window = end - start;
-    let agg = (window > 0.0 && !ok.is_empty()).then(|| output_tokens as f64 / window);
-    let send_lag_max_s = measured.iter().map(|r| r.queue_s).fold(0.0, f64::max);
-    let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
-    PointRow {
-        deployment,
-        deployment_hash,
-        start_id,
-        run_id: ctx.run_id.to_string(),
-        trial: ctx.trial,
-        point_id: ctx.point.id,
-        point_order: ctx.point_order,
-        concurrency: ctx.point.concurrency,
-        input_tokens_target: ctx.point.input_tokens,
-        output_tokens_target: ctx.point.output_tokens,
-        requests_planned: ctx.requests_planned,
-        requests_done: measured.len() as u32,
-        failures: (measured.len() - ok.len()) as u32,
-        window_start_unix_s: if start.is_finite() { start } else { 0.0 },
-        window_end_unix_s: if end.is_finite() { end } else { 0.0 },
-        output_tokens,
-        agg_output_tok_s: agg,
-        send_lag_max_s,
-        client_cpu_cores: None,
-        client_loop_lag_p99_s: None,
-        prompt_units,
-        invalid_reason: interrupted(measured, ctx.requests_planned)
-            .or_else(|| prompt_mismatch(&ok, tolerance)),
-        server: None,
+    let mut tally = Tally::new();
+    measured.iter().for_each(|r| tally.add(r));
+    tally.point_row(ctx, prompt_units, tolerance)
+}
+
+/// What a point row says of its measured (non-warmup) requests, added up
+/// request by request, in any order: a merge adds a (trial, point) up a
+/// piece at a time and never holds all its requests.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    measured: usize,
+    ok: usize,
+    cancelled: usize,
+    /// First send and last completion (Unix seconds).
+    start: f64,
+    end: f64,
+    /// Output tokens of the successful requests.
+    output_tokens: u64,
+    send_lag_max_s: f64,
+    /// (relative difference, server count, planned) of the successful
+    /// request furthest off its planned prompt (the later of equals).
+    worst_prompt: Option<(f64, u32, u32)>,
+}
+
+impl Tally {
+    pub(crate) fn new() -> Tally {
+        Tally {
+            measured: 0,
+            ok: 0,
+            cancelled: 0,
+            start: f64::INFINITY,
+            end: f64::NEG_INFINITY,
+            output_tokens: 0,
+            send_lag_max_s: 0.0,
+            worst_prompt: None,
+        }
     }
-}
 
-/// A sentence when the run was interrupted while this point was running.
-fn interrupted(measured: &[RequestRow], planned: u32) -> Option<String> {
-    let cancelled = measured
-        .iter()
-        .filter(|r| r.error_class == Some(ErrorClass::Cancelled))
-        .count();
-    let finished = measured.len() - cancelled;
-    (cancelled > 0 || measured.len() < planned as usize).then(|| {
-        format!(
-            "the run was interrupted during this point: {finished} of {planned} requests finished"
-        )
-    })
-}
-
-/// A sentence when the server counted a prompt off its planned length beyond tolerance.
-fn prompt_mismatch(ok: &[&RequestRow], tolerance: f64) -> Option<String> {
-    // (relative difference, server count, planned) of the request furthest off its plan.
-    let (rel, worst, planned) = ok
-        .iter()
-        .filter_map(|r| {
-            let (got, planned) = (r.prompt_tokens?, r.input_tokens_planned);
+    /// One measured request.
+    pub(crate) fn add(&mut self, r: &RequestRow) {
+        self.measured += 1;
+        self.start = self.start.min(r.sent_unix_s);
+        self.end = self.end.max(r.sent_unix_s + r.end_s);
+        self.send_lag_max_s = self.send_lag_max_s.max(r.queue_s);
+        if r.error_class == Some(ErrorClass::Cancelled) {
+            self.cancelled += 1;
+        }
+        if r.error_class.is_some() {
+            return;
+        }
+        self.ok += 1;
+        self.output_tokens += u64::from(r.completion_tokens.unwrap_or(r.client_tokens));
+        if let Some(got) = r.prompt_tokens {
+            let planned = r.input_tokens_planned;
             let rel = f64::from(got.abs_diff(planned)) / f64::from(planned.max(1));
-            Some((rel, got, planned))
+            if self
+                .worst_prompt
+                .is_none_or(|(worst, _, _)| rel.total_cmp(&worst).is_ge())
+            {
+                self.worst_prompt = Some((rel, got, planned));
+            }
+        }
+    }
+
+    /// Measured requests added.
+    pub(crate) fn measured(&self) -> usize {
+        self.measured
+    }
+
+    /// The point row of the requests added.
+    pub(crate) fn point_row(
+        &self,
+        ctx: &Context<'_>,
+        prompt_units: u32,
+        tolerance: f64,
+    ) -> PointRow {
+        let (start, end) = (self.start, self.end);
+        let window = end - start;
+        let agg = (window > 0.0 && self.ok > 0).then(|| self.output_tokens as f64 / window);
+        let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
+        PointRow {
+            deployment,
+            deployment_hash,
+            start_id,
+            run_id: ctx.run_id.to_string(),
+            trial: ctx.trial,
+            point_id: ctx.point.id,
+            point_order: ctx.point_order,
+            concurrency: ctx.point.concurrency,
+            input_tokens_target: ctx.point.input_tokens,
+            output_tokens_target: ctx.point.output_tokens,
+            requests_planned: ctx.requests_planned,
+            requests_done: self.measured as u32,
+            failures: (self.measured - self.ok) as u32,
+            window_start_unix_s: if start.is_finite() { start } else { 0.0 },
+            window_end_unix_s: if end.is_finite() { end } else { 0.0 },
+            output_tokens: self.output_tokens,
+            agg_output_tok_s: agg,
+            send_lag_max_s: self.send_lag_max_s,
+            client_cpu_cores: None,
+            client_loop_lag_p99_s: None,
+            prompt_units,
+            invalid_reason: self
+                .interrupted(ctx.requests_planned)
+                .or_else(|| self.prompt_mismatch(tolerance)),
+            server: None,
+        }
+    }
+
+    /// A sentence when the run was interrupted while this point was running.
+    fn interrupted(&self, planned: u32) -> Option<String> {
+        let finished = self.measured - self.cancelled;
+        (self.cancelled > 0 || self.measured < planned as usize).then(|| {
+            format!(
+                "the run was interrupted during this point: {finished} of {planned} requests finished"
+            )
         })
-        .max_by(|a, b| a.0.total_cmp(&b.0))?;
-    (rel > tolerance).then(|| {
-        format!(
-            "the server counted {worst} prompt tokens where the plan asked {planned} (tolerance {:.1}%)",
-            tolerance * 100.0
-        )
-    })
+    }
+
+    /// A sentence when the server counted a prompt off its planned length beyond tolerance.
+    fn prompt_mismatch(&self, tolerance: f64) -> Option<String> {
+        let (rel, worst, planned) = self.worst_prompt?;
+        (rel > tolerance).then(|| {
+            format!(
+                "the server counted {worst} prompt tokens where the plan asked {planned} (tolerance {:.1}%)",
+                tolerance * 100.0
+            )
+        })
+    }
 }

@@ -406,28 +406,44 @@ impl RequestIndex {
     /// `columns` (all when `None`); `None` when it has none.
     pub fn read(
         &self,
-        (trial, point): (u32, u32),
+        key: (u32, u32),
         columns: Option<&[&str]>,
     ) -> Result<Option<DataFrame>, StoreError> {
-        let names: Option<Vec<String>> = columns.map(|c| c.iter().map(|c| c.to_string()).collect());
         let mut out: Option<DataFrame> = None;
-        let mut push = |df: DataFrame| -> PolarsResult<()> {
-            match &mut out {
-                Some(o) => o.vstack_mut_owned(df).map(|_| ()),
-                None => {
-                    out = Some(df);
-                    Ok(())
-                }
+        self.read_pieces(key, columns, usize::MAX, |df| match &mut out {
+            Some(o) => o
+                .vstack_mut_owned(df)
+                .map(|_| ())
+                .map_err(StoreError::pq("cannot read", &self.run)),
+            None => {
+                out = Some(df);
+                Ok(())
             }
-        };
+        })?;
+        Ok(out)
+    }
+
+    /// [`RequestIndex::read`], handed to `f` at most `max_rows` rows at a
+    /// time (the journal's rows, which are few, in one piece), so that a
+    /// (trial, point) of any size can be gone through without holding it.
+    pub fn read_pieces<E: From<StoreError>>(
+        &self,
+        (trial, point): (u32, u32),
+        columns: Option<&[&str]>,
+        max_rows: usize,
+        mut f: impl FnMut(DataFrame) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let names: Option<Vec<String>> = columns.map(|c| c.iter().map(|c| c.to_string()).collect());
+        let max_rows = max_rows.max(1);
         for b in self.ranges.get(&(trial, point)).into_iter().flatten() {
             let file = &self.files[b.file];
             let pq = |e| StoreError::pq("cannot read", &file.path)(e);
-            push(
-                file.read_owned(names.clone(), b.first, b.rows)
-                    .map_err(pq)?,
-            )
-            .map_err(pq)?;
+            for start in (0..b.rows).step_by(max_rows) {
+                let len = max_rows.min(b.rows - start);
+                f(file
+                    .read_owned(names.clone(), b.first + start, len)
+                    .map_err(pq)?)?;
+            }
         }
         if let Some(j) = &self.journal {
             let pq = |e| StoreError::pq("cannot read", &self.run)(e);
@@ -448,10 +464,10 @@ impl RequestIndex {
                     Some(c) => rows.select(c.iter().map(|c| c.as_str())).map_err(pq)?,
                     None => rows,
                 };
-                push(rows).map_err(pq)?;
+                f(rows)?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -13,6 +13,7 @@ pub(crate) async fn merge(args: MergeArgs) -> Result<u8, CliError> {
         shards: crate::cmd_objstore::local_shards(&args.shards, &cache).await?,
         out: args.out,
         partial: args.partial,
+        piece_rows: qexp_runner::MERGE_PIECE_ROWS,
     };
     let merged = qexp_runner::merge(&opts).map_err(|e| match e {
         MergeError::Refused(_)

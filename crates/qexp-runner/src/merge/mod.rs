@@ -15,12 +15,11 @@ pub(crate) mod error;
 mod rows;
 
 use crate::merge::error::MergeError;
-use crate::record::Context;
+use crate::record::{Context, Tally};
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
 use qexp_store::{
-    LostShard, Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RequestRow,
-    RunStatus,
+    LostShard, Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RunStatus,
 };
 use rows::{Health, Pair};
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,6 +34,9 @@ pub struct MergeOptions {
     pub out: PathBuf,
     /// Merge even when shards are missing or incomplete, marking the run partial.
     pub partial: bool,
+    /// Rows of a (trial, point) read at a time ([`MERGE_PIECE_ROWS`]; tests
+    /// use few, to cut (trial, point)s into many pieces).
+    pub piece_rows: usize,
 }
 
 /// A merged run.
@@ -82,8 +84,8 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
     }
     let manifest = merged_manifest(&roll, base);
     let mut out = MergeWriter::create(&opts.out)?;
-    let written =
-        point_rows(base, &shards, &health, tolerance, &mut out).and_then(|(points, requests)| {
+    let written = point_rows(base, &shards, &health, tolerance, opts.piece_rows, &mut out)
+        .and_then(|(points, requests)| {
             out.finish(&manifest, &points)?;
             Ok(requests)
         });
@@ -107,6 +109,9 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
 /// Rows of a shard's key columns read at a time when indexing it: a
 /// multiple of a merged file's row group (262 144 rows).
 const BATCH_ROWS: usize = 4 * 262_144;
+/// Rows of a (trial, point) read at a time in a merge: one row group of a
+/// merged file.
+pub const MERGE_PIECE_ROWS: usize = 262_144;
 
 /// A complete shard and where its (trial, point)s' rows lie.
 struct Shard {
@@ -118,16 +123,17 @@ struct Shard {
 /// One row per (trial, point) of the run, from the union of the shards'
 /// requests, and how many measured requests there were; every request row
 /// goes to `out` as it is read, (trial, point) by (trial, point), each one's
-/// rows shard by shard. One (trial, point)'s rows are held at a time (from
-/// every shard), so a merge of hundreds of millions of requests needs the
-/// memory of its largest (trial, point), not of the run; and the merged
-/// file keeps each (trial, point) in one block, which is what lets the
-/// report's pass over it hold one at a time too.
+/// rows shard by shard. A (trial, point) is read a piece (a row group) at
+/// a time and added up ([`Tally`], [`rows::Spans`]), so a merge of hundreds
+/// of millions of requests holds neither the run nor a (trial, point) of
+/// it; and the merged file keeps each (trial, point) in one block, which is
+/// what lets the report's pass over it read one at a time too.
 fn point_rows(
     base: &Manifest,
     shards: &[Shard],
     health: &BTreeMap<Pair, Vec<(u32, Health)>>,
     tolerance: f64,
+    piece_rows: usize,
     out: &mut MergeWriter,
 ) -> Result<(Vec<PointRow>, usize), MergeError> {
     let mut points = Vec::new();
@@ -155,16 +161,41 @@ fn point_rows(
                 shift_s: 0.0,
                 requests_planned: point.requests,
             };
-            let mut rows: Vec<RequestRow> = Vec::new();
-            for s in shards {
-                if let Some(df) = s.rows.read(key, None)? {
-                    rows.extend(rows::measured(&df, &s.dir, s.index)?);
-                    out.requests(df)?;
+            // Two reads of the (trial, point), a piece at a time: the
+            // shards' spans of sends first (three columns), which name the
+            // window every shard was sending in; then every column, each
+            // piece written out as it comes and added up.
+            let window = match shards.len() > 1 {
+                true => {
+                    let mut spans = rows::Spans::default();
+                    for s in shards {
+                        s.rows
+                            .read_pieces(key, Some(&rows::SPAN_COLUMNS), piece_rows, |df| {
+                                spans.add(&df, &s.dir, s.index)
+                            })?;
+                    }
+                    spans.common()
                 }
+                false => None,
+            };
+            let mut tally = Tally::new();
+            let mut tokens = 0.0;
+            for s in shards {
+                s.rows
+                    .read_pieces(key, None, piece_rows, |df| -> Result<(), MergeError> {
+                        let measured = rows::measured(&df, &s.dir, s.index)?;
+                        measured.iter().for_each(|r| tally.add(r));
+                        if let Some(w) = window {
+                            rows::add_tokens_inside(&mut tokens, &measured, w);
+                        }
+                        out.requests(df)?;
+                        Ok(())
+                    })?;
             }
-            requests += rows.len();
+            requests += tally.measured();
             let h = health.get(&key).map_or(&[][..], Vec::as_slice);
-            points.push(rows::merged_point(&ctx, &rows, h, tolerance));
+            let window = window.map(|w| (w, tokens));
+            points.push(rows::merged_point(&ctx, &tally, window, h, tolerance));
             bar.inc(1);
         }
     }
@@ -175,9 +206,8 @@ fn point_rows(
         .collect();
     for s in shards {
         for key in s.rows.pairs().filter(|k| !planned.contains(k)) {
-            if let Some(df) = s.rows.read(key, None)? {
-                out.requests(df)?;
-            }
+            s.rows
+                .read_pieces(key, None, piece_rows, |df| out.requests(df))?;
         }
     }
     Ok((points, requests))

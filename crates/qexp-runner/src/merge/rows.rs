@@ -11,7 +11,7 @@
 //! is the point's first send to its last completion, as in any run.
 
 use crate::merge::error::MergeError;
-use crate::record::{point_row, Context};
+use crate::record::{Context, Tally};
 use polars::prelude::*;
 use qexp_client::{ErrorClass, ServerCounter, ServerCounters};
 use qexp_plan::Point;
@@ -168,15 +168,19 @@ pub(crate) fn health(dir: &Path) -> Result<BTreeMap<Pair, Health>, MergeError> {
 }
 
 /// The point row of (`ctx.trial`, `ctx.point`) from every shard's measured
-/// requests and health (`health` by shard, lowest first).
+/// requests (`tally`), the window in which every shard was sending with
+/// the output tokens that arrived inside it (None with fewer than two
+/// shards or no overlap), and each shard's health (`health` by shard,
+/// lowest first).
 pub(crate) fn merged_point(
     ctx: &Context<'_>,
-    rows: &[RequestRow],
+    tally: &Tally,
+    window: Option<((f64, f64), f64)>,
     health: &[(u32, Health)],
     tolerance: f64,
 ) -> PointRow {
     let units = health.first().map_or(0, |(_, h)| h.prompt_units);
-    let mut p = point_row(ctx, rows, units, tolerance);
+    let mut p = tally.point_row(ctx, units, tolerance);
     // The client's CPU adds up over the shards; the worst loop lag is the point's.
     let cpu: Vec<f64> = health.iter().filter_map(|(_, h)| h.cpu_cores).collect();
     p.client_cpu_cores = (!cpu.is_empty()).then(|| cpu.iter().sum());
@@ -187,7 +191,7 @@ pub(crate) fn merged_point(
     // Every shard scraped the one server over the same window: the first
     // shard's deltas are the point's (a sum would count them N times).
     p.server = health.iter().find_map(|(_, h)| h.server.clone());
-    if let Some((start, end, tokens)) = common_window(rows) {
+    if let Some(((start, end), tokens)) = window {
         p.window_start_unix_s = start;
         p.window_end_unix_s = end;
         p.agg_output_tok_s = Some(tokens / (end - start));
@@ -195,29 +199,59 @@ pub(crate) fn merged_point(
     p
 }
 
-/// The window in which every shard with requests was sending, and the
-/// output tokens that arrived inside it; `None` with fewer than two shards
-/// or no overlap.
-fn common_window(rows: &[RequestRow]) -> Option<(f64, f64, f64)> {
-    let mut spans: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
-    for m in rows {
-        let (s, e) = (m.sent_unix_s, m.sent_unix_s + m.end_s);
-        let span = spans.entry(m.shard.unwrap_or(0)).or_insert((s, e));
-        span.0 = span.0.min(s);
-        span.1 = span.1.max(e);
+/// The columns [`Spans::add`] reads.
+pub(crate) const SPAN_COLUMNS: [&str; 3] = [rq::WARMUP, rq::SENT_UNIX_S, rq::END_S];
+
+/// Each shard's first send and last completion over its measured requests
+/// of one (trial, point), added up piece by piece.
+#[derive(Default)]
+pub(crate) struct Spans(BTreeMap<u32, (f64, f64)>);
+
+impl Spans {
+    /// A piece of the rows of shard `shard` (in `dir`), with [`SPAN_COLUMNS`].
+    pub(crate) fn add(&mut self, df: &DataFrame, dir: &Path, shard: u32) -> Result<(), MergeError> {
+        let e = rows_err(dir);
+        let warmup = df
+            .column(rq::WARMUP)
+            .and_then(|c| c.bool().cloned())
+            .map_err(&e)?;
+        let sent = f64s(df, rq::SENT_UNIX_S).map_err(&e)?;
+        let end = f64s(df, rq::END_S).map_err(&e)?;
+        for ((w, s), e) in warmup.iter().zip(sent).zip(end) {
+            if w.unwrap_or(false) {
+                continue;
+            }
+            // As `measured` reads them: a missing time is 0.
+            let s = s.unwrap_or(0.0);
+            let e = s + e.unwrap_or(0.0);
+            let span = self.0.entry(shard).or_insert((s, e));
+            span.0 = span.0.min(s);
+            span.1 = span.1.max(e);
+        }
+        Ok(())
     }
-    if spans.len() < 2 {
-        return None;
+
+    /// The window in which every shard with requests was sending: from the
+    /// latest first send to the earliest last completion; None with fewer
+    /// than two shards or no overlap.
+    pub(crate) fn common(&self) -> Option<(f64, f64)> {
+        if self.0.len() < 2 {
+            return None;
+        }
+        let start = self
+            .0
+            .values()
+            .map(|s| s.0)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let end = self.0.values().map(|s| s.1).fold(f64::INFINITY, f64::min);
+        (end > start).then_some((start, end))
     }
-    let start = spans
-        .values()
-        .map(|s| s.0)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let end = spans.values().map(|s| s.1).fold(f64::INFINITY, f64::min);
-    if end <= start {
-        return None;
-    }
-    let mut tokens = 0.0;
+}
+
+/// Adds to `tokens` the output tokens of the successful `rows` that arrived
+/// inside `(start, end)`, each request's tokens spread evenly over its
+/// content chunks by their arrival times.
+pub(crate) fn add_tokens_inside(tokens: &mut f64, rows: &[RequestRow], (start, end): (f64, f64)) {
     for m in rows.iter().filter(|m| m.error_class.is_none()) {
         let n = m.completion_tokens.unwrap_or(m.client_tokens);
         if m.chunk_offsets_s.is_empty() {
@@ -230,9 +264,8 @@ fn common_window(rows: &[RequestRow]) -> Option<(f64, f64, f64)> {
             .map(|o| m.sent_unix_s + o)
             .filter(|t| (start..=end).contains(t))
             .count();
-        tokens += per_chunk * inside as f64;
+        *tokens += per_chunk * inside as f64;
     }
-    Some((start, end, tokens))
 }
 
 /// The position of `point` in `trial`'s recorded order.

@@ -416,6 +416,7 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
     all_succeed(&mut shards).await;
     let dirs = shard_dirs(&s, "shards-closed", run_id, 4);
     let worst = clock_error(&dirs);
+    eprintln!("clock offsets corrected to within {:.3} ms", worst * 1e3);
     assert!(worst < 0.001, "clock offsets off by up to {worst} s");
 
     let out = s.results.join("shards-closed").join(run_id);
@@ -472,6 +473,23 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
         assert!(most <= 8, "more than C in flight: {most}");
         assert!(mean > 7.2, "fewer than C in flight on average: {mean}");
     }
+
+    // Read a few rows at a time instead of a row group (each (trial,
+    // point) cut into many pieces), the merge writes the same run.
+    let pieces = s.tmp.path().join("merged-in-pieces");
+    qexp_runner::merge(&qexp_runner::MergeOptions {
+        shards: dirs.clone(),
+        out: pieces.clone(),
+        partial: false,
+        piece_rows: 7,
+    })
+    .expect("merged in pieces");
+    let all = |run: &Path| {
+        let r = qexp_store::scan_requests(run).unwrap().collect().unwrap();
+        let p = qexp_store::scan_points(run).unwrap().collect().unwrap();
+        (r, p)
+    };
+    assert_eq!(all(&pieces), all(&out));
 
     // Every percentile of the merged run is the union's, computed directly.
     let a = qexp_analysis::analyze(&out).unwrap();
