@@ -5,7 +5,8 @@
 //! first read, and feeds every percentile's exact selection ([`Quantiles`])
 //! on each read until all are found: one read when the (trial, point) is
 //! small enough for its values to be held (up to 4 M values a percentile),
-//! more for a larger one. Then the (trial, point)'s metrics, its failures
+//! or when a larger one's first values guess where its percentiles lie
+//! (see `stats::select`), more otherwise. Then the (trial, point)'s metrics, its failures
 //! and its part of the point's latency distributions are kept and its
 //! working state dropped.
 //!

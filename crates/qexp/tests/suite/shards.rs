@@ -437,7 +437,7 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
     let shard_col: BTreeSet<u32> = u32s(&df, "shard").into_iter().collect();
     assert_eq!(shard_col, (0..4).collect());
     // Each (trial, point) in one block of the merged file, its rows shard
-    // by shard: the report's pass then holds one (trial, point) at a time.
+    // by shard: the report's pass then reads one (trial, point) at a time.
     let stored = qexp_store::scan_requests(&out).unwrap().collect().unwrap();
     let (t, p, k) = (
         u32s(&stored, "trial"),
