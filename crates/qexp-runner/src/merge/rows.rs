@@ -217,13 +217,13 @@ impl Spans {
             .map_err(&e)?;
         let sent = f64s(df, rq::SENT_UNIX_S).map_err(&e)?;
         let end = f64s(df, rq::END_S).map_err(&e)?;
-        for ((w, s), e) in warmup.iter().zip(sent).zip(end) {
+        for ((w, s), took) in warmup.iter().zip(sent).zip(end) {
             if w.unwrap_or(false) {
                 continue;
             }
             // As `measured` reads them: a missing time is 0.
             let s = s.unwrap_or(0.0);
-            let e = s + e.unwrap_or(0.0);
+            let e = s + took.unwrap_or(0.0);
             let span = self.0.entry(shard).or_insert((s, e));
             span.0 = span.0.min(s);
             span.1 = span.1.max(e);
