@@ -43,10 +43,11 @@ const NEXT_BITS: u32 = 16;
 /// its beginning's distribution the wanted rank lies far inside, and a
 /// drift of up to about this much still lands in it.
 const GUESS_REACH: f64 = 0.02;
-/// The fewest held values a guess is made from, and the largest share of
-/// them that its buckets may hold (a guess that would hold most values
-/// saves nothing: with many levels, or values in a few buckets).
+/// The fewest held values a guess is made from.
 const GUESS_MIN_HELD: usize = 4096;
+/// The largest share of the held values that a guess's buckets may hold:
+/// a guess that would hold most values saves nothing (many levels, like
+/// the 101 of a distribution, or values in a few buckets).
 const GUESS_MAX_SHARE: f64 = 0.25;
 /// The most values one sequence holds at a time (32 MiB). In the runs
 /// `scripts/bench-report.sh` writes (40 (trial, point)s), a (trial, point)
