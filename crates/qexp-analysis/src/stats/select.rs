@@ -143,7 +143,7 @@ impl Guess {
             return None;
         }
         let at = |q: f64| ((m - 1) as f64 * q.clamp(0.0, 1.0)) as usize;
-        let mut ends: Vec<(usize, usize)> = levels
+        let ends: Vec<(usize, usize)> = levels
             .iter()
             .filter(|q| (0.0..=1.0).contains(*q))
             .map(|&q| (at(q - GUESS_REACH), (at(q + GUESS_REACH) + 1).min(m - 1)))
@@ -154,7 +154,7 @@ impl Guess {
         super::quantile::select_all(&mut held, &ranks);
         let bucket = |r: usize| (key(held[r]) >> (64 - FIRST_BITS)) as usize;
         let mut marked = vec![0u64; (1 << FIRST_BITS) / 64];
-        for (lo, hi) in ends.drain(..) {
+        for &(lo, hi) in &ends {
             for b in bucket(lo)..=bucket(hi) {
                 marked[b / 64] |= 1 << (b % 64);
             }
