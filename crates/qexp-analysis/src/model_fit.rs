@@ -91,6 +91,7 @@ fn point_rows(p: &PointSummary, index: u32) -> Result<Vec<Observation>, String> 
             decode_tok_s: t.decode_tok_s,
             agg_tok_s: t.agg_tok_s,
             tokens_per_chunk: t.tokens_per_chunk,
+            itl_p50_s: t.itl_p50_s,
         })
         .collect())
 }

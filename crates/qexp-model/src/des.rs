@@ -77,6 +77,10 @@ pub struct Outcome {
     /// Per request: the mean prefill compute its own decode steps carried
     /// (mixed schedule; 0 otherwise), seconds.
     pub stall_seen: Vec<f64>,
+    /// The median of the pooled gaps between chunks, seconds, and what its
+    /// step saw (mixed schedule: a decoding sequence's gap is its step;
+    /// None on the separate schedule or without a decode step).
+    pub median_gap: Option<(f64, Seen)>,
 }
 
 /// What one request's decode steps saw, on average.
@@ -207,6 +211,15 @@ struct Request {
     stall_sum: f64,
 }
 
+/// One decode step of the mixed schedule: its length, the gaps it ended
+/// (one per decoding sequence) and what it saw.
+#[derive(Debug, Clone, Copy)]
+struct StepRecord {
+    length: f64,
+    gaps: usize,
+    seen: Seen,
+}
+
 /// The replay's state: the event queue, the two FIFO queues and the batch.
 struct Replay<'a> {
     p: &'a Params,
@@ -222,6 +235,8 @@ struct Replay<'a> {
     /// Mixed schedule: the decoding sequences, and the step in progress.
     batch: Vec<usize>,
     step: Option<MixedStep>,
+    /// Mixed schedule: every decode step run.
+    records: Vec<StepRecord>,
     ending: bool,
     /// Mixed schedule: an idle engine was woken and its intake window is open.
     waking: bool,
@@ -248,6 +263,7 @@ pub fn simulate(p: &Params, load: &Load) -> Outcome {
         prefill_busy: false,
         batch: Vec::new(),
         step: None,
+        records: Vec::new(),
         ending: false,
         waking: false,
         decoding: 0.0,
@@ -441,8 +457,33 @@ impl Replay<'_> {
                 .iter()
                 .map(|r| r.stall_sum / r.steps.max(1.0))
                 .collect(),
+            median_gap: median_gap(&self.records),
         }
     }
+}
+
+/// The median of the pooled gaps, and what its step saw: the steps sorted by
+/// length, each counted once per gap it ended, and (for an even count, as
+/// the analysis interpolates the two middle gaps) the two middle ones
+/// averaged; None without a decode step.
+fn median_gap(records: &[StepRecord]) -> Option<(f64, Seen)> {
+    let mut sorted: Vec<&StepRecord> = records.iter().filter(|r| r.gaps > 0).collect();
+    sorted.sort_by(|a, b| a.length.total_cmp(&b.length));
+    let n: usize = sorted.iter().map(|r| r.gaps).sum();
+    let nth = |k: usize| {
+        let mut below = 0;
+        sorted.iter().find(|r| {
+            below += r.gaps;
+            below > k
+        })
+    };
+    let (a, b) = (nth(n.checked_sub(1)? / 2)?, nth(n / 2)?);
+    let seen = Seen {
+        batch: (a.seen.batch + b.seen.batch) / 2.0,
+        context: (a.seen.context + b.seen.context) / 2.0,
+        stall_s: (a.seen.stall_s + b.seen.stall_s) / 2.0,
+    };
+    Some(((a.length + b.length) / 2.0, seen))
 }
 
 /// SplitMix64: a small seeded generator for arrival times.
@@ -552,6 +593,35 @@ mod tests {
         let a = simulate(&p(None), &load);
         assert_eq!(a, simulate(&p(None), &load));
         assert!(a.e2e_s.iter().all(|e| *e >= 0.25 - 1e-9));
+    }
+
+    #[test]
+    fn mixed_the_median_gap_is_the_typical_step() {
+        let load = Load {
+            output_tokens: 41.0,
+            ..closed(3, 3)
+        };
+        let o = simulate(&mixed(None), &load);
+        // Three prompts share one step, then 40 steps of three at 14 ms.
+        let (gap, seen) = o.median_gap.unwrap();
+        assert!((gap - 0.014).abs() < 1e-12, "{gap}");
+        assert_eq!((seen.batch, seen.stall_s), (3.0, 0.0));
+        // Without an intake window the first prompt goes alone, and the
+        // other two stall its first decode step (one gap of 0.21 s, not
+        // the median).
+        let o = simulate(
+            &Params {
+                intake_s: 0.0,
+                ..mixed(None)
+            },
+            &load,
+        );
+        let (gap, seen) = o.median_gap.unwrap();
+        assert!((gap - 0.014).abs() < 1e-12, "{gap}");
+        assert_eq!(seen.stall_s, 0.0);
+        // The separate schedule has no engine step to take.
+        let o = simulate(&p(None), &load);
+        assert!(o.median_gap.is_none());
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub struct Observation {
     pub agg_tok_s: f64,
     /// Mean tokens per streamed chunk.
     pub tokens_per_chunk: f64,
+    /// Median gap between a request's chunks, pooled over the point's
+    /// requests, seconds (NaN when not recorded, as in tables): the typical
+    /// step, which the few steps that also prefill a prompt do not move.
+    pub itl_p50_s: f64,
 }
 
 impl Observation {
@@ -537,27 +541,42 @@ fn objective(rows: &[&Observation], points: &Points, p: &Params) -> f64 {
     sum
 }
 
-/// A decode step observed at one row: its TPOT spread over the steps.
-fn observed_step(r: &Observation, p: &Params) -> Option<f64> {
+/// A decode step observed at one row, and whether it is the median gap
+/// between chunks. On the mixed schedule that gap is taken when the run
+/// recorded it: the typical step, which the few steps that also prefill a
+/// prompt do not move, where the TPOT holds every stall of the request's
+/// steps, and those depend on which prompts shared a step. A server decides
+/// that by when each arrived (llama.cpp prefilled a closed loop's burst of
+/// two prompts together in some rounds and one after the other in others),
+/// and the replay's burst arrives at one instant. Else (the separate
+/// schedule, or a table) the TPOT spread over the steps.
+fn observed_step(r: &Observation, p: &Params) -> Option<(f64, bool)> {
     let chunks = p.chunks(r.output_tokens);
+    if chunks < 2.0 {
+        return None;
+    }
+    if p.schedule == Schedule::Mixed && r.itl_p50_s.is_finite() && r.itl_p50_s > 0.0 {
+        return Some((r.itl_p50_s, true));
+    }
     let step = (r.output_tokens - 1.0) / r.decode_tok_s / (chunks - 1.0);
-    (chunks >= 2.0 && step.is_finite() && step > 0.0).then_some(step)
+    (step.is_finite() && step > 0.0).then_some((step, false))
 }
 
 /// `d0, d1, d2` for a fixed batch limit: least squares of each row's step on
 /// the batch and context its point's replay saw, replayed again with the
-/// new coefficients until they settle. On the mixed schedule the prefill
-/// compute its steps carried in the replay (known from the prefill fit) is
-/// taken off the observed step first.
+/// new coefficients until they settle: the median TPOT's request's steps,
+/// or the step at the median gap ([`observed_step`]). On the mixed schedule
+/// the prefill compute those steps carried in the replay (known from the
+/// prefill fit) is taken off the observed step first.
 fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit {
-    let obs: Vec<(&Observation, f64)> = rows
+    let obs: Vec<(&Observation, f64, bool)> = rows
         .iter()
-        .filter_map(|r| observed_step(r, &base).map(|s| (*r, s)))
+        .filter_map(|r| observed_step(r, &base).map(|(s, gap)| (*r, s, gap)))
         .collect();
     if obs.is_empty() {
         return (base, vec![FitWarning::NoDecode], Vec::new());
     }
-    let steps: Vec<f64> = obs.iter().map(|(_, s)| *s).collect();
+    let steps: Vec<f64> = obs.iter().map(|(_, s, _)| *s).collect();
     let mut p = Params {
         step_base_s: quantile(&steps, 0.5),
         ..base
@@ -566,18 +585,29 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
     // Settles in a few rounds; the bound only guards against a cycle.
     for _ in 0..8 {
         let seen = points.replay(&p);
-        let at = |r: &Observation| seen[r.label.as_str()].median_request_seen();
+        // What the observed step saw in the replay: the median TPOT's
+        // request's steps, or the step at the median gap.
+        let at = |r: &Observation, gap: bool| {
+            let o = &seen[r.label.as_str()];
+            match o.median_gap {
+                Some((_, seen)) if gap => seen,
+                _ => o.median_request_seen(),
+            }
+        };
         // The decode part of each observed step; a row whose step the
         // replay's stalls already exceed tells nothing about decode.
-        let decode: Vec<(&Observation, f64)> = obs
+        let decode: Vec<(crate::des::Seen, f64)> = obs
             .iter()
-            .map(|(r, s)| (*r, s - at(r).stall_s))
+            .map(|(r, s, gap)| {
+                let seen = at(r, *gap);
+                (seen, s - seen.stall_s)
+            })
             .filter(|(_, y)| *y > 0.0)
             .collect();
         if decode.is_empty() {
             break;
         }
-        let (coefs, warnings) = decode_columns(decode.iter().map(|(r, _)| at(r)));
+        let (coefs, warnings) = decode_columns(decode.iter().map(|(seen, _)| *seen));
         let mut coefs = coefs;
         let mut warnings = warnings;
         let y: Vec<f64> = decode.iter().map(|(_, y)| *y).collect();
@@ -585,8 +615,7 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
         let fit = loop {
             let x: Vec<Vec<f64>> = decode
                 .iter()
-                .map(|(r, _)| {
-                    let seen = at(r);
+                .map(|(seen, _)| {
                     coefs
                         .iter()
                         .map(|c| step_column(*c, seen.batch, seen.context))

@@ -206,6 +206,7 @@ fn row(file: &TableFile, t: &Table, r: &Row) -> Result<TableRow, String> {
         decode_tok_s: r.decode_tok_s.unwrap_or(f64::NAN),
         agg_tok_s: r.agg_tok_s.unwrap_or(f64::NAN),
         tokens_per_chunk: file.tokens_per_chunk.unwrap_or(f64::NAN),
+        itl_p50_s: f64::NAN,
     };
     let mut excluded = Vec::new();
     for (field, why) in &r.exclude {

@@ -3,7 +3,7 @@
 //! and every admitted prompt; qexp-sim's `mixed.rs` runs the same loop in
 //! real time.
 
-use super::{Event, Kind, Replay};
+use super::{Event, Kind, Replay, Seen, StepRecord};
 
 /// A mixed step in progress: the sequences it decodes and the prompts it prefills.
 pub(super) struct MixedStep {
@@ -63,6 +63,15 @@ impl Replay<'_> {
             self.steps += 1.0;
             self.batch_sum += self.decoding;
             self.context_sum += self.context;
+            self.records.push(StepRecord {
+                length,
+                gaps: decodes.len(),
+                seen: Seen {
+                    batch: self.decoding,
+                    context: self.context,
+                    stall_s: stall,
+                },
+            });
         }
         for &i in &decodes {
             let req = &mut self.reqs[i];

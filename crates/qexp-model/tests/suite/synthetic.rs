@@ -46,6 +46,7 @@ fn observe(p: &Params, c: u32, l: f64, trial: u32) -> Observation {
         decode_tok_s: 1.0 / m(ModelMetric::TpotS),
         agg_tok_s: m(ModelMetric::AggTokS),
         tokens_per_chunk: 2.0,
+        itl_p50_s: o.median_gap.map_or(f64::NAN, |(gap, _)| gap),
     }
 }
 
@@ -106,6 +107,53 @@ fn recovers(t: Params) {
             c.name()
         );
     }
+}
+
+/// On the mixed schedule the decode step is fitted on the median gap
+/// between chunks, not the TPOT: a TPOT that holds stalls the replay does
+/// not have (a server that split a burst's prompts over more steps) leaves
+/// the step's coefficients as they were; the same rows without the gap
+/// move them.
+#[test]
+fn the_mixed_step_comes_from_the_median_gap_not_the_stalled_tpot() {
+    let t = Params {
+        schedule: Schedule::Mixed,
+        ..truth()
+    };
+    let stalled: Vec<Observation> = grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0])
+        .into_iter()
+        .map(|o| Observation {
+            decode_tok_s: o.decode_tok_s / 1.2,
+            ..o
+        })
+        .collect();
+    let opts = FitOptions {
+        schedule: Some(Schedule::Mixed),
+        ..FitOptions::default()
+    };
+    let step = [Coef::StepBase, Coef::StepPerSeq, Coef::StepPerContextToken];
+    let model = fit(&stalled, &opts).unwrap();
+    for c in step {
+        let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "{}: {got} vs {want}",
+            c.name()
+        );
+    }
+    let no_gap: Vec<Observation> = stalled
+        .into_iter()
+        .map(|o| Observation {
+            itl_p50_s: f64::NAN,
+            ..o
+        })
+        .collect();
+    let model = fit(&no_gap, &opts).unwrap();
+    let moved = step.iter().any(|c| {
+        let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
+        (got / want - 1.0).abs() > 0.05
+    });
+    assert!(moved, "{:?}", model.params);
 }
 
 #[test]

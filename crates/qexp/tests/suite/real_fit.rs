@@ -1,8 +1,7 @@
 //! `qexp fit` on a real server: llama.cpp (CPU, the tiny model of
 //! scripts/real-servers) over a small grid, then points outside the grid
 //! predicted and run; per-metric errors and the interval coverage are
-//! printed; E2E must be within 20%, TPOT within 35% (the model misses
-//! the 20% #19 asks for TPOT: see `TPOT_BOUND`). Skips without
+//! printed; TPOT and E2E must be within 20% (see `judged`). Skips without
 //! QEXP_LLAMACPP_URL, as every real-server test does.
 
 use crate::real_servers::{run_plan_body as run_plan, server};
@@ -11,35 +10,42 @@ use qexp_model::{FitOptions, ModelMetric};
 /// One run measures the grid and the held-out points together, each
 /// trial in its own shuffled order, so that a drift of the host between a
 /// grid run and a later held-out run cannot pass for a model error. The
-/// sweep's other points (c=1, 2 at in=256, 384, 1024; c=3, 4 at in=128,
-/// 512) are run with them and used by neither side.
+/// sweep's other points (c=1, 2 at in=256, 384) are run with them and used
+/// by neither side.
 const PLAN: &str = "[workload]\ninput_tokens = 128\noutput_tokens = 32\n\n\
     [sweep]\nconcurrency = [1, 2, 3, 4]\ninput_tokens = [128, 256, 384, 512, 1024]\n\n\
     [run]\nrequests = \"8x\"\nwarmup_requests = 1\ntrials = 3\nseed = 3\nshuffle = true\n";
 
-/// The grid the model is fitted on: concurrency 1, 2 × input 128, 512.
+/// The grid the model is fitted on: concurrency 1, 2 × input 128, 512,
+/// 1024. Three lengths, because the tiny model's prefill is far from linear
+/// in the prompt (its full attention is a large share of its work at a
+/// hidden size of 128): with two, the L² term is unknown (the fit warns),
+/// the linear term takes its place, and a step that prefills three
+/// 256-token prompts was predicted 40% longer than llama.cpp took.
 fn in_grid(c: u32, input: f64) -> bool {
-    c <= 2 && (input == 128.0 || input == 512.0)
+    c <= 2 && [128.0, 512.0, 1024.0].contains(&input)
 }
 
-/// Outside the grid on each axis: more users, lengths between and beyond.
-fn held_out(c: u32, input: f64) -> bool {
-    c >= 3 && [256.0, 384.0, 1024.0].contains(&input)
+/// Outside the grid: more users, at every length.
+fn held_out(c: u32) -> bool {
+    c >= 3
 }
 
-/// The grid's largest burst of prompt tokens: c=2 × in=512.
-const GRID_BURST: u32 = 2 * 512;
+/// llama.cpp's `n_batch`: the prompt tokens one step takes (2,048 by
+/// default, which scripts/real-servers keeps). The model has no such
+/// budget (docs/model.md "Schedules").
+const N_BATCH: u32 = 2048;
 
-/// E2E must be within 20%, and TPOT within [`TPOT_BOUND`], at every
-/// held-out point whose burst of prompt tokens (c × in, which a closed loop
-/// sends at once) is at most twice the grid's largest (c=2 × in=512): c=3
-/// and c=4 at in=256 and 384.
-/// The points at in=1024 (bursts of 3,072 and 4,096 tokens) are predicted
-/// and printed, not asserted: the model predicts TPOT a third to a half low
-/// at c=4 there. A burst that size is more than llama.cpp's `n_batch`
-/// (2,048 prompt tokens per step) holds, and the model has no token budget
-/// per step (docs/model.md "Schedules").
-///
+/// TPOT and E2E must be within 20% at every held-out point whose burst of
+/// prompt tokens (c × in, which a closed loop sends at once) fits one
+/// step: c=3 and 4 at in=128, 256, 384 and 512. The points at in=1024
+/// (bursts of 3,072 and 4,096 tokens, more than `N_BATCH`) are predicted
+/// and printed, not asserted: llama.cpp spreads such a burst over more
+/// steps, which the model does not, and predicts TPOT low there.
+fn judged(c: u32, input: f64) -> bool {
+    held_out(c) && f64::from(c) * input <= f64::from(N_BATCH)
+}
+
 /// Measured on this 2-core host (llama.cpp with one compute thread,
 /// scripts/real-servers): docs/model.md "Measured against llama.cpp".
 /// Run it with
@@ -60,8 +66,7 @@ async fn llamacpp_fit_predicts_points_outside_its_grid() {
         misses.push(format!("attempt {attempt}: {}", m.join("; ")));
     }
     panic!(
-        "E2E off by more than 20% or TPOT by more than {:.0}% in every attempt:\n{}",
-        100.0 * TPOT_BOUND,
+        "TPOT or E2E off by more than 20% in every attempt:\n{}",
         misses.join("\n")
     );
 }
@@ -71,14 +76,6 @@ async fn llamacpp_fit_predicts_points_outside_its_grid() {
 /// that is wrong misses in every attempt.
 const FIT_RUNS: usize = 3;
 
-/// The bound on TPOT at the near points. Not the 20% that #19 asks: the
-/// model predicts llama.cpp's TPOT there up to 29% low (its
-/// replay prefills the prompts that arrive together in fewer steps than
-/// llama.cpp does, so it stalls decoding less and holds prompts longer;
-/// TTFT comes out 15-50% high), so TPOT within 20% held in 8 of 13
-/// attempts (docs/model.md "Measured against llama.cpp").
-const TPOT_BOUND: f64 = 0.35;
-
 /// One attempt: the run, the fit on the grid, the held-out checks; what misses.
 async fn attempt_fit(url: &str) -> Vec<String> {
     let tmp = tempfile::tempdir().unwrap();
@@ -87,12 +84,10 @@ async fn attempt_fit(url: &str) -> Vec<String> {
     let rows = qexp_analysis::run_observations(&a, 0, None).rows;
     let (grid, held): (Vec<_>, Vec<_>) = rows
         .into_iter()
-        .filter(|r| {
-            in_grid(r.concurrency, r.input_tokens) || held_out(r.concurrency, r.input_tokens)
-        })
+        .filter(|r| in_grid(r.concurrency, r.input_tokens) || held_out(r.concurrency))
         .partition(|r| in_grid(r.concurrency, r.input_tokens));
-    assert_eq!(grid.len(), 4 * 3, "four grid points, three trials each");
-    assert_eq!(held.len(), 6 * 3, "six held-out points, three trials each");
+    assert_eq!(grid.len(), 6 * 3, "six grid points, three trials each");
+    assert_eq!(held.len(), 10 * 3, "ten held-out points, three trials each");
     let model = qexp_model::fit(&grid, &FitOptions::default()).unwrap();
     for c in qexp_model::Coef::ALL {
         let i = model.interval(c);
@@ -167,27 +162,20 @@ async fn attempt_fit(url: &str) -> Vec<String> {
             );
         }
     }
-    let burst = |label: &str| -> u32 {
-        let field = |key: &str| -> u32 {
-            let v = label.split(' ').find_map(|w| w.strip_prefix(key));
-            v.and_then(|v| v.parse().ok()).unwrap_or(u32::MAX)
-        };
-        field("c=").saturating_mul(field("in="))
-    };
     let mut misses = Vec::new();
-    let mut judged = 0;
+    let mut judged_checks = 0;
     for c in &checks {
+        let row = held
+            .iter()
+            .find(|r| r.label == c.point)
+            .expect("a held-out row");
         if ![ModelMetric::TpotS, ModelMetric::E2eS].contains(&c.metric)
-            || burst(&c.point) > 2 * GRID_BURST
+            || !judged(row.concurrency, row.input_tokens)
         {
             continue;
         }
-        judged += 1;
-        let bound = match c.metric {
-            ModelMetric::TpotS => TPOT_BOUND,
-            _ => 0.20,
-        };
-        if c.error().abs() > bound {
+        judged_checks += 1;
+        if c.error().abs() > 0.20 {
             misses.push(format!(
                 "{} {}: {:+.1}%",
                 c.point,
@@ -196,6 +184,9 @@ async fn attempt_fit(url: &str) -> Vec<String> {
             ));
         }
     }
-    assert_eq!(judged, 8, "TPOT and E2E at the four near points");
+    assert_eq!(
+        judged_checks, 16,
+        "TPOT and E2E at the eight points that fit a step"
+    );
     misses
 }
