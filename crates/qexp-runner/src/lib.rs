@@ -47,7 +47,7 @@ pub use backend::Backend;
 pub use error::RunError;
 pub use merge::error::MergeError;
 pub use merge::{merge, MergeOptions, Merged, MERGE_PIECE_ROWS};
-pub use open_loop::{run_open_loop, OpenLoopSpec};
+pub use open_loop::{run_open_loop, OpenLoopSpec, ORIGIN_LATE_MAX_S};
 pub use options::{RunOptions, RunResult};
 pub use rendezvous::wire::RendezvousOptions;
 pub use resume::ResumeOptions;

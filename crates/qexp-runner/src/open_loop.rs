@@ -22,7 +22,21 @@ pub struct OpenLoopSpec {
     pub max_in_flight: Option<u32>,
     /// How the dispatcher waits for each due time.
     pub timer: Timer,
+    /// The start the offsets count from, Unix seconds on this client's
+    /// clock: the time shard 0 named for every shard
+    /// ([`ORIGIN_LATE_MAX_S`]); None: when the dispatcher starts.
+    pub origin_unix_s: Option<f64>,
 }
+
+/// How long after the shards' shared start a shard may begin and still
+/// count its arrivals from it. A shard wakes from the barrier a little late
+/// (a busy host: milliseconds); counted from its own wake, its arrivals
+/// would all move by that much against the other shards'. Counted from the
+/// shared start, those due before it woke go out at once, each with its
+/// wait in `queue_s`. A shard later than this (a start it heard of only
+/// after it had passed) counts from its own start instead, rather than
+/// send a burst of catch-up arrivals.
+pub const ORIGIN_LATE_MAX_S: f64 = 0.05;
 
 /// Sends `jobs` at `spec.offsets`; calls `on_done` as each finishes. Stops
 /// dispatching when `cancel` turns true; requests in flight then get
@@ -58,9 +72,17 @@ async fn dispatch<B: Backend>(
     let cap = spec
         .max_in_flight
         .map(|m| Arc::new(Semaphore::new(m as usize)));
-    // One reading of each clock: due times are exact offsets from it.
-    let start = tokio::time::Instant::now();
-    let start_unix = unix_now();
+    // One reading of each clock: due times are exact offsets from it (or
+    // from the shared start, placed on the monotonic clock by that reading).
+    let now = tokio::time::Instant::now();
+    let now_unix = unix_now();
+    let (start, start_unix) = match spec.origin_unix_s {
+        Some(origin) if (0.0..=ORIGIN_LATE_MAX_S).contains(&(now_unix - origin)) => {
+            let late = Duration::from_secs_f64(now_unix - origin);
+            (now.checked_sub(late).unwrap_or(now), origin)
+        }
+        _ => (now, now_unix),
+    };
     for (job, offset) in jobs.into_iter().zip(spec.offsets) {
         let due = start + Duration::from_secs_f64(offset.max(0.0));
         tokio::select! {

@@ -234,12 +234,20 @@ impl<B: Backend> PointRunner<'_, B> {
         self.backend.prepare(in_flight).await;
         // Every shard starts the measured requests at the time shard 0 names.
         let at_barrier = self.stop.receiver();
-        self.meeting
+        let origin = self
+            .meeting
             .before_point(ctx.trial, point.id, at_barrier)
             .await;
         let probe = Probe::start();
         let done = self
-            .measure(ctx.trial, point, measured_jobs, share, &mut on_measured)
+            .measure(
+                ctx.trial,
+                point,
+                measured_jobs,
+                share,
+                origin,
+                &mut on_measured,
+            )
             .await;
         let health = probe.finish().await;
         let journal_failure = journal.failure();
@@ -331,6 +339,7 @@ impl<B: Backend> PointRunner<'_, B> {
         point: &Point,
         jobs: Vec<Job>,
         share: &Share,
+        origin_unix_s: Option<f64>,
         on_measured: &mut impl FnMut(&crate::Finished),
     ) -> Vec<crate::Finished> {
         let cancel = self.stop.receiver();
@@ -367,6 +376,7 @@ impl<B: Backend> PointRunner<'_, B> {
                     offsets: shard.offsets(ol, trace, seed, point.warmup, &share.measured),
                     max_in_flight: share.max_in_flight,
                     timer: Timer::Precise,
+                    origin_unix_s,
                 };
                 run_open_loop(backend, jobs, spec, cancel, on_measured).await
             }

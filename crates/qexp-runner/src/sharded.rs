@@ -159,9 +159,16 @@ impl Meeting {
     }
 
     /// Waits at the barrier before (`trial`, `point_id`)'s measured
-    /// requests, or until `cancel` (Ctrl-C, SIGTERM) turns true.
-    pub(crate) async fn before_point(&self, trial: u32, point_id: u32, cancel: Cancel) {
-        self.meet(&format!("t{trial}-p{point_id}"), cancel).await;
+    /// requests, or until `cancel` (Ctrl-C, SIGTERM) turns true; gives the
+    /// start shard 0 named, on this host's system clock (None for a run made
+    /// by one process, once shard 0 is lost, or on `cancel`).
+    pub(crate) async fn before_point(
+        &self,
+        trial: u32,
+        point_id: u32,
+        cancel: Cancel,
+    ) -> Option<f64> {
+        self.meet(&format!("t{trial}-p{point_id}"), cancel).await
     }
 
     /// The last barrier: shard 0 serves until every shard not lost is done
@@ -182,12 +189,11 @@ impl Meeting {
         }
     }
 
-    async fn meet(&self, key: &str, mut cancel: Cancel) {
-        if let Some(m) = &self.member {
-            tokio::select! {
-                _ = m.meet(key) => {}
-                _ = cancel.wait_for(|c| *c) => {}
-            }
+    async fn meet(&self, key: &str, mut cancel: Cancel) -> Option<f64> {
+        let m = self.member.as_ref()?;
+        tokio::select! {
+            start = m.meet(key) => start,
+            _ = cancel.wait_for(|c| *c) => None,
         }
     }
 

@@ -191,9 +191,10 @@ impl Member {
     }
 
     /// Waits at barrier `key` until shard 0 names the start, then until
-    /// that start on this shard's corrected clock. Returns at once once
-    /// shard 0 is lost.
-    pub(crate) async fn meet(&self, key: &str) {
+    /// that start on this shard's corrected clock; gives that start on the
+    /// system clock (Unix seconds, as the scheduler reads it). Returns at
+    /// once, with None, once shard 0 is lost.
+    pub(crate) async fn meet(&self, key: &str) -> Option<f64> {
         let mut last_reached = Instant::now();
         while !self.alone.load(Ordering::Relaxed) {
             let a = Arrival {
@@ -212,7 +213,7 @@ impl Member {
                         if let Ok(d) = Duration::try_from_secs_f64(wait) {
                             tokio::time::sleep(d).await;
                         }
-                        return;
+                        return start.is_finite().then(|| start - self.clock.shift_s());
                     }
                 }
                 None if last_reached.elapsed() > self.lost_after => {
@@ -221,6 +222,7 @@ impl Member {
                 None => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
+        None
     }
 
     /// Tells shard 0 this shard stops before the end (`why`), so that the

@@ -73,6 +73,7 @@ fn spec(offsets_ms: &[u64], cap: Option<u32>) -> OpenLoopSpec {
         offsets: offsets_ms.iter().map(|&m| m as f64 / 1000.0).collect(),
         max_in_flight: cap,
         timer: Timer::Coarse,
+        origin_unix_s: None,
     }
 }
 
@@ -106,6 +107,68 @@ async fn sends_on_schedule_even_when_the_server_is_slow() {
         let planned = (off[1] - off[0]) as f64 / 1000.0;
         assert!((w[1] - w[0] - planned).abs() < 1e-6, "{sched:?}");
     }
+}
+
+/// Unix seconds now (the wall clock, which tokio's paused clock does not stop).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Shards share a start: a shard that begins 10 ms after it counts its
+/// arrivals from it, not from when it began. Those already due go out at
+/// once, the rest on the shared schedule, and every scheduled time is the
+/// shared start plus the planned offset. A start further back than
+/// `ORIGIN_LATE_MAX_S` counts from the shard's own start instead.
+#[tokio::test(start_paused = true)]
+async fn arrivals_count_from_the_shared_start_when_a_shard_begins_late() {
+    let offsets = [0, 20, 40, 60];
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let fake = Fake::new(1);
+    let before = unix_now();
+    let origin = before - 0.010;
+    let shared = OpenLoopSpec {
+        origin_unix_s: Some(origin),
+        ..spec(&offsets, None)
+    };
+    let done = run_open_loop(fake.clone(), jobs(4), shared, rx.clone(), |_| {}).await;
+    // The dispatcher read the wall clock (which the paused clock does not
+    // stop) at most this long after the test did: the shard began 10 ms
+    // after the shared start, plus at most that.
+    let slack_ms = (unix_now() - before) * 1e3;
+    let mut sent: Vec<(u32, f64)> = fake
+        .sends
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(i, d)| (*i, d.as_secs_f64() * 1e3))
+        .collect();
+    sent.sort_by_key(|(i, _)| *i);
+    let at: Vec<f64> = sent.iter().map(|(_, ms)| *ms).collect();
+    assert_eq!(at[0], 0.0, "sent at {at:?} ms");
+    for (got, want) in at.iter().zip([0.0, 10.0, 30.0, 50.0]).skip(1) {
+        assert!(
+            *got <= want + 1e-3 && *got >= want - slack_ms - 1e-3,
+            "sent at {at:?} ms (slack {slack_ms} ms)"
+        );
+    }
+    assert!((at[3] - at[2] - 20.0).abs() < 1e-3, "sent at {at:?} ms");
+    for (f, off) in done.iter().zip(offsets) {
+        let want = origin + off as f64 / 1000.0;
+        assert!((f.scheduled_unix_s - want).abs() < 1e-6, "{f:?}");
+    }
+
+    let fake = Fake::new(1);
+    let origin = unix_now() - qexp_runner::ORIGIN_LATE_MAX_S - 0.150;
+    let stale = OpenLoopSpec {
+        origin_unix_s: Some(origin),
+        ..spec(&offsets, None)
+    };
+    let done = run_open_loop(fake.clone(), jobs(4), stale, rx, |_| {}).await;
+    assert_eq!(sent_at_ms(&fake), vec![(0, 0), (1, 20), (2, 40), (3, 60)]);
+    assert!(done[0].scheduled_unix_s > origin + 0.15, "{:?}", done[0]);
 }
 
 #[tokio::test(start_paused = true)]
