@@ -543,13 +543,13 @@ fn objective(rows: &[&Observation], points: &Points, p: &Params) -> f64 {
 
 /// A decode step observed at one row, and whether it is the median gap
 /// between chunks. On the mixed schedule that gap is taken when the run
-/// recorded it: the typical step, which the few steps that also prefill a
-/// prompt do not move, where the TPOT holds every stall of the request's
-/// steps, and those depend on which prompts shared a step. A server decides
-/// that by when each arrived (llama.cpp prefilled a closed loop's burst of
-/// two prompts together in some rounds and one after the other in others),
-/// and the replay's burst arrives at one instant. Else (the separate
-/// schedule, or a table) the TPOT spread over the steps.
+/// recorded it: it is the typical step, which the few steps that also
+/// prefill a prompt do not move. The TPOT instead holds every stall of the
+/// request's steps, and those depend on which prompts shared a step, which
+/// a server decides by when each prompt arrived (llama.cpp prefilled a
+/// closed loop's burst of two prompts together in some rounds and one after
+/// the other in others), while the replay's burst arrives at one instant.
+/// Else (the separate schedule, or a table) the TPOT spread over the steps.
 fn observed_step(r: &Observation, p: &Params) -> Option<(f64, bool)> {
     let chunks = p.chunks(r.output_tokens);
     if chunks < 2.0 {

@@ -28,8 +28,8 @@ pub struct OpenLoopSpec {
     pub origin_unix_s: Option<f64>,
 }
 
-/// How long after the shards' shared start a shard may begin and still
-/// count its arrivals from it. A shard wakes from the barrier a little late
+/// How long after the shards' shared start (or before it) a shard may
+/// begin and still count its arrivals from it. A shard wakes from the barrier a little late
 /// (a busy host: milliseconds); counted from its own wake, its arrivals
 /// would all move by that much against the other shards'. Counted from the
 /// shared start, those due before it woke go out at once, each with its
@@ -76,10 +76,17 @@ async fn dispatch<B: Backend>(
     // from the shared start, placed on the monotonic clock by that reading).
     let now = tokio::time::Instant::now();
     let now_unix = unix_now();
-    let (start, start_unix) = match spec.origin_unix_s {
-        Some(origin) if (0.0..=ORIGIN_LATE_MAX_S).contains(&(now_unix - origin)) => {
-            let late = Duration::from_secs_f64(now_unix - origin);
-            (now.checked_sub(late).unwrap_or(now), origin)
+    let (start, start_unix) = match spec.origin_unix_s.map(|o| (o, now_unix - o)) {
+        // Woken after the shared start (or a hair before it: the sleep ran
+        // on the monotonic clock, the start is on the system clock).
+        Some((origin, late)) if late.abs() <= ORIGIN_LATE_MAX_S => {
+            let by = Duration::from_secs_f64(late.abs());
+            let start = if late >= 0.0 {
+                now.checked_sub(by).unwrap_or(now)
+            } else {
+                now + by
+            };
+            (start, origin)
         }
         _ => (now, now_unix),
     };

@@ -120,8 +120,9 @@ fn unix_now() -> f64 {
 /// Shards share a start: a shard that begins 10 ms after it counts its
 /// arrivals from it, not from when it began. Those already due go out at
 /// once, the rest on the shared schedule, and every scheduled time is the
-/// shared start plus the planned offset. A start further back than
-/// `ORIGIN_LATE_MAX_S` counts from the shard's own start instead.
+/// shared start plus the planned offset. A start still ahead is waited
+/// for; one further back than `ORIGIN_LATE_MAX_S` counts from the shard's
+/// own start instead.
 #[tokio::test(start_paused = true)]
 async fn arrivals_count_from_the_shared_start_when_a_shard_begins_late() {
     let offsets = [0, 20, 40, 60];
@@ -159,6 +160,24 @@ async fn arrivals_count_from_the_shared_start_when_a_shard_begins_late() {
         let want = origin + off as f64 / 1000.0;
         assert!((f.scheduled_unix_s - want).abs() < 1e-6, "{f:?}");
     }
+
+    // A start still ahead (the wall clock read a hair early): the first
+    // arrival waits for it.
+    let fake = Fake::new(1);
+    let before = unix_now();
+    let origin = before + 0.010;
+    let early = OpenLoopSpec {
+        origin_unix_s: Some(origin),
+        ..spec(&offsets, None)
+    };
+    let done = run_open_loop(fake.clone(), jobs(4), early, rx.clone(), |_| {}).await;
+    let slack_ms = (unix_now() - before) * 1e3;
+    let first = fake.sends.lock().unwrap()[0].1.as_secs_f64() * 1e3;
+    assert!(
+        first <= 10.0 + 1e-3 && first >= 10.0 - slack_ms - 1e-3,
+        "{first} ms"
+    );
+    assert!((done[3].scheduled_unix_s - origin - 0.060).abs() < 1e-6);
 
     let fake = Fake::new(1);
     let origin = unix_now() - qexp_runner::ORIGIN_LATE_MAX_S - 0.150;
