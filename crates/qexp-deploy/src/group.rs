@@ -1,9 +1,12 @@
 //! The server's process group and the guard that outlives qexp.
 //!
 //! The server leads its own process group, so one signal reaches every
-//! process it started. A guard `sh`, in a group of its own, blocks reading a
-//! pipe whose write end only qexp holds: when qexp dies in any way, even by
-//! SIGKILL, the pipe closes and the guard stops the server's group.
+//! process it started. Every process of the start also inherits a tag in
+//! its environment ([`crate::tag`]), so that one which left the group
+//! (`setsid`, a daemon's double fork) is signalled with it. A guard `sh`,
+//! in a group of its own, blocks reading a pipe whose write end only qexp
+//! holds: when qexp dies in any way, even by SIGKILL, the pipe closes and
+//! the guard stops the server's group and its tagged processes.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -16,22 +19,38 @@ use nix::errno::Errno;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
-use crate::LaunchError;
+use crate::logcopy::Copier;
+use crate::tag::{self, TAG_VAR};
+use crate::{ApiKey, LaunchError};
 
-/// Reads its stdin until EOF, then TERMs group `$1`, waits `$2` s, KILLs it.
+/// Reads its stdin until EOF, then TERMs group `$1` and every process whose
+/// environment holds the entry `$3`, waits `$2` s, and KILLs them. Where
+/// `grep` cannot read NUL-separated input (`-z`), the group alone.
 const GUARD_SCRIPT: &str = r#"while read line; do :; done
-kill -s TERM -- -"$1" 2>/dev/null
+entry=$3
+tagged() {
+  for f in $(grep -lszxF -- "$entry" /proc/[0-9]*/environ); do
+    p=${f#/proc/}; echo "${p%/environ}"
+  done
+}
+kill -s TERM -- -"$1" $(tagged) 2>/dev/null
 sleep "$2"
-kill -s KILL -- -"$1" 2>/dev/null"#;
+kill -s KILL -- -"$1" $(tagged) 2>/dev/null"#;
 
 /// How long a synchronous reap (in `Drop`) waits for a KILLed process.
 const SYNC_REAP_WAIT: Duration = Duration::from_secs(2);
+/// How long `Drop` waits for the log's last bytes once the group is KILLed.
+const SYNC_LOG_WAIT: Duration = Duration::from_secs(1);
 
 /// A running server group, KILLed and reaped when dropped.
 pub(crate) struct ProcessGroup {
     leader: Child,
     pgid: Pid,
+    /// The value of [`TAG_VAR`] in every process of this start.
+    tag: String,
     guard: Option<Guard>,
+    /// The copy of the server's output into its log, when a key is hidden.
+    copier: Option<Copier>,
 }
 
 struct Guard {
@@ -41,12 +60,14 @@ struct Guard {
 }
 
 impl ProcessGroup {
-    /// Spawns `argv` leading a new process group, then its guard.
+    /// Spawns `argv` leading a new process group, then its guard. With a
+    /// key, the server's output reaches `log` through a copy that hides it.
     pub(crate) fn spawn(
         argv: &[String],
         env: &BTreeMap<String, String>,
         log: &File,
         grace: Duration,
+        key: Option<&ApiKey>,
     ) -> Result<Self, LaunchError> {
         let Some((program, args)) = argv.split_first() else {
             return Err(LaunchError::EmptyCommand);
@@ -59,26 +80,43 @@ impl ProcessGroup {
             argv0: program.clone(),
             source,
         };
+        // Started before the server, so that its pipe is read from the
+        // first byte; if the spawn fails, the pipe closes and the copy ends.
+        let (out, copier) = match key.filter(|k| !k.0.is_empty()) {
+            Some(key) => {
+                let (reader, writer) = io::pipe().map_err(log_err)?;
+                let to = log.try_clone().map_err(log_err)?;
+                let copier = Copier::start(reader, to, key.0.clone()).map_err(log_err)?;
+                (Output::Pipe(writer), Some(copier))
+            }
+            None => (Output::File(log.try_clone().map_err(log_err)?), None),
+        };
+        let tag = tag::new_tag();
         let leader = Command::new(program)
             .args(args)
             .envs(env)
+            .env(TAG_VAR, &tag)
             .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(log_err)?)
-            .stderr(log.try_clone().map_err(log_err)?)
+            .stdout(out.stdio().map_err(log_err)?)
+            .stderr(out.stdio().map_err(log_err)?)
             .process_group(0)
             .spawn()
             .map_err(spawn_err(program))?;
+        drop(out);
         let pgid = Pid::from_raw(i32::try_from(leader.id()).unwrap_or(i32::MAX));
         let mut group = Self {
             leader,
             pgid,
+            tag,
             guard: None,
+            copier,
         };
         // If the guard cannot start, `group` is dropped here: the server is KILLed.
         let guard = Command::new("sh")
             .args(["-c", GUARD_SCRIPT, "qexp-guard"])
             .arg(pgid.to_string())
             .arg(format!("{:.3}", grace.as_secs_f64()))
+            .arg(format!("{TAG_VAR}={}", group.tag))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -109,15 +147,38 @@ impl ProcessGroup {
         }
     }
 
-    /// Sends `signal` to every process of the group; `Ok` if any received it.
+    /// Sends `signal` to every process of the group and to every tagged
+    /// process that left it; `Ok` if any received it.
     pub(crate) fn signal(&self, signal: Signal) -> nix::Result<()> {
-        killpg(self.pgid, signal)
+        let group = killpg(self.pgid, signal);
+        let mut reached = group.is_ok();
+        for pid in tag::escaped(&self.tag, self.pgid) {
+            reached |= kill(pid, signal).is_ok();
+        }
+        if reached {
+            Ok(())
+        } else {
+            group
+        }
     }
 
     /// Whether the group is gone: no process in it, or only zombies that an
-    /// init which does not reap keeps around (they hold no port or memory).
+    /// init which does not reap keeps around (they hold no port or memory),
+    /// and no tagged process outside it runs.
     pub(crate) fn is_gone(&self) -> bool {
-        killpg(self.pgid, None) == Err(Errno::ESRCH) || only_zombies_in(self.pgid)
+        (killpg(self.pgid, None) == Err(Errno::ESRCH) || only_zombies_in(self.pgid))
+            && self.escaped() == 0
+    }
+
+    /// How many processes of this start run outside its group.
+    pub(crate) fn escaped(&self) -> usize {
+        tag::escaped(&self.tag, self.pgid).len()
+    }
+
+    /// Waits at most `limit` for the server's last output to be in its log
+    /// (at once where the server writes the log itself); true if it is.
+    pub(crate) fn flush_log(&mut self, limit: Duration) -> bool {
+        self.copier.as_mut().is_none_or(|c| c.wait(limit))
     }
 
     /// KILLs and reaps the guard so it can never signal this group again.
@@ -159,6 +220,7 @@ impl Drop for ProcessGroup {
             self.kill_and_reap_blocking(SYNC_REAP_WAIT);
             tracing::debug!(pgid = %self.pgid, "server group KILLed on drop");
         }
+        self.flush_log(SYNC_LOG_WAIT);
         self.disarm_guard();
     }
 }
@@ -190,8 +252,25 @@ fn only_zombies_in(pgid: Pid) -> bool {
     true
 }
 
+/// Where the server's stdout and stderr go.
+enum Output {
+    /// The log file itself.
+    File(File),
+    /// The pipe a [`Copier`] reads.
+    Pipe(io::PipeWriter),
+}
+
+impl Output {
+    fn stdio(&self) -> io::Result<Stdio> {
+        Ok(match self {
+            Self::File(f) => f.try_clone()?.into(),
+            Self::Pipe(p) => p.try_clone()?.into(),
+        })
+    }
+}
+
 /// The state letter and process group of a `/proc/<pid>/stat` line.
-fn state_and_pgrp(stat: &str) -> Option<(char, i32)> {
+pub(crate) fn state_and_pgrp(stat: &str) -> Option<(char, i32)> {
     // The command name may contain spaces and parentheses; it ends at the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();

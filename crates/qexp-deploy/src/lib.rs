@@ -3,12 +3,14 @@
 //! This crate owns one thing: a server process, from launch to the moment
 //! nothing of it is left. [`launch`] refuses a port that is already serving,
 //! resolves the command's placeholders, starts the server as the leader of
-//! its own process group with stdout and stderr in one log file per start,
-//! and returns only once the process is alive, its readiness path answers
-//! 2xx and `/v1/models` names the expected model. [`Server::stop`] sends TERM
-//! to the whole group, waits the grace period, KILLs the group, reaps the
-//! leader and waits for the port to be free. Dropping a [`Server`] KILLs the
-//! group at once, and a guard process stops the group if qexp itself dies.
+//! its own process group with stdout and stderr in one log file per start
+//! (the run's API key replaced on the way), and returns only once the
+//! process is alive, its readiness path answers 2xx and `/v1/models` names
+//! the expected model. [`Server::stop`] sends TERM to the whole group and to
+//! the start's processes that left it (found by [`TAG_VAR`]), waits the
+//! grace period, KILLs them, reaps the leader and waits for the port to be
+//! free. Dropping a [`Server`] KILLs them at once, and a guard process
+//! stops them if qexp itself dies.
 //!
 //! It knows nothing about plans, Parquet or reports: the runner builds a
 //! [`LaunchSpec`], keeps the [`StartRecord`] and [`StopRecord`] it is given,
@@ -21,12 +23,14 @@
 
 mod error;
 mod group;
+mod logcopy;
 mod logfile;
 mod net;
 mod placeholder;
 mod ready;
 mod redact;
 mod server;
+mod tag;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,6 +41,7 @@ pub use error::{refused, LaunchError, PollError};
 /// manifest can hold them without linking this crate.
 pub use qexp_types::{StartRecord, StopHow, StopRecord, REDACTED};
 pub use server::{launch, Liveness, Server};
+pub use tag::TAG_VAR;
 
 /// How to launch one deployment: its argv, environment, address and limits.
 #[derive(Clone, Debug, PartialEq)]

@@ -73,7 +73,7 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
 
     let started_at = Utc::now();
     let spawned = Instant::now();
-    let mut group = ProcessGroup::spawn(&argv, &env, &log_file, spec.stop_grace)?;
+    let mut group = ProcessGroup::spawn(&argv, &env, &log_file, spec.stop_grace, key)?;
     tracing::info!(name = %spec.name, pid = group.pid(), %base_url, "server launched");
     let polls = match poller.wait(&mut group, spec.ready_timeout).await {
         Readiness::Ready { polls } => polls,
@@ -180,14 +180,16 @@ impl Server {
         hide(self.key.as_ref(), &logfile::tail(&self.record.log))
     }
 
-    /// Stops the server: TERM to the group, the grace, KILL, then waits until
-    /// the group is gone and the port free. Never fails; the record says how.
+    /// Stops the server: TERM to the group (and to the start's processes
+    /// that left it), the grace, KILL, then waits until they are gone and
+    /// the port free. Never fails; the record says how.
     ///
     /// The guard stays armed until the group is gone: if qexp dies during
     /// the stop (a second Ctrl-C exits at once), the guard still TERMs and
     /// KILLs the group.
     pub async fn stop(mut self) -> StopRecord {
         let began = Instant::now();
+        let left_group = u32::try_from(self.group.escaped()).unwrap_or(u32::MAX);
         let (how, exit) = match self.group.exit_status() {
             Some(status) => (StopHow::AlreadyExited, Some(status)),
             None => self.terminate().await,
@@ -198,6 +200,9 @@ impl Server {
         let group = &self.group;
         let group_gone = settle(|| async { group.is_gone() }).await;
         self.group.disarm_guard();
+        if !self.group.flush_log(SETTLE_WAIT) {
+            tracing::warn!(name = %self.record.name, "the server's log copy did not end");
+        }
         let port = self.record.port;
         let host = self.host.as_str();
         let port_freed = settle(|| async { !net::accepts(host, port).await }).await;
@@ -208,6 +213,7 @@ impl Server {
             port_freed,
             leftovers_killed,
             group_gone,
+            left_group,
         };
         tracing::info!(name = %self.record.name, ?record, "server stopped");
         record

@@ -12,7 +12,7 @@ use crate::target::{resolve_target, Target};
 use crate::Cancel;
 use chrono::Utc;
 use qexp_client::{Calibration, Client, Timeouts};
-use qexp_deploy::{LaunchError, LaunchSpec, Server, StartRequest, StopRecord};
+use qexp_deploy::{LaunchError, LaunchSpec, Server, StartRequest, StopRecord, TAG_VAR};
 use qexp_plan::{DeploymentSpec, Restart};
 use qexp_store::{DeploymentFailure, DeploymentStart, RunWriter};
 use std::collections::BTreeMap;
@@ -331,6 +331,14 @@ async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) -> Option<Str
     let pgid = server.record().pid;
     let port = server.record().port;
     let record = server.stop().await;
+    if record.left_group > 0 {
+        tracing::info!(
+            target: crate::PROGRESS_TARGET,
+            "qexp: deployment `{name}`: {} process(es) had left the server's group \
+             and were stopped by the start's {TAG_VAR}",
+            record.left_group
+        );
+    }
     let left = stop_left(name, pgid, port, &record);
     if let Some(s) = deployment_mut(writer, name).and_then(|d| d.starts.get_mut(live.start)) {
         s.stop = Some(record);
@@ -349,7 +357,8 @@ fn stop_left(name: &str, pgid: u32, port: u16, record: &StopRecord) -> Option<St
     let mut left = Vec::new();
     if !record.group_gone {
         left.push(format!(
-            "processes of its group {pgid} still run (`kill -KILL -- -{pgid}`)"
+            "processes it started still run (its group: `kill -KILL -- -{pgid}`; \
+             any that left the group carry {TAG_VAR} in their environment)"
         ));
     }
     if !record.port_freed {
@@ -544,6 +553,7 @@ mod tests {
             port_freed,
             leftovers_killed: false,
             group_gone,
+            left_group: 0,
         }
     }
 

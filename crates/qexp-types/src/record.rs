@@ -63,8 +63,14 @@ pub struct StopRecord {
     pub port_freed: bool,
     /// Whether processes of the group outlived the leader and were KILLed.
     pub leftovers_killed: bool,
-    /// Whether the process group was seen gone (only zombies, if any, left).
+    /// Whether the process group was seen gone (only zombies, if any, left),
+    /// and with it every process of the start that had left the group.
     pub group_gone: bool,
+    /// Processes of the start found outside its group when the stop began
+    /// (a daemon's double fork, `setsid`), by the tag in their environment,
+    /// and stopped with it. Runs recorded before the tag read 0.
+    #[serde(default)]
+    pub left_group: u32,
 }
 
 #[cfg(test)]

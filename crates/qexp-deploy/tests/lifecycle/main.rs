@@ -174,8 +174,9 @@ async fn a_server_that_asks_for_a_key_gets_it_or_is_refused_at_once() {
 }
 
 /// The key reaches the server through `{api_key}` and is never shown:
-/// not in the recorded argv or environment, not in the log lines an error
-/// quotes; a command that asks for it in a run without a key is refused
+/// not in the recorded argv or environment, not in the server's log (the
+/// fake server prints the variable it was handed), not in the log lines an
+/// error quotes; a command that asks for it in a run without a key is refused
 /// before anything starts.
 #[tokio::test]
 async fn the_api_key_placeholder_reaches_the_server_and_nothing_shows_it() {
@@ -202,11 +203,13 @@ async fn the_api_key_placeholder_reaches_the_server_and_nothing_shows_it() {
             Ok(server) => server,
             Err(e) => panic!("launch with the key failed: {e}"),
         };
+        // The server printed the key it got; its log holds it hidden.
         let log = std::fs::read_to_string(&server.record().log).unwrap_or_default();
         assert!(
-            log.contains(&format!("env GIVEN={KEY}")),
-            "the server got the key: {log}"
+            log.contains(&format!("env GIVEN={REDACTED}")) && !log.contains(KEY),
+            "{log}"
         );
+        let server_log = server.record().log.clone();
         let record = format!("{:?}", server.record());
         assert!(!record.contains(KEY), "{record}");
         assert!(
@@ -219,6 +222,8 @@ async fn the_api_key_placeholder_reaches_the_server_and_nothing_shows_it() {
         );
         let stopped = server.stop().await;
         assert!(stopped.port_freed && stopped.group_gone, "{stopped:?}");
+        let log = std::fs::read_to_string(&server_log).unwrap_or_default();
+        assert!(log.contains("bound ") && !log.contains(KEY), "{log}");
 
         // A server that never lists the model: the error quotes its log,
         // which printed the key.

@@ -110,3 +110,108 @@ async fn dropping_a_server_kills_its_group() {
     })
     .await;
 }
+
+/// `sh -c SCRIPT` beside the fake server, where SCRIPT starts `sleep 300`
+/// in a session of its own from a subshell that exits at once (a daemon's
+/// double fork): the sleep has left the server's group and its parent.
+const LEAVES_THE_GROUP: &str = r#"(setsid sh -c 'trap "" TERM; exec sleep 300' & echo $! > "$0"); exec python3 -c "$1" "$2" m 0"#;
+
+/// KILLs a process of a start when dropped, so that a failing test leaves
+/// no sleep behind (a pid reused meanwhile carries no start's tag).
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let tag = format!("{}=", qexp_deploy::TAG_VAR);
+        let env = std::fs::read(format!("/proc/{}/environ", self.0)).unwrap_or_default();
+        if !env
+            .split(|&b| b == 0)
+            .any(|v| v.starts_with(tag.as_bytes()))
+        {
+            return;
+        }
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Launches the fake server with a process that left its group; returns
+/// the server, its group and that process, checked to run outside the group.
+async fn with_a_process_outside_the_group(
+    dir: &std::path::Path,
+    grace: Duration,
+) -> (qexp_deploy::Server, i32, KillOnDrop) {
+    let child_pid_file = dir.join("child.pid");
+    let mut spec = spec(sh_with_fake_server(LEAVES_THE_GROUP, &child_pid_file), "m");
+    spec.stop_grace = grace;
+    let server = match launch(&spec, &start(dir, "left")).await {
+        Ok(server) => server,
+        Err(e) => panic!("launch failed: {e}"),
+    };
+    let pgid = i32::try_from(server.record().pid).unwrap_or_default();
+    let child = child_pid(&child_pid_file);
+    let cleanup = KillOnDrop(child);
+    assert!(running(child), "the sleep {child} does not run");
+    let pgrp = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(child)))
+        .map(|p| p.as_raw())
+        .unwrap_or_default();
+    assert_ne!(pgrp, pgid, "the sleep did not leave the group");
+    (server, pgid, cleanup)
+}
+
+#[tokio::test]
+async fn a_process_that_left_the_group_is_stopped_with_it() {
+    bounded(async {
+        let dir = tempdir();
+        let (server, pgid, cleanup) =
+            with_a_process_outside_the_group(dir.path(), Duration::from_millis(500)).await;
+        let child = cleanup.0;
+        let stopped = server.stop().await;
+        assert_eq!(stopped.left_group, 1, "{stopped:?}");
+        assert!(stopped.group_gone && stopped.port_freed, "{stopped:?}");
+        assert!(!running(child), "the sleep {child} outlived the stop");
+        assert!(!group_running(pgid));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn guard_stops_a_process_that_left_the_group_when_qexp_dies() {
+    bounded(async {
+        let dir = tempdir();
+        let grace = Duration::from_millis(500);
+        let (server, pgid, cleanup) = with_a_process_outside_the_group(dir.path(), grace).await;
+        let child = cleanup.0;
+        server.abandon();
+        let leader = nix::unistd::Pid::from_raw(pgid);
+        let gone = || {
+            let _ = nix::sys::wait::waitpid(leader, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+            !running(child)
+        };
+        let limit = grace + Duration::from_secs(5);
+        assert!(
+            eventually(limit, gone).await,
+            "the sleep {child} outlived qexp"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn dropping_a_server_kills_a_process_that_left_its_group() {
+    bounded(async {
+        let dir = tempdir();
+        let (server, _, cleanup) =
+            with_a_process_outside_the_group(dir.path(), Duration::from_secs(2)).await;
+        let child = cleanup.0;
+        drop(server);
+        let gone = || !running(child);
+        assert!(
+            eventually(Duration::from_secs(2), gone).await,
+            "the sleep {child} survived the drop"
+        );
+    })
+    .await;
+}
