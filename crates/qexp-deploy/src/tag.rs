@@ -79,6 +79,12 @@ mod tests {
             .unwrap();
         let pid = Pid::from_raw(child.id() as i32);
         let other_group = Pid::from_raw(i32::MAX);
+        // The parent goes on while the child's exec is still setting up
+        // its new environment, which reads empty until then.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while escaped(&tag, other_group).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert_eq!(escaped(&tag, other_group), vec![pid]);
         // In the group named: a signal to the group reaches it.
         assert!(escaped(&tag, pid).is_empty());
