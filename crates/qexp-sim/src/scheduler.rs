@@ -27,8 +27,11 @@ pub(crate) struct Engine {
     profile: SimProfile,
     /// Batch slots; tokio's semaphore is FIFO, so admission is first come first served.
     slots: Arc<Semaphore>,
-    /// Held for the duration of a prefill: prefills are compute bound and serialized.
-    prefill: Mutex<()>,
+    /// Held for the duration of a prefill: prefills are compute bound and
+    /// serialized. It holds when the last prefill is due to end, so that the
+    /// next one starts from that deadline rather than from when its task
+    /// woke: queued prefills do not drift by a wake-up each.
+    prefill: Mutex<Instant>,
     /// Sequences past prefill and not yet finished; sets the decode step time.
     decoding: Arc<AtomicUsize>,
     /// Context (prompt + generated tokens) of the decoding sequences; sets the step time too.
@@ -52,7 +55,7 @@ impl Engine {
         Arc::new(Engine {
             slots: Arc::new(Semaphore::new(profile.max_batch)),
             profile,
-            prefill: Mutex::new(()),
+            prefill: Mutex::new(Instant::now()),
             decoding: Arc::new(AtomicUsize::new(0)),
             context: Arc::new(AtomicU64::new(0)),
             stop,
@@ -188,21 +191,38 @@ impl Sequence {
                 return self.mixed_chunk().await;
             }
             Phase::Arrived { at } => {
-                until_stopped(
-                    &mut self.stop,
-                    sleep_until(at + p.scaled(p.prefill_fixed_s)),
-                )
-                .await?;
-                let slot = until_stopped(&mut self.stop, Arc::clone(&engine.slots).acquire_owned())
-                    .await?
-                    .ok()?;
-                let prefill = until_stopped(&mut self.stop, engine.prefill.lock()).await?;
+                let ready = at + p.scaled(p.prefill_fixed_s);
+                until_stopped(&mut self.stop, sleep_until(ready)).await?;
+                // A slot free at once is taken when it was due; one waited
+                // for, when it came (its holder's end is not known here).
+                let (slot, ready) = match Arc::clone(&engine.slots).try_acquire_owned() {
+                    Ok(slot) => (slot, ready),
+                    Err(_) => {
+                        let slot = until_stopped(
+                            &mut self.stop,
+                            Arc::clone(&engine.slots).acquire_owned(),
+                        )
+                        .await?
+                        .ok()?;
+                        (slot, Instant::now())
+                    }
+                };
+                let mut prefill = until_stopped(&mut self.stop, engine.prefill.lock()).await?;
                 let cached = engine.with_cache(|c| c.lookup(&self.prompt));
                 self.cached.store(cached, Ordering::Relaxed);
                 let uncached = u32::try_from(self.prompt.len())
                     .unwrap_or(u32::MAX)
                     .saturating_sub(cached);
-                let done = Instant::now() + p.scaled(p.prefill_compute_s(uncached));
+                let compute = p.scaled(p.prefill_compute_s(uncached));
+                let mut start = ready.max(*prefill);
+                let now = Instant::now();
+                // Fell behind by more than a prefill (a stalled host): start
+                // from now rather than finish the queued ones back to back.
+                if now.saturating_duration_since(start) > compute {
+                    start = now;
+                }
+                let done = start + compute;
+                *prefill = done;
                 until_stopped(&mut self.stop, sleep_until(done)).await?;
                 engine.with_cache(|c| c.insert(&self.prompt));
                 drop(prefill);
