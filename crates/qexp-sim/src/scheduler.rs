@@ -4,9 +4,10 @@
 //!
 //! Each request is a [`Sequence`] driven by the body stream that carries its
 //! response, so a client that disconnects drops the stream, and with it the
-//! batch slot, the prefill lock and the decoding count. Timers sleep on
-//! absolute deadlines (no drift, no spinning), so thousands of sequences cost
-//! only their timers.
+//! batch slot, the prefill lock (a prefill under way still keeps the unit
+//! busy until its end, as an engine's forward pass does) and the decoding
+//! count. Timers sleep on absolute deadlines (no drift, no spinning), so
+//! thousands of sequences cost only their timers.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -222,6 +223,8 @@ impl Sequence {
                     start = now;
                 }
                 let done = start + compute;
+                // Set before the wait: a prefill whose client leaves still
+                // holds the unit to its end, as an engine's forward pass does.
                 *prefill = done;
                 until_stopped(&mut self.stop, sleep_until(done)).await?;
                 engine.with_cache(|c| c.insert(&self.prompt));
