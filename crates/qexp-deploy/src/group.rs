@@ -228,15 +228,11 @@ impl Drop for ProcessGroup {
 /// Whether every process in group `pgid` is a zombie, read from `/proc`;
 /// false where `/proc` cannot be read, so callers rely on `killpg` alone.
 fn only_zombies_in(pgid: Pid) -> bool {
-    let Ok(entries) = fs::read_dir("/proc") else {
+    let Ok(pids) = proc_pids() else {
         return false;
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        match fs::read_to_string(entry.path().join("stat")) {
+    for pid in pids {
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
             Ok(stat) => match state_and_pgrp(&stat) {
                 Some((state, pgrp)) if pgrp == pgid.as_raw() && state != 'Z' => return false,
                 Some(_) => {}
@@ -250,6 +246,13 @@ fn only_zombies_in(pgid: Pid) -> bool {
         }
     }
     true
+}
+
+/// The pids listed in `/proc`.
+pub(crate) fn proc_pids() -> io::Result<impl Iterator<Item = i32>> {
+    Ok(fs::read_dir("/proc")?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok()))
 }
 
 /// Where the server's stdout and stderr go.

@@ -37,23 +37,21 @@ pub(crate) fn new_tag() -> String {
 /// are not found: qexp could not signal them either.
 pub(crate) fn escaped(tag: &str, pgid: Pid) -> Vec<Pid> {
     let entry = format!("{TAG_VAR}={tag}");
-    let Ok(dir) = fs::read_dir("/proc") else {
+    let Ok(pids) = crate::group::proc_pids() else {
         return Vec::new();
     };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == entry.as_bytes()))
-        })
-        .filter(|&pid| {
-            fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| crate::group::state_and_pgrp(&stat))
-                .is_some_and(|(state, pgrp)| state != 'Z' && pgrp != pgid.as_raw())
-        })
-        .map(Pid::from_raw)
-        .collect()
+    pids.filter(|&pid| {
+        fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == entry.as_bytes()))
+    })
+    .filter(|&pid| {
+        fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| crate::group::state_and_pgrp(&stat))
+            .is_some_and(|(state, pgrp)| state != 'Z' && pgrp != pgid.as_raw())
+    })
+    .map(Pid::from_raw)
+    .collect()
 }
 
 #[cfg(test)]

@@ -607,9 +607,7 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
         if decode.is_empty() {
             break;
         }
-        let (coefs, warnings) = decode_columns(decode.iter().map(|(seen, _)| *seen));
-        let mut coefs = coefs;
-        let mut warnings = warnings;
+        let (mut coefs, mut warnings) = decode_columns(decode.iter().map(|(seen, _)| *seen));
         let y: Vec<f64> = decode.iter().map(|(_, y)| *y).collect();
         let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
         let fit = loop {
