@@ -29,9 +29,9 @@ pub(crate) struct Engine {
     /// Batch slots; tokio's semaphore is FIFO, so admission is first come first served.
     slots: Arc<Semaphore>,
     /// Held for the duration of a prefill: prefills are compute bound and
-    /// serialized. It holds when the last prefill is due to end, so that the
-    /// next one starts from that deadline rather than from when its task
-    /// woke: queued prefills do not drift by a wake-up each.
+    /// serialized. It holds when the last prefill is due to end, so that a
+    /// prefill queued behind it starts from that deadline rather than from
+    /// when its task woke: queued prefills do not drift by a wake-up each.
     prefill: Mutex<Instant>,
     /// Sequences past prefill and not yet finished; sets the decode step time.
     decoding: Arc<AtomicUsize>,
@@ -194,8 +194,8 @@ impl Sequence {
             Phase::Arrived { at } => {
                 let ready = at + p.scaled(p.prefill_fixed_s);
                 until_stopped(&mut self.stop, sleep_until(ready)).await?;
-                // A slot free at once is taken when it was due; one waited
-                // for, when it came (its holder's end is not known here).
+                // Ready for the prefill unit when due, if a slot was free;
+                // else when the slot came (its holder's end is not known).
                 let (slot, ready) = match Arc::clone(&engine.slots).try_acquire_owned() {
                     Ok(slot) => (slot, ready),
                     Err(_) => {
@@ -215,13 +215,13 @@ impl Sequence {
                     .unwrap_or(u32::MAX)
                     .saturating_sub(cached);
                 let compute = p.scaled(p.prefill_compute_s(uncached));
-                let mut start = ready.max(*prefill);
-                let now = Instant::now();
-                // Fell behind by more than a prefill (a stalled host): start
-                // from now rather than finish the queued ones back to back.
-                if now.saturating_duration_since(start) > compute {
-                    start = now;
-                }
+                // A prefill that queued behind another starts when that one
+                // was due to end; one that found the unit free, now.
+                let start = if *prefill > ready {
+                    on_time_or_now(*prefill, compute)
+                } else {
+                    Instant::now()
+                };
                 let done = start + compute;
                 // Set before the wait: a prefill whose client leaves still
                 // holds the unit to its end, as an engine's forward pass does.
@@ -244,13 +244,7 @@ impl Sequence {
                     engine.decoding.load(Ordering::SeqCst),
                     engine.context.load(Ordering::SeqCst),
                 ));
-                let mut due = last + step;
-                let now = Instant::now();
-                // Fell behind by more than a step (overloaded host): resume from now
-                // instead of bursting out the missed chunks back to back.
-                if now.saturating_duration_since(due) > step {
-                    due = now;
-                }
+                let due = on_time_or_now(last + step, step);
                 self.phase = Phase::Decoding {
                     _slot,
                     active,
@@ -285,6 +279,18 @@ impl Sequence {
             self.phase = Phase::Finished;
         }
         Some(n)
+    }
+}
+
+/// When a prefill or a decode step of `length` due at `at` starts: at `at`,
+/// or now if that is more than one `length` ago (a stalled host), so that
+/// what was missed is not run back to back.
+fn on_time_or_now(at: Instant, length: std::time::Duration) -> Instant {
+    let now = Instant::now();
+    if now.saturating_duration_since(at) > length {
+        now
+    } else {
+        at
     }
 }
 
