@@ -1,7 +1,8 @@
 //! qexp-types holds the vocabulary that qexp's crates share and its results
 //! hold on disk: why a request failed ([`ErrorClass`]), the engine-neutral
 //! server counters ([`ServerCounter`]) and the snapshots they come from,
-//! what a server said about itself ([`ServerInfo`], [`Fingerprint`]), which
+//! what a server said about itself ([`ServerInfo`], [`Fingerprint`]), the
+//! health of an answer's text ([`AnswerShape`], [`AnswerIssue`]), which
 //! client timed a run ([`ClientTiming`]), and what a launched server's start
 //! and stop left on record ([`StartRecord`], [`StopRecord`]).
 //!
@@ -17,6 +18,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod answer;
 pub mod counters;
 mod error_class;
 mod fingerprint;
@@ -24,6 +26,7 @@ mod record;
 mod server;
 mod timing;
 
+pub use answer::{AnswerFacts, AnswerIssue, AnswerShape};
 pub use counters::{acceptance_length, CounterSpec, Counters, ServerCounter, ServerCounters};
 pub use error_class::ErrorClass;
 pub use fingerprint::Fingerprint;
