@@ -18,6 +18,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod anomaly;
+pub mod answers;
 mod columns;
 pub mod deployments;
 pub mod diff;
@@ -42,6 +43,7 @@ mod turns;
 pub mod workspace;
 
 pub use anomaly::{Flag, Severity, Thresholds};
+pub use answers::{AnswerHealth, AnswerTally};
 pub use deployments::{compare_deployments, DeploymentComparison, DeploymentWarning};
 pub use diff::{diff, DiffError, DiffMetric, DiffOptions, RunDiff};
 pub use distribution::PointDistribution;

@@ -1,3 +1,4 @@
+use crate::answers::{AnswerHealth, AnswerTally};
 use crate::server::{CounterValues, ServerMetric};
 use crate::stats::Summary;
 use qexp_plan::Point;
@@ -62,6 +63,8 @@ pub struct TrialMetrics {
     /// The server's own counters over the (trial, point) (scraped
     /// /metrics); empty when none were scraped.
     pub server: CounterValues,
+    /// What the answers' texts say (loops, empty answers, lengths).
+    pub answers: AnswerTally,
 }
 
 impl TrialMetrics {
@@ -137,6 +140,8 @@ pub struct PointSummary {
     pub requests: u64,
     /// Failed requests, all trials.
     pub failures: u64,
+    /// The answers' health, all trials.
+    pub answers: AnswerHealth,
     /// Per-trial values, by trial number.
     pub trials: Vec<TrialMetrics>,
 }
@@ -180,6 +185,7 @@ impl PointSummary {
                 .collect(),
             requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
             failures: trials.iter().map(|t| u64::from(t.failures)).sum(),
+            answers: AnswerHealth::of(trials.iter().map(|t| &t.answers)),
             point,
             trials,
         }

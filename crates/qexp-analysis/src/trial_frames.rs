@@ -126,6 +126,8 @@ struct Sums {
     mismatches: u64,
     input_lengths: Distinct,
     output_lengths: Distinct,
+    /// Answer health over the successful requests.
+    answers: crate::answers::AnswerTally,
 }
 
 /// Whether a column holds more than one distinct value (null being one).
@@ -298,6 +300,7 @@ impl TrialFrames {
         let mut want = |cols: &[&'static str]| wanted.extend(cols);
         if self.read == 1 {
             want(FIRST_READ_COLUMNS);
+            want(crate::answers::COLUMNS);
             want(&self.whole_columns());
             want(&Selections::COLUMNS.concat());
         } else {
@@ -695,6 +698,7 @@ impl Sums {
         planned_output: &str,
         schema: &Schema,
     ) -> PolarsResult<()> {
+        self.answers.add(rows, ok, planned_output, schema)?;
         let n = rows.height();
         self.requests += n as u64;
         self.failures += (n - ok.sum().unwrap_or(0) as usize) as u64;
@@ -774,6 +778,7 @@ impl Sums {
             cached_share: self.cached_ok / self.prompt_ok,
             cached_share_expected: self.cached_expected_ok / self.planned_input_ok,
             token_mismatches: self.mismatches as u32,
+            answers: self.answers.clone(),
             ..TrialMetrics::without_requests(trial, point_id)
         }
     }

@@ -27,7 +27,6 @@ pub struct GenRequest {
     /// Extra body fields (`ignore_eos`, `temperature`, …), merged last.
     pub extra: Map<String, Value>,
     /// A conversation's earlier turns, sent before `prompt` (chat only).
-    /// `Some` also keeps the answer's text in [`Outcome::text`] for the next turn.
     pub history: Option<Vec<crate::conversation::Message>>,
 }
 
@@ -338,7 +337,11 @@ impl Client {
         // Serialized once; every attempt sends the same bytes.
         let body = bytes::Bytes::from(req.body(true).to_string());
         let out = Outcome {
-            text: req.history.as_ref().map(|_| String::new()),
+            // The answer's text, for its shape and its sample (a few bytes
+            // a token, against the JSON around each one).
+            text: Some(String::with_capacity(
+                req.max_tokens.min(1 << 16) as usize * 4,
+            )),
             // One arrival time per token, for the tokens asked for.
             chunk_offsets_s: Vec::with_capacity(req.max_tokens.min(1 << 16) as usize),
             ..Outcome::default()

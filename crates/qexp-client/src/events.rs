@@ -9,6 +9,7 @@
 //! `serde_json::Value`, which gives every such event the same meaning it
 //! always had.
 
+use crate::answer::AnswerDigest;
 use crate::classify::stream_error;
 use crate::outcome::{parse_usage, ErrorClass, Outcome, RequestError};
 use crate::secret::Redactor;
@@ -61,6 +62,18 @@ pub(crate) struct StreamState {
     pub done: bool,
     /// Takes the API key out of the server's text kept in a message.
     pub redact: Redactor,
+    /// The answer's and the reasoning's hashes so far.
+    pub digest: AnswerDigest,
+}
+
+impl StreamState {
+    /// The state before a stream's first event.
+    pub(crate) fn new(redact: Redactor) -> StreamState {
+        StreamState {
+            redact,
+            ..StreamState::default()
+        }
+    }
 }
 
 /// What one event says, as far as qexp reads it.
@@ -81,8 +94,9 @@ struct Chunk<'a> {
 struct ChoiceText<'a> {
     /// `delta.content`, or a completion's `text`.
     answer: Cow<'a, str>,
-    /// Characters of `delta.reasoning_content` + `delta.reasoning`.
-    reasoning_chars: usize,
+    /// `delta.reasoning_content` and `delta.reasoning` (a server sends
+    /// one or the other).
+    reasoning: [Cow<'a, str>; 2],
     finish_reason: Option<Cow<'a, str>>,
 }
 
@@ -102,16 +116,20 @@ impl<'a> Chunk<'a> {
             v.and_then(Value::as_str).unwrap_or_default()
         }
         let choice = v.get("choices").and_then(|c| c.get(0)).map(|c| {
-            let (answer, reasoning_chars) = match c.get("delta") {
+            let owned = |s: &str| Cow::Owned(s.to_string());
+            let (answer, reasoning) = match c.get("delta") {
                 Some(d) => (
                     text(d.get("content")),
-                    chars(text(d.get("reasoning_content"))) + chars(text(d.get("reasoning"))),
+                    [
+                        owned(text(d.get("reasoning_content"))),
+                        owned(text(d.get("reasoning"))),
+                    ],
                 ),
-                None => (text(c.get("text")), 0),
+                None => (text(c.get("text")), Default::default()),
             };
             ChoiceText {
-                answer: Cow::Owned(answer.to_string()),
-                reasoning_chars,
+                answer: owned(answer),
+                reasoning,
                 finish_reason: c
                     .get("finish_reason")
                     .and_then(Value::as_str)
@@ -219,18 +237,20 @@ mod wire {
 
     impl<'a> From<Chunk<'a>> for super::Chunk<'a> {
         fn from(c: Chunk<'a>) -> super::Chunk<'a> {
-            let len = |t: &Option<Text<'_>>| t.as_ref().map_or(0, |t| chars(&t.0));
             let text = |t: Option<Text<'a>>| t.map(|t| t.0);
             let has_choices = c.choices.is_some();
             let choice = c.choices.and_then(|f| f.0).map(|ch| match ch.delta {
                 Some(d) => super::ChoiceText {
-                    reasoning_chars: len(&d.reasoning_content) + len(&d.reasoning),
+                    reasoning: [
+                        text(d.reasoning_content).unwrap_or_default(),
+                        text(d.reasoning).unwrap_or_default(),
+                    ],
                     answer: text(d.content).unwrap_or_default(),
                     finish_reason: text(ch.finish_reason),
                 },
                 None => super::ChoiceText {
                     answer: text(ch.text).unwrap_or_default(),
-                    reasoning_chars: 0,
+                    reasoning: Default::default(),
                     finish_reason: text(ch.finish_reason),
                 },
             });
@@ -288,23 +308,29 @@ impl StreamState {
         }
         if let Some(choice) = chunk.choice {
             let answer_len = choice.answer.len();
-            if choice.reasoning_chars > 0 {
+            let reasoning_len = choice.reasoning[0].len() + choice.reasoning[1].len();
+            if reasoning_len > 0 {
                 out.first_reasoning_s.get_or_insert(arrived);
                 out.reasoning_chunks += 1;
+                for r in &choice.reasoning {
+                    self.digest.reasoning(r);
+                }
             }
             if answer_len > 0 {
                 out.first_answer_s.get_or_insert(arrived);
+                self.digest.answer(&choice.answer);
                 if let Some(text) = &mut out.text {
                     text.push_str(&choice.answer);
                 }
             }
-            if answer_len + choice.reasoning_chars > 0 {
+            if answer_len + reasoning_len > 0 {
                 out.first_token_s.get_or_insert(arrived);
                 out.last_token_s = Some(arrived);
                 out.chunk_offsets_s.push(arrived);
                 out.content_chunks += 1;
                 out.client_tokens += 1;
-                out.output_chars += (chars(&choice.answer) + choice.reasoning_chars) as u64;
+                let reasoning_chars = chars(&choice.reasoning[0]) + chars(&choice.reasoning[1]);
+                out.output_chars += (chars(&choice.answer) + reasoning_chars) as u64;
             }
             if let Some(fr) = choice.finish_reason {
                 out.finish_reason = Some(fr.into_owned());

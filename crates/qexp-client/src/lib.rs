@@ -12,6 +12,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod answer;
 mod calibrate;
 mod classify;
 mod client;
@@ -33,6 +34,7 @@ pub mod sse;
 mod timeouts;
 mod timing;
 
+pub use answer::answer_hash;
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
 pub use client::{Client, ClientError, GenRequest};
 pub use conversation::{Message, Role};
@@ -49,4 +51,6 @@ pub use timeouts::Timeouts;
 /// The shared vocabulary this crate produces, declared in qexp-types so that
 /// crates which only read results need not link an HTTP client.
 pub use qexp_types::counters;
-pub use qexp_types::{ClientTiming, CounterSpec, Fingerprint, ServerCounter, ServerCounters};
+pub use qexp_types::{
+    AnswerShape, ClientTiming, CounterSpec, Fingerprint, ServerCounter, ServerCounters,
+};

@@ -98,6 +98,7 @@ pub(crate) async fn measure<T: Transport>(
         Ok(b) => m.events(b).await,
         Err(e) => Err(e),
     };
+    m.state.digest.finish(&mut m.out);
     match stream {
         Ok((done, body)) => {
             m.out.end_s = m.elapsed();
@@ -122,6 +123,8 @@ struct Measurement {
     total: Limit,
     idle: Duration,
     redact: Redactor,
+    /// What the stream's events so far leave for the next.
+    state: StreamState,
 }
 
 impl Measurement {
@@ -147,6 +150,7 @@ impl Measurement {
             total,
             idle: timeouts.idle,
             redact: redact.clone(),
+            state: StreamState::new(redact.clone()),
         }
     }
 
@@ -237,10 +241,6 @@ impl Measurement {
     /// brought the head included. Returns whether `[DONE]` came.
     async fn events<B: Body>(&mut self, mut body: B) -> Result<(bool, B), Ended> {
         let mut parser = SseParser::new();
-        let mut state = StreamState {
-            done: false,
-            redact: self.redact.clone(),
-        };
         let mut deadline = StreamDeadline::new(self.first_byte, self.total, self.idle);
         // Bytes that came with the head arrived when it did, and their read
         // returned just now (the head's checks do not wait).
@@ -248,10 +248,10 @@ impl Measurement {
         let mut returned = Instant::now();
         loop {
             let mut failed = None;
-            let out = &mut self.out;
+            let (out, state) = (&mut self.out, &mut self.state);
             let ended = body.take_data(|data| {
                 if failed.is_none() && !state.done {
-                    failed = read(&mut parser, &mut state, out, Some(data), arrived);
+                    failed = read(&mut parser, state, out, Some(data), arrived);
                 }
             });
             let ended = ended.map_err(|msg| self.ended(arrived, ErrorClass::StreamBroken, msg))?;
@@ -259,12 +259,12 @@ impl Measurement {
                 return Err((arrived, err));
             }
             if ended {
-                return match read(&mut parser, &mut state, &mut self.out, None, arrived) {
+                return match read(&mut parser, &mut self.state, &mut self.out, None, arrived) {
                     Some(err) => Err((arrived, err)),
-                    None => Ok((state.done, body)),
+                    None => Ok((self.state.done, body)),
                 };
             }
-            if state.done {
+            if self.state.done {
                 return Ok((true, body));
             }
             if parser.has_begun() {

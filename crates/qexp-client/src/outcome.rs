@@ -66,9 +66,22 @@ pub struct Outcome {
     pub http_status: Option<u16>,
     /// The failure, if the request did not complete.
     pub error: Option<RequestError>,
-    /// The answer's text, kept only for multi-turn requests (the next turn sends it back).
+    /// The answer's text (reasoning apart), kept while the request is
+    /// measured: the runner stores it for a sample and for unhealthy
+    /// answers, and a conversation sends it back in its next turn.
     #[serde(default)]
     pub text: Option<String>,
+    /// XXH3-64 of the answer's text ([`crate::answer_hash`]), taken as the
+    /// stream was parsed; None before a stream began.
+    #[serde(default)]
+    pub answer_hash: Option<u64>,
+    /// XXH3-64 of the reasoning text, None when none came.
+    #[serde(default)]
+    pub reasoning_hash: Option<u64>,
+    /// The shape of the answer's text (counts, a repeated stretch at its
+    /// end), when its text was kept.
+    #[serde(default)]
+    pub answer_shape: Option<qexp_types::AnswerShape>,
     /// Times the request was sent again because its connection had been
     /// closed under it before any response byte (offsets count from the last send).
     #[serde(default)]

@@ -10,6 +10,7 @@
 mod deploy;
 mod error;
 mod expand;
+pub mod grade;
 mod limits;
 mod multi_turn;
 mod names;
@@ -23,13 +24,14 @@ mod workload;
 pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;
+pub use grade::{GradeError, Grader, Item};
 pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
 pub use multi_turn::MultiTurn;
 pub use names::{safe_component, UnsafeName};
 pub use open_loop::{Arrival, LoadSection, OpenLoop, Stage, StageSpec, TraceRef, TraceSpec};
 pub use schema::{
-    AnalysisSection, ApiKind, ExperimentSection, PlanFile, PromptRecipe, Requests, RunSection,
-    Sweep, TargetSection, Workload,
+    AnalysisSection, ApiKind, ExperimentSection, KeepAnswers, PlanFile, PromptRecipe, Requests,
+    RunSection, Sweep, TargetSection, Workload,
 };
 pub use slo::SloSection;
 pub use trace::{Trace, TraceEntry, TraceError};

@@ -264,6 +264,32 @@ pub struct RunSection {
     /// With launched deployments: `per_block` (default) or `once`.
     #[serde(default)]
     pub restart: Option<Spanned<crate::deploy::Restart>>,
+    /// Which answers' texts the run keeps: `sample` (default), `all` or `none`.
+    #[serde(default)]
+    pub keep_answers: KeepAnswers,
+}
+
+/// Which answers' texts a run keeps in its request rows (answers can be
+/// sensitive; every answer's hash and shape are kept whatever this says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeepAnswers {
+    /// The first [`KeepAnswers::SAMPLED`] measured answers of each
+    /// (trial, point), whole, and the last [`KeepAnswers::TAIL_CHARS`]
+    /// characters of every answer with a health issue.
+    #[default]
+    Sample,
+    /// Every answer, whole.
+    All,
+    /// No text at all.
+    None,
+}
+
+impl KeepAnswers {
+    /// Measured answers of each (trial, point) kept whole by `sample`.
+    pub const SAMPLED: u32 = 3;
+    /// Characters kept of the end of an unhealthy answer by `sample`.
+    pub const TAIL_CHARS: usize = 256;
 }
 
 fn default_requests() -> Spanned<RequestsRaw> {
@@ -287,6 +313,7 @@ impl Default for RunSection {
             shuffle: false,
             order: None,
             restart: None,
+            keep_answers: KeepAnswers::default(),
         }
     }
 }

@@ -281,6 +281,7 @@ fn row(point: &str, first: bool, m: &MetricDiff, lost: Option<Side>) -> RowView 
             Verdict::Equivalent => "equivalent",
             Verdict::NoChange => "same",
             Verdict::NotTested => "untested",
+            Verdict::BetterOnBrokenOutput => "worse",
         }
         .into(),
         needed: match m.undecided {
@@ -329,7 +330,8 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
     let min_change = format!("{}%", d.min_change * 100.0);
     let t = &d.tally;
     let summary = format!(
-        "{}{} better, {} worse, {} =, {} ~{} — {} and {} over {} × {}, Holm-corrected at α = {alpha}; changes under {min_change} are never better or worse.",
+        "{}{}{} better, {} worse, {} =, {} ~{} — {} and {} over {} × {}, Holm-corrected at α = {alpha}; changes under {min_change} are never better or worse.",
+        broken_summary(d),
         if t.lost > 0 {
             format!(
                 "{} lost by B (every request failed), ",
@@ -382,6 +384,45 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
     }
 }
 
+/// What the answers say, first: B broken where A is not (a regression,
+/// whatever its speed), or A broken where B is not.
+fn broken_summary(d: &RunDiff) -> String {
+    let labels = |side: Side| -> Vec<String> {
+        d.pairs
+            .iter()
+            .filter(|p| p.broken == [side])
+            .map(|p| p.point_b.label())
+            .collect()
+    };
+    let mut out = String::new();
+    let b_only = labels(Side::B);
+    if !b_only.is_empty() {
+        out.push_str(&format!(
+            "B's answers are BROKEN where A's are not at {} ({}): B is faster on broken output there, not better ({} such improvement{} not counted as better); ",
+            plural(b_only.len(), "point", "points"),
+            b_only.join(", "),
+            d.tally.better_on_broken_output,
+            if d.tally.better_on_broken_output == 1 { "" } else { "s" },
+        ));
+    }
+    let a_only = labels(Side::A);
+    if !a_only.is_empty() {
+        out.push_str(&format!(
+            "A's answers are broken where B's are not at {} ({}); ",
+            plural(a_only.len(), "point", "points"),
+            a_only.join(", "),
+        ));
+    }
+    let both = d.pairs.iter().filter(|p| p.broken.len() == 2).count();
+    if both > 0 {
+        out.push_str(&format!(
+            "both runs' answers are broken at {}; ",
+            plural(both, "point", "points")
+        ));
+    }
+    out
+}
+
 /// How to read the table: what was tested, how many tests, and the footnotes this diff needs.
 fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String> {
     let source = match d.min_change_source {
@@ -423,6 +464,13 @@ fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String>
             "trials to decide: for a `~`, the trials per side with which the comparison would likely ({:.0}% power) reach a verdict if the true change is the one observed, at the observed spread: \
              better/worse when the change is at least {min_change}, `=` when it is smaller (at α divided by the number of tests, a safe bound for Holm).",
             NEEDED_POWER * 100.0
+        ));
+    }
+    if d.pairs.iter().any(|p| !p.broken.is_empty()) {
+        notes.push(format!(
+            "\"broken\": a run's answers at the point loop, are empty or garbled, stop before a forced length, end without a finish reason (each in {} or more of them) or miss the asked length on the mean (docs/results.md, Answer health). \
+             Where only B's are broken, B's improvements read \"faster on broken output\" and the point counts as a regression (--fail-on-regression fails).",
+            qexp_analysis::format::percent(qexp_types::answer::BROKEN_SHARE)
         ));
     }
     if d.tally.lost > 0 {

@@ -8,6 +8,7 @@ use crate::format::{num, spread};
 use crate::labels;
 use crate::open_loop::capacity_sentence;
 use crate::views::{FlagView, Headline};
+use qexp_analysis::format::percent;
 use qexp_analysis::schedule::{ScheduleAnalysis, SchedulePoint};
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Flag, PointSummary, RunAnalysis};
@@ -95,6 +96,9 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         })
     };
 
+    if let Some(v) = answers_line(points, &swept) {
+        push("Answers", v);
+    }
     let open_loop = !points.is_empty() && points.iter().all(|p| p.point.open_loop.is_some());
     match a.schedule.as_ref().filter(|_| open_loop) {
         Some(s) => {
@@ -105,7 +109,14 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         None => {
             let agg = with(points, &swept, |p| p.agg_tok_s.as_ref());
             if let Some((_, hi)) = extremes(&agg) {
-                push("Peak aggregate output", at("tok/s", hi));
+                let mut v = at("tok/s", hi);
+                let broken = points
+                    .iter()
+                    .any(|p| p.answers.broken() && labels::short(&p.point, &swept) == hi.0);
+                if broken {
+                    v.push_str(", measured on broken output");
+                }
+                push("Peak aggregate output", v);
             }
         }
     }
@@ -154,6 +165,40 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         },
     );
     out
+}
+
+/// What the answers say, first of all when any point's are broken: which
+/// points, and the worst issue at each; None for a run without answer
+/// health (recorded before it existed).
+fn answers_line(points: &[PointSummary], swept: &[qexp_analysis::Axis]) -> Option<String> {
+    let checked: u64 = points.iter().map(|p| p.answers.checked).sum();
+    if checked == 0 {
+        return None;
+    }
+    let broken: Vec<String> = points
+        .iter()
+        .filter(|p| p.answers.broken())
+        .map(|p| {
+            let h = &p.answers;
+            let worst = h
+                .broken_issues()
+                .max_by(|a, b| a.share.total_cmp(&b.share))
+                .map(|s| format!("{} in {}", s.issue.describe(), percent(s.share)))
+                .unwrap_or_else(|| "mean length off".into());
+            format!("{} ({worst})", labels::short(&p.point, swept))
+        })
+        .collect();
+    Some(match broken.len() {
+        0 => format!(
+            "{checked} answers checked, none broken (no issue in {} or more of a point's answers)",
+            percent(qexp_types::answer::BROKEN_SHARE)
+        ),
+        n => format!(
+            "BROKEN at {n} of {} points: {}; their throughput and latency were measured on broken output",
+            points.len(),
+            broken.join(", ")
+        ),
+    })
 }
 
 /// An open-loop run's load lines: achieved against offered rate at the

@@ -105,11 +105,16 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         .filter(|f| f.point_id == Some(p.point.id))
         .map(|f| f.marker.as_str())
         .collect();
+    // A number measured on broken answers must not read as a plain one.
+    let agg = match p.answers.broken() {
+        true => format!("{} (measured on broken output)", center(&p.agg_tok_s)),
+        false => center(&p.agg_tok_s),
+    };
     Row {
         point_id: p.point.id,
         value: axis.cell(&p.point),
         n: p.n,
-        agg: center(&p.agg_tok_s),
+        agg,
         agg_spread: spread(&p.agg_tok_s),
         decode: center(&p.decode_tok_s),
         decode_spread: spread(&p.decode_tok_s),

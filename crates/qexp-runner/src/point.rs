@@ -10,7 +10,7 @@ use crate::open_loop::{run_open_loop, OpenLoopSpec};
 use crate::options::RunOptions;
 use crate::prepare::Prepared;
 use crate::progress::PointProgress;
-use crate::record::{point_row, request_row, Context, DeploymentTag};
+use crate::record::{point_row, request_row, AnswerKeeping, Context, DeploymentTag};
 use crate::scheduler::{run_closed_loop, Job};
 use crate::session::{plan_turns, run_sessions};
 use crate::shard::Share;
@@ -130,6 +130,7 @@ impl<B: Backend> PointRunner<'_, B> {
             shard: (shard.count > 1).then_some(shard.index),
             shift_s: self.meeting.clock().shift_s(),
             requests_planned: share.measured.len() as u32,
+            answers: AnswerKeeping::new(self.plan.run.keep_answers, &share.measured),
         };
         let mut planned = BTreeMap::new();
         let jobs = self.jobs(trial, point, &share, &mut planned);
@@ -313,7 +314,9 @@ impl<B: Backend> PointRunner<'_, B> {
         planned: &mut BTreeMap<u32, Planned>,
     ) -> (Vec<Job>, Vec<Job>) {
         let mut make = |index: u32| {
-            let (prompt, plan) = self.prompts.request(trial, point, index);
+            let (prompt, mut plan) = self.prompts.request(trial, point, index);
+            plan.length_forced =
+                crate::workload::forces_length(&self.prep.extra, plan.output_tokens);
             planned.insert(index, plan);
             Job {
                 index,

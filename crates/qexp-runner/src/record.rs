@@ -3,8 +3,9 @@
 use crate::scheduler::Finished;
 use crate::workload::Planned;
 use qexp_client::ErrorClass;
-use qexp_plan::Point;
+use qexp_plan::{KeepAnswers, Point};
 use qexp_store::{PointRow, RequestRow};
+use qexp_types::AnswerFacts;
 
 /// Identifies the (trial, point) rows belong to.
 #[derive(Debug, Clone)]
@@ -22,6 +23,59 @@ pub(crate) struct Context<'a> {
     pub shift_s: f64,
     /// Measured requests this process was to send of the point.
     pub requests_planned: u32,
+    /// Which answers' texts the rows keep.
+    pub answers: AnswerKeeping,
+}
+
+/// Which answers' texts a (trial, point)'s rows keep: decided from the
+/// request alone, so that its journal line and its final row agree.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnswerKeeping {
+    keep: KeepAnswers,
+    /// Measured requests below this index are the sample kept whole.
+    sampled_below: u32,
+}
+
+impl AnswerKeeping {
+    /// `keep` over a (trial, point) whose measured requests (of this
+    /// process) are `measured`, in sending order.
+    pub(crate) fn new(keep: KeepAnswers, measured: &[u32]) -> AnswerKeeping {
+        let sampled_below = measured
+            .iter()
+            .take(KeepAnswers::SAMPLED as usize)
+            .max()
+            .map_or(0, |i| i + 1);
+        AnswerKeeping {
+            keep,
+            sampled_below,
+        }
+    }
+
+    /// The text to store of a request's answer: all of it, its end, or none.
+    fn text(
+        &self,
+        text: Option<&str>,
+        index: u32,
+        warmup: bool,
+        unhealthy: bool,
+    ) -> Option<String> {
+        let text = text?;
+        match self.keep {
+            KeepAnswers::All => Some(text.to_string()),
+            KeepAnswers::None => None,
+            KeepAnswers::Sample if !warmup && index < self.sampled_below => Some(text.to_string()),
+            KeepAnswers::Sample if unhealthy => Some(tail(text, KeepAnswers::TAIL_CHARS)),
+            KeepAnswers::Sample => None,
+        }
+    }
+}
+
+/// The last `n` characters of `text`, after an ellipsis when cut.
+fn tail(text: &str, n: usize) -> String {
+    match text.char_indices().rev().nth(n.saturating_sub(1)) {
+        Some((i, _)) if i > 0 => format!("…{}", &text[i..]),
+        _ => text.to_string(),
+    }
 }
 
 /// What every row of a deployment's start carries.
@@ -66,6 +120,20 @@ pub(crate) fn request_row(
         )
     };
     let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
+    let shape = o.answer_shape;
+    let unhealthy = shape.is_some_and(|shape| {
+        o.ok()
+            && !AnswerFacts {
+                shape,
+                finish_reason: o.finish_reason.as_deref(),
+                reasoned: o.reasoning_hash.is_some(),
+                length_forced: planned.length_forced,
+                output_tokens: o.output_tokens(),
+                output_planned: planned.output_tokens,
+            }
+            .issues()
+            .is_empty()
+    });
     RequestRow {
         deployment,
         deployment_hash,
@@ -112,6 +180,18 @@ pub(crate) fn request_row(
         error_message: o.error.as_ref().map(|e| e.message.clone()),
         retries: o.retries,
         shard: ctx.shard,
+        answer_hash: o.answer_hash,
+        reasoning_hash: o.reasoning_hash,
+        answer_chars: shape.map(|s| s.chars),
+        answer_nonblank_chars: shape.map(|s| s.nonblank_chars),
+        answer_replacement_chars: shape.map(|s| s.replacement_chars),
+        repeat_period_words: shape.map(|s| s.repeat_period_words),
+        repeat_words: shape.map(|s| s.repeat_words),
+        repeat_chars: shape.map(|s| s.repeat_chars),
+        length_forced: planned.length_forced,
+        answer_text: ctx
+            .answers
+            .text(o.text.as_deref(), f.index, warmup, unhealthy),
     }
 }
 

@@ -47,6 +47,21 @@ pub(crate) struct Planned {
     pub session: Option<u32>,
     /// The turn within its conversation, from 1.
     pub turn: Option<u32>,
+    /// Whether the request forces its answer's length.
+    pub length_forced: bool,
+}
+
+/// Whether a request body's extra fields force the answer to `max_tokens`:
+/// `ignore_eos = true`, or `min_tokens` at least `max_tokens`.
+pub(crate) fn forces_length(
+    extra: &serde_json::Map<String, serde_json::Value>,
+    max_tokens: u32,
+) -> bool {
+    extra.get("ignore_eos").and_then(serde_json::Value::as_bool) == Some(true)
+        || extra
+            .get("min_tokens")
+            .and_then(serde_json::Value::as_u64)
+            .is_some_and(|m| m >= u64::from(max_tokens))
 }
 
 /// Builds the prompts of a run.

@@ -49,6 +49,7 @@ plain_columns! {
     f64 => |v: &f64| *v;
     Option<f64> => |v: &Option<f64>| *v;
     Option<u32> => |v: &Option<u32>| *v;
+    Option<u64> => |v: &Option<u64>| *v;
     Option<u16> => |v: &Option<u16>| v.map(u32::from);
     Option<String> => |v: &Option<String>| v.as_deref();
     Option<ErrorClass> => |v: &Option<ErrorClass>| v.map(ErrorClass::as_str);
@@ -144,8 +145,10 @@ macro_rules! stored_row {
 }
 
 stored_row! {
-    /// One request: a row of `requests.parquet`.
+    /// One request: a row of `requests.parquet`. A journal line written
+    /// before a column existed reads it as its default.
     #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
     pub struct RequestRow, columns in requests {
         /// Run id.
         RUN_ID run_id: String,
@@ -239,6 +242,29 @@ stored_row! {
         START_ID start_id: Option<String>,
         /// The shard that sent the request (`qexp run --shard K/N`); null in a run made by one process.
         SHARD shard: Option<u32>,
+        /// XXH3-64 of the answer's text (reasoning apart); null when no
+        /// stream began. docs/results.md "Answer health" has this and the
+        /// columns below.
+        ANSWER_HASH answer_hash: Option<u64>,
+        /// XXH3-64 of the reasoning text; null when none came.
+        REASONING_HASH reasoning_hash: Option<u64>,
+        /// Characters of the answer (reasoning apart).
+        ANSWER_CHARS answer_chars: Option<u64>,
+        /// Of those, characters that are not whitespace.
+        ANSWER_NONBLANK_CHARS answer_nonblank_chars: Option<u64>,
+        /// Of those, U+FFFD replacement characters.
+        ANSWER_REPLACEMENT_CHARS answer_replacement_chars: Option<u64>,
+        /// Words in the stretch that repeats at the answer's end (0: none).
+        REPEAT_PERIOD_WORDS repeat_period_words: Option<u32>,
+        /// Words at the answer's end that repeat it, its first occurrence included.
+        REPEAT_WORDS repeat_words: Option<u32>,
+        /// Characters those words span, to the answer's end.
+        REPEAT_CHARS repeat_chars: Option<u64>,
+        /// Whether the plan forced the answer's length (`ignore_eos`, or `min_tokens` at `max_tokens`).
+        LENGTH_FORCED length_forced: bool,
+        /// The answer's text, for a sample of answers and for unhealthy ones
+        /// (`[run] keep_answers`); null when not kept.
+        ANSWER_TEXT answer_text: Option<String>,
     }
 
     /// Column names of `requests.parquet`.
@@ -349,7 +375,9 @@ mod tests {
              reasoning_chunks,itl_mean_s,itl_max_s,chunk_offsets_s,\
              prompt_tokens,completion_tokens,cached_tokens,client_tokens,output_chars,\
              finish_reason,http_status,error_class,error_message,retries,deployment,\
-             deployment_hash,start_id,shard"
+             deployment_hash,start_id,shard,answer_hash,reasoning_hash,answer_chars,\
+             answer_nonblank_chars,answer_replacement_chars,repeat_period_words,repeat_words,\
+             repeat_chars,length_forced,answer_text"
         );
         assert_eq!(
             names(requests_frame(&[])),

@@ -23,6 +23,10 @@ pub const LOOP_MAX_PERIOD_WORDS: usize = 128;
 /// How many of an answer's last words are searched for a loop (the cost of
 /// the search is bounded whatever the answer's length).
 pub const LOOP_WINDOW_WORDS: usize = 4096;
+/// A loop may end this many words before the answer does: a model that
+/// loops, then closes with a sentence ("… 30. Tuesday. These are the days
+/// of the week.") still looped.
+pub const LOOP_END_SLACK_WORDS: usize = 64;
 /// An answer is garbled when at least this share of its non-blank
 /// characters are U+FFFD, the replacement character a decoder writes for
 /// bytes that are not text.
@@ -45,13 +49,13 @@ pub struct AnswerShape {
     pub nonblank_chars: u64,
     /// Of those, U+FFFD replacement characters.
     pub replacement_chars: u64,
-    /// The repeated stretch at the answer's end, in words (0: none repeats).
+    /// The longest repeated stretch whose run ends within the answer's last
+    /// [`LOOP_END_SLACK_WORDS`] words, in words (0: none repeats).
     pub repeat_period_words: u32,
-    /// Words at the answer's end that repeat the stretch before them, the
-    /// first occurrence included (0: none).
+    /// Words of that run, the stretch's first occurrence included (0: none).
     pub repeat_words: u32,
-    /// Characters those words span, from the first repeated word's start to
-    /// the answer's end.
+    /// Characters those words span, from the first one's start to the last
+    /// one's end.
     pub repeat_chars: u64,
 }
 
@@ -71,11 +75,12 @@ impl AnswerShape {
             }
         }
         let words = tail_words(text);
-        if let Some((period, len)) = longest_repeat(&words) {
-            let start = words[words.len() - len].start;
-            shape.repeat_period_words = period as u32;
-            shape.repeat_words = len as u32;
-            shape.repeat_chars = text[start..].chars().count() as u64;
+        if let Some(r) = longest_repeat(&words) {
+            let start = words[r.last + 1 - r.len].start;
+            let end = words[r.last].end;
+            shape.repeat_period_words = r.period as u32;
+            shape.repeat_words = r.len as u32;
+            shape.repeat_chars = text[start..end].chars().count() as u64;
         }
         shape
     }
@@ -109,6 +114,7 @@ impl AnswerShape {
 struct Word {
     key: u64,
     start: usize,
+    end: usize,
 }
 
 /// The last [`LOOP_WINDOW_WORDS`] words of `text`, in order.
@@ -121,6 +127,7 @@ fn tail_words(text: &str) -> Vec<Word> {
         .map(|w| Word {
             key: word_key(w),
             start: w.as_ptr() as usize - base,
+            end: w.as_ptr() as usize - base + w.len(),
         })
         .collect()
 }
@@ -145,27 +152,53 @@ fn word_key(word: &str) -> u64 {
     h
 }
 
-/// The period (words) and length (words, the first occurrence included) of
-/// the longest periodic suffix of `words` with at least two occurrences;
-/// the shortest period wins a tie. None when no suffix repeats.
-fn longest_repeat(words: &[Word]) -> Option<(usize, usize)> {
+/// The longest repeated stretch in `words` whose run ends within the last
+/// [`LOOP_END_SLACK_WORDS`]: its period (words), its length (words, the
+/// first occurrence included) and the index of its last word; the shortest
+/// period wins a tie, and multiples of a period already found are not
+/// searched (they find the same run). None when nothing repeats.
+fn longest_repeat(words: &[Word]) -> Option<Repeat> {
     let n = words.len();
-    let mut best: Option<(usize, usize)> = None;
+    let mut best: Option<Repeat> = None;
     for p in 1..=LOOP_MAX_PERIOD_WORDS.min(n / 2) {
-        // Words from the end that equal the word p before them.
-        let matched = (p..n)
-            .rev()
-            .take_while(|&i| words[i].key == words[i - p].key)
-            .count();
-        if matched < p {
+        if best.is_some_and(|b| p % b.period == 0) {
             continue;
         }
-        let len = matched + p;
-        if best.is_none_or(|(_, l)| len > l) {
-            best = Some((p, len));
+        // Runs of words equal to the word p before them, from the end; a
+        // run begun past the slack is not looked for.
+        let mut run = 0;
+        let mut last = n;
+        for i in (p..n).rev() {
+            if words[i].key == words[i - p].key {
+                if run == 0 {
+                    last = i;
+                }
+                run += 1;
+                let len = run + p;
+                if run >= p && best.is_none_or(|b| len > b.len) {
+                    best = Some(Repeat {
+                        period: p,
+                        len,
+                        last,
+                    });
+                }
+            } else {
+                run = 0;
+                if n - i > LOOP_END_SLACK_WORDS {
+                    break;
+                }
+            }
         }
     }
     best
+}
+
+/// A repeated stretch found by [`longest_repeat`].
+#[derive(Clone, Copy)]
+struct Repeat {
+    period: usize,
+    len: usize,
+    last: usize,
 }
 
 /// One issue of one answer.
@@ -324,11 +357,38 @@ mod tests {
         let s = shape(&format!("Here are the days of the week:\n{text}"));
         assert_eq!(s.repeat_period_words, 14);
         assert!(s.loops(), "{s:?}");
+        // As SmolLM2 answers it: the list goes round four times, then a
+        // closing sentence.
+        let closed = format!(
+            "Here are the days of the week in order:\n\n{text}\nThese are the seven days of the week."
+        );
+        let s = shape(&closed);
+        assert_eq!(s.repeat_period_words, 14);
+        assert!(s.loops(), "{s:?}");
         // One week, once: a list, not a loop.
         let once: String = (0..7)
             .map(|i| format!("{}. {}\n", i + 1, days[i]))
             .collect();
         assert!(!shape(&once).loops());
+    }
+
+    #[test]
+    fn a_loop_must_end_near_the_answers_end() {
+        let looped = "la femme au martyre, ".repeat(10);
+        // Distinct words (digits would all read alike).
+        let words = |n: usize| -> String {
+            (0..n)
+                .map(|i| {
+                    let letter = |k: usize| char::from(b'a' + (k % 26) as u8);
+                    format!("w{}{} ", letter(i / 26), letter(i))
+                })
+                .collect()
+        };
+        // 64 words after the loop's last: still found; 65: not.
+        let near = format!("{looped}{}", words(LOOP_END_SLACK_WORDS));
+        let far = format!("{looped}{}", words(LOOP_END_SLACK_WORDS + 1));
+        assert!(shape(&near).loops(), "{:?}", shape(&near));
+        assert!(!shape(&far).loops(), "{:?}", shape(&far));
     }
 
     #[test]

@@ -198,6 +198,16 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
                     deployment: None,
                     deployment_hash: None,
                     start_id: None,
+                    answer_hash: Some((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                    reasoning_hash: None,
+                    answer_chars: Some(5 * chunks as u64),
+                    answer_nonblank_chars: Some(4 * chunks as u64),
+                    answer_replacement_chars: Some(0),
+                    repeat_period_words: Some(0),
+                    repeat_words: Some(0),
+                    repeat_chars: Some(0),
+                    length_forced: true,
+                    answer_text: None,
                     shard: (shards > 1).then_some(i as u32 % shards),
                 });
             }

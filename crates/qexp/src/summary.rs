@@ -4,7 +4,8 @@
 use qexp_analysis::RunAnalysis;
 use qexp_report::format_summary_cell as cell;
 
-/// A plain-text table: one line per point, medians across trials with min–max.
+/// A plain-text table: one line per point, medians across trials with
+/// min–max; a point whose answers are broken says so after its figures.
 pub(crate) fn table(a: &RunAnalysis) -> String {
     let mut out = format!(
         "{:<28} {:>3} {:>22} {:>22} {:>22} {:>9}\n",
@@ -20,6 +21,10 @@ pub(crate) fn table(a: &RunAnalysis) -> String {
             cell(&p.ttft_s),
             format!("{}/{}", p.failures, p.requests)
         ));
+        if p.answers.broken() {
+            out.pop();
+            out.push_str("  measured on broken output\n");
+        }
     }
     out
 }

@@ -49,6 +49,23 @@ pub struct OutlierValue {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Flag {
+    /// The point's answers are broken (loops, empty, garbled, early stops,
+    /// lengths off): whatever its timing says was measured on broken output.
+    BrokenAnswers {
+        /// The point.
+        point_id: u32,
+        /// Answers checked, all trials.
+        checked: u64,
+        /// The issues at or above the broken share, worst first.
+        issues: Vec<crate::answers::IssueShare>,
+        /// Set when the mean length is off the one asked for.
+        length: Option<crate::answers::LengthOff>,
+        /// The worst issue's share at each concurrency of the points like
+        /// this one (same lengths and deployment), by concurrency.
+        trend: Vec<(u32, f64)>,
+        /// An escaped excerpt of an unhealthy answer, with its issue.
+        excerpt: Option<(qexp_types::AnswerIssue, String)>,
+    },
     /// A metric moved against its expected direction between neighbours on a swept axis.
     WrongDirection {
         /// The later point on the axis (where the flag is shown).
@@ -218,7 +235,8 @@ impl Flag {
     /// The point the flag belongs to.
     pub fn point_id(&self) -> Option<u32> {
         Some(match self {
-            Flag::WrongDirection { point_id, .. }
+            Flag::BrokenAnswers { point_id, .. }
+            | Flag::WrongDirection { point_id, .. }
             | Flag::NoisyPoint { point_id, .. }
             | Flag::OutlierTrial { point_id, .. }
             | Flag::Failures { point_id, .. }
@@ -249,6 +267,7 @@ impl Flag {
     /// Short title for headers and summary lists.
     pub fn title(&self) -> &'static str {
         match self {
+            Flag::BrokenAnswers { .. } => "Broken answers",
             Flag::WrongDirection { .. } => "Wrong direction",
             Flag::NoisyPoint { .. } => "Noisy point",
             Flag::OutlierTrial { .. } => "Outlier trial",
@@ -267,18 +286,19 @@ impl Flag {
     /// Order of kinds within a point (declaration order).
     pub(crate) fn rank(&self) -> u8 {
         match self {
-            Flag::WrongDirection { .. } => 0,
-            Flag::NoisyPoint { .. } => 1,
-            Flag::OutlierTrial { .. } => 2,
-            Flag::Failures { .. } => 3,
-            Flag::TokenMismatch { .. } => 4,
-            Flag::UnexpectedCacheHits { .. } => 5,
-            Flag::SaturationKnee { .. } => 6,
-            Flag::LoadGeneratorBehind { .. } => 7,
-            Flag::ClientBusy { .. } => 8,
-            Flag::ScheduleDelay { .. } => 9,
-            Flag::RateShortfall { .. } => 10,
-            Flag::PointInvalid { .. } => 11,
+            Flag::BrokenAnswers { .. } => 0,
+            Flag::WrongDirection { .. } => 1,
+            Flag::NoisyPoint { .. } => 2,
+            Flag::OutlierTrial { .. } => 3,
+            Flag::Failures { .. } => 4,
+            Flag::TokenMismatch { .. } => 5,
+            Flag::UnexpectedCacheHits { .. } => 6,
+            Flag::SaturationKnee { .. } => 7,
+            Flag::LoadGeneratorBehind { .. } => 8,
+            Flag::ClientBusy { .. } => 9,
+            Flag::ScheduleDelay { .. } => 10,
+            Flag::RateShortfall { .. } => 11,
+            Flag::PointInvalid { .. } => 12,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! a send rate below the schedule's). Every limit comes from [`Thresholds`], read
 //! from the plan's `[analysis]` section, and is printed in the report.
 
+pub mod answers;
 pub mod direction;
 pub mod failures;
 pub(crate) mod flag;
@@ -54,6 +55,7 @@ pub fn detect(run: &RunAnalysis, t: &Thresholds) -> Vec<Flag> {
 /// Runs every detector on points in plan order; flags come sorted by point (plan order), then kind.
 pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let mut flags = Vec::new();
+    flags.extend(answers::detect(points));
     flags.extend(direction::detect(points, t));
     flags.extend(noise::detect_noisy(points, t));
     flags.extend(noise::detect_outliers(points, t));
@@ -66,7 +68,8 @@ pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     flags
 }
 
-/// Sorts flags by point (plan order), then kind.
+/// Sorts flags by point (plan order), then kind; broken answers come
+/// first of all, since every other number of their point is measured on them.
 fn sort(points: &[PointSummary], flags: &mut [Flag]) {
     let index = |f: &Flag| {
         f.point_id()
@@ -74,7 +77,7 @@ fn sort(points: &[PointSummary], flags: &mut [Flag]) {
             .unwrap_or(usize::MAX)
     };
     // A stable sort keeps each detector's own order within a (point, kind).
-    flags.sort_by_key(|f| (index(f), f.rank()));
+    flags.sort_by_key(|f| (f.rank() != 0, index(f), f.rank()));
 }
 
 /// Summary lines for the terminal: severity, title, point label and the flag's sentence.

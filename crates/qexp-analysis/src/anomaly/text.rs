@@ -41,6 +41,7 @@ fn capitalised(s: &str) -> String {
 impl fmt::Display for Flag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Flag::BrokenAnswers { .. } => broken_answers(self, f),
             Flag::WrongDirection { .. } => wrong_direction(self, f),
             Flag::NoisyPoint { .. } => noisy_point(self, f),
             Flag::OutlierTrial { .. } => outlier_trial(self, f),
@@ -55,6 +56,60 @@ impl fmt::Display for Flag {
             Flag::PointInvalid { .. } => point_invalid(self, f),
         }
     }
+}
+
+fn broken_answers(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::BrokenAnswers {
+        checked,
+        issues,
+        length,
+        trend,
+        excerpt,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let mut seen: Vec<String> = issues
+        .iter()
+        .map(|s| {
+            format!(
+                "{} in {} of {} answers ({})",
+                s.issue.describe(),
+                thousands(s.count),
+                thousands(*checked),
+                percent(s.share)
+            )
+        })
+        .collect();
+    if let Some(l) = length {
+        seen.push(format!(
+            "a mean length of {} tokens where {} were asked{}",
+            sig3(l.mean_output),
+            sig3(l.mean_planned),
+            if l.forced { " (forced)" } else { "" }
+        ));
+    }
+    write!(
+        f,
+        "{}; this point's throughput and latency were measured on broken output",
+        capitalised(&seen.join(", "))
+    )?;
+    if !trend.is_empty() {
+        let along: Vec<String> = trend
+            .iter()
+            .map(|(c, s)| format!("{} at c={c}", percent(*s)))
+            .collect();
+        write!(f, " (with load: {})", along.join(", "))?;
+    }
+    if let Some((issue, text)) = excerpt {
+        write!(f, ". A {} answer ends: \"{text}\"", issue.describe())?;
+    }
+    write!(
+        f,
+        ". Check the server's answers (answer_text in requests.parquet; \
+         `[run] keep_answers = \"all\"` keeps every one) before comparing its speed"
+    )
 }
 
 fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {

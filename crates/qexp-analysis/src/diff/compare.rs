@@ -52,6 +52,9 @@ pub enum Verdict {
     NoChange,
     /// No test: a side has no data, or a single trial on the ratio scale.
     NotTested,
+    /// A significant change in the metric's good direction, measured on
+    /// run B's broken answers where run A's are healthy: not an improvement.
+    BetterOnBrokenOutput,
 }
 
 impl Verdict {
@@ -63,6 +66,7 @@ impl Verdict {
             Verdict::Equivalent => "=",
             Verdict::NoChange => "~",
             Verdict::NotTested => "–",
+            Verdict::BetterOnBrokenOutput => "faster on broken output",
         }
     }
 }

@@ -77,6 +77,15 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         .flat_map(|p| p.metrics.iter_mut())
         .collect();
     let families = compare::adjust(&mut all, opts.alpha);
+    for p in &mut pairs {
+        if p.broken == [Side::B] {
+            for d in &mut p.metrics {
+                if d.verdict == Verdict::Better {
+                    d.verdict = Verdict::BetterOnBrokenOutput;
+                }
+            }
+        }
+    }
     let unpaired = unpaired_points(a, b, &only_a, &only_b, &mut warnings);
     warnings.extend(lost_points(a, b, &pairs_idx, &pairs));
 
@@ -175,6 +184,11 @@ fn compare_pairs(
                 point_b: pb.point.clone(),
                 metrics,
                 lost: lost_by(pa, pb),
+                broken: [(Side::A, pa), (Side::B, pb)]
+                    .into_iter()
+                    .filter(|(_, p)| p.answers.broken())
+                    .map(|(side, _)| side)
+                    .collect(),
             }
         })
         .collect()

@@ -107,6 +107,10 @@ pub struct PairDiff {
     /// while the other run has successful requests. Lost by B, it is a
     /// regression (counted in [`Tally::lost`]).
     pub lost: Option<Side>,
+    /// The runs whose answers at the point are broken (answer health);
+    /// broken in B only, it is a regression (counted in [`Tally::broken`])
+    /// and B's improvements there are [`Verdict::BetterOnBrokenOutput`].
+    pub broken: Vec<Side>,
 }
 
 /// A point without a partner.
@@ -149,6 +153,11 @@ pub struct Tally {
     /// Paired points run B lost: every request it measured there failed,
     /// where run A has data. Each is a regression.
     pub lost: usize,
+    /// Paired points whose answers are broken in run B and healthy in run
+    /// A. Each is a regression, whatever the speed says.
+    pub broken: usize,
+    /// Improvements measured on run B's broken answers (not counted in `better`).
+    pub better_on_broken_output: usize,
 }
 
 /// The whole comparison of run B against run A.
@@ -204,10 +213,14 @@ impl Tally {
                     Verdict::Equivalent => tally.equivalent += 1,
                     Verdict::NoChange => tally.no_change += 1,
                     Verdict::NotTested => tally.not_tested += 1,
+                    Verdict::BetterOnBrokenOutput => tally.better_on_broken_output += 1,
                 }
             }
             if p.lost == Some(Side::B) {
                 tally.lost += 1;
+            }
+            if p.broken == [Side::B] {
+                tally.broken += 1;
             }
         }
         tally
@@ -215,9 +228,10 @@ impl Tally {
 }
 
 impl RunDiff {
-    /// True when some comparison is a significant regression, or run B
-    /// lost a point (every request failed) where run A has data.
+    /// True when some comparison is a significant regression, run B lost
+    /// a point (every request failed) where run A has data, or run B's
+    /// answers are broken at a point where run A's are not.
     pub fn has_regression(&self) -> bool {
-        self.tally.worse > 0 || self.tally.lost > 0
+        self.tally.worse > 0 || self.tally.lost > 0 || self.tally.broken > 0
     }
 }

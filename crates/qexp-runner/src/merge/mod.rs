@@ -15,7 +15,7 @@ pub(crate) mod error;
 mod rows;
 
 use crate::merge::error::MergeError;
-use crate::record::{Context, Tally};
+use crate::record::{AnswerKeeping, Context, Tally};
 use qexp_client::ClientTiming;
 use qexp_plan::Plan;
 use qexp_store::{
@@ -160,6 +160,8 @@ fn point_rows(
                 shard: None,
                 shift_s: 0.0,
                 requests_planned: point.requests,
+                // Rows are copied from the shards as they are: none is made here.
+                answers: AnswerKeeping::new(qexp_plan::KeepAnswers::None, &[]),
             };
             // Two reads of the (trial, point), a piece at a time: the
             // shards' spans of sends first (three columns), which name the

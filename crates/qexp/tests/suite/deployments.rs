@@ -683,3 +683,96 @@ fn model_on_the_command_line_is_the_one_a_deployment_is_started_with() {
     assert_eq!(d.model.as_deref(), Some("other"));
     nothing_left(&m);
 }
+
+/// The trap of speculative decoding: a verifier that accepts whatever the
+/// draft says is faster, and its answers loop. Run as the shipped
+/// `mtp.toml` runs its two arms, the broken arm is never called `better`:
+/// its improvements read "faster on broken output", its points count as
+/// regressions, and the report's first flag is its broken answers.
+#[test]
+fn a_corrupted_verifier_is_faster_on_broken_output_never_better() {
+    let _s = serial();
+    let dir = Dir::new();
+    let deployments =
+        sim_deployment("nospec", "fast-nospec") + &sim_deployment("broken", "fast-broken-spec");
+    let p = dir.write(
+        &plan("verifier", &deployments)
+            .set("analysis.baseline", "nospec")
+            .output(40)
+            .requests(4)
+            .warmup(1)
+            .trials(3)
+            .seed(5),
+    );
+    let out = dir.run(&p, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = dir.the_run("verifier");
+    let a = qexp_analysis::analyze(&run).unwrap();
+    // Every point of the broken arm is broken, none of the healthy arm's.
+    for p in &a.points {
+        let broken = p.point.deployment.as_deref() == Some("broken");
+        assert_eq!(p.answers.broken(), broken, "{:?}", p.answers);
+        assert!(p.answers.checked > 0);
+    }
+    assert!(
+        matches!(a.flags[0], qexp_analysis::Flag::BrokenAnswers { .. }),
+        "{:?}",
+        a.flags
+    );
+    let c = a.deployments.as_ref().expect("a comparison");
+    let d = &c.diffs[0];
+    let verdicts: Vec<_> = d
+        .pairs
+        .iter()
+        .flat_map(|p| p.metrics.iter().map(|m| (m.metric, m.verdict)))
+        .collect();
+    assert!(
+        verdicts
+            .iter()
+            .all(|(_, v)| *v != qexp_analysis::diff::Verdict::Better),
+        "{verdicts:?}"
+    );
+    assert_eq!(d.tally.broken, d.pairs.len(), "{:?}", d.tally);
+    assert!(d.has_regression());
+    // The broken arm's speed: more tokens per step, so faster decode; the
+    // verdict says on what.
+    assert!(
+        verdicts
+            .iter()
+            .any(|(m, v)| *m == qexp_analysis::DiffMetric::DecodeTokS
+                && *v == qexp_analysis::diff::Verdict::BetterOnBrokenOutput),
+        "{verdicts:?}"
+    );
+    // `qexp diff` of the two arms fails the CI gate and says why first.
+    let ra = format!("{}#nospec", run.display());
+    let rb = format!("{}#broken", run.display());
+    let out = qexp(&["diff", &ra, &rb, "--fail-on-regression"])
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}{}", text(&out.stderr));
+    assert!(said.contains("BROKEN"), "{said}");
+    assert!(said.contains("faster on broken output"), "{said}");
+    // The report's summary leads with the answers, and the first flag is theirs.
+    let reports = dir.tmp.path().join("reports");
+    let out = qexp(&[
+        "report",
+        run.to_str().unwrap(),
+        "--out-dir",
+        reports.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run_id = run.file_name().unwrap().to_str().unwrap();
+    let md =
+        std::fs::read_to_string(reports.join("verifier").join(run_id).join("report.md")).unwrap();
+    let summary = md.split("## Summary").nth(1).unwrap_or_default();
+    assert!(
+        summary.trim_start().starts_with("- **Answers**: BROKEN"),
+        "{summary}"
+    );
+    assert!(summary.contains("**⚑1 Broken answers**"), "{summary}");
+    assert!(md.contains("(measured on broken output)"), "{md}");
+    assert!(md.contains("faster on broken output"), "{md}");
+}
