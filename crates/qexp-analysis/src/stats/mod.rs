@@ -18,6 +18,7 @@
 pub mod ci;
 pub mod holm;
 pub mod mannwhitney;
+pub mod mcnemar;
 pub mod normal;
 pub mod outliers;
 pub mod permutation;
@@ -27,6 +28,7 @@ pub(crate) mod select;
 pub mod student;
 pub mod summary;
 pub mod ttest;
+pub mod wilson;
 
 pub use ci::median_ci;
 pub use holm::holm_adjust;
