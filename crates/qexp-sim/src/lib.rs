@@ -20,6 +20,14 @@
 //! exactly `max_tokens` (`max_completion_tokens` wins; default 16), as if
 //! `ignore_eos` were set, so `finish_reason` is always `"length"`.
 //!
+//! The words are pseudo-prose drawn from a hash of the prompt's token ids
+//! (`answer.rs`, `prose.rs`): the same prompt gets the same answer from any
+//! simulator, another prompt another. A prompt that asks `What is 12 * -3?`
+//! is answered with the result first (`-36.`), then prose without digits.
+//! [`SimProfile::loop_share`], [`SimProfile::wrong_share`] and
+//! [`SimProfile::wrong_share_per_seq`] make a seeded share of answers loop
+//! or get the arithmetic wrong, for tests of answer health.
+//!
 //! Faults (connections closed or reset, HTTP 429/500/503, broken SSE, stalls,
 //! slow headers; see [`Fault`]) are injected into a seeded fraction of
 //! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`],
@@ -29,6 +37,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod answer;
 mod faults;
 mod jitter;
 mod metrics;
@@ -36,6 +45,7 @@ mod mixed;
 mod openai;
 mod prefix_cache;
 mod profile;
+mod prose;
 mod routes;
 mod scheduler;
 mod server;

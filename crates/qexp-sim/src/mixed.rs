@@ -29,6 +29,9 @@ pub(crate) struct Arrival {
     pub(crate) prompt: Arc<[u32]>,
     /// Where the prompt tokens served from the cache are reported.
     pub(crate) cached: Arc<AtomicU32>,
+    /// Where the batch it is admitted to is reported: sequences holding a
+    /// slot, itself included.
+    pub(crate) batch: Arc<AtomicU32>,
     /// Tokens to generate.
     pub(crate) remaining: u32,
     /// Each chunk's token count; closed after the last.
@@ -166,6 +169,9 @@ impl Loop {
             };
             let cached = self.with_cache(|c| c.lookup(&a.prompt));
             a.cached.store(cached, Ordering::Relaxed);
+            let held = self.decoding.len() + out.len() + 1;
+            a.batch
+                .store(u32::try_from(held).unwrap_or(u32::MAX), Ordering::Relaxed);
             let uncached = u32::try_from(a.prompt.len())
                 .unwrap_or(u32::MAX)
                 .saturating_sub(cached);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::tokens;
+use crate::{answer, tokens};
 
 /// `max_tokens` when the request names none (OpenAI's legacy completions default).
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16;
@@ -97,6 +97,13 @@ pub(crate) struct Job {
     pub prompt_ids: Arc<[u32]>,
     /// Prompt tokens the prefix cache served, set by the engine before the first token.
     pub cached_tokens: Arc<AtomicU32>,
+    /// What the answer's text is drawn from: a hash of `prompt_ids`.
+    pub seed: u64,
+    /// The correct result of the prompt's last arithmetic item, if it has one.
+    pub arithmetic: Option<i128>,
+    /// Sequences holding a batch slot (prefilling or decoding), this one
+    /// included, when the engine admitted it; set before the first token.
+    pub batch: Arc<AtomicU32>,
     pub max_tokens: u32,
     pub stream: bool,
     pub include_usage: bool,
@@ -108,12 +115,16 @@ impl Job {
         model: Option<String>,
         default_model: &str,
         prompt_ids: Vec<u32>,
+        arithmetic: Option<i128>,
         gen: GenOptions,
     ) -> Job {
         Job {
             kind,
             model: model.unwrap_or_else(|| default_model.to_owned()),
             prompt_tokens: u32::try_from(prompt_ids.len()).unwrap_or(u32::MAX),
+            seed: answer::seed(&prompt_ids),
+            arithmetic,
+            batch: Arc::default(),
             prompt_ids: prompt_ids.into(),
             cached_tokens: Arc::default(),
             max_tokens: gen
@@ -146,11 +157,13 @@ impl CompletionRequest {
     pub(crate) fn into_job(self, default_model: &str) -> Result<Job, PromptError> {
         let mut ids = Vec::new();
         self.prompt.ids(&mut ids)?;
+        let arithmetic = self.prompt.single()?.and_then(answer::arithmetic);
         Ok(Job::new(
             Kind::Completion,
             self.model,
             default_model,
             ids,
+            arithmetic,
             self.gen,
         ))
     }
@@ -163,11 +176,20 @@ impl ChatRequest {
         default_model: &str,
         per_message: u32,
     ) -> Result<Job, PromptError> {
+        let ids = chat_ids(&self.messages, per_message)?;
+        // The last item of the last message that has one.
+        let arithmetic = self
+            .messages
+            .iter()
+            .flat_map(Message::texts)
+            .rev()
+            .find_map(answer::arithmetic);
         Ok(Job::new(
             Kind::Chat,
             self.model,
             default_model,
-            chat_ids(&self.messages, per_message)?,
+            ids,
+            arithmetic,
             self.gen,
         ))
     }

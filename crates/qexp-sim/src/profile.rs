@@ -32,6 +32,11 @@ use crate::faults::FaultPlan;
 /// (docs/model.md): [`SimProfile::from_params`] serves a fitted model.
 ///
 /// Every duration is multiplied by `time_scale`.
+///
+/// What the answers say is drawn from the prompt (the crate's docs); the
+/// last three fields make a seeded share of them wrong on purpose, each
+/// request decided from its prompt, so that every simulator treats the same
+/// prompt the same way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimProfile {
     /// Profile name, as given to [`SimProfile::by_name`].
@@ -79,6 +84,20 @@ pub struct SimProfile {
     pub drift_per_s: f64,
     /// The model id it serves; None: `sim-<name>`.
     pub model: Option<String>,
+    /// Share of answers (0 to 1) that write a few words and then repeat
+    /// one word (`lambda`) to their last token: a repetition loop for any
+    /// `max_tokens` of 32 or more (0 = none).
+    pub loop_share: f64,
+    /// Share of arithmetic items (`What is <int> <op> <int>?` in the
+    /// prompt, op `+`, `-` or `*`; the last one counts) answered off by one
+    /// (the result plus 1) instead of right (0 = none). The answer's first
+    /// word is the number.
+    pub wrong_share: f64,
+    /// Added to `wrong_share` per sequence in the batch beyond the first:
+    /// the batch is the sequences holding a slot (prefilling or decoding),
+    /// this one included, when the request was admitted; the sum is clamped
+    /// to [0, 1]. The same prompt can be right alone and wrong at 64 users.
+    pub wrong_share_per_seq: f64,
 }
 
 /// When the first drifting simulator of this process started: every
@@ -102,6 +121,7 @@ const NAMES: &[&str] = &[
     "founding",
     "fast",
     "fast-nospec",
+    "fast-broken-spec",
     "fast-reasoning",
     "exact",
     "exact-slow",
@@ -131,6 +151,7 @@ impl SimProfile {
                 ..founding()?
             }),
             "fast-nospec" => fast_nospec(),
+            "fast-broken-spec" => fast_broken_spec(),
             // A reasoning model: each answer opens with 64 tokens of thinking.
             "fast-reasoning" => Some(SimProfile {
                 name: "fast-reasoning".to_owned(),
@@ -270,6 +291,17 @@ impl SimProfile {
         if self.prefix_cache_block == 0 {
             return bad("prefix_cache_block", "must be >= 1");
         }
+        for (field, value) in [
+            ("loop_share", self.loop_share),
+            ("wrong_share", self.wrong_share),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return bad(field, "must be between 0 and 1");
+            }
+        }
+        if !self.wrong_share_per_seq.is_finite() {
+            return bad("wrong_share_per_seq", "must be finite");
+        }
         Ok(())
     }
 
@@ -355,6 +387,9 @@ fn exact() -> SimProfile {
         reasoning_tokens: 0,
         drift_per_s: 0.0,
         model: None,
+        loop_share: 0.0,
+        wrong_share: 0.0,
+        wrong_share_per_seq: 0.0,
     }
 }
 
@@ -380,6 +415,21 @@ fn fast_nospec() -> Option<SimProfile> {
         step_per_context_token_s: f.step_per_context_token_s * 0.8,
         time_scale: 0.05,
         ..f
+    })
+}
+
+/// `fast` with a broken speculative verifier: it accepts every drafted
+/// token, 6 per step of the same length where `fast` keeps 4, so decode runs
+/// 1.5 times faster, and every answer is a repetition loop (`loop_share`
+/// 1). Faster and wrong: the deployment an answer-health check must catch
+/// where a throughput comparison alone would prefer it.
+fn fast_broken_spec() -> Option<SimProfile> {
+    Some(SimProfile {
+        name: "fast-broken-spec".to_owned(),
+        tokens_per_step: 6,
+        time_scale: 0.05,
+        loop_share: 1.0,
+        ..founding()?
     })
 }
 
@@ -493,6 +543,24 @@ mod tests {
     }
 
     #[test]
+    fn fast_broken_spec_decodes_more_per_step_and_loops() {
+        let fast = SimProfile::by_name("fast").unwrap();
+        let p = SimProfile::by_name("fast-broken-spec").unwrap();
+        assert_eq!(fast.tokens_per_step, 4, "the founding fit");
+        assert_eq!(p.tokens_per_step, 6);
+        assert_eq!((p.loop_share, fast.loop_share), (1.0, 0.0));
+        assert_eq!(
+            SimProfile {
+                name: fast.name.clone(),
+                tokens_per_step: fast.tokens_per_step,
+                loop_share: 0.0,
+                ..p
+            },
+            fast
+        );
+    }
+
+    #[test]
     fn exact_has_free_prefill_and_flat_steps() {
         let p = SimProfile::by_name("exact").unwrap();
         assert_eq!(p.scaled(p.prefill_compute_s(100_000)), Duration::ZERO);
@@ -513,5 +581,15 @@ mod tests {
         let mut p = SimProfile::by_name("exact").unwrap();
         p.prefix_cache_block = 0;
         assert_eq!(p.validate().unwrap_err().field, "prefix_cache_block");
+        let mut p = SimProfile::by_name("exact").unwrap();
+        p.loop_share = 1.0;
+        p.wrong_share = 1.01;
+        assert_eq!(p.validate().unwrap_err().field, "wrong_share");
+        p.wrong_share = 0.0;
+        p.loop_share = f64::NAN;
+        assert_eq!(p.validate().unwrap_err().field, "loop_share");
+        p.loop_share = 0.5;
+        p.wrong_share_per_seq = f64::INFINITY;
+        assert_eq!(p.validate().unwrap_err().field, "wrong_share_per_seq");
     }
 }

@@ -14,9 +14,10 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::answer::{Answer, Knobs};
 use crate::openai::{ChatRequest, CompletionRequest, Envelope, Job, Kind, TokenizeRequest};
 use crate::scheduler::Engine;
-use crate::{faults, metrics, sse, tokens};
+use crate::{faults, metrics, sse};
 
 /// State shared by all handlers of one server.
 #[derive(Clone)]
@@ -159,9 +160,13 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
         job,
     };
     let chunks = app.engine.generate(&env.job);
+    let knobs = Knobs::of(app.engine.profile());
     if env.job.stream {
         let reasoning = app.engine.profile().reasoning_tokens;
-        let body = Body::from_stream(faults::body(fault, sse::body(env, chunks, reasoning)));
+        let body = Body::from_stream(faults::body(
+            fault,
+            sse::body(env, chunks, reasoning, knobs),
+        ));
         return Ok((
             [
                 (header::CONTENT_TYPE, "text/event-stream"),
@@ -178,7 +183,7 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
             message: "the simulated server is shutting down".to_owned(),
         });
     }
-    let text = tokens::generated(0, generated);
+    let text = Answer::new(&env.job, knobs, 0).text(0, generated);
     Ok(Json(env.response(&text, generated)).into_response())
 }
 

@@ -84,7 +84,8 @@ impl Engine {
     /// Generates `job.max_tokens` tokens for `job`'s prompt, arriving now.
     ///
     /// Yields the token count of each chunk as its time comes; the prompt
-    /// tokens the prefix cache served are in `job.cached_tokens` by the first.
+    /// tokens the prefix cache served are in `job.cached_tokens` by the
+    /// first, and the batch it was admitted to in `job.batch`.
     /// The stream ends early only when the server shuts down.
     pub(crate) fn generate(self: &Arc<Self>, job: &Job) -> BoxStream<'static, u32> {
         let seq = Sequence {
@@ -92,6 +93,7 @@ impl Engine {
             stop: self.stop.clone(),
             prompt: Arc::clone(&job.prompt_ids),
             cached: Arc::clone(&job.cached_tokens),
+            batch: Arc::clone(&job.batch),
             remaining: job.max_tokens,
             phase: Phase::Arrived { at: Instant::now() },
         };
@@ -109,6 +111,7 @@ struct Sequence {
     stop: watch::Receiver<bool>,
     prompt: Arc<[u32]>,
     cached: Arc<AtomicU32>,
+    batch: Arc<AtomicU32>,
     remaining: u32,
     phase: Phase,
 }
@@ -180,6 +183,7 @@ impl Sequence {
                 let arrival = Arrival {
                     prompt: Arc::clone(&self.prompt),
                     cached: Arc::clone(&self.cached),
+                    batch: Arc::clone(&self.batch),
                     remaining: self.remaining,
                     chunks: tx,
                 };
@@ -208,6 +212,10 @@ impl Sequence {
                         (slot, Instant::now())
                     }
                 };
+                // Slots held now, this one's included: the batch it joins.
+                let held = p.max_batch.saturating_sub(engine.slots.available_permits());
+                self.batch
+                    .store(u32::try_from(held).unwrap_or(u32::MAX), Ordering::Relaxed);
                 let mut prefill = until_stopped(&mut self.stop, engine.prefill.lock()).await?;
                 let cached = engine.with_cache(|c| c.lookup(&self.prompt));
                 self.cached.store(cached, Ordering::Relaxed);

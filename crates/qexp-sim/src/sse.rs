@@ -6,8 +6,8 @@ use bytes::Bytes;
 use futures_util::stream::{self, BoxStream, Stream, StreamExt};
 use serde_json::Value;
 
+use crate::answer::{Answer, Knobs};
 use crate::openai::Envelope;
-use crate::tokens;
 
 /// The terminating frame of every complete stream.
 pub(crate) const DONE: &[u8] = b"data: [DONE]\n\n";
@@ -33,23 +33,30 @@ struct State {
     chunks: BoxStream<'static, u32>,
     emitted: u32,
     reasoning_tokens: u32,
+    knobs: Knobs,
+    /// Decided at the first chunk, once the engine has admitted the request.
+    answer: Option<Answer>,
     stage: Stage,
 }
 
 /// The response body for a streamed request: one content frame per engine chunk;
 /// the last one carries `finish_reason`, then the usage frame if asked for, then
 /// `[DONE]`. A generation cut short (server shutdown) ends without either.
-/// The first `reasoning_tokens` tokens of a chat stream are reasoning text.
+/// The first `reasoning_tokens` tokens of a chat stream are reasoning text;
+/// `knobs` may make the answer wrong.
 pub(crate) fn body(
     env: Envelope,
     chunks: BoxStream<'static, u32>,
     reasoning_tokens: u32,
+    knobs: Knobs,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
     let state = State {
         env,
         chunks,
         emitted: 0,
         reasoning_tokens,
+        knobs,
+        answer: None,
         stage: Stage::Content,
     };
     stream::unfold(state, |mut st| async move {
@@ -59,8 +66,12 @@ pub(crate) fn body(
                 let first = st.emitted == 0;
                 // Tokens before the reasoning budget's end think; the rest answer.
                 let thinking = st.reasoning_tokens.saturating_sub(st.emitted).min(n);
-                let reasoning = tokens::generated(st.emitted, thinking);
-                let text = tokens::generated(st.emitted + thinking, n - thinking);
+                let (job, knobs, start) = (&st.env.job, st.knobs, st.reasoning_tokens);
+                let answer = st
+                    .answer
+                    .get_or_insert_with(|| Answer::new(job, knobs, start));
+                let reasoning = answer.text(st.emitted, thinking);
+                let text = answer.text(st.emitted + thinking, n - thinking);
                 st.emitted += n;
                 let last = st.emitted >= st.env.job.max_tokens;
                 if last {

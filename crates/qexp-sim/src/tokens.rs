@@ -1,28 +1,13 @@
 //! The simulator's exact tokenizer: one whitespace-separated word = one token.
+//! (What a completion's tokens say is `answer.rs`'s.)
 
 /// Chat-template tokens added once per chat request (the assistant reply header).
 pub const CHAT_PRIMER_TOKENS: u32 = 3;
-
-/// Words cycled through for generated text; each generated token is `" " + word`.
-const WORDS: &[&str] = &[
-    "the", "model", "streams", "tokens", "while", "the", "batch", "decodes", "one", "step", "at",
-    "a", "time", "and", "queues", "wait",
-];
 
 /// Vocabulary size the fake token ids are drawn from (Qwen-sized).
 const VOCAB: u32 = 151_936;
 /// Id reported for every chat-template token (an `<|im_start|>`-like special).
 const TEMPLATE_ID: u32 = VOCAB;
-
-/// Generated text for the tokens numbered `start..start + n` of a completion.
-pub(crate) fn generated(start: u32, n: u32) -> String {
-    let mut out = String::with_capacity(n as usize * 7);
-    for i in start..start.saturating_add(n) {
-        out.push(' ');
-        out.push_str(WORDS[i as usize % WORDS.len()]);
-    }
-    out
-}
 
 /// Stable fake ids for the words of `text` (FNV-1a of each word, modulo the vocabulary).
 pub(crate) fn ids(text: &str, out: &mut Vec<u32>) {
@@ -56,15 +41,6 @@ mod tests {
         assert_eq!(count("   \n\t "), 0);
         assert_eq!(count("one"), 1);
         assert_eq!(count(" nonce-42:  hello\nworld\t! "), 4);
-    }
-
-    #[test]
-    fn generated_text_has_one_word_per_token() {
-        assert_eq!(generated(0, 0), "");
-        assert_eq!(generated(0, 3), " the model streams");
-        let text = generated(6, 40);
-        assert_eq!(count(&text), 40);
-        assert!(text.starts_with(" batch"));
     }
 
     #[test]

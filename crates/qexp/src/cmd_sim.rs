@@ -11,6 +11,12 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
     profile.faults = FaultPlan::parse(args.faults.as_deref().unwrap_or(""), args.fault_seed)
         .map_err(CliError::input)?;
     profile.model = args.model.clone();
+    profile.loop_share = args.loop_share.unwrap_or(profile.loop_share);
+    profile.wrong_share = args.wrong_share.unwrap_or(profile.wrong_share);
+    profile.wrong_share_per_seq = args
+        .wrong_share_per_seq
+        .unwrap_or(profile.wrong_share_per_seq);
+    profile.validate().map_err(CliError::input)?;
     let profile_name = profile.name.clone();
     let server = SimServer::start_at(profile, (args.host, args.port).into())
         .await

@@ -121,6 +121,7 @@ Examples:
   qexp sim --profile founding --port 8000
   qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
   qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
+  qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse answers in big batches
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
     /// Benchmark qexp itself as a load generator against a zero-compute local server.
@@ -517,6 +518,16 @@ pub struct SimArgs {
     /// Seed of which requests the faults hit.
     #[arg(long, default_value_t = 0)]
     pub fault_seed: u64,
+    /// Share of answers (0 to 1) that fall into a repetition loop [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub loop_share: Option<f64>,
+    /// Share of arithmetic items (`What is 6 * 7?` in the prompt) answered off by one
+    /// [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub wrong_share: Option<f64>,
+    /// Added to --wrong-share per sequence in the batch beyond the first [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub wrong_share_per_seq: Option<f64>,
 }
 
 /// `qexp bench`.
