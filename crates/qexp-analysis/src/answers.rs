@@ -9,7 +9,8 @@
 use polars::prelude::*;
 use qexp_store::requests as rq;
 use qexp_types::answer::{length_off, BROKEN_SHARE};
-use qexp_types::{AnswerFacts, AnswerIssue, AnswerShape};
+pub use qexp_types::AnswerIssue;
+use qexp_types::{AnswerFacts, AnswerShape};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -123,6 +124,21 @@ impl AnswerTally {
     }
 }
 
+/// The last [`EXCERPT_CHARS`] characters of `text`, escaped, after an
+/// ellipsis when cut: where a loop shows.
+fn ending(text: &str) -> String {
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(EXCERPT_CHARS - 1)
+        .map_or(0, |(i, _)| i);
+    let cut = if start > 0 { "…" } else { "" };
+    format!(
+        "{cut}{}",
+        qexp_types::answer::excerpt(&text[start..], usize::MAX)
+    )
+}
+
 /// The share of a point's answers with one issue.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IssueShare {
@@ -200,9 +216,7 @@ impl AnswerHealth {
                 mean_planned,
                 forced,
             }),
-            excerpt: all
-                .excerpt
-                .map(|(i, t)| (i, qexp_types::answer::excerpt(&t, EXCERPT_CHARS))),
+            excerpt: all.excerpt.map(|(i, t)| (i, ending(&t))),
         }
     }
 

@@ -17,12 +17,14 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod accuracy;
 pub mod anomaly;
 pub mod answers;
 mod columns;
 pub mod deployments;
 pub mod diff;
 pub mod distribution;
+pub mod equivalence;
 mod error;
 mod failures;
 pub mod format;

@@ -48,9 +48,14 @@ impl RunAnalysis {
             reasoning,
             schedule,
             deployments: None,
+            accuracy_by_load: Vec::new(),
+            equivalence: Vec::new(),
             failures: Vec::new(),
             distributions: Vec::new(),
         };
+        let defaults = crate::DiffOptions::default();
+        run.accuracy_by_load =
+            crate::accuracy::by_load(&run.points, defaults.alpha, defaults.level);
         // The schedule's flags need `run.schedule`, so they run on the whole value.
         run.flags = anomaly::detect(&run, &run.thresholds);
         // The comparison's verdicts use the plan's threshold, which the plan's
@@ -94,13 +99,15 @@ pub fn analyze_bounded(
         source,
     };
     let schema = scan_requests(dir)?.collect_schema().map_err(q)?;
-    let counted = crate::pass::count(dir, &schema, batch_rows)?;
+    let mut counted = crate::pass::count(dir, &schema, batch_rows)?;
+    let graded = std::mem::take(&mut counted.graded);
     let mut frames = TrialFrames::new(&schema, &counted, &manifest, held_max);
     let mut reads = 1;
     while let Some(columns) = frames.next_read() {
         reads += 1;
         crate::pass::read(
             dir,
+            schema.contains(qexp_store::requests::ITEM_ID),
             &counted.rows,
             &columns,
             batch_rows,
@@ -111,6 +118,12 @@ pub fn analyze_bounded(
         )?;
     }
     let mut by_key = frames.request_metrics();
+    for ((trial, point), g) in graded {
+        by_key
+            .entry((point, trial))
+            .or_insert_with(|| TrialMetrics::without_requests(trial, point))
+            .graded = g;
+    }
     let with_rows = add_point_rows(dir, &mut by_key)?;
     mark_journal_only(&mut by_key, &with_rows, &manifest);
     let summaries = manifest
@@ -135,6 +148,7 @@ pub fn analyze_bounded(
         schedule,
     );
     run.failures = failures;
+    run.equivalence = crate::equivalence::of_run(dir, &run)?;
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
     run.distributions = frames.distributions(&ids);
     Ok((run, reads))

@@ -32,6 +32,8 @@ pub enum Unit {
     Seconds,
     /// A count of requests.
     Requests,
+    /// A share of graded answers (0 to 1).
+    Share,
 }
 
 impl Unit {
@@ -41,6 +43,7 @@ impl Unit {
             Unit::TokS => "tok/s",
             Unit::Seconds => "s",
             Unit::Requests => "req",
+            Unit::Share => "share",
         }
     }
 }
@@ -61,6 +64,10 @@ pub enum Metric {
     ItlP99S,
     /// Failed measured requests of the trial.
     Failures,
+    /// Share of the trial's graded items answered right (`[accuracy]`).
+    /// Not in [`Metric::ALL`]: a diff adds it where both sides graded items,
+    /// compared on the same items by an exact McNemar test (`crate::accuracy`).
+    Accuracy,
 }
 
 /// What qexp knows about one [`Metric`].
@@ -162,6 +169,14 @@ impl Metric {
                 Unit::Requests,
                 Down,
             ),
+            Metric::Accuracy => (
+                "accuracy",
+                "accuracy",
+                "accuracy (share)",
+                "Accuracy",
+                Unit::Share,
+                Up,
+            ),
         };
         MetricSpec {
             key,
@@ -180,7 +195,10 @@ impl Metric {
 
     /// The metric called `key`.
     pub fn from_key(key: &str) -> Option<Metric> {
-        Self::ALL.into_iter().find(|m| m.key() == key)
+        Self::ALL
+            .into_iter()
+            .chain([Metric::Accuracy])
+            .find(|m| m.key() == key)
     }
 
     /// Name in sentences.
@@ -215,6 +233,7 @@ impl Metric {
             Metric::E2eS => t.e2e_s,
             Metric::ItlP99S => t.itl_p99_s,
             Metric::Failures => f64::from(t.failures),
+            Metric::Accuracy => crate::accuracy::of_trial(&t.graded),
         }
     }
 
@@ -226,7 +245,7 @@ impl Metric {
             Metric::TtftS => p.ttft_s.as_ref(),
             Metric::E2eS => p.e2e_s.as_ref(),
             Metric::ItlP99S => p.itl_p99_s.as_ref(),
-            Metric::Failures => None,
+            Metric::Failures | Metric::Accuracy => None,
         }
     }
 
@@ -241,6 +260,7 @@ impl Metric {
             Unit::TokS => format::tok_s(v),
             Unit::Seconds => format::seconds(v),
             Unit::Requests => format!("{} requests", format::sig3(v)),
+            Unit::Share => format::percent(v),
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct TrialMetrics {
     pub server: CounterValues,
     /// What the answers' texts say (loops, empty answers, lengths).
     pub answers: AnswerTally,
+    /// The graded requests (`[accuracy]`), left out of every other metric.
+    pub graded: Vec<crate::accuracy::Graded>,
 }
 
 impl TrialMetrics {

@@ -31,6 +31,9 @@ pub(crate) struct Counted {
     pub(crate) rows: BTreeMap<TrialPoint, usize>,
     pub(crate) turns: bool,
     pub(crate) reasoning: bool,
+    /// The graded requests (`[accuracy]`) of each (trial, point), which
+    /// the measured rows leave out.
+    pub(crate) graded: BTreeMap<TrialPoint, Vec<crate::accuracy::Graded>>,
 }
 
 /// Counts the measured rows of the run's (trial, point)s from the key
@@ -52,7 +55,14 @@ pub(crate) fn count(
     if reasoning {
         columns.push(rq::REASONING_CHUNKS);
     }
+    let graded = schema.contains(rq::ITEM_ID) && schema.contains(rq::CORRECT);
+    if graded {
+        columns.extend([rq::ITEM_ID, rq::CORRECT]);
+    }
     qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
+        if graded {
+            crate::accuracy::collect(&df, &mut counted.graded)?;
+        }
         let df = measured(df)?;
         if turns && !counted.turns {
             counted.turns = df.column(rq::TURN)?.null_count() < df.height();
@@ -70,12 +80,14 @@ pub(crate) fn count(
 }
 
 /// One read of the run's measured rows with `columns` (those the run has;
-/// [`rq::TRIAL`], [`rq::POINT_ID`] and [`rq::WARMUP`] always), `batch_rows`
+/// [`rq::TRIAL`], [`rq::POINT_ID`] and [`rq::WARMUP`] always, and
+/// [`rq::ITEM_ID`] when the run has `graded` rows to leave out), `batch_rows`
 /// at a time: `each(key, Some(rows))` for each piece of a (trial, point), in
 /// file order, and `each(key, None)` once its `expected` rows have all been
 /// given (or, for one whose rows fell short of the count, at the end).
 pub(crate) fn read(
     dir: &Path,
+    graded: bool,
     expected: &BTreeMap<TrialPoint, usize>,
     columns: &[&str],
     batch_rows: usize,
@@ -85,6 +97,10 @@ pub(crate) fn read(
     let keys = [rq::TRIAL, rq::POINT_ID, rq::WARMUP];
     let mut wanted = keys.to_vec();
     wanted.extend(columns.iter().filter(|c| !keys.contains(c)));
+    // Graded rows are left out of every read as of the count.
+    if graded && !wanted.contains(&rq::ITEM_ID) {
+        wanted.push(rq::ITEM_ID);
+    }
     qexp_store::for_each_request_batch(dir, &wanted, batch_rows, |df| {
         let df = measured(df)?;
         for (key, piece) in blocks(&df)? {
@@ -117,10 +133,15 @@ pub(crate) fn read(
     Ok(())
 }
 
-/// The measured (not warm-up) rows of `df`; `df` itself, uncopied, when
-/// it has no warm-up row (most batches of a long run).
+/// The measured (not warm-up, not graded) rows of `df`; `df` itself,
+/// uncopied, when it has no other row (most batches of a long run). A
+/// graded request loads the server like the others, but its prompt is an
+/// item's, so its timing is no sample of the point's.
 fn measured(df: DataFrame) -> PolarsResult<DataFrame> {
-    let measured = !df.column(rq::WARMUP)?.bool()?;
+    let mut measured = !df.column(rq::WARMUP)?.bool()?;
+    if let Ok(item) = df.column(rq::ITEM_ID) {
+        measured = measured & item.is_null();
+    }
     if measured.all() {
         return Ok(df);
     }
@@ -170,7 +191,7 @@ mod tests {
         }
         let mut rows: BTreeMap<TrialPoint, usize> = BTreeMap::new();
         let mut ended: Vec<TrialPoint> = Vec::new();
-        read(&dir, &expected, &[], 5, |key, piece| {
+        read(&dir, false, &expected, &[], 5, |key, piece| {
             assert!(!ended.contains(&key), "{key:?} given after its end");
             match piece {
                 Some(p) => *rows.entry(key).or_default() += p.height(),

@@ -46,6 +46,12 @@ pub struct RunAnalysis {
     /// A run with deployments: each against the baseline, paired by block;
     /// None otherwise.
     pub deployments: Option<DeploymentComparison>,
+    /// Accuracy (`[accuracy]`) at each load against the lowest load of the
+    /// same workload and deployment, on the same items; empty without graded items.
+    pub accuracy_by_load: Vec<crate::accuracy::LoadComparison>,
+    /// A run with deployments sent at temperature 0: each deployment's
+    /// answers against the baseline's on the same prompts; empty otherwise.
+    pub equivalence: Vec<crate::equivalence::PairEquivalence>,
     /// Failed measured requests by point and class, with a message each.
     pub failures: Vec<FailureGroup>,
     /// Per point: TTFT and E2E quantiles per trial and a thinned

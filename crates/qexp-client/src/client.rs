@@ -314,7 +314,8 @@ impl Client {
 
     /// Sends one streaming request and measures it. Never fails: every
     /// failure is classified inside the returned [`Outcome`]. What the server
-    /// said (error text, finish reason) has the API key redacted.
+    /// said (error text, finish reason, the answer's text) has the API key
+    /// redacted; the answer's hash and shape are of the text as it came.
     pub async fn stream(&self, req: &GenRequest) -> Outcome {
         let mut out = self.measure(req).await;
         if let Some(e) = &mut out.error {
@@ -322,6 +323,9 @@ impl Client {
         }
         if let Some(f) = &mut out.finish_reason {
             *f = self.redact.text(f);
+        }
+        if let Some(t) = &mut out.text {
+            self.redact.in_place(t);
         }
         out
     }

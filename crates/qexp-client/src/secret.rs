@@ -25,6 +25,14 @@ impl Redactor {
         }
     }
 
+    /// Replaces the secret in `text` where it occurs, copying nothing when
+    /// it does not (an answer's text: most requests have one).
+    pub fn in_place(&self, text: &mut String) {
+        if let Some(s) = self.secret.as_deref().filter(|s| text.contains(*s)) {
+            *text = text.replace(s, REDACTED);
+        }
+    }
+
     /// `text` with the secret replaced.
     pub fn text(&self, text: &str) -> String {
         match &self.secret {

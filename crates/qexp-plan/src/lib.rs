@@ -7,6 +7,7 @@
 // `expect` stay in tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod accuracy;
 mod deploy;
 mod error;
 mod expand;
@@ -21,6 +22,7 @@ mod slo;
 mod trace;
 mod workload;
 
+pub use accuracy::AccuracySection;
 pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;
@@ -104,6 +106,19 @@ impl Plan {
             };
             file.trace = Some((tref, trace));
         }
+        if let Some(a) = &mut file.accuracy {
+            let span = a.items.span();
+            a.load(path.parent().unwrap_or(Path::new("")))
+                .map_err(|e| {
+                    PlanError::at(
+                        path,
+                        text,
+                        span,
+                        Some("accuracy.items".into()),
+                        e.to_string(),
+                    )
+                })?;
+        }
         Ok(Plan {
             path: path.to_path_buf(),
             text: text.to_string(),
@@ -112,13 +127,20 @@ impl Plan {
     }
 
     /// The files the plan reads, as it names them (relative to its folder
-    /// unless absolute): the dataset, the trace.
+    /// unless absolute): the dataset, the trace, the graded items.
     pub fn files_read(&self) -> Vec<String> {
         let dataset = self.file.workload.dataset.as_ref().map(|d| &d.path);
         let trace = self.file.load.trace.as_ref().map(|t| &t.path);
+        let items = self
+            .file
+            .accuracy
+            .as_ref()
+            .filter(|a| !a.builtin())
+            .map(|a| &a.items);
         dataset
             .into_iter()
             .chain(trace)
+            .chain(items)
             .map(|p| p.get_ref().clone())
             .collect()
     }

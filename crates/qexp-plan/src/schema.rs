@@ -45,6 +45,9 @@ pub struct PlanFile {
     /// the one server at `target.base_url`).
     #[serde(default, rename = "deployment")]
     pub deployments: Vec<crate::deploy::DeploymentSpec>,
+    /// `[accuracy]`: graded items sent inside the measured load.
+    #[serde(default)]
+    pub accuracy: Option<crate::accuracy::AccuracySection>,
 }
 
 /// `[experiment]`.
@@ -673,6 +676,18 @@ impl PlanFile {
         self.run.requests_parsed = Some(parsed);
         if self.run.trials == 0 {
             return invalid(0..0, "run.trials", "must be at least 1");
+        }
+        if let Some(a) = &self.accuracy {
+            if a.per_point == 0 {
+                return invalid(0..0, "accuracy.per_point", "must be at least 1");
+            }
+            if self.workload.multi_turn.is_some() {
+                return invalid(
+                    a.items.span(),
+                    "accuracy.items",
+                    "graded items are single requests; a plan with [workload.multi_turn] cannot grade them",
+                );
+            }
         }
         if self.analysis.cv_threshold.is_nan() || self.analysis.cv_threshold <= 0.0 {
             return invalid(

@@ -126,6 +126,16 @@ pub struct DatasetSource {
     /// Keep only prompts of at most this many words.
     #[serde(default)]
     pub max_words: Option<u32>,
+    /// Send each prompt after the request's unique nonce (default); false
+    /// sends the prompt as written, so that the same prompt gets the same
+    /// greedy answer every time (answer checks), at the price of prefix-cache
+    /// reuse between requests that sample the same prompt.
+    #[serde(default = "yes")]
+    pub nonce: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl DatasetSource {

@@ -96,6 +96,8 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
             .as_ref()
             .map(crate::deployments::deployments_view),
         failures: failure_rows(a),
+        accuracy: accuracy_rows(a),
+        equivalence: equivalence_rows(a),
     }
 }
 
@@ -204,5 +206,93 @@ fn server_docs(a: &RunAnalysis) -> Vec<ServerDoc> {
             json: fp.summary(),
         })
         .chain(server)
+        .collect()
+}
+
+/// One row per point that graded items: its accuracy with its interval, and
+/// its verdict against the lowest load of its workload.
+fn accuracy_rows(a: &RunAnalysis) -> Vec<crate::views::AccuracyRow> {
+    use qexp_analysis::accuracy::Accuracy;
+    use qexp_analysis::format::percent;
+    let swept = crate::labels::swept(a.points.iter().map(|p| &p.point));
+    a.points
+        .iter()
+        .filter_map(|p| {
+            let acc = Accuracy::of(p)?;
+            let failed = acc.graded - acc.answered;
+            let vs = a
+                .accuracy_by_load
+                .iter()
+                .find(|c| c.point_id == p.point.id)
+                .and_then(|c| {
+                    let t = c.diff.test?;
+                    let base = a
+                        .points
+                        .iter()
+                        .find(|q| q.point.id == c.baseline_point_id)?;
+                    Some(format!(
+                        "{} against c={} ({:+.1} points, p = {})",
+                        c.diff.verdict.symbol(),
+                        base.point.concurrency,
+                        t.estimate * 100.0,
+                        qexp_analysis::format::sig3(t.p_holm)
+                    ))
+                })
+                .unwrap_or_default();
+            Some(crate::views::AccuracyRow {
+                point: crate::labels::short(&p.point, &swept),
+                right: match failed {
+                    0 => format!("{}/{}", acc.right, acc.answered),
+                    n => format!("{}/{} ({n} failed)", acc.right, acc.answered),
+                },
+                accuracy: percent(acc.share),
+                interval: acc.interval.map_or("–".into(), |(lo, hi)| {
+                    format!("{} – {}", percent(lo), percent(hi))
+                }),
+                vs_lowest_load: vs,
+            })
+        })
+        .collect()
+}
+
+/// One row per deployment compared with the baseline for identical answers.
+fn equivalence_rows(a: &RunAnalysis) -> Vec<crate::views::EquivalenceRow> {
+    use qexp_analysis::equivalence::{Identical, EQUIVALENCE_SLACK};
+    use qexp_analysis::format::percent;
+    let share = |i: &Identical| format!("{} ({}/{})", percent(i.share), i.identical, i.pairs);
+    let own = |name: &str, i: &Option<Identical>| match i {
+        Some(i) => format!("{name} {}", share(i)),
+        None => format!("{name} not measured"),
+    };
+    a.equivalence
+        .iter()
+        .map(|e| crate::views::EquivalenceRow {
+            pair: format!("{} against {}", e.deployment, e.baseline),
+            identical: share(&e.overall),
+            by_point: e
+                .points
+                .iter()
+                .map(|(label, i)| format!("{label}: {}", percent(i.share)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            first_divergence: e.overall.first_divergence_word.map_or("–".into(), |w| {
+                format!("word {} (median of {})", qexp_analysis::format::sig3(w), e.overall.divergences_measured)
+            }),
+            baselines: format!(
+                "{}; {}",
+                own(&e.baseline, &e.baseline_self),
+                own(&e.deployment, &e.deployment_self)
+            ),
+            judged: if e.beyond_baseline {
+                format!(
+                    "Finding: answers differ beyond the baseline (more than {} below what each deployment gives itself across loads): not greedy-equivalent; a change that should be lossless (speculative decoding on against off) is not",
+                    percent(EQUIVALENCE_SLACK)
+                )
+            } else if e.baseline_self.is_none() && e.deployment_self.is_none() {
+                "no baseline: grade items ([accuracy]) at two loads to measure what batching alone changes".into()
+            } else {
+                "within the baseline".into()
+            },
+        })
         .collect()
 }

@@ -281,7 +281,7 @@ fn row(point: &str, first: bool, m: &MetricDiff, lost: Option<Side>) -> RowView 
             Verdict::Equivalent => "equivalent",
             Verdict::NoChange => "same",
             Verdict::NotTested => "untested",
-            Verdict::BetterOnBrokenOutput => "worse",
+            Verdict::BetterOnBrokenOutput | Verdict::BetterOnLessAccurateOutput => "worse",
         }
         .into(),
         needed: match m.undecided {
@@ -398,11 +398,9 @@ fn broken_summary(d: &RunDiff) -> String {
     let b_only = labels(Side::B);
     if !b_only.is_empty() {
         out.push_str(&format!(
-            "B's answers are BROKEN where A's are not at {} ({}): B is faster on broken output there, not better ({} such improvement{} not counted as better); ",
+            "B's answers are BROKEN where A's are not at {} ({}); ",
             plural(b_only.len(), "point", "points"),
             b_only.join(", "),
-            d.tally.better_on_broken_output,
-            if d.tally.better_on_broken_output == 1 { "" } else { "s" },
         ));
     }
     let a_only = labels(Side::A);
@@ -416,8 +414,33 @@ fn broken_summary(d: &RunDiff) -> String {
     let both = d.pairs.iter().filter(|p| p.broken.len() == 2).count();
     if both > 0 {
         out.push_str(&format!(
-            "both runs' answers are broken at {}; ",
+            "both runs' answers are BROKEN at {}; ",
             plural(both, "point", "points")
+        ));
+    }
+    let less_accurate: Vec<String> = d
+        .pairs
+        .iter()
+        .filter(|p| {
+            p.metrics
+                .iter()
+                .any(|m| m.metric == DiffMetric::Accuracy && m.verdict == Verdict::Worse)
+        })
+        .map(|p| p.point_b.label())
+        .collect();
+    if !less_accurate.is_empty() {
+        out.push_str(&format!(
+            "B's answers are LESS ACCURATE at {} ({}); ",
+            plural(less_accurate.len(), "point", "points"),
+            less_accurate.join(", "),
+        ));
+    }
+    let n = d.tally.better_on_bad_answers;
+    if n > 0 {
+        out.push_str(&format!(
+            "{n} improvement{} measured on B's broken or less accurate answers {} not counted as better; ",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" },
         ));
     }
     out
@@ -469,7 +492,7 @@ fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String>
     if d.pairs.iter().any(|p| !p.broken.is_empty()) {
         notes.push(format!(
             "\"broken\": a run's answers at the point loop, are empty or garbled, stop before a forced length, end without a finish reason (each in {} or more of them) or miss the asked length on the mean (docs/results.md, Answer health). \
-             Where only B's are broken, B's improvements read \"faster on broken output\" and the point counts as a regression (--fail-on-regression fails).",
+             Where B's are broken, B's improvements read \"faster on broken output\"; where only B's are, the point also counts as a regression (--fail-on-regression fails).",
             qexp_analysis::format::percent(qexp_types::answer::BROKEN_SHARE)
         ));
     }

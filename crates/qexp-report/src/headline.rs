@@ -96,8 +96,19 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         })
     };
 
-    if let Some(v) = answers_line(points, &swept) {
-        push("Answers", v);
+    // Broken answers come first; healthy ones are said after the requests.
+    let answers = answers_line(points, &swept);
+    let broken = points.iter().any(|p| p.answers.broken());
+    if let Some(v) = answers.as_ref().filter(|_| broken) {
+        push("Answers", v.clone());
+    }
+    let accuracy = accuracy_line(a, &swept);
+    let worse = a
+        .accuracy_by_load
+        .iter()
+        .any(|c| c.diff.verdict == qexp_analysis::diff::Verdict::Worse);
+    if let Some(v) = accuracy.as_ref().filter(|_| worse) {
+        push("Accuracy", v.clone());
     }
     let open_loop = !points.is_empty() && points.iter().all(|p| p.point.open_loop.is_some());
     match a.schedule.as_ref().filter(|_| open_loop) {
@@ -150,6 +161,12 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         ));
     }
     push("Requests", measured);
+    if let Some(v) = answers.filter(|_| !broken) {
+        push("Answers", v);
+    }
+    if let Some(v) = accuracy.filter(|_| !worse) {
+        push("Accuracy", v);
+    }
     let warnings = flags.iter().filter(|f| f.severity == "warning").count();
     push(
         "Flags",
@@ -199,6 +216,55 @@ fn answers_line(points: &[PointSummary], swept: &[qexp_analysis::Axis]) -> Optio
             broken.join(", ")
         ),
     })
+}
+
+/// The graded answers' accuracy at the lowest and highest load, and the
+/// loads where it is significantly worse than at the lowest; None without
+/// graded items.
+fn accuracy_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<String> {
+    use qexp_analysis::accuracy::Accuracy;
+    let graded: Vec<(&PointSummary, Accuracy)> = a
+        .points
+        .iter()
+        .filter_map(|p| Some((p, Accuracy::of(p)?)))
+        .collect();
+    let at = |(p, acc): &(&PointSummary, Accuracy)| {
+        let interval = acc.interval.map_or(String::new(), |(lo, hi)| {
+            format!(" [{} – {}]", percent(lo), percent(hi))
+        });
+        format!(
+            "{}{interval} at {} ({}/{})",
+            percent(acc.share),
+            labels::short(&p.point, swept),
+            acc.right,
+            acc.answered
+        )
+    };
+    let lo = graded
+        .iter()
+        .min_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
+    let hi = graded
+        .iter()
+        .max_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
+    let mut line = if lo.0.point.id == hi.0.point.id {
+        at(lo)
+    } else {
+        format!("{}; {}", at(lo), at(hi))
+    };
+    let worse: Vec<String> = a
+        .accuracy_by_load
+        .iter()
+        .filter(|c| c.diff.verdict == qexp_analysis::diff::Verdict::Worse)
+        .filter_map(|c| a.points.iter().find(|p| p.point.id == c.point_id))
+        .map(|p| labels::short(&p.point, swept))
+        .collect();
+    if !worse.is_empty() {
+        line.push_str(&format!(
+            "; significantly LESS ACCURATE than at the lowest load at {}",
+            worse.join(", ")
+        ));
+    }
+    Some(line)
 }
 
 /// An open-loop run's load lines: achieved against offered rate at the

@@ -162,6 +162,7 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
             requests: p.requests,
             flags: marks.iter().map(|m| m.to_string()).collect(),
             notes,
+            broken: p.answers.broken(),
         },
     }
 }

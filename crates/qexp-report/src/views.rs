@@ -91,6 +91,11 @@ pub struct ReportContext {
     pub deployments: Option<DeploymentsView>,
     /// Failed requests by point and error class, with one message each.
     pub failures: Vec<FailureRow>,
+    /// Graded answers per point (`[accuracy]`); empty without.
+    pub accuracy: Vec<AccuracyRow>,
+    /// Greedy equivalence of each deployment with the baseline; empty
+    /// without deployments sent at temperature 0.
+    pub equivalence: Vec<EquivalenceRow>,
     /// The run against a fitted model, filled in by the renderer when one
     /// is given or found beside the run.
     pub fit: Option<FitView>,
@@ -126,6 +131,39 @@ pub struct FitRow {
     pub predicted: String,
     /// Its 90% interval, `lo … hi` with unit.
     pub interval: String,
+}
+
+/// One deployment's answers against the baseline's, for the greedy
+/// equivalence table.
+#[derive(Debug, Clone, Serialize)]
+pub struct EquivalenceRow {
+    /// `deployment` against `baseline`.
+    pub pair: String,
+    /// Identical answers over paired requests, `share (k/n)`.
+    pub identical: String,
+    /// Per point, `label share`.
+    pub by_point: String,
+    /// Median word at which differing answers part, and over how many.
+    pub first_divergence: String,
+    /// Each deployment against itself across loads (graded items).
+    pub baselines: String,
+    /// The judgement, as a sentence.
+    pub judged: String,
+}
+
+/// One point's graded answers, for the accuracy table.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccuracyRow {
+    /// The point's label.
+    pub point: String,
+    /// `right / answered` (and the failed graded requests, when any).
+    pub right: String,
+    /// The accuracy, a percentage.
+    pub accuracy: String,
+    /// Its 95% Wilson interval, `lo – hi` in percent.
+    pub interval: String,
+    /// Against the lowest load: the verdict, the change and Holm-adjusted p; empty at the lowest load.
+    pub vs_lowest_load: String,
 }
 
 /// Failed requests of one point and class, for the failures table.
@@ -352,6 +390,8 @@ pub struct RowValues {
     pub flags: Vec<String>,
     /// Notes (invalid trial reasons), one per trial that has one.
     pub notes: Vec<String>,
+    /// The point's answers are broken: its throughput was measured on broken output.
+    pub broken: bool,
 }
 
 /// One chart as the templates place it.

@@ -15,8 +15,11 @@ use std::collections::BTreeMap;
 pub(crate) struct DatasetPrompts {
     /// Prompts that passed the filters, in file order.
     pub prompts: Vec<String>,
-    /// Server-counted tokens of nonce + prompt, by position in `prompts`.
+    /// Server-counted tokens of nonce + prompt (the prompt alone without
+    /// a nonce), by position in `prompts`.
     pub tokens: BTreeMap<usize, u32>,
+    /// Whether each prompt follows its request's nonce (`[workload.dataset] nonce`).
+    pub nonce: bool,
     /// SHA-256 of the file.
     pub sha256: String,
 }
@@ -55,6 +58,7 @@ pub(crate) async fn prepare(
         return Err(RunError::DatasetFiltered { path });
     }
     let mut out = DatasetPrompts {
+        nonce: source.nonce,
         prompts,
         tokens: BTreeMap::new(),
         sha256: dataset.sha256,
@@ -62,6 +66,7 @@ pub(crate) async fn prepare(
     let seed = opts.plan.file.run.seed;
     // Every nonce has the same token count, so one probe nonce stands for all.
     let probe_nonce = nonce_for(seed, 0, 0, 0, 0);
+    let nonce = source.nonce;
     for trial in 1..=trials {
         for p in points {
             for index in 0..p.warmup + p.requests {
@@ -69,7 +74,10 @@ pub(crate) async fn prepare(
                 if out.tokens.contains_key(&e) {
                     continue;
                 }
-                let text = format!("{probe_nonce} {}", out.prompts[e]);
+                let text = match nonce {
+                    true => format!("{probe_nonce} {}", out.prompts[e]),
+                    false => out.prompts[e].clone(),
+                };
                 let (n, _) = counter
                     .count(&text)
                     .await

@@ -19,7 +19,7 @@ use crate::stop::Stop;
 use crate::timer::Timer;
 use crate::workload::{Planned, Prompts};
 use qexp_client::{Counters, ErrorClass, GenRequest, ServerCounters};
-use qexp_plan::{PlanFile, Point};
+use qexp_plan::{Item, PlanFile, Point};
 use qexp_store::{PointRow, RequestRow, RunWriter, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -120,7 +120,14 @@ impl<B: Backend> PointRunner<'_, B> {
             point,
             self.plan.workload.multi_turn.as_ref().map(|m| m.turns()),
         );
+        let items: Vec<Item> = self
+            .plan
+            .accuracy
+            .as_ref()
+            .map(|a| a.items_of(trial, self.plan.run.seed))
+            .unwrap_or_default();
         let ctx = Context {
+            items: &items,
             run_id: &self.run_id,
             client_host: &self.host,
             trial,
@@ -133,7 +140,7 @@ impl<B: Backend> PointRunner<'_, B> {
             answers: AnswerKeeping::new(self.plan.run.keep_answers, &share.measured),
         };
         let mut planned = BTreeMap::new();
-        let jobs = self.jobs(trial, point, &share, &mut planned);
+        let jobs = self.jobs(trial, point, &share, &mut planned, &items);
         let label = match shard.count {
             1 => format!("trial {trial}/{} {}", self.trials, point.label()),
             n => format!(
@@ -312,11 +319,19 @@ impl<B: Backend> PointRunner<'_, B> {
         point: &Point,
         share: &Share,
         planned: &mut BTreeMap<u32, Planned>,
+        items: &[Item],
     ) -> (Vec<Job>, Vec<Job>) {
         let mut make = |index: u32| {
-            let (prompt, mut plan) = self.prompts.request(trial, point, index);
+            let (mut prompt, mut plan) = self.prompts.request(trial, point, index);
             plan.length_forced =
                 crate::workload::forces_length(&self.prep.extra, plan.output_tokens);
+            // The point's first measured requests ask the trial's graded items.
+            let rank = index.checked_sub(point.warmup);
+            if let Some((r, item)) = rank.and_then(|r| Some((r, items.get(r as usize)?))) {
+                prompt.clone_from(&item.prompt);
+                plan.graded = Some(r);
+                plan.cached_tokens = 0;
+            }
             planned.insert(index, plan);
             Job {
                 index,

@@ -3,13 +3,15 @@
 use crate::scheduler::Finished;
 use crate::workload::Planned;
 use qexp_client::ErrorClass;
-use qexp_plan::{KeepAnswers, Point};
+use qexp_plan::{Item, KeepAnswers, Point};
 use qexp_store::{PointRow, RequestRow};
 use qexp_types::AnswerFacts;
 
 /// Identifies the (trial, point) rows belong to.
 #[derive(Debug, Clone)]
 pub(crate) struct Context<'a> {
+    /// The trial's graded items (`[accuracy]`; empty without).
+    pub items: &'a [Item],
     pub run_id: &'a str,
     pub client_host: &'a str,
     pub trial: u32,
@@ -134,7 +136,13 @@ pub(crate) fn request_row(
             .issues()
             .is_empty()
     });
+    let item = planned.graded.and_then(|r| ctx.items.get(r as usize));
+    let correct = item
+        .filter(|_| o.ok())
+        .map(|item| item.grade(o.text.as_deref().unwrap_or_default()));
     RequestRow {
+        item_id: item.map(|i| i.id.clone()),
+        correct,
         deployment,
         deployment_hash,
         start_id,
@@ -189,9 +197,12 @@ pub(crate) fn request_row(
         repeat_words: shape.map(|s| s.repeat_words),
         repeat_chars: shape.map(|s| s.repeat_chars),
         length_forced: planned.length_forced,
-        answer_text: ctx
-            .answers
-            .text(o.text.as_deref(), f.index, warmup, unhealthy),
+        answer_text: ctx.answers.text(
+            o.text.as_deref(),
+            f.index,
+            warmup,
+            unhealthy || item.is_some(),
+        ),
     }
 }
 
@@ -254,7 +265,8 @@ impl Tally {
         }
         self.ok += 1;
         self.output_tokens += u64::from(r.completion_tokens.unwrap_or(r.client_tokens));
-        if let Some(got) = r.prompt_tokens {
+        // A graded item's prompt is the item's, not a planned length.
+        if let Some(got) = r.prompt_tokens.filter(|_| r.item_id.is_none()) {
             let planned = r.input_tokens_planned;
             let rel = f64::from(got.abs_diff(planned)) / f64::from(planned.max(1));
             if self

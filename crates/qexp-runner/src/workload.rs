@@ -49,6 +49,8 @@ pub(crate) struct Planned {
     pub turn: Option<u32>,
     /// Whether the request forces its answer's length.
     pub length_forced: bool,
+    /// The graded item it asks (`[accuracy]`), by position in its trial's items.
+    pub graded: Option<u32>,
 }
 
 /// Whether a request body's extra fields force the answer to `max_tokens`:
@@ -187,7 +189,16 @@ impl Prompts<'_> {
             // The nonce first, as for filler prompts: no request reuses another's prefix.
             let e = d.entry(self.seed, trial, place, index);
             planned.input_tokens = d.tokens.get(&e).copied().unwrap_or(input);
-            return (format!("{nonce} {}", d.prompts[e]), planned);
+            let prompt = match d.nonce {
+                true => format!("{nonce} {}", d.prompts[e]),
+                false => {
+                    // Sent as written, a prompt sampled before may be
+                    // found whole in the prefix cache: not unexpected.
+                    planned.cached_tokens = planned.input_tokens;
+                    d.prompts[e].clone()
+                }
+            };
+            return (prompt, planned);
         }
         let turn_place = index
             .checked_sub(point.warmup)

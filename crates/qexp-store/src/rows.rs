@@ -50,6 +50,7 @@ plain_columns! {
     Option<f64> => |v: &Option<f64>| *v;
     Option<u32> => |v: &Option<u32>| *v;
     Option<u64> => |v: &Option<u64>| *v;
+    Option<bool> => |v: &Option<bool>| *v;
     Option<u16> => |v: &Option<u16>| v.map(u32::from);
     Option<String> => |v: &Option<String>| v.as_deref();
     Option<ErrorClass> => |v: &Option<ErrorClass>| v.map(ErrorClass::as_str);
@@ -265,6 +266,11 @@ stored_row! {
         /// The answer's text, for a sample of answers and for unhealthy ones
         /// (`[run] keep_answers`); null when not kept.
         ANSWER_TEXT answer_text: Option<String>,
+        /// The graded item the request asked (`[accuracy]`); null for the
+        /// point's other requests, which alone make its timing statistics.
+        ITEM_ID item_id: Option<String>,
+        /// Whether the graded answer was right; null when not graded or failed.
+        CORRECT correct: Option<bool>,
     }
 
     /// Column names of `requests.parquet`.
@@ -377,7 +383,7 @@ mod tests {
              finish_reason,http_status,error_class,error_message,retries,deployment,\
              deployment_hash,start_id,shard,answer_hash,reasoning_hash,answer_chars,\
              answer_nonblank_chars,answer_replacement_chars,repeat_period_words,repeat_words,\
-             repeat_chars,length_forced,answer_text"
+             repeat_chars,length_forced,answer_text,item_id,correct"
         );
         assert_eq!(
             names(requests_frame(&[])),

@@ -417,7 +417,7 @@ mod tests {
         assert!(!shape(&short).loops());
         assert_eq!(shape(&long).repeat_chars, 50);
         assert!(shape(&long).loops());
-        assert!(LOOP_MIN_CHARS > 47 && LOOP_MIN_CHARS <= 50);
+        const { assert!(LOOP_MIN_CHARS > 47 && LOOP_MIN_CHARS <= 50) };
     }
 
     #[test]

@@ -208,6 +208,8 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
                     repeat_chars: Some(0),
                     length_forced: true,
                     answer_text: None,
+                    item_id: None,
+                    correct: None,
                     shard: (shards > 1).then_some(i as u32 % shards),
                 });
             }

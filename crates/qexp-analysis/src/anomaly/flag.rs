@@ -66,6 +66,20 @@ pub enum Flag {
         /// An escaped excerpt of an unhealthy answer, with its issue.
         excerpt: Option<(qexp_types::AnswerIssue, String)>,
     },
+    /// The point's graded answers are significantly less accurate than at
+    /// the lowest load of the same workload (exact McNemar on the same items).
+    AccuracyDrop {
+        /// The point.
+        point_id: u32,
+        /// Its concurrency.
+        concurrency: u32,
+        /// The lowest load's concurrency.
+        baseline_concurrency: u32,
+        /// Accuracy there and here, on the items both answered: change (here − there).
+        change: f64,
+        /// Holm-adjusted p over the run's load comparisons.
+        p_holm: f64,
+    },
     /// A metric moved against its expected direction between neighbours on a swept axis.
     WrongDirection {
         /// The later point on the axis (where the flag is shown).
@@ -236,6 +250,7 @@ impl Flag {
     pub fn point_id(&self) -> Option<u32> {
         Some(match self {
             Flag::BrokenAnswers { point_id, .. }
+            | Flag::AccuracyDrop { point_id, .. }
             | Flag::WrongDirection { point_id, .. }
             | Flag::NoisyPoint { point_id, .. }
             | Flag::OutlierTrial { point_id, .. }
@@ -268,6 +283,7 @@ impl Flag {
     pub fn title(&self) -> &'static str {
         match self {
             Flag::BrokenAnswers { .. } => "Broken answers",
+            Flag::AccuracyDrop { .. } => "Accuracy drops under load",
             Flag::WrongDirection { .. } => "Wrong direction",
             Flag::NoisyPoint { .. } => "Noisy point",
             Flag::OutlierTrial { .. } => "Outlier trial",
@@ -283,10 +299,17 @@ impl Flag {
         }
     }
 
+    /// Whether the flag is about what was answered rather than how fast:
+    /// those come before every other, since every number of their point
+    /// was measured on those answers.
+    pub fn about_answers(&self) -> bool {
+        matches!(self, Flag::BrokenAnswers { .. } | Flag::AccuracyDrop { .. })
+    }
+
     /// Order of kinds within a point (declaration order).
     pub(crate) fn rank(&self) -> u8 {
         match self {
-            Flag::BrokenAnswers { .. } => 0,
+            Flag::BrokenAnswers { .. } | Flag::AccuracyDrop { .. } => 0,
             Flag::WrongDirection { .. } => 1,
             Flag::NoisyPoint { .. } => 2,
             Flag::OutlierTrial { .. } => 3,

@@ -47,8 +47,9 @@ pub fn detect(run: &RunAnalysis, t: &Thresholds) -> Vec<Flag> {
             _ => true,
         });
         flags.extend(schedule::detect(s, t));
-        sort(&run.points, &mut flags);
     }
+    flags.extend(answers::accuracy_drops(run));
+    sort(&run.points, &mut flags);
     flags
 }
 
@@ -77,7 +78,7 @@ fn sort(points: &[PointSummary], flags: &mut [Flag]) {
             .unwrap_or(usize::MAX)
     };
     // A stable sort keeps each detector's own order within a (point, kind).
-    flags.sort_by_key(|f| (f.rank() != 0, index(f), f.rank()));
+    flags.sort_by_key(|f| (!f.about_answers(), index(f), f.rank()));
 }
 
 /// Summary lines for the terminal: severity, title, point label and the flag's sentence.

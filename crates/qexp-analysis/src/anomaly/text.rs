@@ -42,6 +42,22 @@ impl fmt::Display for Flag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Flag::BrokenAnswers { .. } => broken_answers(self, f),
+            Flag::AccuracyDrop {
+                concurrency,
+                baseline_concurrency,
+                change,
+                p_holm,
+                ..
+            } => write!(
+                f,
+                "Graded answers are {} points less accurate at concurrency {concurrency} than at \
+                 {baseline_concurrency}, on the same items (exact McNemar, Holm-adjusted p = {}): \
+                 the deployment answers worse under batching. Its speed at this load was measured \
+                 on less accurate answers; check the batched path (kernels, parallelism) before \
+                 serving this load",
+                sig3(-change * 100.0),
+                sig3(*p_holm)
+            ),
             Flag::WrongDirection { .. } => wrong_direction(self, f),
             Flag::NoisyPoint { .. } => noisy_point(self, f),
             Flag::OutlierTrial { .. } => outlier_trial(self, f),

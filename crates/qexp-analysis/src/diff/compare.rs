@@ -53,8 +53,11 @@ pub enum Verdict {
     /// No test: a side has no data, or a single trial on the ratio scale.
     NotTested,
     /// A significant change in the metric's good direction, measured on
-    /// run B's broken answers where run A's are healthy: not an improvement.
+    /// run B's broken answers: not an improvement.
     BetterOnBrokenOutput,
+    /// A significant change in the metric's good direction, where run B's
+    /// answers are significantly less accurate: not an improvement.
+    BetterOnLessAccurateOutput,
 }
 
 impl Verdict {
@@ -67,6 +70,7 @@ impl Verdict {
             Verdict::NoChange => "~",
             Verdict::NotTested => "–",
             Verdict::BetterOnBrokenOutput => "faster on broken output",
+            Verdict::BetterOnLessAccurateOutput => "faster on less accurate output",
         }
     }
 }
@@ -94,6 +98,9 @@ pub enum Method {
     PairedT,
     /// Exact (or, for many trials, seeded random) permutation test of the mean difference.
     Permutation,
+    /// Exact McNemar test on the items both sides graded (accuracy), with
+    /// normal two one-sided tests of equivalence.
+    McNemar,
 }
 
 /// The tests of one comparison.

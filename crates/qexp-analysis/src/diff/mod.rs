@@ -77,15 +77,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         .flat_map(|p| p.metrics.iter_mut())
         .collect();
     let families = compare::adjust(&mut all, opts.alpha);
-    for p in &mut pairs {
-        if p.broken == [Side::B] {
-            for d in &mut p.metrics {
-                if d.verdict == Verdict::Better {
-                    d.verdict = Verdict::BetterOnBrokenOutput;
-                }
-            }
-        }
-    }
+    respect_answers(&mut pairs);
     let unpaired = unpaired_points(a, b, &only_a, &only_b, &mut warnings);
     warnings.extend(lost_points(a, b, &pairs_idx, &pairs));
 
@@ -165,7 +157,7 @@ fn compare_pairs(
         .iter()
         .map(|&(i, j)| {
             let (pa, pb) = (&a.points[i], &b.points[j]);
-            let metrics = metrics
+            let mut metrics: Vec<MetricDiff> = metrics
                 .iter()
                 .map(|&m| {
                     index += 1;
@@ -179,6 +171,8 @@ fn compare_pairs(
                     }
                 })
                 .collect();
+            // Accuracy joins the family wherever a side graded items.
+            metrics.extend(crate::accuracy::compare(pa, pb, settings.level));
             PairDiff {
                 point_a: pa.point.clone(),
                 point_b: pb.point.clone(),
@@ -287,9 +281,33 @@ pub fn adjust_jointly(diffs: &mut [RunDiff], alpha: f64) {
         .collect();
     let families = compare::adjust(&mut all, alpha);
     for d in diffs.iter_mut() {
+        respect_answers(&mut d.pairs);
         d.tests = families.tests;
         d.equivalence_tests = families.equivalence_tests;
         d.tally = Tally::of(&d.pairs);
+    }
+}
+
+/// An improvement measured on broken answers is no improvement, whether
+/// or not A's answers are broken too (a loop is the easiest text to
+/// draft); nor one measured on significantly less accurate answers. Run
+/// after every Holm adjustment, which sets verdicts afresh.
+fn respect_answers(pairs: &mut [PairDiff]) {
+    for p in pairs {
+        let less_accurate = p
+            .metrics
+            .iter()
+            .any(|d| d.metric == DiffMetric::Accuracy && d.verdict == Verdict::Worse);
+        let instead = match (p.broken.contains(&Side::B), less_accurate) {
+            (true, _) => Verdict::BetterOnBrokenOutput,
+            (false, true) => Verdict::BetterOnLessAccurateOutput,
+            (false, false) => continue,
+        };
+        for d in &mut p.metrics {
+            if d.verdict == Verdict::Better && d.metric != DiffMetric::Accuracy {
+                d.verdict = instead;
+            }
+        }
     }
 }
 

@@ -107,9 +107,10 @@ pub struct PairDiff {
     /// while the other run has successful requests. Lost by B, it is a
     /// regression (counted in [`Tally::lost`]).
     pub lost: Option<Side>,
-    /// The runs whose answers at the point are broken (answer health);
-    /// broken in B only, it is a regression (counted in [`Tally::broken`])
-    /// and B's improvements there are [`Verdict::BetterOnBrokenOutput`].
+    /// The runs whose answers at the point are broken (answer health).
+    /// Broken in B, B's improvements there are
+    /// [`Verdict::BetterOnBrokenOutput`]; in B only, it is also a regression
+    /// (counted in [`Tally::broken`]).
     pub broken: Vec<Side>,
 }
 
@@ -156,8 +157,9 @@ pub struct Tally {
     /// Paired points whose answers are broken in run B and healthy in run
     /// A. Each is a regression, whatever the speed says.
     pub broken: usize,
-    /// Improvements measured on run B's broken answers (not counted in `better`).
-    pub better_on_broken_output: usize,
+    /// Improvements measured on run B's broken or significantly less
+    /// accurate answers (not counted in `better`).
+    pub better_on_bad_answers: usize,
 }
 
 /// The whole comparison of run B against run A.
@@ -213,7 +215,9 @@ impl Tally {
                     Verdict::Equivalent => tally.equivalent += 1,
                     Verdict::NoChange => tally.no_change += 1,
                     Verdict::NotTested => tally.not_tested += 1,
-                    Verdict::BetterOnBrokenOutput => tally.better_on_broken_output += 1,
+                    Verdict::BetterOnBrokenOutput | Verdict::BetterOnLessAccurateOutput => {
+                        tally.better_on_bad_answers += 1
+                    }
                 }
             }
             if p.lost == Some(Side::B) {

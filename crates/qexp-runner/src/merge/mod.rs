@@ -151,6 +151,7 @@ fn point_rows(
         for point in &base.points {
             let key = (trial, point.id);
             let ctx = Context {
+                items: &[],
                 run_id: &base.run_id,
                 client_host: "",
                 trial,

@@ -776,3 +776,98 @@ fn a_corrupted_verifier_is_faster_on_broken_output_never_better() {
     assert!(md.contains("(measured on broken output)"), "{md}");
     assert!(md.contains("faster on broken output"), "{md}");
 }
+
+/// Accuracy between deployments and under load, on the simulator's graded
+/// arithmetic: a faster deployment that answers items wrongly is "faster
+/// on less accurate output", never `better`, and its accuracy row is a
+/// regression; a deployment that goes wrong only as its batch grows is
+/// flagged at the loads where it does.
+#[test]
+fn a_faster_deployment_with_wrong_answers_is_not_better() {
+    let _s = serial();
+    let dir = Dir::new();
+    let wrong = format!(
+        r#"
+[[deployment]]
+name = "wrong"
+command = ["{QEXP}", "sim", "--profile", "exact", "--port", "{{port}}", "--model", "{{model}}", "--wrong-share", "0.4", "--wrong-share-per-seq", "0.6"]
+ready_timeout_s = 30
+stop_grace_s = 5
+"#
+    );
+    let deployments = sim_deployment("right", "exact-slow") + &wrong;
+    let p = dir.write(
+        &plan("graded", &deployments)
+            .set("analysis.baseline", "right")
+            .requests(16)
+            .warmup(1)
+            .trials(4)
+            .seed(9)
+            .raw("\n[accuracy]\nitems = \"arithmetic\"\nper_point = 8\n"),
+    );
+    let out = dir.run(&p, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = dir.the_run("graded");
+    let a = qexp_analysis::analyze(&run).unwrap();
+    let acc = |name: &str, c: u32| {
+        let p = a
+            .points
+            .iter()
+            .find(|p| p.point.deployment.as_deref() == Some(name) && p.point.concurrency == c)
+            .unwrap();
+        qexp_analysis::accuracy::Accuracy::of(p).unwrap()
+    };
+    // The right deployment answers every item right; the wrong one 40% wrong
+    // at c=1 and more at c=2 (0.4 + 0.6 per extra sequence in its batch).
+    assert_eq!(acc("right", 1).share, 1.0);
+    assert_eq!(acc("right", 2).share, 1.0);
+    assert_eq!(acc("right", 1).answered, 32);
+    assert!(acc("wrong", 2).share < acc("wrong", 1).share);
+    // Under load: the wrong deployment's c=2 is worse than its c=1, flagged first.
+    let drop = a
+        .accuracy_by_load
+        .iter()
+        .find(|c| c.diff.verdict == qexp_analysis::diff::Verdict::Worse)
+        .expect("an accuracy drop under load");
+    assert!(a.flags[0].about_answers(), "{:?}", a.flags);
+    assert!(
+        a.flags
+            .iter()
+            .any(|f| matches!(f, qexp_analysis::Flag::AccuracyDrop { point_id, .. } if *point_id == drop.point_id)),
+        "{:?}",
+        a.flags
+    );
+    // Between deployments: accuracy worse, speed never plain better.
+    let d = &a.deployments.as_ref().unwrap().diffs[0];
+    let rows: Vec<_> = d
+        .pairs
+        .iter()
+        .flat_map(|p| p.metrics.iter().map(|m| (m.metric, m.verdict)))
+        .collect();
+    use qexp_analysis::diff::Verdict;
+    assert!(
+        rows.contains(&(qexp_analysis::DiffMetric::Accuracy, Verdict::Worse)),
+        "{rows:?}"
+    );
+    assert!(!rows.iter().any(|(_, v)| *v == Verdict::Better), "{rows:?}");
+    assert!(
+        rows.contains(&(
+            qexp_analysis::DiffMetric::DecodeTokS,
+            Verdict::BetterOnLessAccurateOutput
+        )),
+        "{rows:?}"
+    );
+    assert!(d.has_regression());
+    // Half of each point's measured requests were graded: its first 8.
+    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    let graded = df.column("item_id").unwrap().str().unwrap().clone();
+    let index = df.column("request_index").unwrap().u32().unwrap().clone();
+    for i in 0..df.height() {
+        let i_index = index.get(i).unwrap();
+        assert_eq!(
+            graded.get(i).is_some(),
+            (1..9).contains(&i_index),
+            "row {i}"
+        );
+    }
+}

@@ -20,6 +20,7 @@ mod open_loop_e2e;
 mod open_loop_noise;
 mod paths;
 mod readme;
+mod real_answers;
 mod real_fit;
 mod real_servers;
 mod run_e2e;

@@ -134,6 +134,23 @@ fn rows(run: &Path) -> Vec<(u32, u32, u32, bool)> {
     r
 }
 
+/// (trial, point_id, request_index) → (answer hash, kept text) of every row.
+type Answers = std::collections::BTreeMap<(u32, u32, u32), (Option<u64>, Option<String>)>;
+
+fn answers(run: &Path) -> Answers {
+    let df = qexp_store::scan_requests(run).unwrap().collect().unwrap();
+    let u = |n: &str| df.column(n).unwrap().u32().unwrap().clone();
+    let (t, p, i) = (u("trial"), u("point_id"), u("request_index"));
+    let hash = df.column("answer_hash").unwrap().u64().unwrap().clone();
+    let text = df.column("answer_text").unwrap().str().unwrap().clone();
+    (0..df.height())
+        .map(|k| {
+            let key = (t.get(k).unwrap(), p.get(k).unwrap(), i.get(k).unwrap());
+            (key, (hash.get(k), text.get(k).map(str::to_string)))
+        })
+        .collect()
+}
+
 fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()
 }
@@ -162,6 +179,19 @@ async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the
         on_disk.len()
     );
     assert!(on_disk.iter().all(|r| !r.3), "no failures: {on_disk:?}");
+    // Every finished request kept its answer's fingerprint, and the first
+    // three measured requests of each (trial, point) their text (the
+    // default `keep_answers = "sample"`), the cut point's included.
+    let killed = answers(&run);
+    assert_eq!(killed.len(), on_disk.len());
+    for ((_, _, index), (hash, kept)) in &killed {
+        assert!(hash.is_some(), "request {index} has its hash");
+        assert_eq!(
+            kept.is_some(),
+            (1..=3).contains(index),
+            "request {index}: {kept:?}"
+        );
+    }
     let m = qexp_store::read_manifest(&run).unwrap();
     assert_eq!(
         m.status,
@@ -245,6 +275,14 @@ async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the
         .collect();
     want.sort();
     assert_eq!(after, want);
+    // The simulator answers a prompt the same way every time, and a resume
+    // sends the same prompts: every answer the kill left on disk is the
+    // run's answer still, hash and kept text alike.
+    let resumed = answers(&run);
+    for (key, before) in &killed {
+        assert_eq!(resumed.get(key), Some(before), "{key:?}");
+    }
+    assert!(resumed.values().all(|(hash, _)| hash.is_some()));
     let m = qexp_store::read_manifest(&run).unwrap();
     assert_eq!(m.status, qexp_store::RunStatus::Complete);
     assert_eq!(m.resumes.len(), 1);

@@ -1,0 +1,225 @@
+//! Answer checks against a real model: SmolLM2-135M-Instruct, served by
+//! llama.cpp on CPU (scripts/real-servers, `start.sh smollm2`; `.ci/run`
+//! starts it and exports QEXP_SMOLLM2_URL). At temperature 0 it answers
+//! some prompts right and loops on others, the same way every time: a plan
+//! of looping prompts must be flagged, and a plan of prompts it answers
+//! cleanly must not. Skips (saying so) without the server, fails in CI.
+
+use crate::real_servers::server;
+use qexp_analysis::answers::AnswerIssue;
+use qexp_analysis::RunAnalysis;
+use qexp_runner::{run, RunOptions};
+use std::path::Path;
+
+const MODEL: &str = "smollm2";
+
+/// Prompts SmolLM2 answers with a repetition loop at temperature 0, sent
+/// without a nonce ("the capital of France" repeats "la femme au martyre,",
+/// the days of the week go round past Sunday).
+const LOOPING: &[&str] = &[
+    "What is the capital of France?",
+    "List the days of the week.",
+];
+
+/// Prompts it answers in a sentence or two and stops.
+const CLEAN: &[&str] = &[
+    "What is the chemical symbol for gold?",
+    "Name three primary colors.",
+    "What is the boiling point of water in Celsius?",
+];
+
+/// Runs `prompts` (as a dataset sent without nonces, temperature 0,
+/// answers up to 160 tokens: the days of the week
+/// need about that many to go round four times) at concurrency 1 and 2 against `url`.
+async fn run_prompts(dir: &Path, url: &str, name: &str, prompts: &[&str]) -> RunAnalysis {
+    std::fs::create_dir_all(dir).unwrap();
+    let lines: Vec<String> = prompts
+        .iter()
+        .map(|p| serde_json::json!({ "prompt": p }).to_string())
+        .collect();
+    std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
+    let plan = format!(
+        "[experiment]\nname = \"{name}\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
+         extra_body = {{ temperature = 0 }}\n\n\
+         [workload]\ninput_tokens = 20\noutput_tokens = 160\n\n\
+         [workload.dataset]\npath = \"prompts.jsonl\"\nnonce = false\n\n\
+         [sweep]\nconcurrency = [1, 2]\n\n\
+         [run]\nrequests = 4\nwarmup_requests = 0\ntrials = 1\nseed = 3\nkeep_answers = \"all\"\n"
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, plan).unwrap();
+    let opts = RunOptions {
+        plan: qexp_plan::Plan::load(&path).unwrap(),
+        out: dir.join("results"),
+        overrides: Default::default(),
+        shard: None,
+        folder: Default::default(),
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let r = run(opts, rx).await.expect("run succeeds");
+    qexp_analysis::analyze(&r.dir).unwrap()
+}
+
+/// Every point's answer health, for the log: the figures behind the verdict.
+fn describe(a: &RunAnalysis) -> String {
+    a.points
+        .iter()
+        .map(|p| {
+            let issues: Vec<String> = p
+                .answers
+                .issues
+                .iter()
+                .map(|s| format!("{} {}/{}", s.issue.as_str(), s.count, p.answers.checked))
+                .collect();
+            format!(
+                "{}: {} checked, broken {}, issues [{}]",
+                p.point.label(),
+                p.answers.checked,
+                p.answers.broken(),
+                issues.join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smollm2_loops_are_flagged_and_clean_answers_are_not() {
+    let Some(url) = server("QEXP_SMOLLM2_URL") else {
+        return;
+    };
+    let _guard = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+
+    let looping = run_prompts(&tmp.path().join("loops"), &url, "loops", LOOPING).await;
+    eprintln!("looping prompts:\n{}", describe(&looping));
+    for p in &looping.points {
+        assert!(p.answers.checked > 0, "{}", describe(&looping));
+        assert!(p.answers.broken(), "{}", describe(&looping));
+        assert!(
+            p.answers.share(AnswerIssue::Loop) >= 0.5,
+            "{}",
+            describe(&looping)
+        );
+    }
+    let first = looping
+        .flags
+        .first()
+        .map(|f| f.to_string())
+        .unwrap_or_default();
+    eprintln!("first flag: {first}");
+    assert!(
+        matches!(
+            looping.flags.first(),
+            Some(qexp_analysis::Flag::BrokenAnswers { .. })
+        ),
+        "{:?}",
+        looping.flags
+    );
+
+    let clean = run_prompts(&tmp.path().join("clean"), &url, "clean", CLEAN).await;
+    eprintln!("clean prompts:\n{}", describe(&clean));
+    for p in &clean.points {
+        assert!(p.answers.checked > 0, "{}", describe(&clean));
+        assert!(!p.answers.broken(), "{}", describe(&clean));
+    }
+    assert!(
+        !clean
+            .flags
+            .iter()
+            .any(|f| matches!(f, qexp_analysis::Flag::BrokenAnswers { .. })),
+        "{:?}",
+        clean.flags
+    );
+}
+
+/// The built-in arithmetic set at 1 and 4 users on the same SmolLM2 server:
+/// each load's accuracy with its interval, and `=` between the loads when
+/// llama.cpp's batching leaves every answer as it was (SmolLM2's answers at
+/// temperature 0 were byte-identical alone and four at a time when this was
+/// written); if batching changed answers, the test says so with the figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smollm2_accuracy_at_one_and_four_users() {
+    let Some(url) = server("QEXP_SMOLLM2_URL") else {
+        return;
+    };
+    let _guard = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let plan = format!(
+        "[experiment]\nname = \"accuracy\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
+         extra_body = {{ temperature = 0 }}\n\n\
+         [workload]\ninput_tokens = 64\noutput_tokens = 16\n\n\
+         [sweep]\nconcurrency = [1, 4]\n\n\
+         [run]\nrequests = 48\nwarmup_requests = 0\ntrials = 1\nseed = 11\n\n\
+         [accuracy]\nitems = \"arithmetic\"\nper_point = 48\n"
+    );
+    let path = dir.join("accuracy.toml");
+    std::fs::write(&path, plan).unwrap();
+    let opts = RunOptions {
+        plan: qexp_plan::Plan::load(&path).unwrap(),
+        out: dir.join("results"),
+        overrides: Default::default(),
+        shard: None,
+        folder: Default::default(),
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let r = run(opts, rx).await.expect("run succeeds");
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    for p in &a.points {
+        let acc = qexp_analysis::accuracy::Accuracy::of(p).expect("graded");
+        eprintln!(
+            "{}: {}/{} right = {:.1}%, 95% interval {:?}",
+            p.point.label(),
+            acc.right,
+            acc.answered,
+            acc.share * 100.0,
+            acc.interval
+        );
+        assert_eq!(acc.graded, 48);
+        assert_eq!(acc.answered, 48, "no graded request failed");
+        let (lo, hi) = acc.interval.unwrap();
+        assert!(lo <= acc.share && acc.share <= hi);
+    }
+    assert_eq!(a.accuracy_by_load.len(), 1);
+    let c = &a.accuracy_by_load[0].diff;
+    let t = c.test.unwrap();
+    eprintln!(
+        "c=4 against c=1: {} (change {:+.1} points, McNemar p = {}, p= {:?})",
+        c.verdict.symbol(),
+        t.estimate * 100.0,
+        t.p,
+        t.p_equivalent_holm
+    );
+    // Which answers differ between the loads, by item.
+    let df = qexp_store::scan_requests(&r.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let texts = |c: u32| -> std::collections::BTreeMap<String, String> {
+        let (items, text, conc) = (
+            df.column("item_id").unwrap().str().unwrap().clone(),
+            df.column("answer_text").unwrap().str().unwrap().clone(),
+            df.column("concurrency").unwrap().u32().unwrap().clone(),
+        );
+        (0..df.height())
+            .filter(|&i| conc.get(i) == Some(c))
+            .filter_map(|i| Some((items.get(i)?.to_string(), text.get(i)?.to_string())))
+            .collect()
+    };
+    let (one, four) = (texts(1), texts(4));
+    let changed = one.iter().filter(|(k, v)| four.get(*k) != Some(v)).count();
+    if changed == 0 {
+        assert_eq!(t.p, 1.0);
+        assert_eq!(
+            c.verdict,
+            qexp_analysis::diff::Verdict::Equivalent,
+            "every answer the same at 4 users as at 1: {c:?}"
+        );
+    } else {
+        eprintln!("llama.cpp's batching changed {changed} of 48 answers between 1 and 4 users");
+        assert_ne!(c.verdict, qexp_analysis::diff::Verdict::NotTested);
+    }
+}
