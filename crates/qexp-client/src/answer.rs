@@ -37,7 +37,7 @@ impl AnswerDigest {
     }
 }
 
-/// XXH3-64 of a whole text: what [`AnswerDigest`] gives the same text
+/// XXH3-64 of a whole text: what a stream's digest gives the same text
 /// streamed in any pieces.
 pub fn answer_hash(text: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(text.as_bytes())
