@@ -1,5 +1,6 @@
 //! `[accuracy]`: graded items sent inside the measured load. At every point
-//! the first `per_point` measured requests of each trial send an item's
+//! the first `per_point` measured requests of each trial (at most half of
+//! its measured requests) send an item's
 //! prompt instead of filler; their answers are graded when they finish and
 //! kept apart from the point's timing statistics (they load the server like
 //! the others). Each trial gets its own items, the same for every point and
@@ -21,8 +22,8 @@ pub struct AccuracySection {
     /// `"arithmetic"` (qexp's seeded set), or a JSONL file of items,
     /// relative to the plan's folder unless absolute.
     pub items: Spanned<String>,
-    /// Graded requests per (trial, point): its first measured requests
-    /// (fewer where the point measures fewer).
+    /// Graded requests per (trial, point): its first measured requests,
+    /// at most half of them (the rest make the point's timing).
     #[serde(default = "default_per_point")]
     pub per_point: u32,
     /// The grader of a file's items that name none.

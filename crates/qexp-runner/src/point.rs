@@ -325,9 +325,12 @@ impl<B: Backend> PointRunner<'_, B> {
             let (mut prompt, mut plan) = self.prompts.request(trial, point, index);
             plan.length_forced =
                 crate::workload::forces_length(&self.prep.extra, plan.output_tokens);
-            // The point's first measured requests ask the trial's graded items.
+            // The point's first measured requests ask the trial's graded
+            // items, at most half of them: the rest make its timing.
+            let graded = items.len().min(point.requests as usize / 2);
             let rank = index.checked_sub(point.warmup);
-            if let Some((r, item)) = rank.and_then(|r| Some((r, items.get(r as usize)?))) {
+            if let Some((r, item)) = rank.and_then(|r| Some((r, items[..graded].get(r as usize)?)))
+            {
                 prompt.clone_from(&item.prompt);
                 plan.graded = Some(r);
                 plan.cached_tokens = 0;
