@@ -240,7 +240,7 @@ fn accuracy_rows(a: &RunAnalysis) -> Vec<crate::views::AccuracyRow> {
                 })
                 .unwrap_or_default();
             Some(crate::views::AccuracyRow {
-                point: crate::labels::short(&p.point, &swept),
+                point: crate::labels::with_deployment(&p.point, &swept),
                 right: match failed {
                     0 => format!("{}/{}", acc.right, acc.answered),
                     n => format!("{}/{} ({n} failed)", acc.right, acc.answered),

@@ -202,7 +202,7 @@ fn answers_line(points: &[PointSummary], swept: &[qexp_analysis::Axis]) -> Optio
                 .max_by(|a, b| a.share.total_cmp(&b.share))
                 .map(|s| format!("{} in {}", s.issue.describe(), percent(s.share)))
                 .unwrap_or_else(|| "mean length off".into());
-            format!("{} ({worst})", labels::short(&p.point, swept))
+            format!("{} ({worst})", labels::with_deployment(&p.point, swept))
         })
         .collect();
     Some(match broken.len() {
@@ -235,7 +235,7 @@ fn accuracy_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<Strin
         format!(
             "{}{interval} at {} ({}/{})",
             percent(acc.share),
-            labels::short(&p.point, swept),
+            labels::with_deployment(&p.point, swept),
             acc.right,
             acc.answered
         )
@@ -256,7 +256,7 @@ fn accuracy_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<Strin
         .iter()
         .filter(|c| c.diff.verdict == qexp_analysis::diff::Verdict::Worse)
         .filter_map(|c| a.points.iter().find(|p| p.point.id == c.point_id))
-        .map(|p| labels::short(&p.point, swept))
+        .map(|p| labels::with_deployment(&p.point, swept))
         .collect();
     if !worse.is_empty() {
         line.push_str(&format!(

@@ -34,6 +34,15 @@ pub(crate) fn pairs(p: &Point, axes: &[Axis], sep: &str) -> String {
         .join(sep)
 }
 
+/// [`short`], after the point's deployment (`plain: c=8`) where it has one:
+/// for lines that name points of several deployments together.
+pub(crate) fn with_deployment(p: &Point, swept: &[Axis]) -> String {
+    match &p.deployment {
+        Some(d) => format!("{d}: {}", short(p, swept)),
+        None => short(p, swept),
+    }
+}
+
 /// The point's label naming only the swept axes (all three when none is swept).
 pub(crate) fn short(p: &Point, swept: &[Axis]) -> String {
     if p.open_loop.is_some() {

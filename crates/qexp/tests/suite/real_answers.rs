@@ -223,3 +223,115 @@ async fn smollm2_accuracy_at_one_and_four_users() {
         assert_ne!(c.verdict, qexp_analysis::diff::Verdict::NotTested);
     }
 }
+
+/// SmolLM2 launched three times by one plan: plainly (the baseline), plainly
+/// again, and with llama.cpp's n-gram speculative decoding, which drafts a
+/// looping answer's next words from its own past and so speeds up exactly
+/// the answers that are broken. The same server launched twice answers
+/// identically, as its own baseline across loads predicts; speculation is
+/// lossless here too; qexp reads the drafts and acceptances llama.cpp
+/// counts; and the loops' speed-up is never a plain `better`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smollm2_twice_and_with_ngram_speculation() {
+    let Some(_url) = server("QEXP_SMOLLM2_URL") else {
+        return;
+    };
+    let _guard = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts/real-servers/serve_smollm2.sh")
+        .canonicalize()
+        .unwrap();
+    let deployment = |name: &str, extra: &str| {
+        format!(
+            "[[deployment]]\nname = \"{name}\"\ncommand = [\"{}\", \"--host\", \"{{host}}\", \
+             \"--port\", \"{{port}}\", \"--alias\", \"{{model}}\"{extra}]\nready_timeout_s = 60\n\
+             stop_grace_s = 5\n\n",
+            script.display()
+        )
+    };
+    let lines: Vec<String> = LOOPING
+        .iter()
+        .map(|p| serde_json::json!({ "prompt": p }).to_string())
+        .collect();
+    std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
+    let plan = format!(
+        "[experiment]\nname = \"twice\"\nversion = 1\n\n\
+         [target]\nmodel = \"{MODEL}\"\napi = \"chat\"\nextra_body = {{ temperature = 0 }}\n\n\
+         [workload]\ninput_tokens = 20\noutput_tokens = 48\n\n\
+         [workload.dataset]\npath = \"prompts.jsonl\"\nnonce = false\n\n\
+         [sweep]\nconcurrency = [1, 2]\n\n\
+         [run]\nrequests = 6\nwarmup_requests = 0\ntrials = 2\nseed = 4\nkeep_answers = \"all\"\n\n\
+         [analysis]\nbaseline = \"plain\"\n\n\
+         [accuracy]\nitems = \"arithmetic\"\nper_point = 3\n\n{}{}{}",
+        deployment("plain", ""),
+        deployment("again", ""),
+        deployment("ngram", ", \"--spec\", \"ngram\""),
+    );
+    let path = dir.join("twice.toml");
+    std::fs::write(&path, plan).unwrap();
+    let opts = RunOptions {
+        plan: qexp_plan::Plan::load(&path).unwrap(),
+        out: dir.join("results"),
+        overrides: Default::default(),
+        shard: None,
+        folder: Default::default(),
+    };
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let r = run(opts, rx).await.expect("run succeeds");
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    for e in &a.equivalence {
+        eprintln!(
+            "{} against {}: identical {}/{} ({:.0}%), first parting {:?}; baselines {} {:?}, {} {:?}; beyond: {}",
+            e.deployment,
+            e.baseline,
+            e.overall.identical,
+            e.overall.pairs,
+            e.overall.share * 100.0,
+            e.overall.first_divergence_word,
+            e.baseline,
+            e.baseline_self.as_ref().map(|s| s.share),
+            e.deployment,
+            e.deployment_self.as_ref().map(|s| s.share),
+            e.beyond_baseline
+        );
+    }
+    let pair = |name: &str| a.equivalence.iter().find(|e| e.deployment == name).unwrap();
+    // The same server twice: what its own baseline predicts.
+    let again = pair("again");
+    let own = again
+        .baseline_self
+        .as_ref()
+        .expect("a baseline across loads");
+    assert!(again.overall.pairs > 0);
+    assert!(
+        again.overall.share >= own.share - qexp_analysis::equivalence::EQUIVALENCE_SLACK,
+        "{again:?}"
+    );
+    assert!(!again.beyond_baseline, "{again:?}");
+    // Speculation at temperature 0 is lossless on this server.
+    let ngram = pair("ngram");
+    eprintln!("ngram against plain: {:?}", ngram.points);
+    assert!(!ngram.beyond_baseline, "{ngram:?}");
+    // qexp read llama.cpp's draft counters for the speculating deployment.
+    let accepted: f64 = a
+        .points
+        .iter()
+        .filter(|p| p.point.deployment.as_deref() == Some("ngram"))
+        .flat_map(|p| &p.trials)
+        .filter_map(|t| t.server_metric(qexp_analysis::ServerMetric::SpecAcceptanceLength))
+        .sum();
+    eprintln!("ngram acceptance length summed over trials: {accepted}");
+    assert!(accepted > 0.0, "llama.cpp's spec_decode counters were read");
+    // The loops are broken on every deployment, so no speed-up is `better`.
+    let c = a.deployments.as_ref().unwrap();
+    for d in &c.diffs {
+        for p in &d.pairs {
+            for m in &p.metrics {
+                eprintln!("{} {} {}", d.b.run_id, m.metric.key(), m.verdict.symbol());
+                assert_ne!(m.verdict, qexp_analysis::diff::Verdict::Better, "{m:?}");
+            }
+        }
+    }
+}
