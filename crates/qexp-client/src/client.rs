@@ -341,11 +341,10 @@ impl Client {
         // Serialized once; every attempt sends the same bytes.
         let body = bytes::Bytes::from(req.body(true).to_string());
         let out = Outcome {
-            // The answer's text, for its shape and its sample (a few bytes
-            // a token, against the JSON around each one).
-            text: Some(String::with_capacity(
-                req.max_tokens.min(1 << 16) as usize * 4,
-            )),
+            // The answer's text, for its hash, its shape and its sample (a
+            // few bytes a token, against the JSON around each one; grown
+            // as it comes, so an open stream holds only what it received).
+            text: Some(String::new()),
             // One arrival time per token, for the tokens asked for.
             chunk_offsets_s: Vec::with_capacity(req.max_tokens.min(1 << 16) as usize),
             ..Outcome::default()

@@ -62,7 +62,7 @@ pub(crate) struct StreamState {
     pub done: bool,
     /// Takes the API key out of the server's text kept in a message.
     pub redact: Redactor,
-    /// The answer's and the reasoning's hashes so far.
+    /// The reasoning's hash so far.
     pub digest: AnswerDigest,
 }
 
@@ -318,7 +318,6 @@ impl StreamState {
             }
             if answer_len > 0 {
                 out.first_answer_s.get_or_insert(arrived);
-                self.digest.answer(&choice.answer);
                 if let Some(text) = &mut out.text {
                     text.push_str(&choice.answer);
                 }
