@@ -120,12 +120,25 @@ impl<B: Backend> PointRunner<'_, B> {
             point,
             self.plan.workload.multi_turn.as_ref().map(|m| m.turns()),
         );
-        let items: Vec<Item> = self
+        let mut items: Vec<Item> = self
             .plan
             .accuracy
             .as_ref()
             .map(|a| a.items_of(trial, self.plan.run.seed))
             .unwrap_or_default();
+        // The point's first measured requests ask the trial's graded items,
+        // at most half of them: the rest make its timing.
+        items.truncate(point.requests as usize / 2);
+        // The sample of kept answers is taken among the others.
+        let ungraded: Vec<u32> = share
+            .measured
+            .iter()
+            .copied()
+            .filter(|i| {
+                i.checked_sub(point.warmup)
+                    .is_none_or(|r| r as usize >= items.len())
+            })
+            .collect();
         let ctx = Context {
             items: &items,
             run_id: &self.run_id,
@@ -137,7 +150,7 @@ impl<B: Backend> PointRunner<'_, B> {
             shard: (shard.count > 1).then_some(shard.index),
             shift_s: self.meeting.clock().shift_s(),
             requests_planned: share.measured.len() as u32,
-            answers: AnswerKeeping::new(self.plan.run.keep_answers, &share.measured),
+            answers: AnswerKeeping::new(self.plan.run.keep_answers, &ungraded),
         };
         let mut planned = BTreeMap::new();
         let jobs = self.jobs(trial, point, &share, &mut planned, &items);
@@ -325,12 +338,9 @@ impl<B: Backend> PointRunner<'_, B> {
             let (mut prompt, mut plan) = self.prompts.request(trial, point, index);
             plan.length_forced =
                 crate::workload::forces_length(&self.prep.extra, plan.output_tokens);
-            // The point's first measured requests ask the trial's graded
-            // items, at most half of them: the rest make its timing.
-            let graded = items.len().min(point.requests as usize / 2);
+            // The point's first measured requests ask the trial's graded items.
             let rank = index.checked_sub(point.warmup);
-            if let Some((r, item)) = rank.and_then(|r| Some((r, items[..graded].get(r as usize)?)))
-            {
+            if let Some((r, item)) = rank.and_then(|r| Some((r, items.get(r as usize)?))) {
                 prompt.clone_from(&item.prompt);
                 plan.graded = Some(r);
                 plan.cached_tokens = 0;

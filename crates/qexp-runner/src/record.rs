@@ -34,13 +34,15 @@ pub(crate) struct Context<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AnswerKeeping {
     keep: KeepAnswers,
-    /// Measured requests below this index are the sample kept whole.
+    /// Measured requests below this index (graded ones aside) are the
+    /// sample kept whole.
     sampled_below: u32,
 }
 
 impl AnswerKeeping {
     /// `keep` over a (trial, point) whose measured requests (of this
-    /// process) are `measured`, in sending order.
+    /// process, graded items left out: their answers are kept anyway) are
+    /// `measured`, in sending order.
     pub(crate) fn new(keep: KeepAnswers, measured: &[u32]) -> AnswerKeeping {
         let sampled_below = measured
             .iter()

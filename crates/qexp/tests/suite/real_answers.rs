@@ -151,7 +151,7 @@ async fn smollm2_accuracy_at_one_and_four_users() {
         "[experiment]\nname = \"accuracy\"\nversion = 1\n\n\
          [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
          extra_body = {{ temperature = 0 }}\n\n\
-         [workload]\ninput_tokens = 64\noutput_tokens = 16\n\n\
+         [workload]\ninput_tokens = 64\noutput_tokens = 8\n\n\
          [sweep]\nconcurrency = [1, 4]\n\n\
          [run]\nrequests = 80\nwarmup_requests = 0\ntrials = 1\nseed = 11\n\n\
          [accuracy]\nitems = \"arithmetic\"\nper_point = 40\n"
@@ -259,12 +259,12 @@ async fn smollm2_twice_and_with_ngram_speculation() {
     let plan = format!(
         "[experiment]\nname = \"twice\"\nversion = 1\n\n\
          [target]\nmodel = \"{MODEL}\"\napi = \"chat\"\nextra_body = {{ temperature = 0 }}\n\n\
-         [workload]\ninput_tokens = 20\noutput_tokens = 48\n\n\
+         [workload]\ninput_tokens = 20\noutput_tokens = 32\n\n\
          [workload.dataset]\npath = \"prompts.jsonl\"\nnonce = false\n\n\
          [sweep]\nconcurrency = [1, 2]\n\n\
-         [run]\nrequests = 6\nwarmup_requests = 0\ntrials = 2\nseed = 4\nkeep_answers = \"all\"\n\n\
+         [run]\nrequests = 4\nwarmup_requests = 0\ntrials = 2\nseed = 4\nkeep_answers = \"all\"\n\n\
          [analysis]\nbaseline = \"plain\"\n\n\
-         [accuracy]\nitems = \"arithmetic\"\nper_point = 3\n\n{}{}{}",
+         [accuracy]\nitems = \"arithmetic\"\nper_point = 2\n\n{}{}{}",
         deployment("plain", ""),
         deployment("again", ""),
         deployment("ngram", ", \"--spec\", \"ngram\""),
