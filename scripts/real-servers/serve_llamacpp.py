@@ -9,9 +9,11 @@ free port, so there is no race) to --url-file once it is up.
 llama.cpp sizing: with kv_unified off, the KV cache of n_ctx tokens is split
 evenly between the n_parallel slots, so n_ctx = per-slot context x slots.
 
-Chat: /v1/chat/completions formats messages with the GGUF's own
-tokenizer.chat_template through llama.cpp's Jinja engine (use_jinja on,
-chat_template left empty so the model's is used; /props shows it).
+Chat: with --jinja, /v1/chat/completions formats messages with the GGUF's
+own tokenizer.chat_template through llama.cpp's Jinja engine (use_jinja on,
+chat_template left empty so the model's is used; /props shows it); SmolLM2
+is served so. Without it (the tiny model), llama.cpp's built-in templates,
+as the fitted llama.cpp figures were measured.
 
 --spec ngram turns on llama.cpp's n-gram speculative decoding that needs no
 draft model (ngram-simple: the last N tokens, looked up in the slot's own
@@ -47,6 +49,11 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all cores)")
     ap.add_argument("--url-file", help="write http://HOST:PORT here once listening")
     ap.add_argument(
+        "--jinja",
+        action="store_true",
+        help="format chats with the GGUF's own chat template (Jinja)",
+    )
+    ap.add_argument(
         "--spec",
         choices=("off", "ngram"),
         default="off",
@@ -78,8 +85,9 @@ def main() -> int:
     p.endpoint_props = True
     p.endpoint_slots = True
     p.ui = False
-    p.use_jinja = True  # the GGUF's chat template, as a Jinja template
-    p.chat_template = ""  # empty: the model's tokenizer.chat_template
+    if args.jinja:
+        p.use_jinja = True  # the GGUF's chat template, as a Jinja template
+        p.chat_template = ""  # empty: the model's tokenizer.chat_template
     if args.spec == "ngram":
         p.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
         p.speculative.ngram_simple.size_n = args.spec_ngram_n

@@ -23,5 +23,5 @@ PYTHONUNBUFFERED=1 exec "$py" "$QEXP_REAL_SCRIPTS/serve_llamacpp.py" \
     --model "$QEXP_SMOLLM2_GGUF" --alias "$QEXP_SMOLLM2_MODEL_NAME" \
     --host 127.0.0.1 --port 0 \
     --slots "$QEXP_SMOLLM2_SLOTS" --ctx-per-slot "$QEXP_SMOLLM2_CTX_PER_SLOT" \
-    --threads "$QEXP_SMOLLM2_THREADS" \
+    --threads "$QEXP_SMOLLM2_THREADS" --jinja \
     "$@"

@@ -29,11 +29,13 @@ impl AnswerDigest {
             .update(text.as_bytes());
     }
 
-    /// Writes the hashes, and the shape of the answer text, into `out`.
+    /// Writes the hashes, and the shape of the answer text, into `out`;
+    /// a request that got no response has neither.
     pub(crate) fn finish(&self, out: &mut Outcome) {
-        out.answer_hash = out.text.as_deref().map(answer_hash);
+        let text = out.text.as_deref().filter(|_| out.headers_s.is_some());
+        out.answer_hash = text.map(answer_hash);
+        out.answer_shape = text.map(AnswerShape::of);
         out.reasoning_hash = self.reasoning.as_deref().map(Xxh3::digest);
-        out.answer_shape = out.text.as_deref().map(AnswerShape::of);
     }
 }
 
@@ -55,6 +57,7 @@ mod tests {
         }
         let mut out = Outcome {
             text: Some("The capital of France is Paris.".into()),
+            headers_s: Some(0.01),
             ..Outcome::default()
         };
         d.finish(&mut out);
@@ -68,9 +71,13 @@ mod tests {
             Some(answer_hash("The capital of France is Paris."))
         );
         assert_eq!(out.answer_shape.map(|s| s.chars), Some(31));
-        let mut plain = Outcome::default();
-        AnswerDigest::default().finish(&mut plain);
-        assert_eq!(plain.reasoning_hash, None, "no reasoning, no hash");
+        let mut unanswered = Outcome {
+            text: Some(String::new()),
+            ..Outcome::default()
+        };
+        AnswerDigest::default().finish(&mut unanswered);
+        assert_eq!(unanswered.reasoning_hash, None, "no reasoning, no hash");
+        assert_eq!(unanswered.answer_hash, None, "no response, no answer");
     }
 
     #[test]

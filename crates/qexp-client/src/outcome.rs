@@ -71,8 +71,8 @@ pub struct Outcome {
     /// answers, and a conversation sends it back in its next turn.
     #[serde(default)]
     pub text: Option<String>,
-    /// XXH3-64 of the answer's text ([`crate::answer_hash`]), taken as the
-    /// stream was parsed; None before a stream began.
+    /// XXH3-64 of the answer's text ([`crate::answer_hash`]), taken when
+    /// the stream ended; None when no response came.
     #[serde(default)]
     pub answer_hash: Option<u64>,
     /// XXH3-64 of the reasoning text, None when none came.

@@ -244,7 +244,7 @@ stored_row! {
         /// The shard that sent the request (`qexp run --shard K/N`); null in a run made by one process.
         SHARD shard: Option<u32>,
         /// XXH3-64 of the answer's text (reasoning apart); null when no
-        /// stream began. docs/results.md "Answer health" has this and the
+        /// response came. docs/results.md "Answer health" has this and the
         /// columns below.
         ANSWER_HASH answer_hash: Option<u64>,
         /// XXH3-64 of the reasoning text; null when none came.
