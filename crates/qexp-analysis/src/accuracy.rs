@@ -9,10 +9,9 @@
 //! point and deployment of it, and differ from another trial's, so the
 //! pairs are independent items. Only items answered on both sides count.
 
-use crate::diff::compare::{Method, MetricDiff, Scale, Test, Undecided, Untested, Verdict};
+use crate::diff::compare::{Method, MetricDiff, Scale, Test, Untested, Verdict};
 use crate::metric::Metric;
 use crate::metrics::PointSummary;
-use crate::stats::holm::holm_adjust;
 use crate::stats::mcnemar::Paired;
 use crate::stats::normal::normal_sf;
 use crate::stats::wilson::{normal_isf, wilson};
@@ -246,49 +245,11 @@ pub fn by_load(points: &[PointSummary], alpha: f64, level: f64) -> Vec<LoadCompa
             });
         }
     }
+    // Holm among themselves, by the diff's own rule (the diff's family
+    // adjusts the accuracy rows it holds with the rest of its tests).
     let mut diffs: Vec<&mut MetricDiff> = out.iter_mut().map(|c| &mut c.diff).collect();
-    decide(&mut diffs, alpha);
+    crate::diff::compare::adjust(&mut diffs, alpha);
     out
-}
-
-/// Holm-adjusts accuracy comparisons among themselves and gives each its
-/// verdict (the diff's own family does this for the diff's comparisons).
-fn decide(diffs: &mut [&mut MetricDiff], alpha: f64) {
-    let p: Vec<f64> = diffs
-        .iter()
-        .map(|d| d.test.map_or(f64::NAN, |t| t.p))
-        .collect();
-    let p_eq: Vec<f64> = diffs
-        .iter()
-        .map(|d| d.test.and_then(|t| t.p_equivalent).unwrap_or(f64::NAN))
-        .collect();
-    let (adj, adj_eq) = (holm_adjust(&p), holm_adjust(&p_eq));
-    for ((d, p_holm), p_eq_holm) in diffs.iter_mut().zip(adj).zip(adj_eq) {
-        let Some(t) = d.test.as_mut() else { continue };
-        t.p_holm = p_holm;
-        t.p_equivalent_holm = Some(p_eq_holm);
-        d.verdict = verdict(t, alpha);
-        d.undecided = (d.verdict == Verdict::NoChange).then_some(Undecided {
-            needed: None,
-            towards_equivalence: t.estimate.abs() < t.margin,
-        });
-    }
-}
-
-/// The verdict of an adjusted accuracy test: better or worse by at least the
-/// margin and significant, `=` when shown within it, `~` otherwise.
-pub(crate) fn verdict(t: &Test, alpha: f64) -> Verdict {
-    if t.p_holm <= alpha && t.estimate.abs() >= t.margin {
-        if t.estimate > 0.0 {
-            Verdict::Better
-        } else {
-            Verdict::Worse
-        }
-    } else if t.p_equivalent_holm.is_some_and(|p| p <= alpha) {
-        Verdict::Equivalent
-    } else {
-        Verdict::NoChange
-    }
 }
 
 #[cfg(test)]

@@ -49,16 +49,21 @@ async fn run_prompts(dir: &Path, url: &str, name: &str, prompts: &[&str]) -> Run
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, plan).unwrap();
+    let r = run_plan_file(&path, dir).await;
+    qexp_analysis::analyze(&r.dir).unwrap()
+}
+
+/// Runs the plan file at `path`, results under `dir`.
+async fn run_plan_file(path: &Path, dir: &Path) -> qexp_runner::RunResult {
     let opts = RunOptions {
-        plan: qexp_plan::Plan::load(&path).unwrap(),
+        plan: qexp_plan::Plan::load(path).unwrap(),
         out: dir.join("results"),
         overrides: Default::default(),
         shard: None,
         folder: Default::default(),
     };
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    let r = run(opts, rx).await.expect("run succeeds");
-    qexp_analysis::analyze(&r.dir).unwrap()
+    run(opts, rx).await.expect("run succeeds")
 }
 
 /// Every point's answer health, for the log: the figures behind the verdict.
@@ -158,15 +163,7 @@ async fn smollm2_accuracy_at_one_and_four_users() {
     );
     let path = dir.join("accuracy.toml");
     std::fs::write(&path, plan).unwrap();
-    let opts = RunOptions {
-        plan: qexp_plan::Plan::load(&path).unwrap(),
-        out: dir.join("results"),
-        overrides: Default::default(),
-        shard: None,
-        folder: Default::default(),
-    };
-    let (_tx, rx) = tokio::sync::watch::channel(false);
-    let r = run(opts, rx).await.expect("run succeeds");
+    let r = run_plan_file(&path, dir).await;
     let a = qexp_analysis::analyze(&r.dir).unwrap();
     for p in &a.points {
         let acc = qexp_analysis::accuracy::Accuracy::of(p).expect("graded");
@@ -271,15 +268,7 @@ async fn smollm2_twice_and_with_ngram_speculation() {
     );
     let path = dir.join("twice.toml");
     std::fs::write(&path, plan).unwrap();
-    let opts = RunOptions {
-        plan: qexp_plan::Plan::load(&path).unwrap(),
-        out: dir.join("results"),
-        overrides: Default::default(),
-        shard: None,
-        folder: Default::default(),
-    };
-    let (_tx, rx) = tokio::sync::watch::channel(false);
-    let r = run(opts, rx).await.expect("run succeeds");
+    let r = run_plan_file(&path, dir).await;
     let a = qexp_analysis::analyze(&r.dir).unwrap();
     for e in &a.equivalence {
         eprintln!(
