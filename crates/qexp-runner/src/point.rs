@@ -120,25 +120,7 @@ impl<B: Backend> PointRunner<'_, B> {
             point,
             self.plan.workload.multi_turn.as_ref().map(|m| m.turns()),
         );
-        let mut items: Vec<Item> = self
-            .plan
-            .accuracy
-            .as_ref()
-            .map(|a| a.items_of(trial, self.plan.run.seed))
-            .unwrap_or_default();
-        // The point's first measured requests ask the trial's graded items,
-        // at most half of them: the rest make its timing.
-        items.truncate(point.requests as usize / 2);
-        // The sample of kept answers is taken among the others.
-        let ungraded: Vec<u32> = share
-            .measured
-            .iter()
-            .copied()
-            .filter(|i| {
-                i.checked_sub(point.warmup)
-                    .is_none_or(|r| r as usize >= items.len())
-            })
-            .collect();
+        let items = self.graded_items(trial, point);
         let ctx = Context {
             items: &items,
             run_id: &self.run_id,
@@ -150,7 +132,11 @@ impl<B: Backend> PointRunner<'_, B> {
             shard: (shard.count > 1).then_some(shard.index),
             shift_s: self.meeting.clock().shift_s(),
             requests_planned: share.measured.len() as u32,
-            answers: AnswerKeeping::new(self.plan.run.keep_answers, &ungraded),
+            answers: AnswerKeeping::new(
+                self.plan.run.keep_answers,
+                &share.measured,
+                point.warmup + items.len() as u32,
+            ),
         };
         let mut planned = BTreeMap::new();
         let jobs = self.jobs(trial, point, &share, &mut planned, &items);
@@ -322,6 +308,19 @@ impl<B: Backend> PointRunner<'_, B> {
                 failure_classes(measured)
             ));
         }
+    }
+
+    /// The graded items (`[accuracy]`) the point's first measured requests
+    /// of `trial` ask, at most half of them: the rest make its timing.
+    fn graded_items(&self, trial: u32, point: &Point) -> Vec<Item> {
+        let mut items: Vec<Item> = self
+            .plan
+            .accuracy
+            .as_ref()
+            .map(|a| a.items_of(trial, self.plan.run.seed))
+            .unwrap_or_default();
+        items.truncate(point.requests as usize / 2);
+        items
     }
 
     /// The warmup and measured jobs of (`trial`, `point`); what each was

@@ -41,11 +41,12 @@ pub(crate) struct AnswerKeeping {
 
 impl AnswerKeeping {
     /// `keep` over a (trial, point) whose measured requests (of this
-    /// process, graded items left out: their answers are kept anyway) are
-    /// `measured`, in sending order.
-    pub(crate) fn new(keep: KeepAnswers, measured: &[u32]) -> AnswerKeeping {
+    /// process) are `measured`, in sending order; the sample is taken from
+    /// index `ungraded_from` on (graded items' answers are kept anyway).
+    pub(crate) fn new(keep: KeepAnswers, measured: &[u32], ungraded_from: u32) -> AnswerKeeping {
         let sampled_below = measured
             .iter()
+            .filter(|i| **i >= ungraded_from)
             .take(KeepAnswers::SAMPLED as usize)
             .max()
             .map_or(0, |i| i + 1);
@@ -125,19 +126,6 @@ pub(crate) fn request_row(
     };
     let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
     let shape = o.answer_shape;
-    let unhealthy = shape.is_some_and(|shape| {
-        o.ok()
-            && !AnswerFacts {
-                shape,
-                finish_reason: o.finish_reason.as_deref(),
-                reasoned: o.reasoning_hash.is_some(),
-                length_forced: planned.length_forced,
-                output_tokens: o.output_tokens(),
-                output_planned: planned.output_tokens,
-            }
-            .issues()
-            .is_empty()
-    });
     let item = planned.graded.and_then(|r| ctx.items.get(r as usize));
     let correct = item
         .filter(|_| o.ok())
@@ -203,9 +191,27 @@ pub(crate) fn request_row(
             o.text.as_deref(),
             f.index,
             warmup,
-            unhealthy || item.is_some(),
+            unhealthy(o, planned) || item.is_some(),
         ),
     }
+}
+
+/// Whether a successful request's answer has an issue (qexp-types'
+/// [`AnswerFacts::issues`]), so that its text is worth keeping.
+fn unhealthy(o: &qexp_client::Outcome, planned: Planned) -> bool {
+    o.answer_shape.is_some_and(|shape| {
+        o.ok()
+            && !AnswerFacts {
+                shape,
+                finish_reason: o.finish_reason.as_deref(),
+                reasoned: o.reasoning_hash.is_some(),
+                length_forced: planned.length_forced,
+                output_tokens: o.output_tokens(),
+                output_planned: planned.output_tokens,
+            }
+            .issues()
+            .is_empty()
+    })
 }
 
 /// The point row from its measured (non-warmup) requests.

@@ -162,7 +162,7 @@ fn point_rows(
                 shift_s: 0.0,
                 requests_planned: point.requests,
                 // Rows are copied from the shards as they are: none is made here.
-                answers: AnswerKeeping::new(qexp_plan::KeepAnswers::None, &[]),
+                answers: AnswerKeeping::new(qexp_plan::KeepAnswers::None, &[], 0),
             };
             // Two reads of the (trial, point), a piece at a time: the
             // shards' spans of sends first (three columns), which name the
