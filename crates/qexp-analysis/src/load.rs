@@ -147,6 +147,7 @@ pub fn analyze_bounded(
         reasoning,
         schedule,
     );
+    anomaly::failures::name_classes(&mut run.flags, &failures);
     run.failures = failures;
     run.equivalence = crate::equivalence::of_run(dir, &run)?;
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();

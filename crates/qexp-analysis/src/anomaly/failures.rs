@@ -1,8 +1,73 @@
 //! Failed requests and trials the runner marked invalid. Any failure is
 //! flagged: a benchmark's medians describe only the requests that succeeded.
+//! The flag names the failures' error classes, and its advice follows them
+//! ([`advice`]): a timeout asks for a longer timeout or less load, a rate
+//! limit for a higher limit, a broken stream for the server's log.
 
 use super::Flag;
+use crate::failures::FailureGroup;
 use crate::metrics::PointSummary;
+use qexp_types::ErrorClass;
+
+/// What to do about failures of `class`: a sentence fragment.
+pub fn advice(class: ErrorClass) -> &'static str {
+    use ErrorClass as E;
+    match class {
+        E::FirstByteTimeout | E::Timeout | E::IdleTimeout => {
+            "timeouts at high concurrency mean the plan's [timeouts] (first_byte_s, \
+             idle_s, total_s) are shorter than the server's queue: raise them or lower the load"
+        }
+        E::RateLimited => {
+            "HTTP 429 is a rate limit (the server's or a gateway's): these numbers measure \
+             the limiter; raise the limit for the benchmark's key or lower the rate"
+        }
+        E::Unavailable => {
+            "HTTP 503 means the server was overloaded or still starting (its Retry-After is \
+             in error_message): wait until it is ready before measuring, or cap the load \
+             ([load] max_in_flight, lower concurrency)"
+        }
+        E::StreamBroken | E::ConnectionClosed => {
+            "connections broke mid-answer: look in the server's log for a crash, restart or \
+             out-of-memory, and at any proxy between (idle timeouts, connection limits)"
+        }
+        E::Connect => "no connection could be made: the server was down or unreachable",
+        E::ContextLength => {
+            "prompt and answer do not fit the model's context: shorten the lengths or raise \
+             the server's context limit"
+        }
+        E::HttpStatus | E::ServerError | E::NoOutput => {
+            "the server answered with errors: read error_message and the server's log"
+        }
+        E::Protocol
+        | E::MalformedJson
+        | E::MissingDone
+        | E::OversizedEvent
+        | E::InvalidUtf8
+        | E::ContentType => {
+            "the stream is not what an OpenAI-compatible server sends: check [target] api \
+             (chat or completions) and any proxy between"
+        }
+        E::Cancelled => "qexp stopped them: the run was interrupted",
+        E::Skipped => "an earlier turn of their conversation failed first",
+    }
+}
+
+/// Names the error classes of each failures flag from the run's failed
+/// requests grouped by point and class (largest first).
+pub fn name_classes(flags: &mut [Flag], groups: &[FailureGroup]) {
+    for f in flags {
+        if let Flag::Failures {
+            point_id, classes, ..
+        } = f
+        {
+            *classes = groups
+                .iter()
+                .filter(|g| g.point_id == *point_id)
+                .filter_map(|g| Some((ErrorClass::from_name(&g.class)?, g.count)))
+                .collect();
+        }
+    }
+}
 
 /// A failures flag per point with failed requests, then an invalid-trial flag per distinct reason.
 pub fn detect(points: &[PointSummary]) -> Vec<Flag> {
@@ -20,6 +85,7 @@ pub fn detect(points: &[PointSummary]) -> Vec<Flag> {
                 failures: p.failures,
                 requests: p.requests,
                 trials: failed,
+                classes: Vec::new(),
             });
         }
         let mut reasons: Vec<(&str, Vec<u32>)> = Vec::new();
@@ -62,6 +128,7 @@ mod tests {
                 failures: 4,
                 requests: 12,
                 trials: vec![1, 3],
+                classes: Vec::new(),
             }]
         );
         let text = flags[0].to_string();
@@ -100,5 +167,58 @@ mod tests {
             flags[0].to_string(),
             "Trials 1, 3 were marked invalid: server restarted mid-point. Their numbers are still in this point's statistics; fix the cause and rerun the point."
         );
+    }
+
+    #[test]
+    fn advice_follows_the_failure_class() {
+        let flag = |classes: Vec<(ErrorClass, u64)>| {
+            let mut flags = vec![Flag::Failures {
+                point_id: 7,
+                failures: classes.iter().map(|c| c.1).sum(),
+                requests: 40,
+                trials: vec![1],
+                classes: Vec::new(),
+            }];
+            let groups: Vec<FailureGroup> = classes
+                .iter()
+                .map(|(c, n)| FailureGroup {
+                    point_id: 7,
+                    class: c.as_str().into(),
+                    count: *n,
+                    trials: vec![1],
+                    message: String::new(),
+                })
+                .collect();
+            name_classes(&mut flags, &groups);
+            flags[0].to_string()
+        };
+        for class in [
+            ErrorClass::StreamBroken,
+            ErrorClass::Unavailable,
+            ErrorClass::RateLimited,
+            ErrorClass::ContextLength,
+        ] {
+            let text = flag(vec![(class, 3)]);
+            assert!(
+                text.contains(&format!("({class} 3)")) && !text.contains("first_byte_s"),
+                "{text}"
+            );
+        }
+        let text = flag(vec![
+            (ErrorClass::FirstByteTimeout, 5),
+            (ErrorClass::RateLimited, 2),
+        ]);
+        assert!(
+            text.contains("(first_byte_timeout 5, rate_limited 2)")
+                && text.contains("first_byte_s")
+                && text.contains("rate limit"),
+            "{text}"
+        );
+        // Two classes with the same advice say it once.
+        let text = flag(vec![
+            (ErrorClass::StreamBroken, 1),
+            (ErrorClass::ConnectionClosed, 1),
+        ]);
+        assert_eq!(text.matches("broke mid-answer").count(), 1, "{text}");
     }
 }

@@ -30,6 +30,13 @@ pub struct MetricCv {
     pub metric: Metric,
     /// Its CV (std / mean).
     pub cv: f64,
+    /// Judged per token (TTFT per prompt token, E2E per answer token),
+    /// because the plan draws lengths from distributions on purpose.
+    pub per_token: bool,
+    /// Set when the trials' spread (largest − smallest, seconds) is within
+    /// how late qexp's own event loop woke (its p99, the largest of the
+    /// trials'): the host's scheduling tail explains it, not the server.
+    pub host_lag_s: Option<f64>,
 }
 
 /// One metric of an outlier trial.
@@ -140,6 +147,9 @@ pub enum Flag {
         requests: u64,
         /// Trials with failures.
         trials: Vec<u32>,
+        /// The error classes and their counts, largest first (empty until
+        /// [`super::failures::name_classes`] reads the run's failed rows).
+        classes: Vec<(qexp_types::ErrorClass, u64)>,
     },
     /// Token counts that disagree: server vs client output, or server vs plan input.
     TokenMismatch {
@@ -292,6 +302,9 @@ impl Flag {
             Flag::UnexpectedCacheHits { .. } => "Unexpected cache hits",
             Flag::SaturationKnee { .. } => "Saturation knee",
             Flag::LoadGeneratorBehind { .. } => "Load generator behind",
+            Flag::ClientBusy { cpu_cores, .. } if super::loadgen::host_delayed(*cpu_cores) => {
+                "Client host delayed qexp"
+            }
             Flag::ClientBusy { .. } => "Load generator busy",
             Flag::ScheduleDelay { .. } => "Waiting before the send",
             Flag::RateShortfall { .. } => "Rate below schedule",

@@ -11,10 +11,25 @@
 //! The same limit holds for qexp's own event-loop lag (p99 of how late a
 //! due timer was woken while the point ran, recorded by the runner): chunk
 //! arrivals are stamped that late, so a trial above it is flagged as the
-//! client having been too busy to time the server.
+//! client having been too busy to time the server. Below
+//! [`CLIENT_CPU_SHORT_CORES`] of qexp's own CPU use, qexp was not short of
+//! CPU: the late wake-ups were the host's (another process on its cores,
+//! timer granularity, a virtual machine's stolen time), and the flag says
+//! so rather than asking for more CPU.
 
 use super::{Flag, Thresholds};
 use crate::metrics::PointSummary;
+
+/// qexp's CPU use (cores, over the point) below which a late event loop is
+/// not qexp being short of CPU: a client that busy uses at least half a
+/// core (`qexp bench` measures about one core per 1.5 million tokens/s).
+pub const CLIENT_CPU_SHORT_CORES: f64 = 0.5;
+
+/// Whether qexp's late wake-ups at `cores` of CPU use are the host's doing
+/// rather than qexp's own load (false when the use is unknown).
+pub fn host_delayed(cores: f64) -> bool {
+    cores.is_finite() && cores < CLIENT_CPU_SHORT_CORES
+}
 
 /// One flag per point with at least one late trial.
 pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
@@ -167,5 +182,29 @@ mod tests {
             tr.client_loop_lag_p99_s = 0.012;
         }
         assert!(detect_busy(&[resummarise(&p)], &Thresholds::default()).is_empty());
+    }
+
+    #[test]
+    fn a_late_loop_at_low_cpu_is_the_hosts() {
+        let mut p = founding_throughput().swap_remove(0);
+        for tr in &mut p.trials {
+            tr.client_loop_lag_p99_s = 0.032;
+            tr.client_cpu_cores = 0.05;
+        }
+        let flags = detect_busy(&[resummarise(&p)], &Thresholds::default());
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].title(), "Client host delayed qexp");
+        let text = flags[0].to_string();
+        assert!(
+            text.contains("not short of CPU") && !text.contains("Give qexp more CPU"),
+            "{text}"
+        );
+        // At the limit's other side, qexp itself was busy.
+        for tr in &mut p.trials {
+            tr.client_cpu_cores = CLIENT_CPU_SHORT_CORES;
+        }
+        let flags = detect_busy(&[resummarise(&p)], &Thresholds::default());
+        assert_eq!(flags[0].title(), "Load generator busy");
+        assert!(flags[0].to_string().contains("Give qexp more CPU"));
     }
 }

@@ -22,7 +22,7 @@
 //! `open_loop_noise` test.
 
 use super::{Flag, Metric, MetricCv, OutlierValue, Thresholds};
-use crate::metrics::PointSummary;
+use crate::metrics::{PointSummary, TrialMetrics};
 use crate::stats::{classify, sorted_finite, tukey_fences, OutlierKind};
 
 /// Whether the server sets `m` at `p`: everywhere but an open-loop
@@ -31,17 +31,77 @@ pub fn server_controls(p: &PointSummary, m: Metric) -> bool {
     !(m == Metric::AggTokS && p.point.open_loop.is_some())
 }
 
-/// One flag per point with a metric whose CV exceeds `t.cv`.
+/// Whether the plan draws `p`'s prompt or answer lengths from
+/// distributions, so that its trials differ in length by design.
+pub fn lengths_vary(p: &PointSummary) -> bool {
+    p.trials.iter().any(|t| t.lengths_vary)
+}
+
+/// Whether `m` is judged per token at `p`: TTFT and E2E where lengths
+/// vary by design (a trial of longer prompts has a longer TTFT without
+/// any noise).
+fn per_token(p: &PointSummary, m: Metric) -> bool {
+    matches!(m, Metric::TtftS | Metric::E2eS) && lengths_vary(p)
+}
+
+/// One trial's value of `m` as noise is judged at `p`: as measured, or
+/// per token where [`per_token`] (TTFT per prompt token, E2E per answer
+/// token, each the trial's median over its median count; NaN when the
+/// count is unknown).
+fn judged_value(p: &PointSummary, m: Metric, tr: &TrialMetrics) -> f64 {
+    let v = m.of_trial(tr);
+    if !per_token(p, m) {
+        return v;
+    }
+    let tokens = match m {
+        Metric::TtftS if tr.prompt_tokens.is_finite() => tr.prompt_tokens,
+        Metric::TtftS => tr.input_planned,
+        _ => tr.completion_tokens,
+    };
+    if tokens > 0.0 {
+        v / tokens
+    } else {
+        f64::NAN
+    }
+}
+
+/// The largest of the trials' event-loop lag p99 when the trials' spread
+/// of `m` (a time, judged as measured) is within it: the client's host
+/// was late by as much as the trials differ.
+fn host_lag(p: &PointSummary, m: Metric, values: &[f64]) -> Option<f64> {
+    if m.spec().unit != crate::metric::Unit::Seconds || per_token(p, m) {
+        return None;
+    }
+    let lag = p
+        .trials
+        .iter()
+        .map(|t| t.client_loop_lag_p99_s)
+        .filter(|l| l.is_finite())
+        .fold(f64::NAN, f64::max);
+    let finite = sorted_finite(values);
+    let spread = finite.last()? - finite.first()?;
+    (lag.is_finite() && spread <= lag).then_some(lag)
+}
+
+/// One flag per point with a metric whose CV exceeds `t.cv`, judged on
+/// what the plan holds fixed (see [`judged_value`]).
 pub fn detect_noisy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     points
         .iter()
         .filter_map(|p| {
             let metrics: Vec<MetricCv> = Metric::ALL
                 .iter()
-                .filter(|&&m| server_controls(p, m))
+                .filter(|&&m| server_controls(p, m) && m.summary(p).is_some())
                 .filter_map(|&m| {
-                    let cv = m.summary(p)?.cv?;
-                    (cv > t.cv).then_some(MetricCv { metric: m, cv })
+                    let values: Vec<f64> =
+                        p.trials.iter().map(|tr| judged_value(p, m, tr)).collect();
+                    let cv = crate::stats::Summary::of(&values)?.cv?;
+                    (cv > t.cv).then(|| MetricCv {
+                        metric: m,
+                        cv,
+                        per_token: per_token(p, m),
+                        host_lag_s: host_lag(p, m, &values),
+                    })
                 })
                 .collect();
             (!metrics.is_empty()).then_some(Flag::NoisyPoint {
@@ -62,8 +122,8 @@ pub fn detect_outliers(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
             .iter()
             .filter(|&&m| server_controls(p, m))
             .map(|&m| {
-                let values: Vec<f64> = p.trials.iter().map(|tr| m.of_trial(tr)).collect();
-                let median = m.summary(p).map(|s| s.median);
+                let values: Vec<f64> = p.trials.iter().map(|tr| judged_value(p, m, tr)).collect();
+                let median = crate::stats::Summary::of(&values).map(|s| s.median);
                 (m, tukey_fences(&sorted_finite(&values)), median)
             })
             .collect();
@@ -71,7 +131,7 @@ pub fn detect_outliers(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
             let metrics: Vec<OutlierValue> = fences
                 .iter()
                 .filter_map(|&(m, f, median)| {
-                    let (f, median, value) = (f?, median?, m.of_trial(tr));
+                    let (f, median, value) = (f?, median?, judged_value(p, m, tr));
                     let kind = classify(value, &f)?;
                     let material = (value - median).abs() > t.min_change * median.abs();
                     material.then_some(OutlierValue {
@@ -98,7 +158,7 @@ pub fn detect_outliers(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{
-        curve, founding_longctx_noisy, founding_throughput, point, trial,
+        curve, founding_longctx_noisy, founding_throughput, point, resummarise, trial,
     };
     use super::*;
 
@@ -264,5 +324,90 @@ mod tests {
         let pts = curve(&[(1, 1000, 200)], &vs);
         assert!(detect_outliers(&pts, &Thresholds::default()).is_empty());
         assert!(detect_noisy(&pts, &Thresholds::default()).is_empty());
+    }
+
+    /// Trials whose answers were drawn at 100, 150 and 200 tokens on
+    /// purpose: E2E follows the length (10 ms a token), TTFT does not.
+    fn varied_lengths(per_token_e2e: [f64; 3]) -> PointSummary {
+        let trials = [100.0, 150.0, 200.0]
+            .into_iter()
+            .zip(per_token_e2e)
+            .enumerate()
+            .map(|(i, (n, e))| TrialMetrics {
+                completion_tokens: n,
+                lengths_vary: true,
+                ..trial(i as u32 + 1, 100.0, 50.0, 0.5, n * e)
+            })
+            .collect();
+        point(0, 1, 1000, 200, trials)
+    }
+
+    #[test]
+    fn lengths_drawn_by_design_are_judged_per_token() {
+        // E2E 1, 1.5, 2 s (CV 33%) from lengths alone: not noise.
+        let steady = varied_lengths([0.01, 0.01, 0.01]);
+        assert!(detect_noisy(std::slice::from_ref(&steady), &Thresholds::default()).is_empty());
+        // The same lengths held fixed would be flagged.
+        let mut fixed = steady.clone();
+        for t in &mut fixed.trials {
+            t.lengths_vary = false;
+        }
+        let fixed = resummarise(&fixed);
+        assert_eq!(detect_noisy(&[fixed], &Thresholds::default()).len(), 1);
+        // A per-token E2E that varies is still noise, and the flag says how it was judged.
+        let noisy = varied_lengths([0.01, 0.014, 0.008]);
+        let flags = detect_noisy(&[noisy], &Thresholds::default());
+        let [Flag::NoisyPoint { metrics, .. }] = flags.as_slice() else {
+            panic!("one noisy flag expected: {flags:?}");
+        };
+        assert_eq!(
+            metrics
+                .iter()
+                .map(|m| (m.metric, m.per_token))
+                .collect::<Vec<_>>(),
+            vec![(Metric::E2eS, true)]
+        );
+        let text = flags[0].to_string();
+        assert!(
+            text.contains("E2E latency per answer token by")
+                && text.contains("lengths from distributions"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_itl_tail_within_the_hosts_lateness_is_named_as_the_host() {
+        // ITL p99 3, 4, 5 ms (CV 25%): a 2 ms spread.
+        let mut p = ttft_point(&[0.5, 0.5, 0.5]);
+        for (t, itl) in p.trials.iter_mut().zip([0.003, 0.004, 0.005]) {
+            t.itl_p99_s = itl;
+            t.client_loop_lag_p99_s = 0.001;
+        }
+        // The largest of the trials' lags counts.
+        let late = |lag: f64| {
+            let mut q = p.clone();
+            q.trials[1].client_loop_lag_p99_s = lag;
+            detect_noisy(&[resummarise(&q)], &Thresholds::default())
+        };
+        // Loop late by up to 4 ms: the 2 ms spread is the host's.
+        let flags = late(0.004);
+        let [Flag::NoisyPoint { metrics, .. }] = flags.as_slice() else {
+            panic!("one noisy flag expected: {flags:?}");
+        };
+        assert_eq!(metrics[0].metric, Metric::ItlP99S);
+        assert_eq!(metrics[0].host_lag_s, Some(0.004));
+        let text = flags[0].to_string();
+        assert!(
+            text.contains("client host's scheduling tail")
+                && !text.contains("find the interference"),
+            "{text}"
+        );
+        // Loop late by at most 1.5 ms: the spread is beyond it, so it may be the server's.
+        let flags = late(0.0015);
+        let [Flag::NoisyPoint { metrics, .. }] = flags.as_slice() else {
+            panic!("one noisy flag expected: {flags:?}");
+        };
+        assert_eq!(metrics[0].host_lag_s, None);
+        assert!(flags[0].to_string().contains("find the interference"));
     }
 }

@@ -140,17 +140,63 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     };
     let list: Vec<String> = metrics
         .iter()
-        .map(|m| format!("{} by {}", m.metric.name(), percent(m.cv)))
+        .map(|m| {
+            let per = match (m.per_token, m.metric) {
+                (false, _) => "",
+                (true, Metric::TtftS) => " per prompt token",
+                (true, _) => " per answer token",
+            };
+            format!("{}{per} by {}", m.metric.name(), percent(m.cv))
+        })
         .collect();
     write!(
         f,
-        "Trials disagree beyond the {} CV limit: {} across {n} trials. The medians \
-         are uncertain; rerun with --trials {} or find the interference (other load \
-         on the server or client, throttling, a restart mid-point).",
+        "Trials disagree beyond the {} CV limit: {} across {n} trials.",
         percent(*threshold),
         list.join(", "),
-        (*n + 2).max(5)
-    )
+    )?;
+    if metrics.iter().any(|m| m.per_token) {
+        write!(
+            f,
+            " The plan draws prompt or answer lengths from distributions, so trials differ \
+             in length by design: TTFT and E2E are judged per token."
+        )?;
+    }
+    let host: Vec<&str> = metrics
+        .iter()
+        .filter(|m| m.host_lag_s.is_some())
+        .map(|m| m.metric.name())
+        .collect();
+    let lag = metrics
+        .iter()
+        .filter_map(|m| m.host_lag_s)
+        .fold(f64::NAN, f64::max);
+    if !host.is_empty() {
+        write!(
+            f,
+            " {} {} across trials by no more than qexp's own event loop woke late \
+             (p99 up to {}): that is the client host's scheduling tail (timer \
+             granularity, other processes, a simulator sharing qexp's cores), not the \
+             server.",
+            capitalised(&host.join(" and ")),
+            if host.len() == 1 { "differs" } else { "differ" },
+            seconds(lag)
+        )?;
+    }
+    if metrics.iter().all(|m| m.host_lag_s.is_some()) {
+        write!(
+            f,
+            " Rerun on a quieter client host (or a release build) before reading those \
+             tails; the server is not shown to vary."
+        )
+    } else {
+        write!(
+            f,
+            " The medians are uncertain; rerun with --trials {} or find the interference \
+             (other load on the server or client, throttling, a restart mid-point).",
+            (*n + 2).max(5)
+        )
+    }
 }
 
 fn outlier_trial(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -186,6 +232,7 @@ fn failures(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         failures,
         requests,
         trials: ts,
+        classes,
         ..
     } = flag
     else {
@@ -193,14 +240,31 @@ fn failures(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     };
     write!(
         f,
-        "{} of {} requests failed ({}) in {}; the medians use only the successful ones. \
-         Check error_class and error_message in requests.parquet and the server log; \
-         timeouts at high concurrency mean the plan's [timeouts] first_byte_s (or total_s) \
-         is shorter than the queue.",
+        "{} of {} requests failed ({}) in {}",
         thousands(*failures),
         thousands(*requests),
         percent(*failures as f64 / (*requests).max(1) as f64),
         trials(ts)
+    )?;
+    if !classes.is_empty() {
+        let list: Vec<String> = classes
+            .iter()
+            .map(|(c, n)| format!("{c} {}", thousands(*n)))
+            .collect();
+        write!(f, " ({})", list.join(", "))?;
+    }
+    write!(f, "; the medians use only the successful ones.")?;
+    let mut said: Vec<&str> = Vec::new();
+    for (c, _) in classes {
+        let a = super::failures::advice(*c);
+        if !said.contains(&a) {
+            said.push(a);
+            write!(f, " {}.", capitalised(a))?;
+        }
+    }
+    write!(
+        f,
+        " Check error_class and error_message in requests.parquet and the server log."
     )
 }
 
@@ -287,6 +351,19 @@ fn client_busy(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     else {
         return Ok(());
     };
+    if super::loadgen::host_delayed(*cpu_cores) {
+        return write!(
+            f,
+            "qexp's event loop woke up to {} late (p99) in {} (limit {}) while qexp used \
+             only {cpu_cores:.2} cores: qexp was not short of CPU, the host delayed it \
+             (another process on its cores, timer granularity, a virtual machine's stolen \
+             time). Chunk arrivals and sends were stamped that late; rerun on a quieter \
+             host or give qexp cores of its own (taskset), not more load generators.",
+            seconds(*loop_lag_p99_s),
+            trials(ts),
+            seconds(*limit_s)
+        );
+    }
     let cores = if cpu_cores.is_finite() {
         format!(", using {cpu_cores:.2} cores")
     } else {
