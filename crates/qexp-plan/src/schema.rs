@@ -359,6 +359,9 @@ pub struct AnalysisSection {
     /// Aggregate-throughput gain per doubling of concurrency below which throughput has stopped scaling (the saturation knee).
     #[serde(default = "default_knee_gain")]
     pub knee_gain: f64,
+    /// TTFT above this many times its value at the lowest concurrency has left its low-load plateau (the knee's latency side).
+    #[serde(default = "default_ttft_plateau")]
+    pub ttft_plateau: f64,
     /// Relative change too small to flag as a curve going the wrong way or as an outlier trial.
     #[serde(default = "default_min_change")]
     pub min_change: f64,
@@ -379,6 +382,9 @@ fn default_cv() -> f64 {
 fn default_knee_gain() -> f64 {
     0.05
 }
+fn default_ttft_plateau() -> f64 {
+    2.0
+}
 fn default_min_change() -> f64 {
     0.02
 }
@@ -394,6 +400,7 @@ impl Default for AnalysisSection {
         AnalysisSection {
             cv_threshold: default_cv(),
             knee_gain: default_knee_gain(),
+            ttft_plateau: default_ttft_plateau(),
             min_change: default_min_change(),
             send_lag_s: default_send_lag_s(),
             send_lag_fraction: default_send_lag_fraction(),
@@ -702,6 +709,13 @@ impl PlanFile {
                 0..0,
                 "analysis.knee_gain",
                 "must be a positive fraction, e.g. 0.05",
+            );
+        }
+        if !(a.ttft_plateau > 1.0 && a.ttft_plateau.is_finite()) {
+            return invalid(
+                0..0,
+                "analysis.ttft_plateau",
+                "must be a factor above 1, e.g. 2 for twice the lowest concurrency's TTFT",
             );
         }
         // `qexp diff` divides changes into better/worse and `=` at this

@@ -193,6 +193,12 @@ pub enum Flag {
         ttft_s: f64,
         /// Median TTFT at the highest concurrency.
         last_ttft_s: f64,
+        /// Where TTFT leaves its low-load plateau along the sweep.
+        plateau: super::knee::Plateau,
+        /// What the plan's `[slo]` says, when it has one.
+        slo: Option<super::knee::SloLoad>,
+        /// The sweep's point ids, by concurrency.
+        sweep: Vec<u32>,
     },
     /// The client sent requests late, so the numbers describe the client.
     LoadGeneratorBehind {

@@ -47,6 +47,9 @@ pub fn detect(run: &RunAnalysis, t: &Thresholds) -> Vec<Flag> {
             _ => true,
         });
         flags.extend(schedule::detect(s, t));
+        if let Some(holding) = knee::slo_holding(s) {
+            knee::with_slo(&mut flags, &run.points, &holding);
+        }
     }
     flags.extend(answers::accuracy_drops(run));
     sort(&run.points, &mut flags);

@@ -300,6 +300,8 @@ fn saturation_knee(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         last_concurrency,
         ttft_s,
         last_ttft_s,
+        plateau,
+        slo,
         ..
     } = flag
     else {
@@ -309,13 +311,62 @@ fn saturation_knee(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f,
         "Aggregate throughput stops scaling at concurrency {c} ({}): beyond it, it gains \
          at most {} per doubling up to concurrency {last_concurrency} while median TTFT \
-         grows from {} to {}. Higher concurrency only queues requests; serve near {c} \
-         concurrent requests, or add capacity to go higher.",
+         grows from {} to {}; higher concurrency only queues requests.",
         tok_s(*agg_tok_s),
         percent(gain_per_doubling.max(0.0)),
         seconds(*ttft_s),
         seconds(*last_ttft_s)
-    )
+    )?;
+    let at = |l: &super::knee::LoadAt| {
+        format!(
+            "concurrency {} ({}, TTFT {})",
+            l.concurrency,
+            tok_s(l.agg_tok_s),
+            seconds(l.ttft_s)
+        )
+    };
+    if let Some(s) = slo {
+        return match &s.holds_up_to {
+            Some(l) => write!(
+                f,
+                " The plan's SLOs hold up to {}: serve there, or add capacity to go higher.",
+                at(l)
+            ),
+            None => write!(
+                f,
+                " The plan's SLOs hold at no concurrency swept: add capacity, or sweep lower."
+            ),
+        };
+    }
+    let low = &plateau.low;
+    match &plateau.climb {
+        Some(climb) if climb.concurrency <= *c => write!(
+            f,
+            " TTFT leaves its low-load plateau earlier: {} at concurrency {}, {} ({}×, over \
+             the {}× limit) at concurrency {}. For fast first tokens serve near {}; near \
+             {c}, users wait {} ({}×) for a first token for {} more throughput. An [slo] in \
+             the plan decides between them.",
+            seconds(low.ttft_s),
+            low.concurrency,
+            seconds(climb.ttft_s),
+            sig3(climb.ttft_s / low.ttft_s),
+            plateau.factor,
+            climb.concurrency,
+            at(&plateau.last),
+            seconds(*ttft_s),
+            sig3(ttft_s / low.ttft_s),
+            percent(agg_tok_s / plateau.last.agg_tok_s - 1.0)
+        ),
+        _ => write!(
+            f,
+            " TTFT is still within {}× its low-load value there ({} against {} at \
+             concurrency {}): serve near {c} concurrent requests, or add capacity to go higher.",
+            plateau.factor,
+            seconds(*ttft_s),
+            seconds(low.ttft_s),
+            low.concurrency
+        ),
+    }
 }
 
 fn load_generator_behind(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {

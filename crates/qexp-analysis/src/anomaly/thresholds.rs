@@ -10,6 +10,8 @@ pub struct Thresholds {
     pub cv: f64,
     /// Throughput gain per doubling of concurrency below which throughput has stopped scaling (`knee_gain`).
     pub knee_gain: f64,
+    /// TTFT above this many times its lowest-concurrency value has left its low-load plateau (`ttft_plateau`).
+    pub ttft_plateau: f64,
     /// Relative change never flagged as a wrong direction or an outlier trial (`min_change`).
     pub min_change: f64,
     /// Send lag floor, seconds (`send_lag_s`): lag must exceed it and `send_lag_fraction` of TTFT.
@@ -78,6 +80,7 @@ impl Thresholds {
         Thresholds {
             cv: a.cv_threshold,
             knee_gain: a.knee_gain,
+            ttft_plateau: a.ttft_plateau,
             min_change: a.min_change,
             send_lag_s: a.send_lag_s,
             send_lag_fraction: a.send_lag_fraction,
@@ -162,6 +165,13 @@ impl Thresholds {
                 origin,
             },
             ThresholdRow {
+                key: "analysis.ttft_plateau",
+                value: format!("{}× the lowest concurrency's TTFT", self.ttft_plateau),
+                meaning:
+                    "TTFT above this has left its low-load plateau: the knee says what users pay",
+                origin,
+            },
+            ThresholdRow {
                 key: "analysis.min_change",
                 value: percent(self.min_change),
                 meaning: "smaller changes are never flagged as a wrong direction or an outlier",
@@ -228,6 +238,7 @@ mod tests {
         let a = qexp_plan::AnalysisSection {
             cv_threshold: 0.2,
             knee_gain: 0.1,
+            ttft_plateau: 3.0,
             min_change: 0.03,
             send_lag_s: 0.05,
             send_lag_fraction: 0.1,
@@ -238,11 +249,12 @@ mod tests {
             (
                 t.cv,
                 t.knee_gain,
+                t.ttft_plateau,
                 t.min_change,
                 t.send_lag_s,
                 t.send_lag_fraction
             ),
-            (0.2, 0.1, 0.03, 0.05, 0.1)
+            (0.2, 0.1, 3.0, 0.03, 0.05, 0.1)
         );
     }
 
