@@ -107,5 +107,26 @@ pub fn check_against_model(run: &RunAnalysis, model: &ModelFile) -> Vec<Check> {
         .filter_map(|s| s.deployment.as_deref())
         .find(|d| ours.iter().any(|o| o == d));
     let rows = run_observations(run, 0, fitted).rows;
-    qexp_model::check(model, &rows)
+    let mut checks = qexp_model::check(model, &rows);
+    for c in &mut checks {
+        c.floor = client_floor(run, &c.point, c.metric);
+    }
+    checks
+}
+
+/// What the client's measurement adds to `metric` at the point labelled
+/// `label`: its trials' median event-loop lag p99 for the times counted
+/// from the send, 0 otherwise or when not recorded.
+fn client_floor(run: &RunAnalysis, label: &str, metric: qexp_model::ModelMetric) -> f64 {
+    use qexp_model::ModelMetric as M;
+    if !matches!(metric, M::TtftS | M::TtftP90S | M::E2eS) {
+        return 0.0;
+    }
+    let lags: Vec<f64> = run
+        .points
+        .iter()
+        .filter(|p| p.point.label() == label)
+        .flat_map(|p| p.trials.iter().map(|t| t.client_loop_lag_p99_s))
+        .collect();
+    crate::stats::Summary::of(&lags).map_or(0.0, |s| s.median)
 }

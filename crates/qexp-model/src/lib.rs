@@ -27,7 +27,7 @@ mod slo;
 mod table;
 mod warning;
 
-pub use check::{check, summarize, Check, ErrorSummary};
+pub use check::{check, summarize, Check, ErrorSummary, CHECK_TOLERANCE};
 pub use des::{quantile, simulate, Arrivals, Load, Outcome, Seen, INTAKE_S};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,

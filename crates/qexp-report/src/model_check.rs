@@ -63,12 +63,22 @@ fn named(m: ModelBeside) -> String {
     )
 }
 
+/// How a check's interval is widened before a median is called outside.
+fn widened() -> String {
+    format!(
+        "{} of each end, and for TTFT and E2E the client's own event-loop lag at the point",
+        qexp_analysis::format::percent(qexp_model::CHECK_TOLERANCE)
+    )
+}
+
 /// How many medians lie outside, and what that means.
 fn outside_sentence(checks: &[Check]) -> String {
     let n = checks.iter().filter(|c| c.unexplained()).count();
+    let raw = checks.iter().filter(|c| c.outside()).count();
     format!(
-        "{n} of {} medians lie outside the model's interval. ⚑ outside: the model cannot explain the point — a cliff, a cache effect, a restart; look at its trials.",
-        checks.len()
+        "{n} of {} medians lie outside the model's interval widened by what the measurement adds ({}); {raw} lie outside the interval itself. ⚑ outside: the model cannot explain the point — a cliff, a cache effect, a restart; look at its trials.",
+        checks.len(),
+        widened(),
     )
 }
 
@@ -90,15 +100,16 @@ fn fit_view(m: ModelBeside, checks: &[Check], charts: &[Chart]) -> FitView {
                 interval: format!("{} … {}", value(c, c.lo), value(c, c.hi)),
             })
             .collect(),
+        widened: widened(),
         charts: charts.iter().map(crate::render::chart_view).collect(),
     }
 }
 
 fn value(c: &Check, v: f64) -> String {
     if c.metric.is_time() {
-        format!("{v:.3} s")
+        qexp_analysis::format::seconds(v)
     } else {
-        format!("{v:.1} tok/s")
+        qexp_analysis::format::tok_s(v)
     }
 }
 

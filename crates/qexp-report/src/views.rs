@@ -112,8 +112,11 @@ pub struct FitView {
     pub sources: String,
     /// Medians compared (points × metrics).
     pub medians: usize,
-    /// The medians outside the model's 90% interval.
+    /// The medians outside the model's 90% interval widened by what the
+    /// measurement adds ([`FitView::widened`]).
     pub outside: Vec<FitRow>,
+    /// How the interval is widened, as a phrase: "10% of each end, and …".
+    pub widened: String,
     /// The model's charts, one per metric.
     pub charts: Vec<ChartView>,
 }
