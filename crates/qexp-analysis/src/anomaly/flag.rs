@@ -210,6 +210,8 @@ pub enum Flag {
         send_lag_s: f64,
         /// The limit it crossed, seconds.
         limit_s: f64,
+        /// qexp's cores used in that trial (NaN when unknown).
+        cpu_cores: f64,
     },
     /// qexp's own event loop was slow to run tasks that were due, so chunk
     /// arrivals (and sends) were stamped late: the client may have set the pace.
@@ -307,6 +309,11 @@ impl Flag {
             Flag::TokenMismatch { .. } => "Token-count mismatch",
             Flag::UnexpectedCacheHits { .. } => "Unexpected cache hits",
             Flag::SaturationKnee { .. } => "Saturation knee",
+            Flag::LoadGeneratorBehind { cpu_cores, .. }
+                if super::loadgen::host_delayed(*cpu_cores) =>
+            {
+                "Client host delayed the sends"
+            }
             Flag::LoadGeneratorBehind { .. } => "Load generator behind",
             Flag::ClientBusy { cpu_cores, .. } if super::loadgen::host_delayed(*cpu_cores) => {
                 "Client host delayed qexp"

@@ -26,9 +26,10 @@ use crate::metrics::PointSummary;
 pub const CLIENT_CPU_SHORT_CORES: f64 = 0.5;
 
 /// Whether qexp's late wake-ups at `cores` of CPU use are the host's doing
-/// rather than qexp's own load (false when the use is unknown).
+/// rather than qexp's own load (false when the use is unknown: NaN, or 0
+/// where a run did not record it).
 pub fn host_delayed(cores: f64) -> bool {
-    cores.is_finite() && cores < CLIENT_CPU_SHORT_CORES
+    cores > 0.0 && cores < CLIENT_CPU_SHORT_CORES
 }
 
 /// One flag per point with at least one late trial.
@@ -36,11 +37,14 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     points
         .iter()
         .filter_map(|p| {
-            let late: Vec<(u32, f64, f64)> = p
+            let late: Vec<(u32, f64, f64, f64)> = p
                 .trials
                 .iter()
-                .map(|tr| (tr.trial, tr.send_lag_max_s, t.send_lag_limit(tr.ttft_s)))
-                .filter(|&(_, lag, limit)| lag.is_finite() && lag > limit)
+                .map(|tr| {
+                    let limit = t.send_lag_limit(tr.ttft_s);
+                    (tr.trial, tr.send_lag_max_s, limit, tr.client_cpu_cores)
+                })
+                .filter(|&(_, lag, limit, _)| lag.is_finite() && lag > limit)
                 .collect();
             let worst = late.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
             Some(Flag::LoadGeneratorBehind {
@@ -48,6 +52,7 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
                 trials: late.iter().map(|l| l.0).collect(),
                 send_lag_s: worst.1,
                 limit_s: worst.2,
+                cpu_cores: worst.3,
             })
         })
         .collect()
@@ -106,6 +111,7 @@ mod tests {
             trials,
             send_lag_s,
             limit_s,
+            ..
         }] = flags.as_slice()
         else {
             panic!("one flag expected: {flags:?}");
@@ -144,6 +150,21 @@ mod tests {
             ..Thresholds::default()
         };
         assert!(detect(&pts, &stricter).is_empty());
+    }
+
+    #[test]
+    fn late_sends_at_low_cpu_are_the_hosts() {
+        let mut pts = with_lags(0, [0.016, 0.120, 0.002]);
+        for tr in &mut pts[0].trials {
+            tr.client_cpu_cores = 0.1;
+        }
+        let flags = detect(&pts, &Thresholds::default());
+        assert_eq!(flags[0].title(), "Client host delayed the sends");
+        let text = flags[0].to_string();
+        assert!(
+            text.contains("not short of CPU") && !text.contains("Give qexp more CPU"),
+            "{text}"
+        );
     }
 
     #[test]

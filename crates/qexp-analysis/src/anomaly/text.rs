@@ -374,6 +374,7 @@ fn load_generator_behind(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result
         trials: ts,
         send_lag_s,
         limit_s,
+        cpu_cores,
         ..
     } = flag
     else {
@@ -381,15 +382,30 @@ fn load_generator_behind(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result
     };
     write!(
         f,
-        "Requests left the client up to {} after they were due in {} (limit {}): the load \
-         generator fell behind, so these numbers describe the client, not the server. \
-         Give qexp more CPU, lower the concurrency, or split the load across client \
-         machines and merge the results.",
+        "Requests left the client up to {} after they were due in {} (limit {})",
         seconds(*send_lag_s),
         trials(ts),
         seconds(*limit_s)
+    )?;
+    if super::loadgen::host_delayed(*cpu_cores) {
+        return write!(
+            f,
+            " while qexp used only {cpu_cores:.2} cores: {HOST_DELAYED} The sends, and \
+             every time counted from them, are that late."
+        );
+    }
+    write!(
+        f,
+        ": the load generator fell behind, so these numbers describe the client, not the \
+         server. Give qexp more CPU, lower the concurrency, or split the load across \
+         client machines and merge the results."
     )
 }
+
+/// Why a late client that used little CPU is the host's doing, and what helps.
+const HOST_DELAYED: &str = "qexp was not short of CPU, the host delayed it (another \
+     process on its cores, timer granularity, a virtual machine's stolen time); rerun on a \
+     quieter host or give qexp cores of its own (taskset), not more load generators.";
 
 fn client_busy(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let Flag::ClientBusy {
@@ -406,10 +422,8 @@ fn client_busy(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         return write!(
             f,
             "qexp's event loop woke up to {} late (p99) in {} (limit {}) while qexp used \
-             only {cpu_cores:.2} cores: qexp was not short of CPU, the host delayed it \
-             (another process on its cores, timer granularity, a virtual machine's stolen \
-             time). Chunk arrivals and sends were stamped that late; rerun on a quieter \
-             host or give qexp cores of its own (taskset), not more load generators.",
+             only {cpu_cores:.2} cores: {HOST_DELAYED} Chunk arrivals and sends were \
+             stamped that late.",
             seconds(*loop_lag_p99_s),
             trials(ts),
             seconds(*limit_s)

@@ -5,6 +5,7 @@
 //! eleven did. Modules that time running processes share one lock
 //! ([`common::heavy`]), so two of them never measure each other's load.
 
+mod advice;
 mod common;
 mod counting_proxy;
 mod deployments;

@@ -2,7 +2,7 @@
 //! throughput follows its Poisson arrivals, so trials whose draws spread
 //! their requests differently disagree on it without the server doing
 //! anything differently. Twenty 2-trial runs of `experiments/rate.toml`
-//! (compressed 40× in time on the `exact` simulator: the same arrival
+//! (compressed 8× in time on the `exact` simulator: the same arrival
 //! counts per point, 10 to 160) must raise no flag for that spread, while
 //! a simulator whose speed wanders between trials (`jitter=`) is still
 //! flagged. The counts are printed (`-- --nocapture`).
@@ -12,8 +12,8 @@ use qexp_analysis::{Flag, Metric, RunAnalysis};
 
 const RATE_PLAN: &str = include_str!("../../../../experiments/rate.toml");
 
-/// `experiments/rate.toml` against `target` with `seed`, 40× faster: each
-/// rate ×40 and each point's duration ÷40 (so the same number of arrivals
+/// `experiments/rate.toml` against `target` with `seed`, 8× faster: each
+/// rate ×8 and each point's duration ÷8 (so the same number of arrivals
 /// per point), 2 output tokens instead of 200 (the `exact` profile's E2E is
 /// then 60 ms), 2 trials.
 fn rate_plan(target: &str, seed: u64) -> String {
@@ -24,10 +24,10 @@ fn rate_plan(target: &str, seed: u64) -> String {
             format!("base_url = \"{target}\""),
         ),
         (
-            "rate = [1, 2, 4, 8, 16]",
+            "rate = [5, 10, 20, 40, 80]",
             "rate = [40, 80, 160, 320, 640]".into(),
         ),
-        ("duration_s = 10 ", "duration_s = 0.25 ".into()),
+        ("duration_s = 2 ", "duration_s = 0.25 ".into()),
         ("output_tokens = 200", "output_tokens = 2".into()),
         ("trials = 3", "trials = 2".into()),
         ("seed = 7", format!("seed = {seed}")),
