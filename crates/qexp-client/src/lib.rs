@@ -35,7 +35,7 @@ mod timeouts;
 mod timing;
 
 pub use answer::answer_hash;
-pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, Counter};
+pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, CountTokens, Counter};
 pub use client::{Client, ClientError, GenRequest};
 pub use conversation::{Message, Role};
 pub use dataset::{Dataset, DatasetError, DatasetFormat};

@@ -1,9 +1,14 @@
 //! Prompts: a unique nonce first (16 short words), then a deterministic filler of common
-//! words. The nonce at the very start breaks every prefix cache (their
-//! hashes chain from the first token), so the filler can be the same for
-//! all requests and the prompt's token count is stable and calibratable.
+//! words, then a few pad words of one token each. The nonce at the very start
+//! breaks every prefix cache (their hashes chain from the first token), so the
+//! filler can be the same for all requests and the prompt's token count is
+//! stable and calibratable. Filler words can take several tokens (`service` is
+//! five on the tiny test model's 2,048-token vocabulary), so a count of words
+//! alone may step over the planned length; the pad words close that gap token
+//! by token.
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde::Serialize;
 
 const WORDS: &[&str] = &[
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
@@ -16,6 +21,23 @@ const WORDS: &[&str] = &[
     "mother", "area", "money", "story", "fact", "month", "lot", "right", "study", "book", "eye",
     "job", "word", "business", "issue", "side", "kind", "head", "house", "service", "friend",
 ];
+
+/// Where a prompt is cut: the first `units` filler words, then `pad` pad
+/// words (the nonce's words, one token each on common vocabularies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Cut {
+    /// Filler words.
+    pub units: usize,
+    /// Pad words after them.
+    pub pad: usize,
+}
+
+impl Cut {
+    /// `units` filler words and no pad.
+    pub fn words(units: usize) -> Cut {
+        Cut { units, pad: 0 }
+    }
+}
 
 /// A long deterministic word sequence that prompts are cut from.
 #[derive(Debug, Clone)]
@@ -59,13 +81,20 @@ impl Filler {
         }
     }
 
-    /// The prompt for one request: nonce, then `units` filler words.
-    pub fn prompt(&self, nonce: &str, units: usize) -> String {
-        let body = self.take(units);
-        let mut p = String::with_capacity(nonce.len() + 1 + body.len());
+    /// The prompt for one request: nonce, then the cut's filler and pad
+    /// words, one space between words and none at the end (a trailing space
+    /// is a token of its own on byte-level vocabularies).
+    pub fn prompt(&self, nonce: &str, cut: Cut) -> String {
+        let body = self.take(cut.units);
+        let mut p = String::with_capacity(nonce.len() + 1 + body.len() + 4 * cut.pad);
         p.push_str(nonce);
-        p.push(' ');
-        p.push_str(body);
+        for word in std::iter::once(body)
+            .filter(|b| !b.is_empty())
+            .chain(NONCE_WORDS.iter().cycle().take(cut.pad).copied())
+        {
+            p.push(' ');
+            p.push_str(word);
+        }
         p
     }
 }
@@ -132,8 +161,24 @@ mod tests {
     #[test]
     fn prompt_starts_with_the_nonce() {
         let f = Filler::new(1, 10);
-        let p = f.prompt("[x]", 3);
+        let p = f.prompt("[x]", Cut::words(3));
         assert!(p.starts_with("[x] "));
         assert_eq!(p.split(' ').count(), 4);
+    }
+
+    #[test]
+    fn pad_words_follow_the_filler_and_nothing_trails() {
+        let f = Filler::new(1, 10);
+        assert_eq!(f.prompt("[x]", Cut::default()), "[x]");
+        let padded = f.prompt("[x]", Cut { units: 3, pad: 18 });
+        assert_eq!(
+            padded,
+            format!("{} {}", f.prompt("[x]", Cut::words(3)), {
+                let mut w = NONCE_WORDS.to_vec();
+                w.extend_from_slice(&NONCE_WORDS[..2]);
+                w.join(" ")
+            })
+        );
+        assert_eq!(f.prompt("[x]", Cut { units: 0, pad: 2 }), "[x] the of");
     }
 }

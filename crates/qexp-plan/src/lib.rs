@@ -12,6 +12,7 @@ mod deploy;
 mod error;
 mod expand;
 pub mod grade;
+mod input_tolerance;
 mod limits;
 mod multi_turn;
 mod names;
@@ -27,6 +28,9 @@ pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;
 pub use grade::{GradeError, Grader, Item};
+pub use input_tolerance::{
+    InputTolerance, DEFAULT_INPUT_TOLERANCE, DEFAULT_INPUT_TOLERANCE_TOKENS,
+};
 pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
 pub use multi_turn::MultiTurn;
 pub use names::{safe_component, UnsafeName};

@@ -162,9 +162,13 @@ pub struct Workload {
     /// Prompt recipe.
     #[serde(default)]
     pub prompt: PromptRecipe,
-    /// Allowed relative difference between planned and server-reported prompt tokens.
+    /// Allowed relative difference between planned and server-reported prompt
+    /// tokens (see [`Workload::prompt_tolerance`]).
     #[serde(default = "default_tolerance")]
     pub input_tolerance: Spanned<f64>,
+    /// Tokens of difference always allowed, however short the prompt.
+    #[serde(default = "default_tolerance_tokens")]
+    pub input_tolerance_tokens: u32,
     /// Prompts in groups that share a system prompt (see `workload.rs`).
     #[serde(default)]
     pub shared_prefix: Option<crate::workload::SharedPrefix>,
@@ -183,7 +187,22 @@ pub struct Workload {
 }
 
 fn default_tolerance() -> Spanned<f64> {
-    Spanned::new(0..0, 0.01)
+    Spanned::new(0..0, crate::DEFAULT_INPUT_TOLERANCE)
+}
+
+fn default_tolerance_tokens() -> u32 {
+    crate::DEFAULT_INPUT_TOLERANCE_TOKENS
+}
+
+impl Workload {
+    /// How far the server's prompt count may be from the plan's:
+    /// `input_tolerance` of it, but at least `input_tolerance_tokens`.
+    pub fn prompt_tolerance(&self) -> crate::InputTolerance {
+        crate::InputTolerance {
+            share: *self.input_tolerance.get_ref(),
+            tokens: self.input_tolerance_tokens,
+        }
+    }
 }
 
 /// `[sweep]`: each combination of the lists is one point.

@@ -5,7 +5,7 @@
 
 use crate::error::RunError;
 use crate::options::RunOptions;
-use qexp_client::{nonce_for, Counter, Dataset};
+use qexp_client::{nonce_for, CountTokens, Counter, Dataset};
 use qexp_plan::{DatasetFormat, DatasetSource, Point};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;

@@ -279,7 +279,7 @@ impl<B: Backend> PointRunner<'_, B> {
             .calibrations
             .get(&ctx.point.input_tokens)
             .map_or(0, |c| c.units);
-        let tolerance = *self.plan.workload.input_tolerance.get_ref();
+        let tolerance = self.plan.workload.prompt_tolerance();
         let mut prow = point_row(ctx, measured, units as u32, tolerance);
         prow.client_cpu_cores = sent.health.cpu_cores;
         prow.client_loop_lag_p99_s = sent.health.loop_lag_p99_s;

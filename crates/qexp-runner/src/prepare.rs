@@ -144,7 +144,7 @@ async fn calibrate_lengths(
     known: Option<&BTreeMap<u32, Calibration>>,
 ) -> Result<BTreeMap<u32, Calibration>, RunError> {
     let f = &opts.plan.file;
-    let tolerance = *f.workload.input_tolerance.get_ref();
+    let tolerance = f.workload.prompt_tolerance();
     let mut calibrations = BTreeMap::new();
     for input in lengths {
         if let Some(cal) = known.and_then(|k| k.get(&input)) {
@@ -158,6 +158,7 @@ async fn calibrate_lengths(
         tracing::info!(
             input,
             units = cal.units,
+            pad = cal.pad,
             measured = cal.measured_tokens,
             "calibrated prompt length"
         );

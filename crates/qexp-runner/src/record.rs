@@ -3,7 +3,7 @@
 use crate::scheduler::Finished;
 use crate::workload::Planned;
 use qexp_client::ErrorClass;
-use qexp_plan::{Item, KeepAnswers, Point};
+use qexp_plan::{InputTolerance, Item, KeepAnswers, Point};
 use qexp_store::{PointRow, RequestRow};
 use qexp_types::AnswerFacts;
 
@@ -219,11 +219,11 @@ pub(crate) fn point_row(
     ctx: &Context<'_>,
     measured: &[RequestRow],
     prompt_units: u32,
-    tolerance: f64,
+    tolerance: InputTolerance,
 ) -> PointRow {
-    let mut tally = Tally::new();
+    let mut tally = Tally::new(tolerance);
     measured.iter().for_each(|r| tally.add(r));
-    tally.point_row(ctx, prompt_units, tolerance)
+    tally.point_row(ctx, prompt_units)
 }
 
 /// What a point row says of its measured (non-warmup) requests, added up
@@ -240,14 +240,17 @@ pub(crate) struct Tally {
     /// Output tokens of the successful requests.
     output_tokens: u64,
     send_lag_max_s: f64,
-    /// (relative difference, server count, planned) of the successful
-    /// request furthest off its planned prompt (the later of equals).
+    /// How far a server's prompt count may be from the plan's.
+    tolerance: InputTolerance,
+    /// (tokens beyond the tolerance, server count, planned) of the
+    /// successful request furthest off its planned prompt (the later of equals).
     worst_prompt: Option<(f64, u32, u32)>,
 }
 
 impl Tally {
-    pub(crate) fn new() -> Tally {
+    pub(crate) fn new(tolerance: InputTolerance) -> Tally {
         Tally {
+            tolerance,
             measured: 0,
             ok: 0,
             cancelled: 0,
@@ -276,12 +279,13 @@ impl Tally {
         // A graded item's prompt is the item's, not a planned length.
         if let Some(got) = r.prompt_tokens.filter(|_| r.item_id.is_none()) {
             let planned = r.input_tokens_planned;
-            let rel = f64::from(got.abs_diff(planned)) / f64::from(planned.max(1));
+            let beyond =
+                f64::from(got.abs_diff(planned)) - self.tolerance.allowed(f64::from(planned));
             if self
                 .worst_prompt
-                .is_none_or(|(worst, _, _)| rel.total_cmp(&worst).is_ge())
+                .is_none_or(|(worst, _, _)| beyond.total_cmp(&worst).is_ge())
             {
-                self.worst_prompt = Some((rel, got, planned));
+                self.worst_prompt = Some((beyond, got, planned));
             }
         }
     }
@@ -292,12 +296,7 @@ impl Tally {
     }
 
     /// The point row of the requests added.
-    pub(crate) fn point_row(
-        &self,
-        ctx: &Context<'_>,
-        prompt_units: u32,
-        tolerance: f64,
-    ) -> PointRow {
+    pub(crate) fn point_row(&self, ctx: &Context<'_>, prompt_units: u32) -> PointRow {
         let (start, end) = (self.start, self.end);
         let window = end - start;
         let agg = (window > 0.0 && self.ok > 0).then(|| self.output_tokens as f64 / window);
@@ -326,7 +325,7 @@ impl Tally {
             prompt_units,
             invalid_reason: self
                 .interrupted(ctx.requests_planned)
-                .or_else(|| self.prompt_mismatch(tolerance)),
+                .or_else(|| self.prompt_mismatch()),
             server: None,
         }
     }
@@ -342,13 +341,57 @@ impl Tally {
     }
 
     /// A sentence when the server counted a prompt off its planned length beyond tolerance.
-    fn prompt_mismatch(&self, tolerance: f64) -> Option<String> {
-        let (rel, worst, planned) = self.worst_prompt?;
-        (rel > tolerance).then(|| {
+    fn prompt_mismatch(&self) -> Option<String> {
+        let (beyond, worst, planned) = self.worst_prompt?;
+        (beyond > 0.0).then(|| {
             format!(
-                "the server counted {worst} prompt tokens where the plan asked {planned} (tolerance {:.1}%)",
-                tolerance * 100.0
+                "the server counted {worst} prompt tokens where the plan asked {planned} (tolerance {})",
+                self.tolerance
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(planned: u32, got: u32) -> RequestRow {
+        RequestRow {
+            input_tokens_planned: planned,
+            prompt_tokens: Some(got),
+            ..RequestRow::default()
+        }
+    }
+
+    fn mismatch(rows: &[RequestRow]) -> Option<String> {
+        let mut tally = Tally::new(InputTolerance::default());
+        rows.iter().for_each(|r| tally.add(r));
+        tally.prompt_mismatch()
+    }
+
+    #[test]
+    fn a_short_prompt_a_token_or_two_off_is_not_invalid() {
+        // 1% of 128 is 1.28 tokens; the least allowed is 2.
+        assert_eq!(mismatch(&[counted(128, 129), counted(128, 130)]), None);
+        assert_eq!(mismatch(&[counted(64, 62)]), None);
+        assert_eq!(
+            mismatch(&[counted(128, 129), counted(128, 131)]).as_deref(),
+            Some(
+                "the server counted 131 prompt tokens where the plan asked 128 \
+                 (tolerance 1% or 2 tokens, whichever is more)"
+            )
+        );
+    }
+
+    #[test]
+    fn the_worst_prompt_is_the_furthest_beyond_its_own_allowance() {
+        // 2 tokens off 64 is allowed; 15 off 1000 (allowed 10) is not,
+        // though it is the smaller share of its planned length.
+        let rows = [counted(1000, 1015), counted(64, 66)];
+        let sentence = mismatch(&rows).unwrap_or_default();
+        assert!(sentence.contains("counted 1015"), "{sentence}");
+        let rows = [counted(64, 66), counted(1000, 1010)];
+        assert_eq!(mismatch(&rows), None);
     }
 }

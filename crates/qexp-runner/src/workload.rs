@@ -21,7 +21,7 @@
 //! plan's file (see `dataset.rs`); their planned length is the server's count.
 
 use crate::dataset::DatasetPrompts;
-use qexp_client::prompt::Filler;
+use qexp_client::prompt::{Cut, Filler};
 use qexp_client::{nonce_for, Calibration, LengthDist, Shape};
 use qexp_plan::{LengthShape, Lengths, MultiTurn, Point, SharedPrefix, Workload};
 use rand::{rngs::StdRng, SeedableRng};
@@ -151,9 +151,11 @@ impl Prompts<'_> {
         out
     }
 
-    /// Filler words after the nonce that give `tokens` (0 when not calibrated).
-    fn units(&self, tokens: u32) -> usize {
-        self.calibrations.get(&tokens).map_or(0, |c| c.units)
+    /// The cut of the filler after the nonce that gives `tokens` (none when not calibrated).
+    fn cut(&self, tokens: u32) -> Cut {
+        self.calibrations
+            .get(&tokens)
+            .map_or(Cut::default(), Calibration::cut)
     }
 
     /// The `index`-th request of `point` in `trial` (warmups first) and what it should be.
@@ -176,9 +178,12 @@ impl Prompts<'_> {
             .and_then(|t| t.entries.get(index.checked_sub(point.warmup)? as usize))
             .map_or((input, output), |e| (e.input_tokens, e.output_tokens));
         // One filler word per token away from the calibrated length.
-        let units = (self.units(point.input_tokens) as i64 + i64::from(input)
-            - i64::from(point.input_tokens))
-        .max(0) as usize;
+        let calibrated = self.cut(point.input_tokens);
+        let cut = Cut {
+            units: (calibrated.units as i64 + i64::from(input) - i64::from(point.input_tokens))
+                .max(0) as usize,
+            pad: calibrated.pad,
+        };
         let nonce = nonce_for(self.seed, self.salt, trial, place, index);
         let mut planned = Planned {
             input_tokens: input,
@@ -211,7 +216,7 @@ impl Prompts<'_> {
                 // The turn's own message; the conversation so far goes before it.
                 let user = *m.user_tokens.get_ref();
                 planned.input_tokens = user;
-                return (self.filler.prompt(&nonce, self.units(user)), planned);
+                return (self.filler.prompt(&nonce, self.cut(user)), planned);
             }
         }
         let grouped = index.checked_sub(point.warmup).and_then(|measured| {
@@ -220,7 +225,7 @@ impl Prompts<'_> {
             Some((shared, system, measured))
         });
         let Some((shared, system, measured)) = grouped else {
-            return (self.filler.prompt(&nonce, units), planned);
+            return (self.filler.prompt(&nonce, cut), planned);
         };
         let group = shared.group_of(measured);
         // Unique prefixes: a system prompt per request, keyed past every group's.
@@ -230,11 +235,15 @@ impl Prompts<'_> {
             group
         };
         let system_nonce = nonce_for(self.seed, self.salt ^ SYSTEM_SALT, trial, place, key);
-        let system_units = self.units(system);
-        let question_units = units.saturating_sub(system_units + NONCE_WORDS);
-        let mut prompt = self.filler.prompt(&system_nonce, system_units);
+        let system_cut = self.cut(system);
+        // The question takes the words the whole prompt has beyond the system
+        // prompt's, its nonce's among them.
+        let question = Cut::words(
+            (cut.units + cut.pad).saturating_sub(system_cut.units + system_cut.pad + NONCE_WORDS),
+        );
+        let mut prompt = self.filler.prompt(&system_nonce, system_cut);
         prompt.push(' ');
-        prompt.push_str(&self.filler.prompt(&nonce, question_units));
+        prompt.push_str(&self.filler.prompt(&nonce, question));
         planned.cached_tokens = shared.expected_cached(input, measured);
         planned.prefix_group = Some(group);
         (prompt, planned)
@@ -315,6 +324,7 @@ mod tests {
         let c = Calibration {
             target_tokens: tokens,
             units,
+            pad: 0,
             measured_tokens: tokens,
             method: CountMethod::Tokenize,
             probes: 1,

@@ -22,8 +22,9 @@ pub struct Thresholds {
     pub alpha: f64,
     /// Achieved send rate this far below the schedule's: the client set the pace (fixed at 3%).
     pub rate_shortfall: f64,
-    /// Allowed relative difference between planned and server-reported prompt tokens (`[workload] input_tolerance`).
-    pub input_tolerance: f64,
+    /// Allowed difference between planned and server-reported prompt tokens
+    /// (`[workload] input_tolerance` and `input_tolerance_tokens`).
+    pub input_tolerance: qexp_plan::InputTolerance,
 }
 
 /// One threshold as the report prints it.
@@ -75,7 +76,7 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
-    /// Thresholds from the plan's `[analysis]` section; the input tolerance keeps its default (0.01).
+    /// Thresholds from the plan's `[analysis]` section; the input tolerance keeps its default.
     pub fn from_plan(a: &qexp_plan::AnalysisSection) -> Self {
         Thresholds {
             cv: a.cv_threshold,
@@ -86,14 +87,14 @@ impl Thresholds {
             send_lag_fraction: a.send_lag_fraction,
             alpha: 0.05,
             rate_shortfall: 0.03,
-            input_tolerance: 0.01,
+            input_tolerance: qexp_plan::InputTolerance::default(),
         }
     }
 
-    /// Thresholds from a whole plan: `[analysis]` plus `[workload] input_tolerance`.
+    /// Thresholds from a whole plan: `[analysis]` plus `[workload]`'s input tolerance.
     pub fn from_plan_file(p: &qexp_plan::PlanFile) -> Self {
         Thresholds {
-            input_tolerance: *p.workload.input_tolerance.get_ref(),
+            input_tolerance: p.workload.prompt_tolerance(),
             ..Thresholds::from_plan(&p.analysis)
         }
     }
@@ -204,8 +205,15 @@ impl Thresholds {
             },
             ThresholdRow {
                 key: "workload.input_tolerance",
-                value: percent(self.input_tolerance),
-                meaning: "server prompt tokens further than this from the plan: mismatch",
+                value: percent(self.input_tolerance.share),
+                meaning: "server prompt tokens further than this share of the plan's, and \
+                          further than input_tolerance_tokens: mismatch",
+                origin,
+            },
+            ThresholdRow {
+                key: "workload.input_tolerance_tokens",
+                value: format!("{} tokens", self.input_tolerance.tokens),
+                meaning: "prompt tokens always allowed off the plan, however short the prompt",
                 origin,
             },
         ]
@@ -230,7 +238,7 @@ mod tests {
             ),
             (0.10, 0.05, 0.02, 0.010, 0.05, 0.05)
         );
-        assert_eq!(t.input_tolerance, 0.01);
+        assert_eq!(t.input_tolerance, qexp_plan::InputTolerance::default());
     }
 
     #[test]
@@ -260,7 +268,8 @@ mod tests {
 
     const PLAN: &str =
         "[experiment]\nname = \"t\"\nversion = 1\n[target]\nbase_url = \"sim:founding\"\n\
-        [workload]\ninput_tokens = 1000\noutput_tokens = 500\ninput_tolerance = 0.02\n[analysis]\n";
+        [workload]\ninput_tokens = 1000\noutput_tokens = 500\ninput_tolerance = 0.02\n\
+        input_tolerance_tokens = 3\n[analysis]\n";
 
     fn parse(analysis: &str) -> Result<qexp_plan::Plan, qexp_plan::PlanError> {
         let text = format!("{PLAN}{analysis}");
@@ -274,7 +283,11 @@ mod tests {
         let t = t
             .as_ref()
             .map(|t| (t.knee_gain, t.send_lag_s, t.cv, t.input_tolerance));
-        assert_eq!(t, Ok((0.1, 0.02, 0.10, 0.02)));
+        let tolerance = qexp_plan::InputTolerance {
+            share: 0.02,
+            tokens: 3,
+        };
+        assert_eq!(t, Ok((0.1, 0.02, 0.10, tolerance)));
     }
 
     #[test]
@@ -324,6 +337,10 @@ mod tests {
         );
         assert_eq!(
             origin("workload.input_tolerance"),
+            Some(ThresholdOrigin::Plan)
+        );
+        assert_eq!(
+            origin("workload.input_tolerance_tokens"),
             Some(ThresholdOrigin::Plan)
         );
         assert_eq!(origin("(fixed) alpha"), Some(ThresholdOrigin::Fixed));

@@ -4,7 +4,8 @@
 //! are missing, below the client's own count, or differ from the planned
 //! `max_tokens` when the stream stopped for length; any such request is
 //! flagged. Input: a trial whose median server-reported prompt length is
-//! further than `input_tolerance` from the plan (the flag shows the median of
+//! further from the plan than its input tolerance (`input_tolerance` of the
+//! planned length, at least `input_tolerance_tokens`; the flag shows the median of
 //! such trials). Cache: qexp prompts share no prefix (each starts with a
 //! unique nonce) unless the plan groups them under a shared system prompt,
 //! so cached prompt tokens beyond what the plan expects are unexpected —
@@ -61,7 +62,7 @@ pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
         };
         let off = |tr: &crate::metrics::TrialMetrics| {
             let x = tr.prompt_tokens;
-            x.is_finite() && (x / planned(tr) - 1.0).abs() > t.input_tolerance
+            x.is_finite() && t.input_tolerance.exceeded(planned(tr), x)
         };
         let trials: Vec<u32> = p
             .trials

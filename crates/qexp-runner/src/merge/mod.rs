@@ -17,7 +17,7 @@ mod rows;
 use crate::merge::error::MergeError;
 use crate::record::{AnswerKeeping, Context, Tally};
 use qexp_client::ClientTiming;
-use qexp_plan::Plan;
+use qexp_plan::{InputTolerance, Plan};
 use qexp_store::{
     LostShard, Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RunStatus,
 };
@@ -69,7 +69,7 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
     };
     let plan = Plan::parse(Path::new(&base.plan_path), &base.plan_text)
         .map_err(|e| MergeError::Refused(format!("the shards' plan does not load: {e}")))?;
-    let tolerance = *plan.file.workload.input_tolerance.get_ref();
+    let tolerance = plan.file.workload.prompt_tolerance();
     let mut shards = Vec::new();
     let mut health: BTreeMap<Pair, Vec<(u32, Health)>> = BTreeMap::new();
     for (k, (dir, _)) in &roll.complete {
@@ -132,7 +132,7 @@ fn point_rows(
     base: &Manifest,
     shards: &[Shard],
     health: &BTreeMap<Pair, Vec<(u32, Health)>>,
-    tolerance: f64,
+    tolerance: InputTolerance,
     piece_rows: usize,
     out: &mut MergeWriter,
 ) -> Result<(Vec<PointRow>, usize), MergeError> {
@@ -181,7 +181,7 @@ fn point_rows(
                 }
                 false => None,
             };
-            let mut tally = Tally::new();
+            let mut tally = Tally::new(tolerance);
             let mut tokens = 0.0;
             for s in shards {
                 s.rows
@@ -198,7 +198,7 @@ fn point_rows(
             requests += tally.measured();
             let h = health.get(&key).map_or(&[][..], Vec::as_slice);
             let window = window.map(|w| (w, tokens));
-            points.push(rows::merged_point(&ctx, &tally, window, h, tolerance));
+            points.push(rows::merged_point(&ctx, &tally, window, h));
             bar.inc(1);
         }
     }

@@ -177,10 +177,9 @@ pub(crate) fn merged_point(
     tally: &Tally,
     window: Option<((f64, f64), f64)>,
     health: &[(u32, Health)],
-    tolerance: f64,
 ) -> PointRow {
     let units = health.first().map_or(0, |(_, h)| h.prompt_units);
-    let mut p = tally.point_row(ctx, units, tolerance);
+    let mut p = tally.point_row(ctx, units);
     // The client's CPU adds up over the shards; the worst loop lag is the point's.
     let cpu: Vec<f64> = health.iter().filter_map(|(_, h)| h.cpu_cores).collect();
     p.client_cpu_cores = (!cpu.is_empty()).then(|| cpu.iter().sum());

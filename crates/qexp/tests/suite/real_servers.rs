@@ -10,11 +10,11 @@
 
 use polars::prelude::*;
 use qexp_client::metrics::Exposition;
-use qexp_client::prompt::Filler;
+use qexp_client::prompt::{Cut, Filler};
 use qexp_client::{nonce_for, Client, GenRequest, MetricsSource};
 use qexp_plan::ApiKind;
 use qexp_runner::{run, RunError, RunOptions, RunResult};
-use qexp_testkit::{f64s, PlanFixture};
+use qexp_testkit::{f64s, strings, PlanFixture};
 use std::path::Path;
 use std::time::Duration;
 
@@ -261,6 +261,74 @@ async fn vllm_long_context_mini_sweep() {
     );
 }
 
+/// Short prompts land on their planned length exactly: every measured
+/// request of a 64- and a 128-token point, under several seeds (each seed
+/// cuts its prompts from other filler words, some of them several tokens
+/// long on the tiny model's vocabulary), is counted at the planned length by
+/// the server's own `usage.prompt_tokens`, and no point is marked invalid
+/// for its prompt length. The plan names the server as two deployments, as
+/// a comparison of two launched servers would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_short_prompts_are_exact() {
+    let Some(url) = server("QEXP_VLLM_URL") else {
+        return;
+    };
+    let _guard = crate::common::heavy().await;
+    let (mut off, mut failed) = (Vec::new(), Vec::new());
+    for seed in 0..12 {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = PlanFixture::new("short")
+            .set("target.model", MODEL)
+            .api(ApiKind::Chat)
+            .ignore_eos()
+            .input(128)
+            .output(2)
+            .set("sweep.input_tokens", vec![64, 128])
+            .concurrency(&[4])
+            .requests(16)
+            .warmup(1)
+            .trials(2)
+            .seed(seed)
+            .raw(&format!(
+                "[[deployment]]\nname = \"a\"\nbase_url = \"{url}\"\n\
+                 [[deployment]]\nname = \"b\"\nbase_url = \"{url}\"\n"
+            ));
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let r = match run(options(tmp.path(), &plan), rx).await {
+            Ok(r) => r,
+            Err(e) => {
+                failed.push(format!("seed {seed}: {e}"));
+                continue;
+            }
+        };
+        let m = measured(&r);
+        assert_eq!(m.height(), 2 * 2 * 2 * 16);
+        let planned = f64s(&m, "input_tokens_planned");
+        let counted = f64s(&m, "prompt_tokens");
+        let mut seen = std::collections::BTreeMap::<(u64, u64), u32>::new();
+        for (p, c) in planned.iter().zip(&counted) {
+            *seen.entry((*p as u64, *c as u64)).or_default() += 1;
+        }
+        eprintln!("seed {seed}: (planned, server-counted) prompt tokens → requests: {seen:?}");
+        off.extend(seen.keys().filter(|(p, c)| p != c).map(|k| (seed, *k)));
+        let invalid = strings(&points(&r), "invalid_reason");
+        failed.extend(
+            invalid
+                .into_iter()
+                .flatten()
+                .map(|i| format!("seed {seed}: {i}")),
+        );
+    }
+    assert!(
+        failed.is_empty(),
+        "runs refused or points invalid: {failed:#?}"
+    );
+    assert!(
+        off.is_empty(),
+        "(seed, (planned, counted)) off the plan: {off:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vllm_shared_prefix_is_cached_the_second_time() {
     let Some(url) = server("QEXP_VLLM_URL") else {
@@ -272,7 +340,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
-    let prompt = Filler::new(5, 8000).prompt(&nonce_for(5, salt, 0, 0, 0), 8000);
+    let prompt = Filler::new(5, 8000).prompt(&nonce_for(5, salt, 0, 0, 0), Cut::words(8000));
     let req = GenRequest {
         api: ApiKind::Chat,
         model: MODEL.into(),
