@@ -534,6 +534,41 @@ fn started_at(run: &Path) -> Option<DateTime<Utc>> {
         .map(|s| s.started_at)
 }
 
+/// The run a command line names: a run folder, or a run id (or a prefix of
+/// one that only one run has) under `results`. An id that one run has
+/// exactly wins over runs it is only a prefix of, so a merged run `ID` is
+/// found beside its shard folders `ID-shardK-of-N`.
+pub fn resolve_run(run: &Path, results: &Path) -> Result<PathBuf, StoreError> {
+    if run.join(MANIFEST_FILE).is_file() {
+        return Ok(run.to_path_buf());
+    }
+    let name = run.to_string_lossy();
+    // A path (or nothing) is a folder that is not a run, never an id.
+    if name.is_empty() || run.components().count() != 1 || run.is_dir() {
+        return Err(StoreError::NotARun {
+            path: run.to_path_buf(),
+        });
+    }
+    let found: Vec<RunRef> = find_runs(results)
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(name.as_ref()))
+        .collect();
+    let exact: Vec<&RunRef> = found.iter().filter(|r| r.run_id == name).collect();
+    match (exact.as_slice(), found.as_slice()) {
+        ([one], _) => Ok(one.dir.clone()),
+        ([], [one]) => Ok(one.dir.clone()),
+        ([], []) => Err(StoreError::NoSuchRun {
+            name: name.into_owned(),
+            root: results.to_path_buf(),
+        }),
+        (_, many) => Err(StoreError::AmbiguousRunId {
+            name: name.into_owned(),
+            count: many.len(),
+            root: results.to_path_buf(),
+        }),
+    }
+}
+
 /// The newest run of each experiment, by start ([`find_runs`] order).
 pub fn latest_runs(root: &Path) -> Vec<RunRef> {
     let mut latest: Vec<RunRef> = Vec::new();

@@ -130,10 +130,14 @@ fn report_runs(args: &ReportArgs, runs: Vec<PathBuf>) -> Result<(), CliError> {
         }
         found
     } else {
-        runs
+        // A folder, or a run id under --results, as `qexp diff` takes them.
+        runs.iter()
+            .map(|r| qexp_store::resolve_run(r, &args.results))
+            .collect::<Result<_, _>>()
+            .map_err(CliError::input)?
     };
     for run in &runs {
-        // A missing folder, a folder that is not a run, a run of a newer qexp: bad input.
+        // A run of a newer qexp, a manifest that does not read: bad input.
         qexp_store::read_manifest(run).map_err(CliError::input)?;
     }
     let narrative = match &args.narrative {
