@@ -339,6 +339,16 @@ fn reopening_supersedes_incomplete_pairs_and_the_run_ends_with_exactly_its_rows(
         "incomplete rows are read"
     );
     assert_eq!(pairs(&dir), [(1, 0), (1, 1)]);
+    // No lock and no empty journal folder: only results, and the pair to measure again.
+    assert_eq!(
+        entries(&dir),
+        [
+            "incomplete",
+            "manifest.json",
+            "points.parquet",
+            "requests.parquet"
+        ]
+    );
 
     let mut w = RunWriter::reopen(&dir, qexp_store::RunLock::acquire(&dir).unwrap()).unwrap();
     assert_eq!(w.complete_count(), 1);
@@ -360,6 +370,26 @@ fn reopening_supersedes_incomplete_pairs_and_the_run_ends_with_exactly_its_rows(
         expected(&[(1, 0, 3), (1, 1, 3), (2, 0, 3), (2, 1, 3)])
     );
     assert_eq!(pairs(&dir), [(1, 0), (1, 1), (2, 0), (2, 1)]);
+    // `incomplete/`, emptied by the resume, goes; what it held stays superseded.
+    assert_eq!(
+        entries(&dir),
+        [
+            "manifest.json",
+            "points.parquet",
+            "requests.parquet",
+            "superseded"
+        ]
+    );
+}
+
+/// The names in a folder, dot files included, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
