@@ -20,6 +20,9 @@ pub struct RunRef {
     /// When the run started (its manifest's `started_at`); None when the
     /// manifest does not read.
     pub started_at: Option<DateTime<Utc>>,
+    /// True for one shard's folder of a run split over several processes
+    /// (its manifest has `shard`): part of a run, at part of its load.
+    pub shard: bool,
 }
 
 /// Reads a run's manifest; refuses one written by a newer qexp.
@@ -507,11 +510,13 @@ pub fn find_runs(root: &Path) -> Vec<RunRef> {
         };
         for id in ids.filter_map(Result::ok) {
             if id.path().join(MANIFEST_FILE).is_file() {
+                let head = head(&id.path());
                 runs.push(RunRef {
                     dir: id.path(),
                     experiment: exp.file_name().to_string_lossy().into_owned(),
                     run_id: id.file_name().to_string_lossy().into_owned(),
-                    started_at: started_at(&id.path()),
+                    started_at: head.as_ref().map(|h| h.started_at),
+                    shard: head.is_some_and(|h| h.shard.is_some()),
                 });
             }
         }
@@ -522,16 +527,18 @@ pub fn find_runs(root: &Path) -> Vec<RunRef> {
     runs
 }
 
-/// A run's start, read from its manifest without the rest of it.
-fn started_at(run: &Path) -> Option<DateTime<Utc>> {
-    #[derive(serde::Deserialize)]
-    struct Start {
-        started_at: DateTime<Utc>,
-    }
+/// What [`find_runs`] reads of a manifest: its start, and whether it is a shard's.
+#[derive(serde::Deserialize)]
+struct Head {
+    started_at: DateTime<Utc>,
+    #[serde(default)]
+    shard: Option<serde::de::IgnoredAny>,
+}
+
+/// A run's [`Head`], read from its manifest without the rest of it.
+fn head(run: &Path) -> Option<Head> {
     let text = std::fs::read(run.join(MANIFEST_FILE)).ok()?;
-    serde_json::from_slice::<Start>(&text)
-        .ok()
-        .map(|s| s.started_at)
+    serde_json::from_slice::<Head>(&text).ok()
 }
 
 /// The run a command line names: a run folder, or a run id (or a prefix of
@@ -569,10 +576,11 @@ pub fn resolve_run(run: &Path, results: &Path) -> Result<PathBuf, StoreError> {
     }
 }
 
-/// The newest run of each experiment, by start ([`find_runs`] order).
+/// The newest run of each experiment, by start ([`find_runs`] order);
+/// shard folders are parts of a run, never an experiment's newest run.
 pub fn latest_runs(root: &Path) -> Vec<RunRef> {
     let mut latest: Vec<RunRef> = Vec::new();
-    for run in find_runs(root) {
+    for run in find_runs(root).into_iter().filter(|r| !r.shard) {
         match latest.last_mut() {
             Some(last) if last.experiment == run.experiment => *last = run,
             _ => latest.push(run),
