@@ -42,11 +42,12 @@ pub enum RunLookupError {
     },
 }
 
-/// The newest complete run of `experiment` under `root`, by start ([`find_runs`] order).
+/// The newest complete run of `experiment` under `root`, by start
+/// ([`find_runs`] order); a shard folder is part of a run, not one.
 pub fn newest_complete(root: &Path, experiment: &str) -> Result<RunRef, RunLookupError> {
     let runs: Vec<RunRef> = find_runs(root)
         .into_iter()
-        .filter(|r| r.experiment == experiment)
+        .filter(|r| r.experiment == experiment && !r.shard)
         .collect();
     let found = runs.len();
     runs.into_iter()

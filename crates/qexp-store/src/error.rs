@@ -63,6 +63,24 @@ pub enum StoreError {
         /// The run folder.
         path: PathBuf,
     },
+    /// A bare name that is neither a run folder nor a run id under the results root.
+    #[error("no run {name:?}: not a folder with manifest.json, nor a run id under {}", root.display())]
+    NoSuchRun {
+        /// The name as given.
+        name: String,
+        /// The results root it was looked up under.
+        root: PathBuf,
+    },
+    /// A run id prefix that more than one run starts with.
+    #[error("run id {name:?} matches {count} runs under {}; give more of it or the folder", root.display())]
+    AmbiguousRunId {
+        /// The prefix as given.
+        name: String,
+        /// How many runs start with it.
+        count: usize,
+        /// The results root it was looked up under.
+        root: PathBuf,
+    },
     /// The folder is not a run (no manifest).
     #[error("{} is not a qexp run (no manifest.json); give a folder like results/<experiment>/<run-id>", path.display())]
     NotARun {

@@ -32,8 +32,8 @@ pub use manifest::{
 };
 pub use overrides::Overrides;
 pub use reader::{
-    find_runs, for_each_request_batch, latest_runs, read_manifest, scan_points, scan_requests,
-    RequestIndex, RunRef,
+    find_runs, for_each_request_batch, latest_runs, read_manifest, resolve_run, scan_points,
+    scan_requests, RequestIndex, RunRef,
 };
 pub use rows::{
     points, points_frame, requests, requests_frame, server_column, PointRow, RequestRow,

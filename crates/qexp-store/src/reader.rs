@@ -20,6 +20,9 @@ pub struct RunRef {
     /// When the run started (its manifest's `started_at`); None when the
     /// manifest does not read.
     pub started_at: Option<DateTime<Utc>>,
+    /// True for one shard's folder of a run split over several processes
+    /// (its manifest has `shard`): part of a run, at part of its load.
+    pub shard: bool,
 }
 
 /// Reads a run's manifest; refuses one written by a newer qexp.
@@ -507,11 +510,13 @@ pub fn find_runs(root: &Path) -> Vec<RunRef> {
         };
         for id in ids.filter_map(Result::ok) {
             if id.path().join(MANIFEST_FILE).is_file() {
+                let head = head(&id.path());
                 runs.push(RunRef {
                     dir: id.path(),
                     experiment: exp.file_name().to_string_lossy().into_owned(),
                     run_id: id.file_name().to_string_lossy().into_owned(),
-                    started_at: started_at(&id.path()),
+                    started_at: head.as_ref().map(|h| h.started_at),
+                    shard: head.is_some_and(|h| h.shard.is_some()),
                 });
             }
         }
@@ -522,22 +527,60 @@ pub fn find_runs(root: &Path) -> Vec<RunRef> {
     runs
 }
 
-/// A run's start, read from its manifest without the rest of it.
-fn started_at(run: &Path) -> Option<DateTime<Utc>> {
-    #[derive(serde::Deserialize)]
-    struct Start {
-        started_at: DateTime<Utc>,
-    }
-    let text = std::fs::read(run.join(MANIFEST_FILE)).ok()?;
-    serde_json::from_slice::<Start>(&text)
-        .ok()
-        .map(|s| s.started_at)
+/// What [`find_runs`] reads of a manifest: its start, and whether it is a shard's.
+#[derive(serde::Deserialize)]
+struct Head {
+    started_at: DateTime<Utc>,
+    #[serde(default)]
+    shard: Option<serde::de::IgnoredAny>,
 }
 
-/// The newest run of each experiment, by start ([`find_runs`] order).
+/// A run's [`Head`], read from its manifest without the rest of it.
+fn head(run: &Path) -> Option<Head> {
+    let text = std::fs::read(run.join(MANIFEST_FILE)).ok()?;
+    serde_json::from_slice::<Head>(&text).ok()
+}
+
+/// The run a command line names: a run folder, or a run id (or a prefix of
+/// one that only one run has) under `results`. An id that one run has
+/// exactly wins over runs it is only a prefix of, so a merged run `ID` is
+/// found beside its shard folders `ID-shardK-of-N`.
+pub fn resolve_run(run: &Path, results: &Path) -> Result<PathBuf, StoreError> {
+    if run.join(MANIFEST_FILE).is_file() {
+        return Ok(run.to_path_buf());
+    }
+    let name = run.to_string_lossy();
+    // A path (or nothing) is a folder that is not a run, never an id.
+    if name.is_empty() || run.components().count() != 1 || run.is_dir() {
+        return Err(StoreError::NotARun {
+            path: run.to_path_buf(),
+        });
+    }
+    let found: Vec<RunRef> = find_runs(results)
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(name.as_ref()))
+        .collect();
+    let exact: Vec<&RunRef> = found.iter().filter(|r| r.run_id == name).collect();
+    match (exact.as_slice(), found.as_slice()) {
+        ([one], _) => Ok(one.dir.clone()),
+        ([], [one]) => Ok(one.dir.clone()),
+        ([], []) => Err(StoreError::NoSuchRun {
+            name: name.into_owned(),
+            root: results.to_path_buf(),
+        }),
+        (_, many) => Err(StoreError::AmbiguousRunId {
+            name: name.into_owned(),
+            count: many.len(),
+            root: results.to_path_buf(),
+        }),
+    }
+}
+
+/// The newest run of each experiment, by start ([`find_runs`] order);
+/// shard folders are parts of a run, never an experiment's newest run.
 pub fn latest_runs(root: &Path) -> Vec<RunRef> {
     let mut latest: Vec<RunRef> = Vec::new();
-    for run in find_runs(root) {
+    for run in find_runs(root).into_iter().filter(|r| !r.shard) {
         match latest.last_mut() {
             Some(last) if last.experiment == run.experiment => *last = run,
             _ => latest.push(run),

@@ -232,7 +232,9 @@ impl RunWriter {
         self.manifest.stop_reason = reason;
         self.manifest.ended_at = Some(Utc::now());
         self.save_manifest()?;
-        Ok(self.dir)
+        remove_empty_leftovers(&self.dir)?;
+        // Dropping the writer lets go of the lock and removes its file.
+        Ok(self.dir.clone())
     }
 }
 
@@ -384,6 +386,25 @@ impl MergeWriter {
         let marker = dir.join(MERGING);
         std::fs::remove_file(&marker).map_err(StoreError::io("cannot remove", &marker))
     }
+}
+
+/// Once a run's results and manifest are on the device, removes the
+/// folders that held files only while it ran and are empty now: the
+/// journal's (every pair's rows are in Parquet), and `incomplete/` after a
+/// `--resume` moved its pairs to `superseded/`. A folder that still holds
+/// a file is kept: nothing measured is ever removed.
+fn remove_empty_leftovers(dir: &Path) -> Result<(), StoreError> {
+    // The renames that put the results in place, made durable first.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io("cannot sync", dir))?;
+    for leftover in [JOURNAL, INCOMPLETE].map(|name| dir.join(name)) {
+        let empty = std::fs::read_dir(&leftover).is_ok_and(|mut e| e.next().is_none());
+        if empty {
+            std::fs::remove_dir(&leftover).map_err(StoreError::io("cannot remove", &leftover))?;
+        }
+    }
+    Ok(())
 }
 
 /// The file that marks a folder as a merge in progress (see [`MergeWriter`]).

@@ -339,6 +339,16 @@ fn reopening_supersedes_incomplete_pairs_and_the_run_ends_with_exactly_its_rows(
         "incomplete rows are read"
     );
     assert_eq!(pairs(&dir), [(1, 0), (1, 1)]);
+    // No lock and no empty journal folder: only results, and the pair to measure again.
+    assert_eq!(
+        entries(&dir),
+        [
+            "incomplete",
+            "manifest.json",
+            "points.parquet",
+            "requests.parquet"
+        ]
+    );
 
     let mut w = RunWriter::reopen(&dir, qexp_store::RunLock::acquire(&dir).unwrap()).unwrap();
     assert_eq!(w.complete_count(), 1);
@@ -360,6 +370,26 @@ fn reopening_supersedes_incomplete_pairs_and_the_run_ends_with_exactly_its_rows(
         expected(&[(1, 0, 3), (1, 1, 3), (2, 0, 3), (2, 1, 3)])
     );
     assert_eq!(pairs(&dir), [(1, 0), (1, 1), (2, 0), (2, 1)]);
+    // `incomplete/`, emptied by the resume, goes; what it held stays superseded.
+    assert_eq!(
+        entries(&dir),
+        [
+            "manifest.json",
+            "points.parquet",
+            "requests.parquet",
+            "superseded"
+        ]
+    );
+}
+
+/// The names in a folder, dot files included, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -580,4 +610,40 @@ fn the_newest_run_is_the_one_that_started_last_whatever_its_id() {
         latest[0].started_at.map(|t| t.to_rfc3339()).as_deref(),
         Some("2026-01-03T09:00:00+00:00")
     );
+}
+
+/// A command line names a run by its folder or by its id under the results
+/// root: an id one run has exactly wins over the shard folders it is a
+/// prefix of, a prefix only one run has is enough, and a prefix several
+/// runs share, a name no run has or a folder without a manifest is refused.
+#[test]
+fn a_run_is_named_by_folder_or_by_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let at = "2026-01-02T09:00:00Z";
+    let merged = finished_run(root, "20260102T0900Z-ab", at, RunStatus::Complete);
+    for k in 0..2 {
+        let id = qexp_store::shard_folder_name("20260102T0900Z-ab", k, 2);
+        finished_run(root, &id, at, RunStatus::Complete);
+    }
+    let other = finished_run(root, "20260103T0900Z-cd", at, RunStatus::Complete);
+    let resolve = |name: &str| qexp_store::resolve_run(Path::new(name), root);
+    assert_eq!(resolve("20260102T0900Z-ab").unwrap(), merged);
+    assert_eq!(resolve("20260103").unwrap(), other);
+    assert_eq!(resolve(merged.to_str().unwrap()).unwrap(), merged);
+    assert!(
+        matches!(
+            resolve("2026010"),
+            Err(StoreError::AmbiguousRunId { count: 4, .. })
+        ),
+        "{:?}",
+        resolve("2026010")
+    );
+    assert!(matches!(resolve("nope"), Err(StoreError::NoSuchRun { .. })));
+    let plain = root.join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    assert!(matches!(
+        resolve(plain.to_str().unwrap()),
+        Err(StoreError::NotARun { .. })
+    ));
 }

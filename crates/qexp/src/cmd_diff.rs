@@ -95,39 +95,12 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// A run folder, or the folder of the run with this id (or unique id prefix) under `results`.
-fn resolve(run: &Path, results: &Path) -> Result<PathBuf, CliError> {
-    if run.join(qexp_store::MANIFEST_FILE).is_file() {
-        return Ok(run.to_path_buf());
-    }
-    let name = run.to_string_lossy();
-    let found: Vec<PathBuf> = qexp_store::find_runs(results)
-        .into_iter()
-        .filter(|r| r.run_id.starts_with(name.as_ref()))
-        .map(|r| r.dir)
-        .collect();
-    match found.as_slice() {
-        [one] if !name.is_empty() && !name.contains(std::path::MAIN_SEPARATOR) => Ok(one.clone()),
-        [_, _, ..] if !name.contains(std::path::MAIN_SEPARATOR) => Err(not_done(anyhow!(
-            "run id {name:?} matches {} runs under {}; give more of it or the folder",
-            found.len(),
-            results.display()
-        ))),
-        _ => Err(not_done(anyhow!(
-            "no run at {}: not a folder with {}, nor a run id under {}",
-            run.display(),
-            qexp_store::MANIFEST_FILE,
-            results.display()
-        ))),
-    }
-}
-
 /// `qexp diff`: returns 0, or 1 for a significant regression under `--fail-on-regression`; errors exit [`EXIT_NOT_DONE`].
 pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
     let (run_a, dep_a) = split_deployment(&args.run_a);
     let (run_b, dep_b) = split_deployment(&args.run_b);
-    let dir_a = resolve(&run_a, &args.results)?;
-    let dir_b = resolve(&run_b, &args.results)?;
+    let dir_a = qexp_store::resolve_run(&run_a, &args.results).map_err(not_done)?;
+    let dir_b = qexp_store::resolve_run(&run_b, &args.results).map_err(not_done)?;
     let (a, b) = (
         analyse(&dir_a, dep_a.as_deref())?,
         analyse(&dir_b, dep_b.as_deref())?,

@@ -130,10 +130,14 @@ fn report_runs(args: &ReportArgs, runs: Vec<PathBuf>) -> Result<(), CliError> {
         }
         found
     } else {
-        runs
+        // A folder, or a run id under --results, as `qexp diff` takes them.
+        runs.iter()
+            .map(|r| qexp_store::resolve_run(r, &args.results))
+            .collect::<Result<_, _>>()
+            .map_err(CliError::input)?
     };
     for run in &runs {
-        // A missing folder, a folder that is not a run, a run of a newer qexp: bad input.
+        // A run of a newer qexp, a manifest that does not read: bad input.
         qexp_store::read_manifest(run).map_err(CliError::input)?;
     }
     let narrative = match &args.narrative {
@@ -192,12 +196,14 @@ pub(crate) fn render_one(
     render_with(a, templates, &Narrative::BesidePlan, None, root)
 }
 
-/// `<root>/<experiment>/<run-id>`, refusing names from the manifest that
-/// would lead anywhere else.
+/// `<root>/<experiment>/<run folder>` (the run id, and for a shard its
+/// `-shardK-of-N`, so a shard's report never overwrites its merged run's),
+/// refusing names from the manifest that would lead anywhere else.
 pub(crate) fn report_dir(root: &Path, m: &qexp_store::Manifest) -> anyhow::Result<PathBuf> {
     let experiment = qexp_plan::safe_component(&m.experiment)
         .context("the run's manifest names an unusable experiment")?;
-    let run_id = qexp_plan::safe_component(&m.run_id)
+    let folder = m.folder_name();
+    let run_id = qexp_plan::safe_component(&folder)
         .context("the run's manifest names an unusable run id")?;
     Ok(root.join(experiment).join(run_id))
 }

@@ -383,9 +383,9 @@ pub struct KubeArgs {
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Result folders (results/<experiment>/<run-id>) and notebooks (.md files naming their runs); default: the newest run of each experiment.
+    /// Result folders (results/<experiment>/<run-id>) or run ids under --results, and notebooks (.md files naming their runs); default: the newest run of each experiment.
     pub runs: Vec<PathBuf>,
-    /// Where to look for runs when none are given.
+    /// Where run ids are looked up, and the newest runs when none are given.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
     /// Reports root; each run goes to <out-dir>/<experiment>/<run-id>/.

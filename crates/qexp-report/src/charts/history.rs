@@ -40,7 +40,9 @@ pub fn history(
         .iter()
         .filter(|p| !p.values.is_empty())
         .map(|p| Series {
-            label: labels::short(&p.point, &swept),
+            // Points of several deployments share the swept values: the
+            // deployment tells their lines apart.
+            label: labels::with_deployment(&p.point, &swept),
             marks: p
                 .values
                 .iter()

@@ -5,7 +5,10 @@
 //! at each point across the complete runs, with the runs where it stepped
 //! (found by qexp-analysis, [`qexp_analysis::history`]). Runs of another
 //! workload (a different workload hash) get a chart of their own, never a
-//! shared line.
+//! shared line; a workload of one run has no chart (its run is a row of the
+//! table). Shard folders belong to the run `qexp merge` made of them: they
+//! are no rows of their own once merged, and never feed a history, whose
+//! runs each ran the plan's whole load.
 
 mod digest;
 
@@ -73,6 +76,9 @@ pub struct RunRow {
     pub engine: String,
     /// `complete`, `interrupted`, `running`, or `unreadable`.
     pub status: String,
+    /// For a merged run, the shards it was merged from; for a shard not
+    /// merged yet, which one it is.
+    pub shards: Option<String>,
     /// Trials.
     pub trials: u32,
     /// The report's first headline figure.
@@ -94,9 +100,9 @@ pub struct RunRow {
 pub struct HistoryView {
     /// Chart title.
     pub title: String,
-    /// The SVG file beside the index.
-    pub file: String,
-    /// The SVG, for the HTML.
+    /// The SVG file beside the index; none for a workload of one run.
+    pub file: Option<String>,
+    /// The SVG, for the HTML (empty without a chart).
     pub svg: String,
     /// The workload hash, 8 characters.
     pub workload: String,
@@ -178,7 +184,12 @@ fn experiment(
     reports: &Path,
 ) -> Result<(ExperimentView, Vec<(String, String)>), RenderError> {
     let ok: Vec<&RunDigest> = runs.iter().filter_map(|r| r.1.as_ref().ok()).collect();
-    let inputs: Vec<&HistoryInput> = ok.iter().map(|d| &d.history).collect();
+    // A shard ran part of the plan's load: it is no point of a history.
+    let inputs: Vec<&HistoryInput> = ok
+        .iter()
+        .filter(|d| d.manifest.shard.is_none())
+        .map(|d| &d.history)
+        .collect();
     let histories = history(&inputs, metric, &StepOptions::default());
     // Steps by run id, for the run rows.
     let mut steps_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -192,13 +203,13 @@ fn experiment(
                 .or_default()
                 .push(format!("{} {} ({})", s.point, s.change, s.verdict));
         }
-        if let Some(c) = chart {
-            files.push((view.file.clone(), c.svg));
+        if let (Some(file), Some(c)) = (&view.file, chart) {
+            files.push((file.clone(), c.svg));
         }
         views.push(view);
     }
     // Newest first, by start: a run id given with --run-id can sort anywhere.
-    let mut newest_first: Vec<&DigestedRun> = runs.to_vec();
+    let mut newest_first: Vec<&DigestedRun> = listed(runs);
     newest_first.sort_by(|a, b| (b.0.started_at, &b.0.run_id).cmp(&(a.0.started_at, &a.0.run_id)));
     let rows: Vec<RunRow> = newest_first
         .iter()
@@ -219,6 +230,42 @@ fn experiment(
     ))
 }
 
+/// The runs that are rows of the index: all but the shard folders of a
+/// merged run among `runs` (the merged run's row names them).
+fn listed<'a>(runs: &[&'a DigestedRun]) -> Vec<&'a DigestedRun> {
+    let merged: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.1.as_ref().ok())
+        .filter(|d| d.manifest.merged.is_some())
+        .map(|d| d.manifest.run_id.as_str())
+        .collect();
+    runs.iter()
+        .copied()
+        .filter(|r| match &r.1 {
+            Ok(d) => d.manifest.shard.is_none() || !merged.contains(&d.manifest.run_id.as_str()),
+            Err(_) => true,
+        })
+        .collect()
+}
+
+/// What the index says of a run's shards: the shards a merged run was
+/// made of, or which shard a folder not merged yet is.
+fn shards_note(m: &qexp_store::Manifest) -> Option<String> {
+    if let Some(merged) = &m.merged {
+        return Some(format!(
+            "merged from {} of {} shards",
+            merged.shards.len(),
+            merged.count
+        ));
+    }
+    m.shard.as_ref().map(|s| {
+        format!(
+            "shard {} of {}, not merged: qexp merge its shard folders",
+            s.index, s.count
+        )
+    })
+}
+
 fn short(hash: &str) -> String {
     hash.chars().take(8).collect()
 }
@@ -236,13 +283,17 @@ fn history_view(
         title.push_str(&format!(" (workload {})", short(&w.workload_hash)));
     }
     let first = w.runs.first().map_or("", |r| r.run_id.as_str());
-    let chart = charts::history(w, metric, &title, first)?;
+    // One run has no history to draw: it is a row of the table.
+    let chart = match w.runs.len() {
+        0 | 1 => None,
+        _ => charts::history(w, metric, &title, first)?,
+    };
     let swept = labels::swept(w.points.iter().map(|p| &p.point));
     let steps = w
         .points
         .iter()
         .flat_map(|p| {
-            let label = labels::short(&p.point, &swept);
+            let label = labels::with_deployment(&p.point, &swept);
             let lost = p.lost.iter().map({
                 let label = label.clone();
                 move |&r| StepView {
@@ -274,7 +325,9 @@ fn history_view(
         .collect();
     let view = HistoryView {
         title,
-        file: format!("history-{experiment}-{}.svg", i + 1),
+        file: chart
+            .as_ref()
+            .map(|_| format!("history-{experiment}-{}.svg", i + 1)),
         svg: chart.as_ref().map_or(String::new(), |c| c.svg.clone()),
         workload: short(&w.workload_hash),
         runs: w.runs.len(),
@@ -298,6 +351,7 @@ fn row(r: &DigestedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
                 target: "–".into(),
                 engine: "–".into(),
                 status: "unreadable".into(),
+                shards: None,
                 trials: 0,
                 headline: "–".into(),
                 flags: 0,
@@ -310,7 +364,8 @@ fn row(r: &DigestedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
     };
     let m = &a.manifest;
     RunRow {
-        run_id: m.run_id.clone(),
+        // A shard's folder, whose name says which shard it is.
+        run_id: m.folder_name(),
         date: m.started_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         git: m
             .git
@@ -328,6 +383,7 @@ fn row(r: &DigestedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
             )
         }),
         status: m.status.as_str().to_string(),
+        shards: shards_note(m),
         trials: m.trials,
         headline: a.headline.clone().unwrap_or_else(|| "–".into()),
         flags: a.flags,
@@ -345,24 +401,18 @@ mod tests {
     use qexp_analysis::stats::Summary;
     use qexp_plan::Point;
 
-    /// A point a run lost is listed beside the steps, as that run's flag.
-    #[test]
-    fn a_lost_point_is_listed_with_the_run_that_lost_it() {
-        let point = Point {
-            id: 0,
-            concurrency: 64,
-            input_tokens: 1000,
-            output_tokens: 500,
-            requests: 128,
-            warmup: 0,
-            open_loop: None,
-            deployment: None,
+    /// A workload whose points at `concurrency` (each of every deployment
+    /// named) have values in `runs` runs.
+    fn workload(runs: usize, concurrency: &[u32], deployments: &[&str]) -> WorkloadHistory {
+        let names: Vec<Option<String>> = match deployments {
+            [] => vec![None],
+            d => d.iter().map(|n| Some(n.to_string())).collect(),
         };
-        let runs: Vec<HistoryRun> = (0..3)
+        let runs: Vec<HistoryRun> = (0..runs)
             .map(|i| HistoryRun {
                 run_id: format!("run-{i}"),
                 input: i,
-                started_unix_s: i as f64,
+                started_unix_s: 600.0 * i as f64,
             })
             .collect();
         let value = |run| HistoryValue {
@@ -370,15 +420,38 @@ mod tests {
             summary: Summary::of(&[0.5, 0.51, 0.49]).expect("values"),
             step: None,
         };
-        let w = WorkloadHistory {
+        let points = names
+            .iter()
+            .flat_map(|d| concurrency.iter().map(move |&c| (d.clone(), c)))
+            .enumerate()
+            .map(|(id, (deployment, concurrency))| PointHistory {
+                point: Point {
+                    id: id as u32,
+                    concurrency,
+                    input_tokens: 1000,
+                    output_tokens: 500,
+                    requests: 128,
+                    warmup: 0,
+                    open_loop: None,
+                    deployment,
+                },
+                values: (0..runs.len()).map(value).collect(),
+                lost: Vec::new(),
+            })
+            .collect();
+        WorkloadHistory {
             workload_hash: "0123456789abcdef".into(),
             runs,
-            points: vec![PointHistory {
-                point,
-                values: vec![value(0), value(2)],
-                lost: vec![1],
-            }],
-        };
+            points,
+        }
+    }
+
+    /// A point a run lost is listed beside the steps, as that run's flag.
+    #[test]
+    fn a_lost_point_is_listed_with_the_run_that_lost_it() {
+        let mut w = workload(3, &[64], &[]);
+        w.points[0].values.remove(1);
+        w.points[0].lost = vec![1];
         let (view, chart) = history_view("tput", 0, &w, 1, Metric::TtftS).expect("renders");
         assert!(chart.is_some());
         assert_eq!(view.steps.len(), 1, "{:?}", view.steps);
@@ -388,5 +461,33 @@ mod tests {
             ("run-1", "lost", "worse")
         );
         assert_eq!(s.levels, "every request failed");
+    }
+
+    /// One run is a row of the table, not a chart with a single point at 0.
+    #[test]
+    fn one_run_has_no_history_chart_and_two_have_one() {
+        let (view, chart) =
+            history_view("tput", 0, &workload(1, &[1, 8], &[]), 1, Metric::TtftS).expect("renders");
+        assert!(chart.is_none() && view.file.is_none() && view.svg.is_empty());
+        assert_eq!(view.runs, 1);
+        let (view, chart) =
+            history_view("tput", 0, &workload(2, &[1, 8], &[]), 1, Metric::TtftS).expect("renders");
+        assert!(chart.is_some());
+        assert_eq!(view.file.as_deref(), Some("history-tput-1.svg"));
+    }
+
+    /// Lines of several deployments at the same loads are told apart by
+    /// the deployment's name in the legend.
+    #[test]
+    fn the_legend_names_each_lines_deployment() {
+        let w = workload(2, &[1, 8], &["mtp", "no-mtp"]);
+        let (_, chart) = history_view("mtp", 0, &w, 1, Metric::TtftS).expect("renders");
+        let svg = chart.expect("a chart of two runs").svg;
+        for label in ["mtp: c=1", "mtp: c=8", "no-mtp: c=1", "no-mtp: c=8"] {
+            assert!(
+                svg.contains(&format!(">\n{label}\n<")),
+                "{label} is not in the legend"
+            );
+        }
     }
 }

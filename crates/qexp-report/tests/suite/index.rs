@@ -100,7 +100,7 @@ fn index_lists_runs_draws_a_history_per_workload_and_marks_the_step() {
     );
     // The second workload's chart has its own two runs.
     assert!(
-        md.contains("No steps in 2 complete run(s) of workload"),
+        md.contains("No steps in 2 complete runs of workload"),
         "{md}"
     );
     assert_eq!(html.matches("<svg").count(), 2);

@@ -57,3 +57,13 @@ async fn run_loaded(dir: &std::path::Path, plan: qexp_plan::Plan) -> qexp_analys
     let result = qexp_runner::run(opts, rx).await.expect("run succeeds");
     qexp_analysis::analyze(&result.dir).expect("analysis")
 }
+
+/// The names in a folder, dot files included, sorted.
+pub fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}

@@ -2,7 +2,7 @@
 //! store (manifest + Parquet) from synthetic rows whose truth is known:
 //! exit codes (0, 1 with --fail-on-regression, 2 when the work cannot be
 //! done), the workload refusal and `--ignore`, run ids resolved under
-//! `--results`, the files written, and the help text; then on real runs
+//! `--results` (by `qexp report` too), the files written, and the help text; then on real runs
 //! against the simulator: 5 trials of a 10% slower decode are a regression,
 //! the same profile twice is not.
 
@@ -268,6 +268,17 @@ fn run_ids_resolve_under_results() {
         qexp(&["diff", "20261130T1", &r.base, "--results", &results]),
         2
     );
+    // `qexp report` takes the ids `qexp diff` takes, and refuses the same.
+    let reports = Path::new(&out).join("reports").display().to_string();
+    let report = |id: &str| {
+        let args = ["report", id, "--results", &results, "--out-dir", &reports];
+        qexp(&[&args[..], &["--no-index"]].concat())
+    };
+    assert_eq!(report("20261130T120000Z-cccccc"), 0);
+    let html = Path::new(&reports).join("cli/20261130T120000Z-cccccc/report.html");
+    assert!(html.is_file(), "no report at {}", html.display());
+    assert_eq!(report("20261130T1"), 2, "an ambiguous prefix");
+    assert_eq!(report("20991130T1"), 2, "no such run");
     drop(r);
 }
 

@@ -363,6 +363,14 @@ async fn sigint_stops_sending_lets_requests_in_flight_finish_and_marks_the_run_i
         .unwrap();
     assert!(out.status.success(), "resume: {}", text(&out.stderr));
     assert_eq!(rows(&run).len(), PLANNED_ROWS);
+    // The pair the interrupt cut (if it cut one) is superseded; no empty
+    // `incomplete/` or `journal/`, no lock.
+    let mut left = crate::common::entries(&run);
+    left.retain(|n| n != "superseded");
+    assert_eq!(
+        left,
+        ["manifest.json", "points.parquet", "requests.parquet"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

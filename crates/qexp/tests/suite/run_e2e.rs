@@ -91,6 +91,11 @@ fn check_rows(result: &qexp_runner::RunResult) -> DataFrame {
         qexp_client::ClientTiming::Http1FromWire
     };
     assert_eq!(result.manifest.client_timing, Some(expected));
+    // A finished run holds what docs/results.md lists, no lock or empty journal.
+    assert_eq!(
+        crate::common::entries(&result.dir),
+        ["manifest.json", "points.parquet", "requests.parquet"]
+    );
 
     let df = qexp_store::scan_requests(&result.dir)
         .unwrap()

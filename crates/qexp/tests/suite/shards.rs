@@ -7,7 +7,8 @@
 //! one computed directly over the union of the shards' rows; its medians
 //! fall inside a one-process run's 95% interval; the skewed clocks are
 //! corrected to within 1 ms. A shard killed mid-point is named by the
-//! others and by `qexp merge`, and `--resume` of it completes the run.
+//! others and by `qexp merge`, and `--resume` of it completes the run. The
+//! index lists a merged run once, its shard folders under it.
 //! Every process a test starts is killed when it ends, pass or fail.
 
 use crate::common::qexp;
@@ -107,6 +108,31 @@ max_in_flight = 64
 warmup_requests = 2
 trials = 1
 seed = 12
+"#;
+
+/// The plan of the index test: one small point, a second of load.
+const SMALL: &str = r#"
+[experiment]
+name = "shards-index"
+version = 1
+
+[target]
+base_url = "http://127.0.0.1:1"
+api = "chat"
+extra_body = { ignore_eos = true }
+
+[workload]
+input_tokens = 100
+output_tokens = 10
+
+[sweep]
+concurrency = [4]
+
+[run]
+requests = 8
+warmup_requests = 2
+trials = 1
+seed = 14
 "#;
 
 /// Skews given to shards 1..3 (s): their clocks read this far ahead.
@@ -584,6 +610,49 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
         "{}",
         text(&o.stderr)
     );
+}
+
+/// The index of a sharded run shows one run: the merged run, whose row
+/// names its shards; the shard folders are no rows of their own and feed
+/// no history (one complete run: a row, no chart), and the newest run
+/// `qexp report` picks is the merged one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_of_a_sharded_run_shows_one_run() {
+    let _heavy = crate::common::heavy().await;
+    let s = setup("exact", SMALL).await;
+    let run_id = "20261203T120000Z-1d0e00";
+    let mut shards = start_shards(&s, 2, run_id).await;
+    all_succeed(&mut shards).await;
+    let dirs = shard_dirs(&s, "shards-index", run_id, 2);
+    let o = merge(&dirs, &s.results.join("shards-index").join(run_id), &[]);
+    assert!(o.status.success(), "merge: {}", text(&o.stderr));
+    let reports = s.tmp.path().join("reports");
+    let results = s.results.to_str().unwrap();
+    let o = qexp(&[
+        "report",
+        "--results",
+        results,
+        "--out-dir",
+        reports.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "report: {}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let merged_report = reports.join("shards-index").join(run_id).join("report.md");
+    assert!(
+        stdout.contains(&format!("report: {}", merged_report.display())),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(reports.join("index.md")).unwrap();
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains(" UTC | ")).collect();
+    assert_eq!(rows.len(), 1, "{md}");
+    assert!(
+        rows[0].contains(&format!("[`{run_id}`]")) && rows[0].contains("merged from 2 of 2 shards"),
+        "{md}"
+    );
+    assert!(md.contains("One complete run of workload"), "{md}");
+    assert!(!md.contains(".svg"), "no history chart of one run: {md}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
