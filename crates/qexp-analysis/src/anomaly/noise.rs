@@ -84,7 +84,8 @@ fn host_lag(p: &PointSummary, m: Metric, values: &[f64]) -> Option<f64> {
 }
 
 /// One flag per point with a metric whose CV exceeds `t.cv`, judged on
-/// what the plan holds fixed (see [`judged_value`]).
+/// what the plan holds fixed: TTFT per prompt token and E2E per answer
+/// token where the plan draws lengths from distributions.
 pub fn detect_noisy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     points
         .iter()
