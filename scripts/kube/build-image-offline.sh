@@ -45,7 +45,7 @@ fi
 
 cleanup() {
     local rc=$?
-    docker rm -f "$net-s0" "$net-s1" "$net-merge" >/dev/null 2>&1 || true
+    docker rm -f "$net-sim" "$net-s0" "$net-s1" "$net-merge" >/dev/null 2>&1 || true
     docker network rm "$net" >/dev/null 2>&1 || true
     rm -rf "$work"
     exit "$rc"
@@ -103,10 +103,13 @@ docker run --rm --entrypoint id "$tag"
 
 # 4. Two shards, with the arguments `qexp kube` writes into the Job (read
 # from its output), shard 0 reached by its pod's DNS name (a network alias
-# here, the headless Service there), then a merge and a report.
+# here, the headless Service there), both measuring one simulator served
+# in a container of its own (a sim: target would be one per shard, which
+# `qexp kube` refuses), then a merge and a report.
 plan=experiments/quickstart.toml
 run_id="rehearsal-$(date +%s)"
-args="$(docker run --rm "$tag" kube "$plan" --shards 2 --image "$tag" --run-id "$run_id" 2>/dev/null |
+args="$(docker run --rm "$tag" kube "$plan" --shards 2 --image "$tag" --run-id "$run_id" \
+    --target "http://$net-sim:8000" 2>/dev/null |
     awk '/^ *- args:/ { on = 1; next } on && /^ *command:/ { on = 0 } on { print $2 }' |
     tr -d '"' | tr '\n' ' ')"
 rendezvous="$(echo "$args" | sed -E 's/.*--rendezvous ([^ :]+):.*/\1/')"
@@ -117,6 +120,8 @@ cp "$plan" "$work/plan/plan.toml"
 # The Job's fsGroup makes the claim the pods' user's; here the folder is given to it.
 chown 65532:65532 "$work/results"
 docker network create "$net" >/dev/null
+docker run -d --name "$net-sim" --network "$net" --network-alias "$net-sim" "$tag" \
+    sim --profile fast --host 0.0.0.0 --port 8000 >/dev/null
 shard() {
     local alias=()
     [ "$1" = 0 ] && alias=(--network-alias "$rendezvous")

@@ -10,7 +10,9 @@
 #          working folder;
 #       2. two shards with the arguments `qexp kube` writes into the Job
 #          (the plan read-only at /plan, results at /results, shard 0's pod
-#          name resolved through the root's /etc/hosts), then `qexp merge`.
+#          name resolved through the root's /etc/hosts), both measuring one
+#          `qexp sim` on 127.0.0.1:$QEXP_SIM_PORT (default 18431), then
+#          `qexp merge`.
 # Keep the copies below in step with the Dockerfile.
 #
 # Needs root (chroot, mounts) and mmdebstrap (apt-get install mmdebstrap);
@@ -66,8 +68,14 @@ ls "$root/opt/qexp/reports/quickstart"/*/report.md
 echo "rehearse-image: two shards as the Job runs them" >&2
 run_id="rehearse-$(date +%s)"
 # The pods' arguments, as `qexp kube` writes them into the Job.
+# One simulator for both shards (a sim: target would be one per shard,
+# which `qexp kube` refuses).
+sim_port="${QEXP_SIM_PORT:-18431}"
+"$bin" sim --profile fast --port "$sim_port" >"$dir/sim.log" 2>&1 &
+sim=$!
+trap 'kill "$sim" 2>/dev/null || true' EXIT
 args="qexp $("$bin" kube "$context/experiments/quickstart.toml" --shards 2 \
-    --image qexp:rehearse --run-id "$run_id" 2>/dev/null |
+    --image qexp:rehearse --run-id "$run_id" --target "http://127.0.0.1:$sim_port" 2>/dev/null |
     awk '/^ *- args:/ { on = 1; next } on && /^ *command:/ { on = 0 } on { print $2 }' |
     tr -d '"' | tr '\n' ' ')"
 rendezvous="$(echo "$args" | sed -E 's/.*--rendezvous ([^ :]+):.*/\1/')"

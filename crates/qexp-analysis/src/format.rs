@@ -2,6 +2,11 @@
 //! tables, charts and narratives in qexp-report, and the terminal all format
 //! through these functions.
 
+/// A count with its noun in the number it takes: `1 run`, `2 runs`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Three significant digits, trailing zeros trimmed: 9.8, 15.1, 505, 0.25
 /// ("n/a" when not finite).
 pub fn sig3(v: f64) -> String {
@@ -125,6 +130,13 @@ pub fn tokens(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_their_number() {
+        assert_eq!(plural(1, "run", "runs"), "1 run");
+        assert_eq!(plural(0, "run", "runs"), "0 runs");
+        assert_eq!(plural(2, "run", "runs"), "2 runs");
+    }
 
     #[test]
     fn sentences_have_three_significant_digits_and_units() {

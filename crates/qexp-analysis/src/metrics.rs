@@ -38,6 +38,8 @@ pub struct TrialMetrics {
     pub prompt_tokens: f64,
     /// Median planned prompt tokens (the point's, unless lengths vary).
     pub input_planned: f64,
+    /// Median planned output tokens (the point's, unless lengths vary).
+    pub output_planned: f64,
     /// Median server-reported completion tokens.
     pub completion_tokens: f64,
     /// Whether planned prompt or output lengths vary between requests (length distributions).
@@ -89,6 +91,7 @@ impl TrialMetrics {
             tokens_per_chunk: f64::NAN,
             prompt_tokens: f64::NAN,
             input_planned: f64::NAN,
+            output_planned: f64::NAN,
             completion_tokens: f64::NAN,
             cached_share: f64::NAN,
             cached_share_expected: f64::NAN,
@@ -129,6 +132,8 @@ pub struct PointSummary {
     pub prompt_tokens: Option<Summary>,
     /// Median planned prompt tokens, across trials.
     pub input_planned: Option<Summary>,
+    /// Median planned output tokens, across trials.
+    pub output_planned: Option<Summary>,
     /// Median server-reported completion tokens, across trials.
     pub completion_tokens: Option<Summary>,
     /// Share of prompt tokens the server reported cached, across trials.
@@ -172,6 +177,7 @@ impl PointSummary {
             itl_p99_s: of(|t| t.itl_p99_s),
             prompt_tokens: of(|t| t.prompt_tokens),
             input_planned: of(|t| t.input_planned),
+            output_planned: of(|t| t.output_planned),
             completion_tokens: of(|t| t.completion_tokens),
             cached_share: of(|t| t.cached_share),
             cached_share_expected: of(|t| t.cached_share_expected),

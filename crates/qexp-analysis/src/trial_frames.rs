@@ -156,6 +156,7 @@ struct Selections {
     e2e: Quantiles,
     prompt: Quantiles,
     planned: Quantiles,
+    planned_output: Quantiles,
     completion: Quantiles,
     /// The distributions' TTFT and E2E at every level (requests with a TTFT and a send time).
     cdf_ttft: Quantiles,
@@ -173,19 +174,21 @@ impl Selections {
             e2e: Quantiles::new(&[0.5], held_max),
             prompt: Quantiles::new(&[0.5], held_max),
             planned: Quantiles::new(&[0.5], held_max),
+            planned_output: Quantiles::new(&[0.5], held_max),
             completion: Quantiles::new(&[0.5], held_max),
             cdf_ttft: Quantiles::new(&cdf, held_max),
             cdf_e2e: Quantiles::new(&cdf, held_max),
         }
     }
 
-    fn all(&mut self) -> [&mut Quantiles; 8] {
+    fn all(&mut self) -> [&mut Quantiles; 9] {
         [
             &mut self.ttft,
             &mut self.decode,
             &mut self.e2e,
             &mut self.prompt,
             &mut self.planned,
+            &mut self.planned_output,
             &mut self.completion,
             &mut self.cdf_ttft,
             &mut self.cdf_e2e,
@@ -193,13 +196,14 @@ impl Selections {
     }
 
     /// [`Selections::all`], to read.
-    fn each(&self) -> [&Quantiles; 8] {
+    fn each(&self) -> [&Quantiles; 9] {
         [
             &self.ttft,
             &self.decode,
             &self.e2e,
             &self.prompt,
             &self.planned,
+            &self.planned_output,
             &self.completion,
             &self.cdf_ttft,
             &self.cdf_e2e,
@@ -381,7 +385,7 @@ impl TrialFrames {
             } else if !timeline.picked {
                 timeline.pick(&ok_rows)?;
             }
-            select.add(&ok_rows, planned_input)
+            select.add(&ok_rows, planned_input, planned_output)
         };
         if rows.height() < 4096 {
             side(sums, gaps)?;
@@ -535,6 +539,7 @@ impl Group {
             m.e2e_s = first(&s.e2e);
             m.prompt_tokens = first(&s.prompt);
             m.input_planned = first(&s.planned);
+            m.output_planned = first(&s.planned_output);
             m.completion_tokens = first(&s.completion);
             let gaps = self.gaps.values();
             [m.itl_p50_s, m.itl_p90_s, m.itl_p99_s] =
@@ -564,14 +569,15 @@ impl Group {
 
 impl Selections {
     /// The columns each selection reads, in [`Selections::all`]'s order
-    /// (the planned-input column stands for whichever the run has), and
-    /// the gaps' last.
-    const COLUMNS: [&'static [&'static str]; 9] = [
+    /// (the planned columns stand for whichever the run has), and the
+    /// gaps' last.
+    const COLUMNS: [&'static [&'static str]; 10] = [
         &[rq::TTFT_S],
         &[rq::TPOT_S],
         &[rq::E2E_S],
         &[rq::PROMPT_TOKENS],
         &[rq::INPUT_TOKENS_PLANNED],
+        &[rq::OUTPUT_TOKENS_PLANNED],
         &[rq::COMPLETION_TOKENS],
         &[rq::TTFT_S, rq::SENT_UNIX_S],
         &[rq::TTFT_S, rq::E2E_S, rq::SENT_UNIX_S],
@@ -580,7 +586,12 @@ impl Selections {
 
     /// The values of `ok_rows` (successful requests) each selection not
     /// yet done takes.
-    fn add(&mut self, ok_rows: &DataFrame, planned: &str) -> PolarsResult<()> {
+    fn add(
+        &mut self,
+        ok_rows: &DataFrame,
+        planned: &str,
+        planned_output: &str,
+    ) -> PolarsResult<()> {
         if !self.ttft.done() {
             each_value(ok_rows, rq::TTFT_S, |x| self.ttft.push(x))?;
         }
@@ -595,6 +606,9 @@ impl Selections {
         }
         if !self.planned.done() {
             each_value(ok_rows, planned, |x| self.planned.push(x))?;
+        }
+        if !self.planned_output.done() {
+            each_value(ok_rows, planned_output, |x| self.planned_output.push(x))?;
         }
         if !self.completion.done() {
             each_value(ok_rows, rq::COMPLETION_TOKENS, |x| self.completion.push(x))?;

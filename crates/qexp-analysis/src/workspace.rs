@@ -11,7 +11,7 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunLookupError {
     /// The experiment has runs, none complete, or none at all.
-    #[error("experiment `{experiment}` has no complete run under {root} ({found} run(s) found)")]
+    #[error("experiment `{experiment}` has no complete run under {root} ({} found)", crate::format::plural(*.found, "run", "runs"))]
     NoCompleteRun {
         /// The experiment.
         experiment: String,

@@ -40,7 +40,7 @@ pub use error::{refused, LaunchError, PollError};
 /// The records a start and a stop leave; declared in qexp-types so that the
 /// manifest can hold them without linking this crate.
 pub use qexp_types::{StartRecord, StopHow, StopRecord, REDACTED};
-pub use server::{launch, Liveness, Server};
+pub use server::{launch, preview, Liveness, Server};
 pub use tag::TAG_VAR;
 
 /// How to launch one deployment: its argv, environment, address and limits.

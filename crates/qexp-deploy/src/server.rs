@@ -11,6 +11,7 @@ use crate::group::ProcessGroup;
 use crate::placeholder::resolve;
 use crate::ready::{Poller, Readiness};
 use crate::redact::redact;
+use crate::REDACTED;
 use crate::{
     hide, logfile, net, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow, StopRecord,
 };
@@ -43,7 +44,7 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
         None => net::free_port(&spec.host)?,
     };
     let base_url = net::base_url(&spec.host, port);
-    let values = placeholder_values(spec, port);
+    let values = placeholder_values(spec, port.to_string());
     let fill = |arg: &str| {
         resolve(arg, &values).map_err(|e| match e {
             LaunchError::BadPlaceholder { name, arg } if name == "api_key" => {
@@ -130,11 +131,26 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
     })
 }
 
+/// The argv [`launch`] would run, for a dry run: every placeholder filled
+/// as at a start, the port written `auto_port` where the start would pick a
+/// free one, the API key hidden.
+pub fn preview(spec: &LaunchSpec, auto_port: &str) -> Result<Vec<String>, LaunchError> {
+    let port = spec
+        .port
+        .map_or_else(|| auto_port.to_owned(), |p| p.to_string());
+    let mut values = placeholder_values(spec, port);
+    values.insert("api_key".to_owned(), REDACTED.to_owned());
+    spec.command
+        .iter()
+        .map(|arg| resolve(arg, &values))
+        .collect()
+}
+
 /// The caller's placeholders with `port`, `host` and `name`, which win,
 /// and `api_key` when the run has a key.
-fn placeholder_values(spec: &LaunchSpec, port: u16) -> BTreeMap<String, String> {
+fn placeholder_values(spec: &LaunchSpec, port: String) -> BTreeMap<String, String> {
     let mut values = spec.placeholders.clone();
-    values.insert("port".to_owned(), port.to_string());
+    values.insert("port".to_owned(), port);
     values.insert("host".to_owned(), spec.host.clone());
     values.insert("name".to_owned(), spec.name.clone());
     if let Some(key) = &spec.api_key {
@@ -273,6 +289,29 @@ mod tests {
     use super::*;
 
     fn send<T: Send>(_: &T) {}
+
+    #[test]
+    fn a_preview_fills_what_a_start_fills_and_never_shows_the_key() {
+        let argv = [
+            "srv",
+            "--port",
+            "{port}",
+            "--name={name}",
+            "--key",
+            "{api_key}",
+        ];
+        let mut spec = LaunchSpec::new("a", argv.map(str::to_owned).to_vec());
+        spec.api_key = Some(crate::ApiKey("sk-1".to_owned()));
+        let shown = preview(&spec, "PORT").unwrap();
+        assert_eq!(
+            shown,
+            ["srv", "--port", "PORT", "--name=a", "--key", REDACTED]
+        );
+        spec.port = Some(8123);
+        assert_eq!(preview(&spec, "PORT").unwrap()[2], "8123");
+        spec.command.push("{nope}".to_owned());
+        assert!(preview(&spec, "PORT").is_err());
+    }
 
     #[test]
     fn servers_and_launches_can_move_between_tasks() {

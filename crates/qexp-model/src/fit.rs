@@ -823,7 +823,53 @@ fn residuals(rows: &[&Observation], p: &Params) -> Vec<Residual> {
             }
         }
     }
+    // Points in reading order (`c=2` before `c=100`); a stable sort keeps
+    // each point's metrics in their order.
+    out.sort_by(|a, b| reading_order(&a.point, &b.point));
     out
+}
+
+/// Text order where runs of digits compare as numbers: `c=2 in=1000`
+/// before `c=100 in=1000`.
+fn reading_order(a: &str, b: &str) -> std::cmp::Ordering {
+    /// The text cut into runs of digits and runs of the rest.
+    fn runs(s: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, c) in s.char_indices().skip(1) {
+            let prev = s[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|p| p.is_ascii_digit());
+            if prev != c.is_ascii_digit() {
+                out.push(&s[start..i]);
+                start = i;
+            }
+        }
+        out.push(&s[start..]);
+        out
+    }
+    let key = |run: &str| -> (bool, usize, String) {
+        let digits = run.starts_with(|c: char| c.is_ascii_digit());
+        let trimmed = if digits {
+            run.trim_start_matches('0')
+        } else {
+            run
+        };
+        (
+            !digits,
+            if digits { trimmed.len() } else { 0 },
+            trimmed.to_owned(),
+        )
+    };
+    let (ra, rb) = (runs(a), runs(b));
+    for (x, y) in ra.iter().zip(&rb) {
+        match key(x).cmp(&key(y)) {
+            std::cmp::Ordering::Equal => {}
+            other => return other,
+        }
+    }
+    ra.len().cmp(&rb.len())
 }
 
 /// 1.645 × the root mean square relative residual, per metric.
@@ -871,6 +917,30 @@ fn ranges(rows: &[&Observation]) -> Ranges {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn points_read_in_numeric_order() {
+        let mut labels = vec![
+            "c=100 in=1000 out=500",
+            "c=2 in=1000 out=500",
+            "c=16 in=1000 out=500",
+            "c=1 in=30000 out=200",
+            "c=1 in=1000 out=200",
+            "rate=0.5/s in=10 out=5",
+        ];
+        labels.sort_by(|a, b| reading_order(a, b));
+        assert_eq!(
+            labels,
+            [
+                "c=1 in=1000 out=200",
+                "c=1 in=30000 out=200",
+                "c=2 in=1000 out=500",
+                "c=16 in=1000 out=500",
+                "c=100 in=1000 out=500",
+                "rate=0.5/s in=10 out=5",
+            ]
+        );
+    }
     use crate::table::{FOUNDING_MODEL, FOUNDING_MODEL_PATH};
 
     /// Refits that found no batch limit widen N's interval up to the

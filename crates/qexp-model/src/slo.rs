@@ -42,7 +42,7 @@ impl Slo {
             } else if let Some(n) = v.strip_suffix('s') {
                 (n, 1.0)
             } else {
-                (v, 1.0)
+                return Err(err(format!("`{v}` has no unit: write {v}s or {v}ms")));
             };
             let x: f64 = num
                 .trim()
@@ -65,7 +65,7 @@ mod tests {
 
     #[test]
     fn parses_units_and_refuses_nonsense() {
-        let s = Slo::parse("ttft_p90=2s, tpot=50ms,e2e=3").unwrap();
+        let s = Slo::parse("ttft_p90=2s, tpot=50ms,e2e=3s").unwrap();
         assert_eq!(
             s.limits,
             vec![
@@ -84,5 +84,9 @@ mod tests {
         ] {
             assert!(Slo::parse(bad).is_err(), "{bad}");
         }
+        // A bare number could mean seconds or milliseconds: the unit is
+        // required, as docs/model.md says.
+        let e = Slo::parse("ttft_p90=2").unwrap_err().to_string();
+        assert!(e.contains("`2` has no unit: write 2s or 2ms"), "{e}");
     }
 }

@@ -12,6 +12,7 @@ mod deploy;
 mod error;
 mod expand;
 pub mod grade;
+pub mod in_process;
 mod input_tolerance;
 mod limits;
 mod multi_turn;

@@ -15,6 +15,7 @@ use crate::labels;
 use qexp_analysis::diff::{
     KeyRow, MetricDiff, MinChangeSource, RunSide, Scale, Side, Untested, Verdict, NEEDED_POWER,
 };
+use qexp_analysis::format::plural;
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{Axis, DiffMetric, RunDiff};
 use qexp_plan::Point;
@@ -310,10 +311,6 @@ fn point_labels(d: &RunDiff) -> (Vec<String>, String) {
 /// Short labels of the paired points, in pair order (as the table and chart show them).
 pub fn pair_labels(d: &RunDiff) -> Vec<String> {
     point_labels(d).0
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Builds the template context of a diff (without the chart).

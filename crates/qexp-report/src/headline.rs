@@ -6,7 +6,7 @@
 
 use crate::format::{num, spread};
 use crate::labels;
-use crate::open_loop::capacity_sentence;
+use crate::open_loop::capacity_clause;
 use crate::views::{FlagView, Headline};
 use qexp_analysis::format::percent;
 use qexp_analysis::schedule::{ScheduleAnalysis, SchedulePoint};
@@ -75,13 +75,14 @@ fn extremes<'a>(v: &'a [Labelled<'a>]) -> Option<(&'a Labelled<'a>, &'a Labelled
     Some((lo, hi))
 }
 
+/// A median where it was measured, with its spread over trials (a single
+/// trial has none, and says only that).
 fn at(unit: &str, (label, s): &Labelled) -> String {
-    format!(
-        "{} {unit} at {label} (spread {}, n={})",
-        num(s.median),
-        spread(&Some((*s).clone())),
-        s.n
-    )
+    let spread = match s.n {
+        1 => "n=1".to_owned(),
+        n => format!("spread {}, n={n}", spread(&Some((*s).clone()))),
+    };
+    format!("{} {unit} at {label} ({spread})", num(s.median))
 }
 
 /// Headline numbers: peak aggregate, decode and TTFT ranges, requests and failures, flags.
@@ -318,7 +319,7 @@ fn open_loop_lines(s: &ScheduleAnalysis, swept: &[qexp_analysis::Axis]) -> Vec<H
         );
     }
     if !s.capacity.is_empty() {
-        let all: Vec<String> = s.capacity.iter().map(capacity_sentence).collect();
+        let all: Vec<String> = s.capacity.iter().map(capacity_clause).collect();
         push_line(&mut out, "Capacity", all.join(" "));
     }
     out

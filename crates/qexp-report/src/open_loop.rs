@@ -117,6 +117,12 @@ pub(crate) fn open_loop_view(s: &ScheduleAnalysis) -> Option<OpenLoopView> {
 
 /// One capacity in a sentence: the load, how it was found, the goodput there.
 pub(crate) fn capacity_sentence(c: &Capacity) -> String {
+    format!("Capacity {}", capacity_clause(c))
+}
+
+/// [`capacity_sentence`] less its first word, for where `Capacity` is the
+/// label already (the headline): `of mtp at in=1000 out=200: about 7 req/s …`.
+pub(crate) fn capacity_clause(c: &Capacity) -> String {
     let unit = match c.axis {
         LoadAxis::Rate => "req/s",
         LoadAxis::Concurrency => "requests in flight",
@@ -140,9 +146,9 @@ pub(crate) fn capacity_sentence(c: &Capacity) -> String {
     let of = c
         .deployment
         .as_ref()
-        .map_or_else(String::new, |d| format!(" of {d}"));
+        .map_or_else(String::new, |d| format!("of {d} "));
     format!(
-        "Capacity{of} at in={} out={}: {what}{goodput}.",
+        "{of}at in={} out={}: {what}{goodput}.",
         c.input_tokens, c.output_tokens
     )
 }

@@ -135,6 +135,7 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         ttft_cv: cv(&p.ttft_s),
         input_planned: tokens(&p.input_planned),
         input_sent: tokens(&p.prompt_tokens),
+        output_planned: tokens(&p.output_planned),
         output_sent: tokens(&p.completion_tokens),
         cached_share: share(&p.cached_share),
         cached_share_expected: share(&p.cached_share_expected),
@@ -154,6 +155,7 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
             itl_p99: Stat::of(&p.itl_p99_s, "ms", 1e3),
             input_planned: Stat::of(&p.input_planned, "tokens", 1.0),
             input_sent: Stat::of(&p.prompt_tokens, "tokens", 1.0),
+            output_planned: Stat::of(&p.output_planned, "tokens", 1.0),
             output_sent: Stat::of(&p.completion_tokens, "tokens", 1.0),
             cached_share: Stat::of(&p.cached_share, "share", 1.0),
             cached_share_expected: Stat::of(&p.cached_share_expected, "share", 1.0),
@@ -399,12 +401,14 @@ fn lengths_markdown(axis: Along, rows: &[Row]) -> String {
     let columns = [
         ("Input planned, median (tokens)", true),
         ("Input sent, median (tokens)", true),
-        ("Output, median (tokens)", true),
+        ("Output planned, median (tokens)", true),
+        ("Output counted, median (tokens)", true),
     ];
     markdown_table(axis, &columns, rows, |r| {
         vec![
             r.input_planned.clone(),
             r.input_sent.clone(),
+            r.output_planned.clone(),
             r.output_sent.clone(),
         ]
     })

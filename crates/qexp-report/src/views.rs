@@ -306,6 +306,8 @@ pub struct Row {
     pub input_planned: String,
     /// Server-reported prompt tokens, likewise.
     pub input_sent: String,
+    /// Planned output tokens, likewise.
+    pub output_planned: String,
     /// Server-reported completion tokens, likewise.
     pub output_sent: String,
     /// Share of prompt tokens the server reported cached, median across trials.
@@ -377,6 +379,8 @@ pub struct RowValues {
     pub input_planned: Stat,
     /// Server-reported prompt tokens.
     pub input_sent: Stat,
+    /// Planned output tokens.
+    pub output_planned: Stat,
     /// Server-reported completion tokens.
     pub output_sent: Stat,
     /// Share of prompt tokens reported cached.

@@ -112,9 +112,11 @@ pub fn describe(plan: &Plan, blocks: u32) -> String {
         .map(|d| d.name().to_string())
         .collect();
     let cells = schedule(plan.order(), blocks, &names, plan.file.run.seed);
-    let per_cell = plan.points().len() / names.len().max(1);
+    let points = plan.points().len();
+    let per_cell = points / names.len().max(1);
     let mut out = format!(
-        "{} deployments × {blocks} blocks, {} order, restart {}; {per_cell} points per cell\n",
+        "{} deployments × {blocks} blocks, {} order, restart {}; each block measures {per_cell} \
+         points on each deployment ({points} points in all)\n",
         names.len(),
         plan.order().as_str(),
         plan.restart().as_str()

@@ -448,6 +448,18 @@ fn start_id(writer: &RunWriter, name: &str, block: u32, restart: Restart) -> Str
     }
 }
 
+/// The argv a start of `spec` would run, for `qexp run --dry-run`: every
+/// placeholder filled as at a start, the run folder with `RUN_ID` for the
+/// id a run gets when it starts, and `PORT` where each start picks a free
+/// port.
+pub fn launch_preview(
+    spec: &DeploymentSpec,
+    opts: &RunOptions,
+) -> Result<Vec<String>, LaunchError> {
+    let run_dir = opts.out.join(opts.plan.name()).join("RUN_ID");
+    qexp_deploy::preview(&launch_spec(spec, opts, &run_dir), "PORT")
+}
+
 /// What qexp-deploy needs to launch `spec` for this run.
 fn launch_spec(spec: &DeploymentSpec, opts: &RunOptions, run_dir: &std::path::Path) -> LaunchSpec {
     let model = named_model(opts, spec.model.as_deref());

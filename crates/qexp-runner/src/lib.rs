@@ -45,6 +45,7 @@ mod workload;
 pub use arrivals::offsets;
 pub use backend::Backend;
 pub use error::RunError;
+pub use fleet::launch_preview;
 pub use merge::error::MergeError;
 pub use merge::{merge, MergeOptions, Merged, MERGE_PIECE_ROWS};
 pub use open_loop::{run_open_loop, OpenLoopSpec, ORIGIN_LATE_MAX_S};

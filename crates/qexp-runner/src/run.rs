@@ -46,6 +46,13 @@ async fn run_or_resume(
         .target
         .clone()
         .unwrap_or_else(|| opts.plan.file.target.base_url.get_ref().clone());
+    let refusal = opts
+        .shard
+        .as_ref()
+        .and_then(|s| qexp_plan::in_process::shard_refusal(&given, s.shard.count));
+    if let Some(why) = refusal {
+        return Err(RunError::Shard(why));
+    }
     let (api_key, timeouts) = connection(&opts)?;
     let target = resolve_target(&given, api_key, timeouts).await?;
     let result = run_on(&opts, &target, resuming, cancel).await;

@@ -253,6 +253,12 @@ impl Fingerprint {
     pub fn summary(&self) -> String {
         let mut s = self.engine.clone();
         if let Some(v) = &self.version {
+            // A version that names its engine (the simulator's `qexp-sim
+            // 0.1.0`) is said once.
+            let v = v
+                .strip_prefix(self.engine.as_str())
+                .and_then(|rest| rest.strip_prefix(' '))
+                .unwrap_or(v);
             s.push(' ');
             s.push_str(v);
         }
@@ -321,4 +327,24 @@ fn on_off(v: &str) -> String {
 
 fn on_off_bool(b: bool) -> String {
     if b { "on" } else { "off" }.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_the_engine_once() {
+        let fp = |engine: &str, version: &str| Fingerprint {
+            engine: engine.into(),
+            version: Some(version.into()),
+            model: Some("m".into()),
+            ..Fingerprint::default()
+        };
+        assert_eq!(
+            fp("qexp-sim", "qexp-sim 0.1.0").summary(),
+            "qexp-sim 0.1.0, model m"
+        );
+        assert_eq!(fp("vllm", "0.11.0").summary(), "vllm 0.11.0, model m");
+    }
 }

@@ -11,6 +11,13 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
             args.plan.display()
         )));
     }
+    let target = args
+        .target
+        .as_deref()
+        .unwrap_or(plan.file.target.base_url.get_ref());
+    if let Some(why) = qexp_plan::in_process::shard_refusal(target, args.shards) {
+        return Err(CliError::input(anyhow::anyhow!("{why}")));
+    }
     let (plan_path, files) = plan_files(&plan)?;
     let api_key = api_key(&plan, args.api_key_secret.as_deref(), &args.plan)?;
     let spec = qexp_kube::JobSpec {

@@ -180,13 +180,7 @@ fn dry_run(opts: &RunOptions) -> Result<u8, CliError> {
         );
     } else {
         print!("{}", qexp_runner::blocks::describe(plan, trials));
-        for d in plan.deployments() {
-            match (&d.command, &d.base_url) {
-                (Some(c), _) => println!("  {}: launch {}", d.name(), c.get_ref().join(" ")),
-                (None, Some(u)) => println!("  {}: already running at {}", d.name(), u.get_ref()),
-                (None, None) => {}
-            }
-        }
+        print_launches(opts);
     }
     for p in plan.points().iter().take(50) {
         println!(
@@ -201,6 +195,38 @@ fn dry_run(opts: &RunOptions) -> Result<u8, CliError> {
         println!("  … {} more points", points.len() - 50);
     }
     Ok(0)
+}
+
+/// Each deployment's command as a start would run it (PORT where each start
+/// picks a free port, RUN_ID for the id the run gets), or where it already
+/// runs.
+fn print_launches(opts: &RunOptions) {
+    let (mut auto_port, mut run_id) = (false, false);
+    for d in opts.plan.deployments() {
+        match (&d.command, &d.base_url) {
+            (Some(_), _) => match qexp_runner::launch_preview(d, opts) {
+                Ok(argv) => {
+                    let fixed = d.port.as_ref().and_then(|p| p.get_ref().fixed());
+                    auto_port |= fixed.is_none() && argv.iter().any(|a| a.contains("PORT"));
+                    run_id |= argv.iter().any(|a| a.contains("RUN_ID"));
+                    println!("  {}: launch {}", d.name(), argv.join(" "));
+                }
+                Err(e) => println!("  {}: cannot launch: {e}", d.name()),
+            },
+            (None, Some(u)) => println!("  {}: already running at {}", d.name(), u.get_ref()),
+            (None, None) => {}
+        }
+    }
+    let notes: Vec<&str> = [
+        (auto_port, "PORT: a free port, picked at each start"),
+        (run_id, "RUN_ID: the id the run gets when it starts"),
+    ]
+    .into_iter()
+    .filter_map(|(shown, note)| shown.then_some(note))
+    .collect();
+    if !notes.is_empty() {
+        println!("  ({})", notes.join("; "));
+    }
 }
 
 /// The runner's options for a new run of `plan`.

@@ -42,7 +42,7 @@ Examples:
   qexp report                                   # newest run of each experiment
   qexp diff RUN_A RUN_B --fail-on-regression    # compare two runs, exit 1 on a regression
   qexp sim --profile founding --port 8000       # serve the simulator
-  qexp kube experiments/throughput.toml --shards 8 --image IMAGE   # the plan as a Kubernetes Job
+  qexp kube experiments/throughput.toml --shards 8 --image IMAGE --target http://vllm:8000
   qexp merge s3://bench/qexp/throughput/ID-shard{0..7}-of-8 --out results/throughput/ID
   qexp fit results/throughput/RUN               # a model of the deployment → RUN/model.json
   qexp predict RUN/model.json --concurrency 64 --input 1000 --output 500")]
@@ -111,7 +111,7 @@ Examples:
   qexp predict RUN/model.json --concurrency 1,8,64 --input 1000 --output 500
   qexp predict RUN/model.json --plan experiments/longctx.toml
   qexp predict founding --input 1000 --output 500 --slo ttft_p90=2s,tpot=50ms
-  qexp predict founding --input 1000 --output 500 --slo ttft_p90=2s,tpot=50ms --set tokens_per_step=1 --step-scale 0.8
+  qexp predict founding --input 1000 --output 500 --set tokens_per_step=1 --step-scale 0.8
 MODEL is a `qexp fit` file or `founding` (the fit of the founding tables). Predictions
 outside the fitted ranges are labelled extrapolated.")]
     Predict(PredictArgs),
@@ -121,14 +121,14 @@ Examples:
   qexp sim --profile founding --port 8000
   qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
   qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
-  qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse answers in big batches
+  qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse in big batches
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
     /// Benchmark qexp itself as a load generator against a zero-compute local server.
     #[command(after_help = "\
 Examples:
-  qexp bench                                    # the full benchmark (minutes), results in results/bench/
-  qexp bench --quick --out /tmp/bench.json      # seconds; figures not comparable
+  qexp bench                                # the full benchmark (minutes), into results/bench/
+  qexp bench --quick --out /tmp/bench.json  # seconds; figures not comparable
 Measures output tok/s and CPU s per million tokens (C = 1..1024), TTFT and chunk-gap
 error against the server's own timestamps, peak RSS with 1,000 and 10,000 open
 streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
@@ -136,9 +136,7 @@ streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
     /// Put the shard folders of one run (`qexp run --shard K/N`) together into one run.
     #[command(after_help = "\
 Examples:
-  qexp merge results/throughput/RUN-shard0-of-4 results/throughput/RUN-shard1-of-4 \\
-             results/throughput/RUN-shard2-of-4 results/throughput/RUN-shard3-of-4 \\
-             --out results/throughput/RUN
+  qexp merge results/throughput/RUN-shard{0..3}-of-4 --out results/throughput/RUN
   qexp merge results/throughput/RUN-shard* --out results/throughput/RUN --partial
   qexp merge s3://bench/qexp/throughput/RUN-shard{0..3}-of-4 --out results/throughput/RUN
 A shard given as a URL (what `qexp run --upload` or `qexp kube --results-url` wrote) is
@@ -150,13 +148,15 @@ complete; resume that shard alone (qexp run --resume SHARD_DIR) and merge again,
     /// Write the Kubernetes objects that run a plan as N shards (an Indexed Job).
     #[command(after_help = "\
 Examples:
-  qexp kube experiments/throughput.toml --shards 8 --image ghcr.io/me/qexp:0.1 > qexp.yaml
-  kubectl apply --server-side -f qexp.yaml
-  qexp kube experiments/throughput.toml --shards 8 --image ghcr.io/me/qexp:0.1 \\
-      --results-url s3://bench/qexp --object-store-secret qexp-s3 > qexp.yaml
-Writes a ConfigMap with the plan, a headless Service through which the shards reach
-shard 0, a PersistentVolumeClaim for the results (or, with --results-url, an emptyDir per
-pod that each shard uploads to the object store), and the Indexed Job. See docs/kubernetes.md.")]
+  qexp kube experiments/throughput.toml --shards 8 --image IMAGE --target http://llm:8000 > job.yaml
+  kubectl apply --server-side -f job.yaml
+  qexp kube PLAN --shards 8 --image IMAGE --target URL --results-url s3://bench/qexp > job.yaml
+--target is a server every shard reaches (a Service in the cluster): a sim: target is refused,
+since each pod would run a private simulator of its own; serve one with `qexp sim --host 0.0.0.0`.
+Writes a ConfigMap with the plan, a headless Service through which the shards reach shard 0, a
+PersistentVolumeClaim for the results (or, with --results-url, an emptyDir per pod that each shard
+uploads to the object store; --object-store-secret names its credentials), and the Indexed Job.
+See docs/kubernetes.md.")]
     Kube(KubeArgs),
     /// Copy a run folder to an object store, to URL/<experiment>/<run folder>/.
     #[command(after_help = "\
@@ -176,8 +176,8 @@ refused credentials, 1 when the store cannot be reached.")]
 Examples:
   qexp download s3://bench/qexp/throughput/RUN-shard3-of-8 results/throughput/RUN-shard3-of-8
   qexp run --resume results/throughput/RUN-shard3-of-8 --force --upload s3://bench/qexp
-DIR must not exist, or already hold every object the store holds (by name and size). Credentials as for
-`qexp upload`.")]
+DIR must not exist, or already hold every object the store holds (by name and size).
+Credentials as for `qexp upload`.")]
     Download(DownloadArgs),
 }
 
@@ -496,7 +496,7 @@ pub struct PredictArgs {
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
     /// Simulator profile: a built-in name, or fit=PATH (a `qexp fit` model file).
-    #[arg(long, default_value = "founding")]
+    #[arg(long, default_value = "founding", help = profile_help())]
     pub profile: String,
     /// Serve the deployment a `qexp fit` model file describes (the same as --profile fit=PATH).
     #[arg(long, value_name = "PATH", conflicts_with = "profile")]
@@ -510,10 +510,8 @@ pub struct SimArgs {
     /// The model id to serve [default: sim-<profile>].
     #[arg(long)]
     pub model: Option<String>,
-    /// Faults injected into a fraction of streamed requests, e.g. `reset=3:0.1,http_503=5:0.05`
-    /// (names: close, reset, http_429, http_500, http_503, malformed_json, no_done, stall,
-    /// slow_headers, huge_chunk, invalid_utf8, wrong_content_type, context_length).
-    #[arg(long)]
+    /// Faults injected into a fraction of streamed requests, e.g. `reset=3:0.1,http_503=5:0.05`.
+    #[arg(long, help = faults_help())]
     pub faults: Option<String>,
     /// Seed of which requests the faults hit.
     #[arg(long, default_value_t = 0)]
@@ -528,6 +526,24 @@ pub struct SimArgs {
     /// Added to --wrong-share per sequence in the batch beyond the first [default: the profile's].
     #[arg(long, value_name = "F")]
     pub wrong_share_per_seq: Option<f64>,
+}
+
+/// `--profile`'s help, naming the simulator's built-in profiles.
+fn profile_help() -> String {
+    format!(
+        "Simulator profile: {} (the README's `qexp sim` row says what each is), or fit=PATH (a \
+         `qexp fit` model file)",
+        qexp_sim::SimProfile::names().join(", ")
+    )
+}
+
+/// `--faults`' help, naming the faults the simulator can inject.
+fn faults_help() -> String {
+    format!(
+        "Faults injected into a fraction of streamed requests, e.g. `reset=3:0.1,http_503=5:0.05` \
+         (names: {})",
+        qexp_sim::FAULT_NAMES.join(", ")
+    )
 }
 
 /// `qexp bench`.

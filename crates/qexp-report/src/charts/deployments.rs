@@ -3,7 +3,7 @@
 //! and each deployment's throughput over the run's wall-clock time, where
 //! drift would show. Runs without deployments get neither.
 
-use super::draw::{self, AxisSpec, DrawError, Mark, Plot, Series, Style};
+use super::draw::{self, AxisSpec, DrawError, Extras, Mark, Plot, Series, Style};
 use super::{ticks, Chart, ChartError, FlagMark};
 use plotters::prelude::SeriesLabelPosition;
 use qexp_analysis::PointSummary;
@@ -18,15 +18,17 @@ fn err(name: &'static str) -> impl Fn(DrawError) -> ChartError {
 }
 
 /// Per-request decode tok/s against aggregate output tok/s, one curve per
-/// deployment through its points (in the order of their load), and the
-/// Pareto front over every deployment's points: those that no other point
-/// beats on both (Deb et al., NSGA-II, 2002, for the non-dominated set).
+/// deployment through its points (in the order of their load), each point
+/// labelled with its load, and the Pareto front over every deployment's
+/// points: those that no other point beats on both (Deb et al., NSGA-II,
+/// 2002, for the non-dominated set), a band beneath the curves so that it
+/// hides none of them.
 pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Chart>, ChartError> {
     const NAME: &str = "pareto";
     if !has_deployments(points) {
         return Ok(None);
     }
-    let mut series = deployment_curves(points);
+    let (series, notes) = deployment_curves(points);
     let all: Vec<Mark> = series
         .iter()
         .flat_map(|s| s.marks.iter().cloned())
@@ -34,10 +36,13 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
     if all.is_empty() {
         return Ok(None);
     }
-    series.push(Series {
-        label: "Pareto front (no point beats it on both)".into(),
-        marks: pareto_front(&all),
-    });
+    let extras = Extras {
+        band: Some((
+            "Pareto front (no point beats it on both)".into(),
+            pareto_front(&all).iter().map(|m| (m.x, m.median)).collect(),
+        )),
+        notes,
+    };
     let xmax = all.iter().map(|m| m.x).fold(0.0, f64::max);
     let ymax = all.iter().map(|m| m.max.max(m.median)).fold(0.0, f64::max);
     let title = "Per-user decode rate vs aggregate throughput, by deployment".to_string();
@@ -60,7 +65,7 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
         dodge: false,
         style: Style::LineAndDots,
     };
-    let svg = draw::svg(&plot).map_err(err(NAME))?;
+    let svg = draw::svg_with(&plot, &extras).map_err(err(NAME))?;
     Ok(Some(Chart {
         name: NAME.into(),
         title,
@@ -69,8 +74,12 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
 }
 
 /// One series per deployment: per-request decode against aggregate
-/// throughput at each of its points, in the order of their load.
-fn deployment_curves(points: &[PointSummary]) -> Vec<Series> {
+/// throughput at each of its points, in the order of their load; and each
+/// point's load (`c=8`) to write beside it.
+type Notes = Vec<(f64, f64, String)>;
+fn deployment_curves(points: &[PointSummary]) -> (Vec<Series>, Notes) {
+    let swept = crate::labels::swept(points.iter().map(|p| &p.point));
+    let mut notes = Notes::new();
     let mut by: BTreeMap<&str, Vec<&PointSummary>> = BTreeMap::new();
     for p in points {
         if let Some(d) = &p.point.deployment {
@@ -96,6 +105,10 @@ fn deployment_curves(points: &[PointSummary]) -> Vec<Series> {
             )
         });
         let marks: Vec<Mark> = ps.iter().filter_map(|p| mark(p)).collect();
+        notes.extend(ps.iter().filter_map(|p| {
+            let m = mark(p)?;
+            Some((m.x, m.median, crate::labels::short(&p.point, &swept)))
+        }));
         if !marks.is_empty() {
             series.push(Series {
                 label: d.to_string(),
@@ -103,7 +116,7 @@ fn deployment_curves(points: &[PointSummary]) -> Vec<Series> {
             });
         }
     }
-    series
+    (series, notes)
 }
 
 /// The marks no other mark beats on both axes, left to right, drawn as
@@ -239,4 +252,55 @@ pub fn over_time(
         title,
         svg,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qexp_analysis::TrialMetrics;
+    use qexp_plan::Point;
+
+    /// Two deployments at c = 1, 8, 64: the faster one (`a`, drawn first)
+    /// is the whole front.
+    fn points() -> Vec<PointSummary> {
+        let mut out = Vec::new();
+        for (d, speed) in [("a", 2.0), ("b", 1.0)] {
+            for (i, c) in [1u32, 8, 64].into_iter().enumerate() {
+                let point = Point {
+                    id: out.len() as u32,
+                    concurrency: c,
+                    input_tokens: 100,
+                    output_tokens: 10,
+                    requests: c,
+                    warmup: 0,
+                    open_loop: None,
+                    deployment: Some(d.into()),
+                };
+                let trial = TrialMetrics {
+                    trial: 1,
+                    point_id: point.id,
+                    agg_tok_s: speed * 50.0 * f64::from(c),
+                    decode_tok_s: speed * (60.0 - 10.0 * i as f64),
+                    ..TrialMetrics::default()
+                };
+                out.push(PointSummary::new(point, vec![trial]));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_front_lies_beneath_the_curves_and_every_point_names_its_load() {
+        let chart = pareto(&points(), &[]).unwrap().unwrap();
+        let svg = chart.svg;
+        for c in ["c=1", "c=8", "c=64"] {
+            let text = format!("\n{c}\n</text>");
+            assert_eq!(svg.matches(&text).count(), 2, "{c}: {svg}");
+        }
+        // The band is drawn before (beneath) the first deployment's line.
+        let band = svg.find("stroke-width=\"12\"").expect("the front's band");
+        let first = svg.find("stroke=\"#0072B2\"").expect("deployment a's line");
+        assert!(band < first, "{svg}");
+        assert!(svg.contains("Pareto front (no point beats it on both)"));
+    }
 }

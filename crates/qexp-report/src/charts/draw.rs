@@ -181,19 +181,38 @@ pub(crate) enum Style {
 /// A chart's drawing area with the coordinates every chart uses.
 type Canvas<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Keyed, Keyed>>;
 
+/// What a chart draws beside its series: a band beneath them (which marks
+/// the points it passes without hiding their lines) and text beside points.
+#[derive(Default)]
+pub(crate) struct Extras {
+    /// The band's legend text and its points (axis values), left to right.
+    pub band: Option<(String, Vec<(f64, f64)>)>,
+    /// Text beside a point (axis values), e.g. the load it was measured at.
+    pub notes: Vec<(f64, f64, String)>,
+}
+
 /// Draws `plot` as SVG text.
 pub(crate) fn svg(plot: &Plot) -> Result<String, DrawError> {
+    svg_with(plot, &Extras::default())
+}
+
+/// [`svg`] with the band beneath the series and the notes beside points.
+pub(crate) fn svg_with(plot: &Plot, extras: &Extras) -> Result<String, DrawError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = axes(&root, plot)?;
         let several = plot.series.len() > 1;
+        if let Some(band) = &extras.band {
+            draw_band(&mut chart, plot, band)?;
+        }
         let flagged = draw_series(&mut chart, plot)?;
+        draw_notes(&mut chart, plot, &extras.notes)?;
         if !flagged.is_empty() {
             draw_flags(&mut chart, &flagged)?;
         }
-        if several || !flagged.is_empty() {
+        if several || extras.band.is_some() || !flagged.is_empty() {
             chart
                 .configure_series_labels()
                 .position(plot.legend.clone())
@@ -306,6 +325,42 @@ fn draw_series<'a, 'b: 'a, 'p>(
         }
     }
     Ok(flagged)
+}
+
+/// A wide grey band through `points`, beneath the series, in the legend.
+fn draw_band<'a, 'b: 'a>(
+    chart: &mut Canvas<'a, 'b>,
+    plot: &Plot,
+    (label, points): &(String, Vec<(f64, f64)>),
+) -> Result<(), DrawError> {
+    let (x, y) = (&plot.x, &plot.y);
+    let at = |(px, py): &(f64, f64)| (x.t(*px), y.t(py.clamp(y.ticks.lo, y.ticks.hi)));
+    let style = RGBColor(150, 150, 150).mix(0.35).stroke_width(12);
+    chart
+        .draw_series(LineSeries::new(points.iter().map(at), style))?
+        .label(label.as_str())
+        .legend(move |(lx, ly)| PathElement::new(vec![(lx, ly), (lx + 20, ly)], style));
+    chart.draw_series(
+        points
+            .iter()
+            .map(|p| Circle::new(at(p), 8, RGBColor(150, 150, 150).mix(0.35).filled())),
+    )?;
+    Ok(())
+}
+
+/// Each note's text just right of and below its point.
+fn draw_notes<'a, 'b: 'a>(
+    chart: &mut Canvas<'a, 'b>,
+    plot: &Plot,
+    notes: &[(f64, f64, String)],
+) -> Result<(), DrawError> {
+    let (x, y) = (&plot.x, &plot.y);
+    let text = (FONT, 13).into_font().color(&RGBColor(80, 80, 80));
+    chart.draw_series(notes.iter().map(|(px, py, t)| {
+        EmptyElement::at((x.t(*px), y.t(py.clamp(y.ticks.lo, y.ticks.hi))))
+            + Text::new(t.clone(), (7, 4), text.clone())
+    }))?;
+    Ok(())
 }
 
 /// A ring and the marker text on each flagged mark, with their legend entry.

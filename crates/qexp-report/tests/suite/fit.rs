@@ -79,7 +79,7 @@ fn open_loop_headline_gives_the_load_not_the_peak_throughput() {
         "7.29 req/s meeting every SLO at rate=8/s"
     );
     assert!(
-        get("Capacity").starts_with("Capacity at in=1000 out=200: about "),
+        get("Capacity").starts_with("at in=1000 out=200: about "),
         "{lines:?}"
     );
     assert!(
@@ -189,5 +189,34 @@ fn a_users_template_picks_columns_from_the_values() {
     assert_eq!(
         first,
         "1000: 1.10 s [1.08–1.12], CV 1.5%, p90 1.12, ITL p99 81.5 ms, 0 failed"
+    );
+}
+
+/// A run of one trial has no spread: its headline says `n=1` once, and
+/// the headline's values never repeat their label (`Capacity`).
+#[test]
+fn headline_values_say_each_thing_once() {
+    let mut run = fixture::throughput();
+    for p in &mut run.points {
+        *p = qexp_analysis::PointSummary::new(p.point.clone(), p.trials[..1].to_vec());
+    }
+    let ctx = report_context(&run);
+    for h in &ctx.headline {
+        assert!(!h.value.contains("n=1, n=1"), "{}: {}", h.label, h.value);
+        assert!(!h.value.contains("spread n=1"), "{}: {}", h.label, h.value);
+        assert!(!h.value.starts_with(&h.label), "{}: {}", h.label, h.value);
+    }
+    let peak = &ctx.headline[0];
+    assert!(peak.value.ends_with(" (n=1)"), "{}", peak.value);
+    let three = report_context(&fixture::throughput());
+    assert!(
+        three.headline[0].value.contains("(spread "),
+        "{}",
+        three.headline[0].value
+    );
+    assert!(
+        three.headline[0].value.ends_with(", n=3)"),
+        "{}",
+        three.headline[0].value
     );
 }

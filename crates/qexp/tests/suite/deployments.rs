@@ -191,6 +191,32 @@ fn dry_run_prints_the_schedule_and_starts_nothing() {
         "{stdout}"
     );
     assert!(stdout.contains("server starts: 10"), "{stdout}");
+    // The count of points says what the list below it shows.
+    let listed = stdout.lines().filter(|l| l.starts_with("  point ")).count();
+    assert!(
+        stdout.contains(&format!(
+            "each block measures {} points on each deployment ({listed} points in all)",
+            listed / 2
+        )),
+        "{stdout}"
+    );
+    // The commands are the ones a start runs: placeholders filled (the
+    // plan's model, this qexp), the port picked at each start said so.
+    let qexp = env!("CARGO_BIN_EXE_qexp");
+    assert!(
+        stdout.contains(&format!(
+            "  mtp: launch {qexp} sim --profile fast --port PORT --model qwen3.6-27b\n"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('{'),
+        "a placeholder left unfilled: {stdout}"
+    );
+    assert!(
+        stdout.contains("(PORT: a free port, picked at each start)"),
+        "{stdout}"
+    );
     for b in 1..=5 {
         for d in ["mtp", "no-mtp"] {
             assert!(stdout.contains(&format!("block {b} → {d}\n")), "{stdout}");

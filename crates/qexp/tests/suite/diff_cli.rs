@@ -6,7 +6,7 @@
 //! against the simulator: 5 trials of a 10% slower decode are a regression,
 //! the same profile twice is not.
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use qexp::Cli;
 use qexp_analysis::stats::Rng;
 use qexp_plan::{ApiKind, Point};
@@ -280,14 +280,6 @@ fn run_ids_resolve_under_results() {
     assert_eq!(report("20261130T1"), 2, "an ambiguous prefix");
     assert_eq!(report("20991130T1"), 2, "no such run");
     drop(r);
-}
-
-#[test]
-fn diff_help_snapshot() {
-    let mut cmd = Cli::command().term_width(100);
-    cmd.build();
-    let diff = cmd.find_subcommand_mut("diff").expect("diff subcommand");
-    insta::assert_snapshot!("diff_help", diff.render_long_help().to_string());
 }
 
 /// 5 trials of 2 requests per slot at c = 1 and 4, 31 output tokens each.

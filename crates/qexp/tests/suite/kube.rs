@@ -20,8 +20,11 @@ const DOC_ARGS: [&str; 8] = [
     "--run-id",
     "20261203T150000Z-5a4d01",
     "--target",
-    "http://vllm.inference.svc:8000",
+    SERVER,
 ];
+
+/// A server inside the cluster, for plans whose own target is `sim:`.
+const SERVER: &str = "http://vllm.inference.svc:8000";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -120,8 +123,14 @@ fn bad_kube_input_is_one_line_and_exit_2() {
     for (args, says) in [
         (vec!["--shards", "0", "--image", "x"], "--shards"),
         (
-            vec!["--shards", "2", "--image", "x", "--cpu", "lots"],
+            vec![
+                "--shards", "2", "--image", "x", "--target", SERVER, "--cpu", "lots",
+            ],
             "--cpu",
+        ),
+        (
+            vec!["--shards", "2", "--image", "x"],
+            "`qexp sim --profile founding",
         ),
     ] {
         let mut a = vec!["kube", plan.to_str().unwrap()];
@@ -160,6 +169,8 @@ fn a_plans_dataset_and_api_key_reach_the_pods() {
         "2",
         "--image",
         "x:1",
+        "--target",
+        SERVER,
     ];
 
     let o = qexp(&base)
@@ -225,6 +236,8 @@ fn a_dataset_named_by_an_absolute_path_is_not_shipped() {
         "2",
         "--image",
         "x:1",
+        "--target",
+        SERVER,
     ])
     .output()
     .unwrap();
@@ -281,6 +294,8 @@ fn the_plan_in_the_configmap_reads_back_as_written() {
             "2",
             "--image",
             "x:1",
+            "--target",
+            SERVER,
             "--out",
             out.to_str().unwrap(),
         ])
@@ -319,10 +334,19 @@ fn a_plan_named_by_a_bare_file_name_ships_its_files() {
     std::fs::write(tmp.path().join("dataset.toml"), &plan_text).unwrap();
     let data = std::fs::read_to_string(root().join("datasets/sample-chat.jsonl")).unwrap();
     std::fs::write(tmp.path().join("sample-chat.jsonl"), &data).unwrap();
-    let o = qexp(&["kube", "dataset.toml", "--shards", "2", "--image", "x:1"])
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
+    let o = qexp(&[
+        "kube",
+        "dataset.toml",
+        "--shards",
+        "2",
+        "--image",
+        "x:1",
+        "--target",
+        SERVER,
+    ])
+    .current_dir(tmp.path())
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let yaml = String::from_utf8_lossy(&o.stdout);
     // The plan and its dataset keep their places beside each other.

@@ -12,6 +12,7 @@ mod deployments;
 mod diff_cli;
 mod faults_run;
 mod fit;
+mod help;
 mod hostile_server;
 mod kube;
 mod netns;

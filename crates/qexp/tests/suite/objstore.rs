@@ -537,6 +537,8 @@ fn kube_objects_for_an_object_store_pass_the_schema() {
         "4",
         "--image",
         "ghcr.io/example/qexp:0.1.0",
+        "--target",
+        "http://vllm.inference.svc:8000",
     ];
     let mut args = base.to_vec();
     args.extend([

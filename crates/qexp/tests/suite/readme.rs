@@ -83,6 +83,54 @@ fn readme_lists_every_simulator_profile() {
     }
 }
 
+/// Each `$ qexp predict …` line of the README's code blocks, with the lines
+/// shown under it (up to the next `$` line or the block's end).
+fn readme_predictions() -> Vec<(String, String)> {
+    let readme = include_str!("../../../../README.md");
+    let mut found: Vec<(String, String)> = Vec::new();
+    let mut current: Option<(String, Vec<&str>)> = None;
+    for line in readme.lines() {
+        let ends = line.starts_with("$ ") || line.starts_with("```");
+        if ends {
+            if let Some((command, shown)) = current.take() {
+                found.push((command, shown.join("\n")));
+            }
+        }
+        match line.strip_prefix("$ qexp predict ") {
+            Some(args) => current = Some((args.to_string(), Vec::new())),
+            None => {
+                if let Some((_, shown)) = current.as_mut() {
+                    shown.push(line);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The README's what-if block shows what `qexp predict` prints, line for
+/// line (the `what-if:` header included).
+#[test]
+fn readme_predictions_are_what_qexp_prints() {
+    let found = readme_predictions();
+    assert!(
+        found.len() >= 3,
+        "no `$ qexp predict` examples in the README"
+    );
+    for (args, shown) in found {
+        let mut argv = vec!["predict"];
+        argv.extend(args.split_whitespace());
+        let o = crate::common::qexp(&argv).output().unwrap();
+        let printed = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "qexp predict {args}: {o:?}");
+        assert_eq!(
+            printed.trim_end(),
+            shown.trim_end(),
+            "the README shows another output for `qexp predict {args}`"
+        );
+    }
+}
+
 #[test]
 fn command_definition_is_consistent() {
     Cli::command().debug_assert();

@@ -939,3 +939,44 @@ fn a_shard_resumed_on_another_host_is_refused_unless_forced() {
         "{err}"
     );
 }
+
+/// A `sim:` target is a simulator inside each process: shards against it
+/// would each measure their own and share no load, so `qexp run --shard`
+/// refuses it in one sentence (exit 2) before writing anything, saying how
+/// to serve one simulator to all of them.
+#[test]
+fn shards_against_an_in_process_simulator_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(&plan, CLOSED).unwrap();
+    let results = tmp.path().join("results");
+    let o = qexp(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--target",
+        "sim:fast",
+        "--out",
+        results.to_str().unwrap(),
+        "--no-report",
+        "--shard",
+        "1/2",
+        "--run-id",
+        "in-process",
+    ])
+    .output()
+    .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: target `sim:fast` is a simulator inside each qexp process")
+            && err.contains("`qexp sim --profile fast")
+            && err.contains("--target http://"),
+        "{err}"
+    );
+    assert!(
+        !results.exists(),
+        "a refused shard wrote {}",
+        results.display()
+    );
+}

@@ -216,6 +216,17 @@ async fn drawn_lengths_are_sent_recorded_and_reproducible() {
         let p = &analysis.points[0];
         assert!(p.trials[0].lengths_vary);
         assert!(analysis.points[0].trials[0].invalid_reason.is_none());
+        // The Lengths table sets the planned output beside the counted one
+        // (equal here, on a simulator that counts exactly).
+        let t = &p.trials[0];
+        assert!(t.output_planned.is_finite(), "{t:?}");
+        assert_eq!(t.output_planned, t.completion_tokens);
+        let lengths = &qexp_report::report_context(&analysis).tables[0].lengths_markdown;
+        assert!(
+            lengths
+                .contains("| Output planned, median (tokens) | Output counted, median (tokens) |"),
+            "{lengths}"
+        );
         let mut rows: Vec<(u32, u32, u32)> = u32_col(&df, "request_index")
             .into_iter()
             .zip(input.into_iter().zip(output))
