@@ -105,9 +105,9 @@ fn index(args: &ReportArgs) -> Result<(), CliError> {
         .find(|f| f.extension().is_some_and(|e| e == "html"))
     {
         println!(
-            "index: {} ({} runs; {} read from their files, {} from the index cache)",
+            "index: {} ({}; {} read from their files, {} from the index cache)",
             html.display(),
-            runs.len(),
+            qexp_analysis::format::plural(runs.len(), "run folder", "run folders"),
             used.analysed,
             used.kept
         );
