@@ -283,6 +283,8 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
             c.hi
         );
         assert!(c.error().abs() < 0.10, "{c:?}");
+        // Served by its own model, a run is not called unexplained by it.
+        assert!(!c.unexplained(), "{c:?}");
     }
 }
 
