@@ -39,6 +39,20 @@ pub struct MetricCv {
     pub host_lag_s: Option<f64>,
 }
 
+/// Where an open-loop point's requests queue: a trial's median TTFT is
+/// past `factor` × that of the lowest rate of its workload.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Queueing {
+    /// The largest of the point's trial TTFTs, seconds.
+    pub ttft_s: f64,
+    /// The workload's lowest rate, requests/s.
+    pub low_rate: f64,
+    /// Its median TTFT, seconds.
+    pub low_ttft_s: f64,
+    /// The plan's `ttft_plateau`.
+    pub factor: f64,
+}
+
 /// One metric of an outlier trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutlierValue {
@@ -125,6 +139,9 @@ pub enum Flag {
         threshold: f64,
         /// Metrics above it.
         metrics: Vec<MetricCv>,
+        /// Set at an open-loop point where requests queue: a queue follows
+        /// each trial's arrivals, so trials differ without interference.
+        queueing: Option<Queueing>,
     },
     /// A trial beyond the Tukey fences of its point's trials.
     OutlierTrial {

@@ -27,7 +27,7 @@ pub mod tokens;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use flag::{Flag, MetricCv, OutlierValue, Severity};
+pub use flag::{Flag, MetricCv, OutlierValue, Queueing, Severity};
 pub use thresholds::{ThresholdOrigin, ThresholdRow, ThresholdSource, Thresholds};
 
 pub use crate::metric::Metric;

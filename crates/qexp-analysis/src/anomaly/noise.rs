@@ -21,7 +21,7 @@
 //! flagged 16 of 100 steady points in the compressed rate plan of the
 //! `open_loop_noise` test.
 
-use super::{Flag, Metric, MetricCv, OutlierValue, Thresholds};
+use super::{Flag, Metric, MetricCv, OutlierValue, Queueing, Thresholds};
 use crate::metrics::{PointSummary, TrialMetrics};
 use crate::stats::{classify, sorted_finite, tukey_fences, OutlierKind};
 
@@ -83,6 +83,31 @@ fn host_lag(p: &PointSummary, m: Metric, values: &[f64]) -> Option<f64> {
     (lag.is_finite() && spread <= lag).then_some(lag)
 }
 
+/// Where requests queue at open-loop point `p`: a trial's median TTFT
+/// past `t.ttft_plateau` times that of the lowest rate of `p`'s workload
+/// (same lengths and deployment).
+fn queueing(p: &PointSummary, points: &[PointSummary], t: &Thresholds) -> Option<Queueing> {
+    let rate = p.point.rate()?;
+    let same = |q: &&PointSummary| {
+        q.point.input_tokens == p.point.input_tokens
+            && q.point.output_tokens == p.point.output_tokens
+            && q.point.deployment == p.point.deployment
+    };
+    let (low_rate, low_ttft) = points
+        .iter()
+        .filter(same)
+        .filter_map(|q| Some((q.point.rate()?, q.ttft_s.as_ref()?.median)))
+        .filter(|(_, v)| v.is_finite() && *v > 0.0)
+        .min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let worst = p.ttft_s.as_ref()?.max;
+    (low_rate < rate && worst > t.ttft_plateau * low_ttft).then_some(Queueing {
+        ttft_s: worst,
+        low_rate,
+        low_ttft_s: low_ttft,
+        factor: t.ttft_plateau,
+    })
+}
+
 /// One flag per point with a metric whose CV exceeds `t.cv`, judged on
 /// what the plan holds fixed: TTFT per prompt token and E2E per answer
 /// token where the plan draws lengths from distributions.
@@ -105,11 +130,12 @@ pub fn detect_noisy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
                     })
                 })
                 .collect();
-            (!metrics.is_empty()).then_some(Flag::NoisyPoint {
+            (!metrics.is_empty()).then(|| Flag::NoisyPoint {
                 point_id: p.point.id,
                 n: p.n,
                 threshold: t.cv,
                 metrics,
+                queueing: queueing(p, points, t),
             })
         })
         .collect()
@@ -409,6 +435,44 @@ mod tests {
             panic!("one noisy flag expected: {flags:?}");
         };
         assert_eq!(metrics[0].host_lag_s, None);
+        assert!(flags[0].to_string().contains("find the interference"));
+    }
+
+    /// `p` made open-loop at `rate` requests/s.
+    fn at_rate(p: PointSummary, rate: f64) -> PointSummary {
+        let mut p = open_loop(p);
+        if let Some(o) = &mut p.point.open_loop {
+            o.stages[0].rate = rate;
+        }
+        p
+    }
+
+    #[test]
+    fn noise_where_open_loop_requests_queue_is_the_queue() {
+        let low = at_rate(ttft_point(&[0.1, 0.1, 0.1]), 1.0);
+        // At 8 req/s one trial's TTFT (0.9 s) is past 2× the 0.1 s at 1 req/s.
+        let mut high = at_rate(ttft_point(&[0.15, 0.9, 0.12]), 8.0);
+        high.point.id = 1;
+        let flags = detect_noisy(&[low.clone(), high.clone()], &Thresholds::default());
+        let [Flag::NoisyPoint { queueing, .. }] = flags.as_slice() else {
+            panic!("one noisy flag expected: {flags:?}");
+        };
+        let q = queueing.expect("queueing");
+        assert_eq!((q.ttft_s, q.low_rate, q.low_ttft_s), (0.9, 1.0, 0.1));
+        let text = flags[0].to_string();
+        assert!(
+            text.contains("Requests queue at this rate") && !text.contains("find the interference"),
+            "{text}"
+        );
+        // The same spread at the lowest rate, or closed loop, is not a queue.
+        let alone = at_rate(ttft_point(&[0.15, 0.9, 0.12]), 1.0);
+        let flags = detect_noisy(&[alone], &Thresholds::default());
+        assert!(matches!(
+            flags.as_slice(),
+            [Flag::NoisyPoint { queueing: None, .. }]
+        ));
+        let closed = ttft_point(&[0.15, 0.9, 0.12]);
+        let flags = detect_noisy(&[closed], &Thresholds::default());
         assert!(flags[0].to_string().contains("find the interference"));
     }
 }

@@ -133,6 +133,7 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         n,
         threshold,
         metrics,
+        queueing,
         ..
     } = flag
     else {
@@ -182,6 +183,20 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             if host.len() == 1 { "differs" } else { "differ" },
             seconds(lag)
         )?;
+    }
+    if let Some(q) = queueing {
+        return write!(
+            f,
+            " Requests queue at this rate (a trial's TTFT of {}, past {}× the {} at {} req/s), \
+             and a queue follows each trial's arrivals: near capacity, trials differ without \
+             any interference. For a steadier median rerun with --trials {} or a longer \
+             [load] duration_s.",
+            seconds(q.ttft_s),
+            q.factor,
+            seconds(q.low_ttft_s),
+            sig3(q.low_rate),
+            (*n + 2).max(5)
+        );
     }
     if metrics.iter().all(|m| m.host_lag_s.is_some()) {
         write!(
