@@ -257,6 +257,8 @@ pub enum Flag {
         response_ttft_p99_s: f64,
         /// The difference allowed (the send-lag limit), seconds.
         limit_s: f64,
+        /// qexp's cores used at the point, the most of any trial (NaN when unknown).
+        cpu_cores: f64,
     },
     /// Requests left the client at a lower rate than the schedule asked.
     RateShortfall {
@@ -268,6 +270,8 @@ pub enum Flag {
         achieved_rate: f64,
         /// The shortfall allowed (fraction).
         tolerance: f64,
+        /// qexp's cores used at the point, the most of any trial (NaN when unknown).
+        cpu_cores: f64,
     },
     /// Trials the runner marked invalid.
     PointInvalid {

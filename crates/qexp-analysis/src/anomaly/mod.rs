@@ -46,7 +46,7 @@ pub fn detect(run: &RunAnalysis, t: &Thresholds) -> Vec<Flag> {
             }
             _ => true,
         });
-        flags.extend(schedule::detect(s, t));
+        flags.extend(schedule::detect(s, &run.points, t));
         if let Some(holding) = knee::slo_holding(s) {
             knee::with_slo(&mut flags, &run.points, &holding);
         }

@@ -10,6 +10,7 @@
 //! short Poisson schedule misses by chance).
 
 use super::{Flag, Thresholds};
+use crate::metrics::PointSummary;
 use crate::schedule::{LagCause, ScheduleAnalysis};
 
 /// The lag cause at a point, if the point has schedule metrics.
@@ -20,11 +21,17 @@ pub fn cause_at(s: &ScheduleAnalysis, point_id: u32) -> Option<LagCause> {
         .map(|p| p.median.lag_cause)
 }
 
-/// Every schedule flag, in plan order.
-pub fn detect(s: &ScheduleAnalysis, t: &Thresholds) -> Vec<Flag> {
+/// Every schedule flag, in plan order; `points` give qexp's own CPU use
+/// at each, which says whether a late client was short of CPU.
+pub fn detect(s: &ScheduleAnalysis, points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let mut flags = Vec::new();
     for p in &s.points {
         let m = &p.median;
+        let cpu_cores = points
+            .iter()
+            .filter(|q| q.point.id == p.point.id)
+            .flat_map(|q| q.trials.iter().map(|t| t.client_cpu_cores))
+            .fold(f64::NAN, f64::max);
         let limit = t.send_lag_limit(m.service_ttft_p50_s);
         let gap = m.response_ttft_p99_s - m.service_ttft_p99_s;
         if gap.is_finite() && gap > limit {
@@ -34,6 +41,7 @@ pub fn detect(s: &ScheduleAnalysis, t: &Thresholds) -> Vec<Flag> {
                 service_ttft_p99_s: m.service_ttft_p99_s,
                 response_ttft_p99_s: m.response_ttft_p99_s,
                 limit_s: limit,
+                cpu_cores,
             });
         }
         let open = p.point.open_loop.is_some();
@@ -45,6 +53,7 @@ pub fn detect(s: &ScheduleAnalysis, t: &Thresholds) -> Vec<Flag> {
                 scheduled_rate: m.scheduled_rate,
                 achieved_rate: m.achieved_rate,
                 tolerance: t.rate_shortfall,
+                cpu_cores,
             });
         }
     }

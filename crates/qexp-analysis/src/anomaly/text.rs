@@ -466,12 +466,18 @@ fn schedule_delay(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         service_ttft_p99_s,
         response_ttft_p99_s,
         limit_s,
+        cpu_cores,
         ..
     } = flag
     else {
         return Ok(());
     };
+    let host = format!(
+        "the client sent late while qexp used only {cpu_cores:.2} cores: the service \
+         latencies understate what users would wait, and {HOST_DELAYED}"
+    );
     let what = match cause {
+        LagCause::Client if super::loadgen::host_delayed(*cpu_cores) => host.as_str(),
         LagCause::Client => {
             "the client sent late (load-generator lag): the service latencies \
              understate what users would wait. Give qexp more CPU or lower the rate."
@@ -497,6 +503,7 @@ fn rate_shortfall(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         scheduled_rate,
         achieved_rate,
         tolerance,
+        cpu_cores,
         ..
     } = flag
     else {
@@ -505,11 +512,17 @@ fn rate_shortfall(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(
         f,
         "Requests left at {} req/s where the schedule asked {} req/s (more than {} \
-         below): the client set the pace, not the plan. Give qexp more CPU, lower the \
-         rate, or split the load across client machines.",
+         below): the client set the pace, not the plan.",
         sig3(*achieved_rate),
         sig3(*scheduled_rate),
         percent(*tolerance)
+    )?;
+    if super::loadgen::host_delayed(*cpu_cores) {
+        return write!(f, " qexp used only {cpu_cores:.2} cores: {HOST_DELAYED}");
+    }
+    write!(
+        f,
+        " Give qexp more CPU, lower the rate, or split the load across client machines."
     )
 }
 
@@ -649,5 +662,44 @@ mod tests {
         assert_eq!(at(Axis::Concurrency, 32), "concurrency 32");
         assert_eq!(trials(&[1, 3]), "trials 1, 3");
         assert_eq!(trials(&[2]), "trial 2");
+    }
+
+    #[test]
+    fn a_late_client_at_low_cpu_is_sent_to_the_host_not_to_more_cpu() {
+        let shortfall = |cpu_cores: f64| {
+            Flag::RateShortfall {
+                point_id: 0,
+                scheduled_rate: 100.0,
+                achieved_rate: 90.0,
+                tolerance: 0.03,
+                cpu_cores,
+            }
+            .to_string()
+        };
+        let delay = |cpu_cores: f64| {
+            Flag::ScheduleDelay {
+                point_id: 0,
+                cause: LagCause::Client,
+                service_ttft_p99_s: 0.1,
+                response_ttft_p99_s: 0.3,
+                limit_s: 0.01,
+                cpu_cores,
+            }
+            .to_string()
+        };
+        for text in [shortfall(0.1), delay(0.1)] {
+            assert!(
+                text.contains("not short of CPU") && !text.contains("Give qexp more CPU"),
+                "{text}"
+            );
+        }
+        for text in [
+            shortfall(1.2),
+            delay(1.2),
+            shortfall(f64::NAN),
+            delay(f64::NAN),
+        ] {
+            assert!(text.contains("Give qexp more CPU"), "{text}");
+        }
     }
 }
