@@ -173,10 +173,8 @@ fn dry_run(opts: &RunOptions) -> Result<u8, CliError> {
         println!(
             "{} points × {trials} trials against {}",
             points.len(),
-            opts.overrides
-                .target
-                .as_deref()
-                .unwrap_or(plan.file.target.base_url.get_ref())
+            plan.target(opts.overrides.target.as_deref())
+                .map_err(CliError::input)?
         );
     } else {
         print!("{}", qexp_runner::blocks::describe(plan, trials));
@@ -232,6 +230,11 @@ fn print_launches(opts: &RunOptions) {
 /// The runner's options for a new run of `plan`.
 fn options(args: &RunArgs, plan: &std::path::Path) -> Result<RunOptions, CliError> {
     let plan = Plan::load(plan).map_err(CliError::input)?;
+    if plan.deployments().is_empty() {
+        // Bad input found before anything starts (an upload, a dry run).
+        plan.target(args.target.as_deref())
+            .map_err(CliError::input)?;
+    }
     if args.trials == Some(0) {
         return Err(CliError::input(anyhow::anyhow!(
             "--trials must be at least 1"
