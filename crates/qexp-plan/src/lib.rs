@@ -183,6 +183,25 @@ impl Plan {
         &self.file.deployments
     }
 
+    /// The one server of a plan without `[[deployment]]` tables: `given`
+    /// (`qexp run --target`) over `target.base_url`. A plan that names
+    /// neither is refused here, not when it is read, so that the flag can
+    /// stand in for the key.
+    pub fn target<'a>(&'a self, given: Option<&'a str>) -> Result<&'a str, PlanError> {
+        match given.unwrap_or(self.file.target.base_url.get_ref()) {
+            "" => Err(PlanError::at(
+                &self.path,
+                &self.text,
+                0..0,
+                Some("target.base_url".into()),
+                "missing: give the server's http://host:port (or sim:<profile>) here or with \
+                 --target URL, or [[deployment]] tables"
+                    .into(),
+            )),
+            url => Ok(url),
+        }
+    }
+
     /// The deployment the others are compared with: `analysis.baseline`,
     /// else the first; None without deployments.
     pub fn baseline(&self) -> Option<&str> {

@@ -13,7 +13,9 @@ use crate::error::Invalid;
 pub struct PlanFile {
     /// `[experiment]`: name and version.
     pub experiment: ExperimentSection,
-    /// `[target]`: where requests go.
+    /// `[target]`: where requests go (may be left out: `--target` names the
+    /// server, or `[[deployment]]` tables do).
+    #[serde(default)]
     pub target: TargetSection,
     /// `[workload]`: what each request looks like.
     pub workload: Workload,
@@ -96,7 +98,8 @@ impl std::fmt::Display for ApiKind {
 #[serde(deny_unknown_fields)]
 pub struct TargetSection {
     /// `http(s)://host:port` of an OpenAI-compatible server, or `sim:<profile>`;
-    /// empty in a plan whose `[[deployment]]` tables say where the servers are.
+    /// empty in a plan whose `[[deployment]]` tables say where the servers are,
+    /// or one that leaves it to `--target` ([`crate::Plan::target`]).
     #[serde(default = "no_base_url")]
     pub base_url: Spanned<String>,
     /// Model name to request; defaults to the first model `/v1/models` lists.
@@ -118,6 +121,20 @@ pub struct TargetSection {
     /// `http(s)://` URL or a path on the server; default `/metrics` when it answers.
     #[serde(default)]
     pub metrics_url: Option<Spanned<String>>,
+}
+
+impl Default for TargetSection {
+    fn default() -> Self {
+        TargetSection {
+            base_url: no_base_url(),
+            model: None,
+            api: default_api(),
+            api_key_env: None,
+            timeout_s: default_timeout(),
+            extra_body: toml::Table::new(),
+            metrics_url: None,
+        }
+    }
 }
 
 fn no_base_url() -> Spanned<String> {
@@ -489,15 +506,11 @@ impl PlanFile {
     fn validate_target(&self) -> Result<(), Invalid> {
         self.validate_deployments()?;
         let url = self.target.base_url.get_ref();
-        if !self.deployments.is_empty() {
-            // The deployments say where the servers are.
-        } else if url.is_empty() {
-            return invalid(
-                0..0,
-                "target.base_url",
-                "missing: give the server's http://host:port (or sim:<profile>), or [[deployment]] tables",
-            );
-        } else if !(url.starts_with("http://")
+        // Empty in a plan with deployments (they say where their servers
+        // are), and checked where `--target` can stand in for it otherwise
+        // (`Plan::target`).
+        if !(url.is_empty()
+            || url.starts_with("http://")
             || url.starts_with("https://")
             || url.starts_with("sim:"))
         {

@@ -42,10 +42,10 @@ async fn run_or_resume(
         return crate::deployed::run(opts, resuming, cancel).await;
     }
     let given = opts
-        .overrides
-        .target
-        .clone()
-        .unwrap_or_else(|| opts.plan.file.target.base_url.get_ref().clone());
+        .plan
+        .target(opts.overrides.target.as_deref())
+        .map_err(RunError::Plan)?
+        .to_string();
     let refusal = opts
         .shard
         .as_ref()

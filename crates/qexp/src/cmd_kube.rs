@@ -11,10 +11,9 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
             args.plan.display()
         )));
     }
-    let target = args
-        .target
-        .as_deref()
-        .unwrap_or(plan.file.target.base_url.get_ref());
+    let target = plan
+        .target(args.target.as_deref())
+        .map_err(CliError::input)?;
     if let Some(why) = qexp_plan::in_process::shard_refusal(target, args.shards) {
         return Err(CliError::input(anyhow::anyhow!("{why}")));
     }

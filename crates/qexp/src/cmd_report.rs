@@ -92,14 +92,29 @@ fn index(args: &ReportArgs) -> Result<(), CliError> {
     let metric = qexp_analysis::Metric::from_key(&args.history_metric).ok_or_else(|| {
         CliError::input(anyhow::anyhow!("unknown metric {}", args.history_metric))
     })?;
+    write_index(
+        &args.results,
+        &args.out_dir,
+        metric,
+        args.templates.as_deref(),
+    )
+    .map_err(CliError::failure)
+}
+
+/// Writes `<reports>/index.md` and `index.html` over every run under
+/// `results`, with `metric`'s history; runs unchanged since the last index
+/// are read from the cache under `<reports>/.cache/index`.
+pub(crate) fn write_index(
+    results: &Path,
+    reports: &Path,
+    metric: qexp_analysis::Metric,
+    templates: Option<&Path>,
+) -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cache = args.out_dir.join(".cache").join("index");
-    let (runs, used) = qexp_report::index::digests(&args.results, Some(&cache), threads);
-    let rendered =
-        qexp_report::index::render_index(&runs, metric, &args.out_dir, args.templates.as_deref())
-            .map_err(CliError::failure)?;
-    let files =
-        qexp_report::write_files(&args.out_dir, rendered.files).map_err(CliError::failure)?;
+    let cache = reports.join(".cache").join("index");
+    let (runs, used) = qexp_report::index::digests(results, Some(&cache), threads);
+    let rendered = qexp_report::index::render_index(&runs, metric, reports, templates)?;
+    let files = qexp_report::write_files(reports, rendered.files)?;
     if let Some(html) = files
         .iter()
         .find(|f| f.extension().is_some_and(|e| e == "html"))

@@ -6,7 +6,7 @@ use qexp_runner::{
     JOB_INDEX_ENV,
 };
 use qexp_store::Overrides;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// Exit code when a second Ctrl-C/SIGTERM ends qexp at once (128 + SIGINT).
@@ -100,6 +100,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         cmd_report::render_one(&analysis, None, &args.reports)
             .map_err(CliError::failure)
             .inspect_err(|_| say_upload(&uploaded))?;
+        refresh_index(&result.dir, &args.reports);
     }
     let complete = result.manifest.status == qexp_store::RunStatus::Complete;
     println!("results: {}", result.dir.display());
@@ -123,6 +124,24 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
     } else {
         0
     })
+}
+
+/// The workspace index under `reports`, refreshed after the run's report
+/// as `qexp report` writes it. A failure is said in one line and does not
+/// fail the run: its results and report are saved by then.
+fn refresh_index(run: &Path, reports: &Path) {
+    // A run folder is <results root>/<experiment>/<run folder>, resumed or new.
+    let Some(results) = run.parent().and_then(Path::parent) else {
+        return;
+    };
+    let metric = qexp_analysis::history::DEFAULT_METRIC;
+    if let Err(e) = cmd_report::write_index(results, reports, metric, None) {
+        eprintln!(
+            "qexp: warning: the index {} is not refreshed ({}); `qexp report` writes it",
+            reports.join("index.html").display(),
+            crate::one_sentence(&e)
+        );
+    }
 }
 
 /// A failed upload, said before another error ends `qexp run`.
@@ -173,10 +192,8 @@ fn dry_run(opts: &RunOptions) -> Result<u8, CliError> {
         println!(
             "{} points × {trials} trials against {}",
             points.len(),
-            opts.overrides
-                .target
-                .as_deref()
-                .unwrap_or(plan.file.target.base_url.get_ref())
+            plan.target(opts.overrides.target.as_deref())
+                .map_err(CliError::input)?
         );
     } else {
         print!("{}", qexp_runner::blocks::describe(plan, trials));
@@ -232,6 +249,11 @@ fn print_launches(opts: &RunOptions) {
 /// The runner's options for a new run of `plan`.
 fn options(args: &RunArgs, plan: &std::path::Path) -> Result<RunOptions, CliError> {
     let plan = Plan::load(plan).map_err(CliError::input)?;
+    if plan.deployments().is_empty() {
+        // Bad input found before anything starts (an upload, a dry run).
+        plan.target(args.target.as_deref())
+            .map_err(CliError::input)?;
+    }
     if args.trials == Some(0) {
         return Err(CliError::input(anyhow::anyhow!(
             "--trials must be at least 1"

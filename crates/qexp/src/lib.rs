@@ -208,10 +208,10 @@ pub struct RunArgs {
     /// Results root.
     #[arg(long, default_value = "results", conflicts_with = "resume")]
     pub out: PathBuf,
-    /// Do not render a report after the run.
+    /// Do not render a report, nor refresh the reports' index, after the run.
     #[arg(long)]
     pub no_report: bool,
-    /// Reports root, for the report rendered after the run.
+    /// Reports root, for the report and the index (index.md, index.html) refreshed after the run.
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
     /// Print the schedule (blocks, the deployment order in each, server
@@ -401,7 +401,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// The metric the index's history charts follow at each point.
-    #[arg(long, default_value = "ttft_s", value_parser = clap::builder::PossibleValuesParser::new(qexp_analysis::history::METRICS.map(qexp_analysis::Metric::key)))]
+    #[arg(long, default_value = qexp_analysis::history::DEFAULT_METRIC.key(), value_parser = clap::builder::PossibleValuesParser::new(qexp_analysis::history::METRICS.map(qexp_analysis::Metric::key)))]
     pub history_metric: String,
     /// Do not write <out-dir>/index.md and index.html (every experiment under --results, its runs and its history).
     #[arg(long)]

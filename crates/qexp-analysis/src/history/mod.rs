@@ -32,6 +32,10 @@ pub const METRICS: [Metric; 5] = [
     Metric::ItlP99S,
 ];
 
+/// The metric a history follows unless told another (`qexp report
+/// --history-metric`).
+pub const DEFAULT_METRIC: Metric = Metric::TtftS;
+
 /// One run in a history.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HistoryRun {

@@ -174,10 +174,6 @@ fn mistakes_are_located() {
             BASE.replace("model = \"m\"", "model = \"m\"\nbase_url = \"http://h:1\"") + TWO,
             "experiments/d.toml:8:12: `target.base_url`: a plan with [[deployment]] tables takes its servers from them; remove target.base_url",
         ),
-        (
-            BASE.to_string(),
-            "experiments/d.toml:1:1: `target.base_url`: missing: give the server's http://host:port (or sim:<profile>), or [[deployment]] tables",
-        ),
     ];
     for (text, want) in cases {
         let got = err(&text);
@@ -186,6 +182,30 @@ fn mistakes_are_located() {
             "\n got: {got}\nwant: {want}"
         );
     }
+}
+
+#[test]
+fn a_plan_without_a_server_takes_it_from_target_or_is_refused() {
+    let plan = parse(BASE).expect("a plan may leave its server to --target");
+    assert_eq!(plan.target(Some("sim:fast")).unwrap(), "sim:fast");
+    assert_eq!(
+        plan.target(None).unwrap_err().to_string(),
+        "experiments/d.toml:1:1: `target.base_url`: missing: give the server's http://host:port \
+         (or sim:<profile>) here or with --target URL, or [[deployment]] tables"
+    );
+    let named =
+        parse(&BASE.replace("model = \"m\"", "model = \"m\"\nbase_url = \"sim:exact\"")).unwrap();
+    assert_eq!(named.target(None).unwrap(), "sim:exact");
+    assert_eq!(named.target(Some("http://h:1")).unwrap(), "http://h:1");
+    // Without a [target] table at all: its defaults, as an empty table gives them.
+    let bare = parse(&BASE.replace("[target]\nmodel = \"m\"\n", "")).unwrap();
+    let empty = parse(&BASE.replace("model = \"m\"\n", "")).unwrap();
+    assert!(bare.target(None).is_err());
+    assert_eq!(bare.target(Some("sim:fast")).unwrap(), "sim:fast");
+    assert_eq!(
+        format!("{:?}", bare.file.target),
+        format!("{:?}", empty.file.target)
+    );
 }
 
 #[test]

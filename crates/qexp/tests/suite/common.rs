@@ -67,3 +67,14 @@ pub fn entries(dir: &std::path::Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// The smallest plan that runs: one point of two 40-token requests for 2
+/// tokens each, no warmup, one trial; no server named.
+pub fn tiny_plan(name: &str) -> qexp_testkit::PlanFixture {
+    qexp_testkit::PlanFixture::new(name)
+        .input(40)
+        .output(2)
+        .requests(2)
+        .warmup(0)
+        .trials(1)
+}

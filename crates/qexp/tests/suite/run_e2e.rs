@@ -252,3 +252,33 @@ fn the_cli_exits_2_on_a_plan_that_does_not_fit() {
     assert_eq!(qexp::main_with(cli), qexp::EXIT_BAD_INPUT);
     assert!(!out.exists());
 }
+
+#[test]
+fn target_on_the_command_line_stands_in_for_a_missing_base_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = crate::common::tiny_plan("untargeted").write(tmp.path());
+    let out = tmp.path().join("results");
+    let (plan, out) = (plan.to_str().unwrap(), out.to_str().unwrap());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", plan, "--out", out, "--no-report"];
+        args.extend_from_slice(extra);
+        crate::common::qexp(&args).output().expect("qexp runs")
+    };
+    let refused = run(&[]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("`target.base_url`: missing") && err.contains("--target URL"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("results").exists());
+    let ran = run(&["--target", "sim:fast"]);
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let runs = crate::common::entries(&tmp.path().join("results").join("untargeted"));
+    assert_eq!(runs.len(), 1, "{runs:?}");
+}

@@ -1,7 +1,8 @@
 //! `qexp report` as a workspace: a notebook named on the command line is
 //! rendered under `<out-dir>/notebooks/<stem>/`, every call writes the index
-//! of every run under `--results`, and a notebook without front matter is
-//! bad input (one line, exit 2).
+//! of every run under `--results` (and so does `qexp run`, beside the run's
+//! report), and a notebook without front matter is bad input (one line,
+//! exit 2).
 
 use crate::common::qexp;
 use qexp_testkit::SynthRun;
@@ -80,6 +81,53 @@ fn report_renders_the_founding_notebook_and_the_index() {
         .expect("qexp runs");
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("index: "));
+}
+
+#[test]
+fn a_run_refreshes_the_index_beside_its_report() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (results, reports) = (tmp.path().join("results"), tmp.path().join("reports"));
+    SynthRun::new(
+        THROUGHPUT,
+        "20261201T100000Z-aaaaaa",
+        "2026-12-01T10:00:00Z",
+    )
+    .write(&results);
+    let plan = crate::common::tiny_plan("first")
+        .target("sim:fast")
+        .write(tmp.path());
+    let s = |p: &std::path::Path| p.to_str().expect("utf-8").to_string();
+    let out = qexp(&[
+        "run",
+        &s(&plan),
+        "--out",
+        &s(&results),
+        "--reports",
+        &s(&reports),
+    ])
+    .output()
+    .expect("qexp runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = crate::common::entries(&results.join("first")).remove(0);
+    assert!(reports
+        .join("first")
+        .join(&run)
+        .join("report.html")
+        .is_file());
+    assert!(reports.join("index.html").is_file(), "{stdout}");
+    // The index of the whole results root, the new run linked to its report.
+    let index = std::fs::read_to_string(reports.join("index.md")).expect("index.md");
+    assert!(
+        index.contains(&format!("(first/{run}/report.html)")),
+        "{index}"
+    );
+    assert!(index.contains("`20261201T100000Z-aaaaaa`"), "{index}");
+    assert!(stdout.contains("index: "), "{stdout}");
 }
 
 #[test]
