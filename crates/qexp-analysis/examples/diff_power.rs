@@ -9,6 +9,10 @@
 //! trial distributions: see `qexp_analysis::diff::power`) with a fixed seed:
 //! DIFFS A/A diffs per row (default 1000) and DIFFS / 2 diffs per effect.
 
+// Examples may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use qexp_analysis::diff::power::{simulate, Scenario, POINTS};
 
 const TRIALS: [usize; 4] = [2, 3, 5, 10];

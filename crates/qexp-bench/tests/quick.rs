@@ -4,6 +4,10 @@
 //! own account. (The server shares the process here, so CPU and memory
 //! figures include it; `qexp bench` runs it in a process of its own.)
 
+// Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use qexp_bench::figures::FidelityRow;
 use qexp_bench::scenarios::{self, Env};
 use qexp_bench::{run_bench, BenchServer, Scale};

@@ -4,6 +4,10 @@
 //! its rows, a failed write names its file and cause, and the newest run
 //! is the one that started last.
 
+// Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use polars::prelude::DataFrame;
 use qexp_store::{
     find_runs, latest_runs, read_manifest, scan_points, scan_requests, Manifest, PointRow,

@@ -5,10 +5,14 @@
 //! simulator started on 127.0.0.1:0 ([`sim`]), readers of a frame's
 //! columns ([`u32s`], [`f64s`], [`strings()`]), and the `qexp` command with
 //! its output captured ([`command`]), and complete runs written from a plan
-//! and a formula ([`SynthRun`]). It is a dev-dependency only.
+//! and a formula ([`SynthRun`]), and the one way a test skips for lack of a
+//! server or tool ([`skip()`]), visibly, and never where it is required. It
+//! is a dev-dependency only.
 
+mod skip;
 mod synth;
 
+pub use skip::{skip, Need, SKIP_LOG};
 pub use synth::{founding_like, SynthRun, Timing};
 
 use polars::prelude::*;

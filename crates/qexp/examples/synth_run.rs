@@ -9,6 +9,10 @@
 //! run (`--shard K/N`; request i of a (trial, point) in shard i mod N), one
 //! line each, for measuring `qexp merge` (scripts/bench-merge.sh).
 
+// Examples may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use chrono::Utc;
 use qexp_plan::Plan;
 use qexp_store::{

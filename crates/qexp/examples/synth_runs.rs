@@ -8,6 +8,10 @@
 //! (85 measured requests per trial). TTFT steps up 20% at 60% of each
 //! experiment's history, so the index has a step to mark.
 
+// Examples may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use qexp_testkit::SynthRun;
 use std::path::PathBuf;
 

@@ -2,11 +2,6 @@
 //! subcommand lives in its own module and calls into the library crates;
 //! no measurement or statistics logic lives here.
 
-#![warn(missing_docs)]
-// Library code never panics on input (STYLE.md, Errors): `unwrap` and
-// `expect` stay in tests.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
-
 mod alloc;
 mod cmd_bench;
 mod cmd_diff;

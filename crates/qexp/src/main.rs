@@ -1,3 +1,6 @@
+//! The `qexp` binary: parses the command line and hands it to the library
+//! ([`qexp::main_with`]), where every subcommand lives.
+
 use clap::Parser;
 use std::process::ExitCode;
 

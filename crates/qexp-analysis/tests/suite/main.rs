@@ -4,6 +4,10 @@
 //! rates, SQL over a run's rows, a run checked against a fitted model, and
 //! the workspace's choice of a newest run.
 
+// Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod diff;
 mod diff_power;
 mod distributions;

@@ -4,6 +4,10 @@
 //! (played by a scripted server), fingerprints from recorded server
 //! responses, and a bounded fuzz of the SSE parser.
 
+// Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod closing_server;
 mod faults;
 mod fingerprint;

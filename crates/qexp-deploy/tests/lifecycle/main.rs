@@ -2,6 +2,10 @@
 //! launching and readiness here, stopping in `stop`, qexp's own overhead in
 //! `overhead`.
 
+// Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod overhead;
 mod stop;
 mod support;

@@ -5,6 +5,10 @@
 //! eleven did. Modules that time running processes share one lock
 //! ([`common::heavy`]), so two of them never measure each other's load.
 
+// Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
+// [workspace.lints]) is for the code qexp ships.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod advice;
 mod common;
 mod counting_proxy;

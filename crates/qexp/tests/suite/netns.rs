@@ -168,11 +168,10 @@ async fn wait_for(what: &str, buf: &Arc<Mutex<String>>, needle: &str) {
 }
 
 fn skip_or_fail(why: String) {
-    assert!(
-        std::env::var("QEXP_REQUIRE_NETNS").as_deref() != Ok("1"),
-        "QEXP_REQUIRE_NETNS=1 but network namespaces cannot be made: {why}"
+    qexp_testkit::skip(
+        qexp_testkit::Need::NetworkNamespaces,
+        &format!("network namespaces cannot be made here ({why}); run as root with iproute2"),
     );
-    eprintln!("skipped: network namespaces cannot be made here ({why}); run as root with iproute2");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,11 +80,7 @@ impl S3Server {
             let why = format!(
                 "moto[server] is not importable by `{python}` (install it with scripts/objstore/install.sh and set QEXP_MOTO_PYTHON)"
             );
-            assert!(
-                std::env::var("QEXP_REQUIRE_OBJSTORE").as_deref() != Ok("1"),
-                "QEXP_REQUIRE_OBJSTORE=1 but {why}"
-            );
-            eprintln!("skipped: {why}");
+            qexp_testkit::skip(qexp_testkit::Need::ObjectStore, &why);
             return None;
         }
         let mut child = Command::new(&python)

@@ -2,9 +2,9 @@
 //! server, both serving the tiny random-weight model of scripts/real-servers.
 //! `.ci/run` starts them and exports QEXP_VLLM_URL and QEXP_LLAMACPP_URL.
 //!
-//! Without those variables a test prints why it skipped and passes — unless
-//! `QEXP_REQUIRE_REAL_SERVERS` is set (`.ci/run`
-//! sets it): then it fails, so that run can never skip the servers quietly.
+//! Without those variables a test skips, saying why ([`qexp_testkit::skip`]),
+//! unless `QEXP_REQUIRE_REAL_SERVERS` is set (`.ci/run` sets it): then it
+//! fails, so that run can never skip the servers quietly.
 //! Tests share one lock: the machine has two cores, and a throughput
 //! measurement next to another test's load would measure that load.
 
@@ -14,27 +14,24 @@ use qexp_client::prompt::{Cut, Filler};
 use qexp_client::{nonce_for, Client, GenRequest, MetricsSource};
 use qexp_plan::ApiKind;
 use qexp_runner::{run, RunError, RunOptions, RunResult};
-use qexp_testkit::{f64s, strings, PlanFixture};
+use qexp_testkit::{f64s, skip, strings, Need, PlanFixture};
 use std::path::Path;
 use std::time::Duration;
 
 const MODEL: &str = "tiny-llama";
 
-/// The server URL from `var`; `None` (skip) unless `QEXP_REQUIRE_REAL_SERVERS` is set.
+/// The server URL from `var`; `None` after a skip ([`qexp_testkit::skip`]),
+/// which fails instead where `QEXP_REQUIRE_REAL_SERVERS` is set.
 pub(crate) fn server(var: &str) -> Option<String> {
-    let required = ["QEXP_REQUIRE_REAL_SERVERS"]
-        .into_iter()
-        .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    match (std::env::var(var), required) {
-        (Ok(u), _) if !u.trim().is_empty() => Some(u.trim().to_string()),
-        (_, Some(why)) => panic!(
-            "{var} is not set, but {why} is: `.ci/run` starts the real servers \
-             (scripts/real-servers/start.sh) and exports {var}"
-        ),
+    match std::env::var(var) {
+        Ok(u) if !u.trim().is_empty() => Some(u.trim().to_string()),
         _ => {
-            eprintln!(
-                "skipped: {var} is not set; start a server with \
-                 `scripts/real-servers/start.sh vllm|llamacpp` and export {var}=<its URL>"
+            skip(
+                Need::RealServer,
+                &format!(
+                    "{var} is not set; start a server with \
+                     `scripts/real-servers/start.sh vllm|llamacpp|smollm2` and export {var}=<its URL>"
+                ),
             );
             None
         }
