@@ -70,14 +70,20 @@ fn from_table(path: &std::path::Path) -> Result<Input, CliError> {
 }
 
 fn from_runs(args: &FitArgs) -> Result<Input, CliError> {
-    let Some(first) = args.runs.first() else {
+    let dirs = args
+        .runs
+        .iter()
+        .map(|r| qexp_store::resolve_run(r, &args.results))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::input)?;
+    let Some(first) = dirs.first() else {
         return Err(CliError::input(anyhow!(
             "name at least one run folder (results/<experiment>/<run-id>) or --table FILE"
         )));
     };
     let mut rows = Vec::new();
     let mut sources = Vec::new();
-    for (i, dir) in args.runs.iter().enumerate() {
+    for (i, dir) in dirs.iter().enumerate() {
         qexp_store::read_manifest(dir).map_err(CliError::input)?;
         let run = qexp_analysis::analyze(dir).map_err(CliError::failure)?;
         let deployments = qexp_analysis::run_deployments(&run);

@@ -410,9 +410,12 @@ pub struct ReportArgs {
 #[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 #[derive(Debug, clap::Args)]
 pub struct FitArgs {
-    /// Result folders (results/<experiment>/<run-id>) of one deployment.
+    /// Result folders (results/<experiment>/<run-id>) or run ids under --results, of one deployment.
     #[arg(required_unless_present = "table")]
     pub runs: Vec<PathBuf>,
+    /// Where run ids are looked up.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
     /// A table of measured medians instead of runs (the format of crates/qexp-model/data/founding.toml).
     #[arg(long, conflicts_with = "runs")]
     pub table: Option<PathBuf>,

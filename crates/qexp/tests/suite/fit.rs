@@ -186,8 +186,11 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
             misses.join("\n")
         );
     };
-    // The CLI writes the file beside the run; predicting outside the grid says so.
-    let out = crate::common::qexp(&["fit", dir.to_str().unwrap()])
+    // The CLI, given the run's id, writes the file beside the run;
+    // predicting outside the grid says so.
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let results = tmp.path().join("results");
+    let out = crate::common::qexp(&["fit", id, "--results", results.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -457,8 +460,9 @@ async fn one_input_length_gets_the_warning_not_an_l2_term() {
 
 #[test]
 fn bad_input_to_fit_and_predict_is_one_line_and_exit_2() {
-    let cases: [&[&str]; 5] = [
+    let cases: [&[&str]; 6] = [
         &["fit", "/nonexistent/run"],
+        &["fit", "no-such-run", "--results", "/nonexistent/results"],
         &[
             "predict",
             "/nonexistent/model.json",
