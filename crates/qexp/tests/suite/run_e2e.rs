@@ -255,6 +255,8 @@ fn the_cli_exits_2_on_a_plan_that_does_not_fit() {
 
 #[test]
 fn target_on_the_command_line_stands_in_for_a_missing_base_url() {
+    // It runs a load: not beside a test that times a server.
+    let _serial = crate::common::heavy_blocking();
     let tmp = tempfile::tempdir().unwrap();
     let plan = crate::common::tiny_plan("untargeted").write(tmp.path());
     let out = tmp.path().join("results");
