@@ -13,6 +13,7 @@ mod limits;
 mod multi_turn;
 mod names;
 mod open_loop;
+mod power;
 mod schema;
 mod secrets;
 mod slo;
@@ -35,6 +36,7 @@ pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, KeepAnswers, PlanFile, PromptRecipe, Requests,
     RunSection, Sweep, TargetSection, Workload,
 };
+pub use power::{CostSection, GpuName, PowerSection, PowerSource};
 pub use slo::SloSection;
 pub use trace::{Trace, TraceEntry, TraceError};
 pub use workload::{
