@@ -40,13 +40,24 @@ impl Sampler {
     pub async fn start(cfg: &SamplerConfig) -> Result<Sampler, PowerError> {
         let buf: Buffer = Arc::default();
         let Started { task, child, info } = crate::source::start(cfg, buf.clone()).await?;
-        Ok(Sampler {
+        let sampler = Sampler {
             buf,
             task,
             child,
             info,
             interval: cfg.interval,
-        })
+        };
+        // A source that streams (nvidia-smi) has its first lines still to
+        // come: the first window must find a sample before its start.
+        if !sampler.wait_past(f64::NEG_INFINITY).await {
+            let what = format!("{} ({})", sampler.info.kind, sampler.info.location);
+            sampler.stop().await;
+            return Err(PowerError::Unreachable {
+                what,
+                why: "it gave no sample of every GPU named".into(),
+            });
+        }
+        Ok(sampler)
     }
 
     /// What the source is, for the manifest.
@@ -55,8 +66,9 @@ impl Sampler {
     }
 
     /// Waits (at most two intervals and a second) until every GPU has a
-    /// sample at or after `t`, so that a window ending at `t` has its far edge.
-    pub async fn wait_past(&self, t: f64) {
+    /// sample at or after `t`, so that a window ending at `t` has its far
+    /// edge; false when one still has none.
+    pub async fn wait_past(&self, t: f64) -> bool {
         let deadline = tokio::time::Instant::now() + self.interval * 2 + Duration::from_secs(1);
         let step = (self.interval / 4).max(Duration::from_millis(5));
         while tokio::time::Instant::now() < deadline {
@@ -68,10 +80,11 @@ impl Sampler {
                     .all(|g| b.iter().any(|s| s.t >= t && s.reading.gpu == g.name))
             };
             if done {
-                return;
+                return true;
             }
             tokio::time::sleep(step).await;
         }
+        false
     }
 
     /// A copy of the samples from `from` on (and the last one before it, for

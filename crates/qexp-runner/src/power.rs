@@ -116,7 +116,8 @@ impl Power {
             prow.energy_invalid_reason = Some("the point has no measured window".into());
             return;
         }
-        self.sampler.wait_past(end).await;
+        // Without a sample after the end, the window says which GPU stopped.
+        let _ = self.sampler.wait_past(end).await;
         let samples = self.sampler.since(start);
         let names: Vec<String> = self.sampler.info().gpus.iter().map(|g| g.name.clone()).collect();
         let w = Window {

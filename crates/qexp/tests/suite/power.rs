@@ -1,0 +1,211 @@
+//! GPU power and energy per point (`[power]`), end to end in-process: runs
+//! against the simulator with a fake DCGM exporter or a fake `nvidia-smi`
+//! whose power is scripted, so the energy of every window is known; broken
+//! telemetry (a counter reset, a sampling gap, a GPU that vanishes, a field
+//! that comes and goes) marks a point's energy invalid with its reason and
+//! the run still completes; NVML on a machine without a GPU says so.
+
+use qexp_plan::ApiKind;
+use qexp_runner::{run, RunOptions, RunResult};
+use qexp_testkit::{f64s, fake_nvidia_smi, strings, u32s, FakeDcgm, FakeGpu, PlanFixture};
+use std::path::Path;
+
+/// 4 requests at c = 1 against `sim:exact` (TTFT 50 ms, 10 ms per token:
+/// about 0.25 s each, a window of about a second), one trial, with `power`
+/// as the plan's `[power]` table.
+fn plan(name: &str, power: &str) -> PlanFixture {
+    PlanFixture::new(name)
+        .target("sim:exact")
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(50)
+        .output(21)
+        .concurrency(&[1])
+        .requests(4)
+        .warmup(0)
+        .trials(1)
+        .seed(5)
+        .raw(power)
+}
+
+async fn run_plan(dir: &Path, plan: &PlanFixture) -> Result<RunResult, qexp_runner::RunError> {
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    run(
+        RunOptions {
+            plan: plan.load(dir),
+            out: dir.join("results"),
+            overrides: Default::default(),
+            shard: None,
+            folder: Default::default(),
+        },
+        rx,
+    )
+    .await
+}
+
+fn points(r: &RunResult) -> polars::prelude::DataFrame {
+    qexp_store::scan_points(&r.dir).unwrap().collect().unwrap()
+}
+
+/// Two GPUs at a constant 300 W whose energy counters count from 5 kJ.
+fn constant_300_w(t0: f64) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
+    move |now, _| {
+        Some(
+            (0..2)
+                .map(|index| FakeGpu {
+                    index,
+                    power_w: Some(300.0),
+                    energy_mj: Some(5e6 + 300.0 * (now - t0) * 1000.0),
+                    sm_clock_mhz: Some(1800.0),
+                    ..FakeGpu::default()
+                })
+                .collect(),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_constant_300_w_gives_the_energy_within_one_percent_by_counter_and_by_integration() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dcgm = FakeDcgm::start(constant_300_w(qexp_testkit::unix_now())).await;
+    let power = format!(
+        "[power]\nsource = \"dcgm\"\nurl = \"{}\"\ngpus = [0, \"GPU-fake-1\"]\ninterval_ms = 20\ngap_limit_s = 0.5\n",
+        dcgm.url
+    );
+    let r = run_plan(tmp.path(), &plan("dcgm300", &power)).await.unwrap();
+    assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
+    let src = &r.manifest.power[0];
+    assert_eq!((src.kind.as_str(), src.interval_ms), ("dcgm", 20));
+    assert_eq!(src.gpus[1].uuid.as_deref(), Some("GPU-fake-1"));
+    assert_eq!(src.gpus[0].model.as_deref(), Some("Fake A6000"));
+    let p = points(&r);
+    let (start, end) = (f64s(&p, "window_start_unix_s")[0], f64s(&p, "window_end_unix_s")[0]);
+    let truth = 600.0 * (end - start);
+    let counter = f64s(&p, "energy_counter_j")[0];
+    let integrated = f64s(&p, "energy_integrated_j")[0];
+    eprintln!(
+        "DCGM, 2 GPUs at 300 W over {:.3} s: truth {truth:.2} J, counter {counter:.2} J ({:+.3}%), integrated {integrated:.2} J ({:+.3}%)",
+        end - start,
+        (counter / truth - 1.0) * 100.0,
+        (integrated / truth - 1.0) * 100.0
+    );
+    assert!((counter / truth - 1.0).abs() < 0.01, "counter {counter} vs {truth}");
+    assert!((integrated / truth - 1.0).abs() < 0.01, "integrated {integrated} vs {truth}");
+    assert_eq!(f64s(&p, "energy_j")[0], counter, "the counter is trusted first");
+    assert!((f64s(&p, "power_avg_w")[0] - 600.0).abs() < 6.0);
+    assert_eq!(u32s(&p, "gpus"), [2]);
+    assert_eq!(strings(&p, "energy_invalid_reason"), [None]);
+    assert_eq!(f64s(&p, "gpu_sm_clock_min_mhz"), [1800.0]);
+
+    let smi = fake_nvidia_smi(tmp.path(), 300.0);
+    let power = format!(
+        "[power]\nsource = \"nvidia-smi\"\ncommand = \"{}\"\ngpus = [1]\ninterval_ms = 20\ngap_limit_s = 0.5\n",
+        smi.display()
+    );
+    let r = run_plan(tmp.path(), &plan("smi300", &power)).await.unwrap();
+    assert_eq!(r.manifest.power[0].kind, "nvidia-smi");
+    assert_eq!(r.manifest.power[0].version.as_deref(), Some("driver 570.86"));
+    let p = points(&r);
+    let (start, end) = (f64s(&p, "window_start_unix_s")[0], f64s(&p, "window_end_unix_s")[0]);
+    let truth = 300.0 * (end - start);
+    let integrated = f64s(&p, "energy_integrated_j")[0];
+    assert_eq!(strings(&p, "energy_invalid_reason"), [None]);
+    eprintln!(
+        "nvidia-smi, 1 GPU at 300 W over {:.3} s: truth {truth:.2} J, integrated {integrated:.2} J ({:+.3}%)",
+        end - start,
+        (integrated / truth - 1.0) * 100.0
+    );
+    assert!((integrated / truth - 1.0).abs() < 0.01, "integrated {integrated} vs {truth}");
+    assert_eq!(f64s(&p, "energy_j")[0], integrated);
+    assert!(f64s(&p, "energy_counter_j")[0].is_nan(), "nvidia-smi has no counter");
+}
+
+/// A fake exporter whose telemetry breaks in the way `fault` says, all
+/// through the run (so that every window sees it).
+fn broken(t0: f64, fault: &'static str) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
+    move |now, scrape| {
+        let t = now - t0;
+        let phase = (t * 1000.0) as u64 % 300;
+        // A gap: answers 60 ms of every 700.
+        if fault == "gap" && (t * 1000.0) as u64 % 700 >= 60 && scrape > 0 {
+            return None;
+        }
+        let gpus = if fault == "vanish" && scrape > 2 { 1 } else { 2 };
+        Some(
+            (0..gpus)
+                .map(|index| {
+                    let mut energy = 300.0 * t * 1000.0;
+                    if fault == "reset" && phase >= 150 {
+                        energy -= 1e6;
+                    }
+                    FakeGpu {
+                        index,
+                        power_w: Some(300.0),
+                        energy_mj: (fault != "flap" || phase < 150).then_some(energy + 1e7),
+                        ..FakeGpu::default()
+                    }
+                })
+                .collect(),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_telemetry_marks_the_energy_invalid_with_its_reason_and_the_run_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (fault, reason) in [
+        ("reset", "the energy counter of GPU 0 went backwards"),
+        ("gap", "without a sample"),
+        ("vanish", "GPU 1 stopped reporting"),
+        ("flap", "in the middle of the window"),
+    ] {
+        let dcgm = FakeDcgm::start(broken(qexp_testkit::unix_now(), fault)).await;
+        let power = format!(
+            "[power]\nurl = \"{}\"\ngpus = [0, 1]\ninterval_ms = 20\ngap_limit_s = 0.3\n",
+            dcgm.url
+        );
+        let r = run_plan(tmp.path(), &plan(&format!("broken-{fault}"), &power))
+            .await
+            .unwrap_or_else(|e| panic!("{fault}: the run must complete: {e}"));
+        assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete, "{fault}");
+        let p = points(&r);
+        let why = strings(&p, "energy_invalid_reason")[0]
+            .clone()
+            .unwrap_or_else(|| panic!("{fault}: the energy must be invalid"));
+        assert!(why.contains(reason), "{fault}: {why}");
+        assert!(f64s(&p, "energy_j")[0].is_nan(), "{fault}");
+        // Everything else is kept: the point is valid and its requests all succeeded.
+        assert_eq!(strings(&p, "invalid_reason"), [None], "{fault}");
+        assert_eq!(u32s(&p, "failures"), [0], "{fault}");
+        assert!(f64s(&p, "agg_output_tok_s")[0] > 0.0, "{fault}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let power = "[power]\nsource = \"nvml\"\ngpus = [0]\n";
+    match run_plan(tmp.path(), &plan("nvml-required", power)).await {
+        Err(e) => {
+            let said = e.to_string();
+            eprintln!("NVML, required, no GPU: {said}");
+            assert!(
+                said.starts_with("no GPU power source could be read, and [power] requires one: NVML found no GPU on this machine ("),
+                "{said}"
+            );
+            assert!(!said.contains('\n'), "one line: {said}");
+            assert!(!tmp.path().join("results").exists(), "nothing was measured or written");
+        }
+        // A machine with a GPU and its driver: NVML answered.
+        Ok(r) => assert_eq!(r.manifest.power[0].kind, "nvml"),
+    }
+    let optional = "[power]\nsource = \"nvml\"\ngpus = [0]\nrequired = false\n";
+    let r = run_plan(tmp.path(), &plan("nvml-optional", optional)).await.unwrap();
+    assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
+    if r.manifest.power.is_empty() {
+        let p = points(&r);
+        assert!(f64s(&p, "energy_j")[0].is_nan());
+        assert_eq!(u32s(&p, "failures"), [0]);
+    }
+}
