@@ -10,7 +10,6 @@
 //! [`Sampler`] from the plan and stores each window's [`WindowEnergy`];
 //! the analysis prices the stored energy with [`Price`].
 
-pub mod cost;
 pub mod dcgm;
 pub mod energy;
 mod nvml;
@@ -19,7 +18,8 @@ mod sampler;
 pub mod smi;
 mod source;
 
-pub use cost::{j_per_token, Price, Spent};
+/// The cost arithmetic, declared with the vocabulary results hold.
+pub use qexp_types::cost::{self, j_per_token, Price, Spent};
 pub use energy::{over_window, GpuEnergy, Window, WindowEnergy};
 pub use sample::{unix_now, Reading, Sample, Throttle};
 pub use sampler::{Sampler, SamplerConfig};

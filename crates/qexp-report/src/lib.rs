@@ -21,6 +21,7 @@
 pub mod charts;
 mod context;
 mod deployments;
+mod energy;
 pub mod diff;
 mod filters;
 pub mod format;

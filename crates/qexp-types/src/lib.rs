@@ -5,7 +5,8 @@
 //! health of an answer's text ([`AnswerShape`], [`AnswerIssue`]), which
 //! client timed a run ([`ClientTiming`]), and what a launched server's start
 //! and stop left on record ([`StartRecord`], [`StopRecord`]), and where a
-//! run's GPU power came from ([`PowerSourceInfo`]).
+//! run's GPU power came from ([`PowerSourceInfo`]), and what a window of
+//! serving costs ([`cost::Price`]).
 //!
 //! It is a leaf: data and the pure functions over it, with no HTTP, no
 //! processes, no Parquet, so that reading results never links a client.
@@ -15,6 +16,7 @@
 //! hold them.
 
 pub mod answer;
+pub mod cost;
 pub mod counters;
 mod error_class;
 mod fingerprint;

@@ -157,9 +157,16 @@ fn compare_pairs(
         .iter()
         .map(|&(i, j)| {
             let (pa, pb) = (&a.points[i], &b.points[j]);
+            // What a token costs joins the family wherever both sides have it.
+            let cost = DiffMetric::COST.into_iter().filter(|m| {
+                (opts.metrics.is_empty() || opts.metrics.contains(m))
+                    && [pa, pb].iter().all(|p| m.values(p).iter().any(|v| v.is_finite()))
+            });
             let mut metrics: Vec<MetricDiff> = metrics
                 .iter()
-                .map(|&m| {
+                .copied()
+                .chain(cost)
+                .map(|m| {
                     index += 1;
                     let seed = seed_for(opts.seed, index);
                     let requests = pa.point.requests;
