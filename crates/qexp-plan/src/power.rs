@@ -97,7 +97,11 @@ impl PowerSection {
         self.gpus.get_ref().iter().map(GpuName::as_string).collect()
     }
 
-    pub(crate) fn validate(&self, deployments_name_gpus: bool) -> Result<(), Invalid> {
+    /// Checks the table; `deployments` tells whether every `[[deployment]]`
+    /// names its own GPUs and its own exporter URL (a plan without
+    /// deployments: neither).
+    pub(crate) fn validate(&self, deployments: (bool, bool)) -> Result<(), Invalid> {
+        let (deployments_name_gpus, deployments_name_urls) = deployments;
         let bad = |span: std::ops::Range<usize>, key: &str, msg: &str| {
             Err((span, Some(format!("power.{key}")), msg.to_string()))
         };
@@ -137,7 +141,7 @@ impl PowerSection {
                 return bad(u.span(), "url", "expected the exporter's http://host:port/metrics");
             }
         }
-        if *self.source.get_ref() == PowerSource::Dcgm && self.url.is_none() {
+        if *self.source.get_ref() == PowerSource::Dcgm && self.url.is_none() && !deployments_name_urls {
             return bad(
                 self.source.span(),
                 "source",

@@ -512,9 +512,12 @@ impl PlanFile {
     /// `[power]`, `[cost]` and the deployments' own power keys.
     fn validate_power(&self) -> Result<(), Invalid> {
         let named = |d: &crate::deploy::DeploymentSpec| d.gpus.as_ref().is_some_and(|g| !g.get_ref().is_empty());
-        let all_named = !self.deployments.is_empty() && self.deployments.iter().all(named);
+        let all = |f: &dyn Fn(&crate::deploy::DeploymentSpec) -> bool| {
+            !self.deployments.is_empty() && self.deployments.iter().all(f)
+        };
+        let all_urls = all(&|d| d.power_url.is_some());
         if let Some(p) = &self.power {
-            p.validate(all_named)?;
+            p.validate((all(&named), all_urls))?;
         }
         if self.power.is_none() {
             for d in &self.deployments {

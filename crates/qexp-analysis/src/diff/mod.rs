@@ -65,13 +65,19 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         });
     }
     let mut warnings = run_warnings(a, b, &workload);
-    let metrics = chosen_metrics(opts);
+    let mut metrics = chosen_metrics(opts);
     let settings = compare::Settings {
         level: opts.level,
         min_change,
     };
     let (pairs_idx, only_a, only_b) = pairing::pair(&a.points, &b.points);
     let mut pairs = compare_pairs(a, b, &pairs_idx, &metrics, settings, opts);
+    // What a token costs, where some pair compared it.
+    metrics.extend(DiffMetric::COST.into_iter().filter(|m| {
+        pairs
+            .iter()
+            .any(|p| p.metrics.iter().any(|d| d.metric == *m))
+    }));
     let mut all: Vec<&mut MetricDiff> = pairs
         .iter_mut()
         .flat_map(|p| p.metrics.iter_mut())

@@ -209,3 +209,81 @@ async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_
         assert_eq!(u32s(&p, "failures"), [0]);
     }
 }
+
+/// A fake exporter for one deployment: 2 GPUs drawing 100 W idle and 40 W
+/// more per stream in flight on that deployment, no energy counter (the
+/// energy is the integrated power).
+fn load_following(in_flight: impl Fn() -> usize + Send + Sync + 'static) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
+    move |_, _| {
+        let w = 100.0 + 40.0 * in_flight() as f64;
+        Some(
+            (0..2)
+                .map(|index| FakeGpu {
+                    index,
+                    power_w: Some(w / 2.0),
+                    ..FakeGpu::default()
+                })
+                .collect(),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployments_with_a_fake_exporter_each_give_cost_verdicts_and_the_cost_pareto() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut tables = String::new();
+    let mut keep = Vec::new();
+    for (name, profile) in [("spec", "fast"), ("nospec", "fast-nospec")] {
+        let sim = qexp_testkit::sim(profile).await;
+        let proxy = crate::counting_proxy::CountingProxy::start(sim.addr()).await;
+        let dcgm = FakeDcgm::start(load_following(proxy.in_flight_counter())).await;
+        tables.push_str(&format!(
+            "\n[[deployment]]\nname = \"{name}\"\nbase_url = \"{}\"\npower_url = \"{}\"\n",
+            proxy.base_url, dcgm.url
+        ));
+        keep.push((sim, proxy, dcgm));
+    }
+    let plan = PlanFixture::new("cost-deployments")
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(40)
+        .concurrency(&[1, 4])
+        .requests(8)
+        .warmup(1)
+        .trials(3)
+        .seed(9)
+        .raw(&format!(
+            "[power]\nsource = \"dcgm\"\ngpus = [0, 1]\ninterval_ms = 10\ngap_limit_s = 1.0\n\n[cost]\ngpu_hour_usd = 2.0\n{tables}"
+        ));
+    let r = run_plan(tmp.path(), &plan).await.unwrap();
+    assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
+    let deployments: Vec<_> = r.manifest.power.iter().map(|p| p.deployment.clone()).collect();
+    assert_eq!(deployments, [Some("nospec".to_string()), Some("spec".to_string())]);
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    // Power follows the load: every deployment draws more at c = 4 than at c = 1.
+    for d in ["spec", "nospec"] {
+        let w = |c: u32| {
+            let p = a.points.iter().find(|p| p.point.deployment.as_deref() == Some(d) && p.point.concurrency == c).unwrap();
+            p.energy.as_ref().unwrap().power_avg_w.as_ref().unwrap().median
+        };
+        assert!(w(4) > w(1) + 20.0, "{d}: {} W at c=4, {} W at c=1", w(4), w(1));
+    }
+    let cmp = a.deployments.as_ref().expect("a deployments comparison");
+    let metrics: Vec<_> = cmp.diffs[0].pairs.iter().flat_map(|p| p.metrics.iter().map(|m| m.metric)).collect();
+    for m in qexp_analysis::Metric::COST {
+        assert_eq!(metrics.iter().filter(|x| **x == m).count(), 2, "{m:?} compared at both loads");
+    }
+    let out = tmp.path().join("reports");
+    let files = qexp_report::render_run(&a, &qexp_report::Templates::builtin().unwrap(), &out).unwrap();
+    let md = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(md.contains("What a token cost"), "{md}");
+    assert!(md.contains("| $ per 1M output tokens |"), "{md}");
+    assert!(md.contains("Cost per million output tokens vs per-user decode rate"), "{md}");
+    for m in ["| energy (J/tok) |", "| cost ($/1M tok) |"] {
+        assert_eq!(md.matches(m).count(), 2, "the {m} verdicts at both loads are in the report: {md}");
+    }
+    assert!(md.contains("2 paired points × 8 metrics"), "{md}");
+    eprintln!("{md}");
+}
