@@ -287,3 +287,68 @@ async fn deployments_with_a_fake_exporter_each_give_cost_verdicts_and_the_cost_p
     assert!(md.contains("2 paired points × 8 metrics"), "{md}");
     eprintln!("{md}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_invalidates_it() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = qexp_testkit::sim("fast").await;
+    let proxy = crate::counting_proxy::CountingProxy::start(sim.addr()).await;
+    let in_flight = proxy.in_flight_counter();
+    // The power-violation counter runs (µs per µs) while 3 or more streams
+    // are in flight, which only the c = 4 point reaches; an XID comes with it.
+    let state = std::sync::Mutex::new((qexp_testkit::unix_now(), 0.0_f64, 0.0_f64));
+    let dcgm = FakeDcgm::start(move |now, _| {
+        let mut s = state.lock().unwrap();
+        let busy = in_flight() >= 3;
+        if busy {
+            s.1 += (now - s.0) * 1e6;
+            s.2 = 79.0;
+        }
+        s.0 = now;
+        Some(vec![FakeGpu {
+            index: 0,
+            power_w: Some(250.0),
+            power_violation_us: Some(s.1),
+            xid: Some(s.2),
+            ..FakeGpu::default()
+        }])
+    })
+    .await;
+    let plan = PlanFixture::new("throttle")
+        .target(&proxy.base_url)
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(60)
+        .concurrency(&[1, 4])
+        .requests(12)
+        .warmup(0)
+        .trials(1)
+        .seed(2)
+        .raw(&format!(
+            "[power]\nurl = \"{}\"\ngpus = [0]\ninterval_ms = 10\ngap_limit_s = 1.0\n",
+            dcgm.url
+        ));
+    let r = run_plan(tmp.path(), &plan).await.unwrap();
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let id = |c: u32| a.points.iter().find(|p| p.point.concurrency == c).unwrap().point.id;
+    let held: Vec<_> = a
+        .flags
+        .iter()
+        .filter(|f| matches!(f, qexp_analysis::Flag::GpuHeldBack { .. }))
+        .collect();
+    assert_eq!(held.len(), 1, "{:?}", a.flags);
+    assert_eq!(held[0].point_id(), Some(id(4)));
+    let said = held[0].to_string();
+    eprintln!("{said}");
+    assert!(said.starts_with("The GPU was power-capped for ") && said.contains("(trial 1)"), "{said}");
+    let invalid = |c: u32| {
+        a.points.iter().find(|p| p.point.concurrency == c).unwrap().trials[0]
+            .invalid_reason
+            .clone()
+    };
+    assert!(invalid(4).unwrap().contains("XID error 79"), "{:?}", invalid(4));
+    assert_eq!(invalid(1), None);
+    drop((sim, proxy, dcgm));
+}
