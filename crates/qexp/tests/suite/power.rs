@@ -352,3 +352,62 @@ async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_inval
     assert_eq!(invalid(1), None);
     drop((sim, proxy, dcgm));
 }
+
+/// This process's CPU time (user + system), seconds, from /proc/self/stat.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<f64> = rest.split(' ').skip(11).take(2).map(|v| v.parse().unwrap()).collect();
+    (f[0] + f[1]) / 100.0
+}
+
+/// What sampling costs qexp: CPU seconds per second of a DCGM sampler of 8
+/// GPUs every 100 ms (five times the default rate), over the same idle time
+/// without it. A measurement, not a check: run it with
+/// `cargo test --workspace --test suite -- --ignored power::sampling_cost --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement of qexp's own cost, run by hand"]
+async fn sampling_cost() {
+    let _serial = crate::common::heavy().await;
+    let t0 = qexp_testkit::unix_now();
+    let dcgm = FakeDcgm::start(move |now, _| {
+        Some(
+            (0..8)
+                .map(|index| FakeGpu {
+                    index,
+                    power_w: Some(300.0),
+                    energy_mj: Some(300.0 * (now - t0) * 1000.0),
+                    power_violation_us: Some(0.0),
+                    sm_clock_mhz: Some(1800.0),
+                    xid: Some(0.0),
+                })
+                .collect(),
+        )
+    })
+    .await;
+    let secs = 10.0;
+    let idle = {
+        let c = cpu_s();
+        tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
+        cpu_s() - c
+    };
+    let cfg = qexp_power::SamplerConfig {
+        source: qexp_power::SourceKind::Dcgm { url: dcgm.url.clone() },
+        gpus: (0..8).map(|i| i.to_string()).collect(),
+        interval: std::time::Duration::from_millis(100),
+    };
+    let c = cpu_s();
+    let sampler = qexp_power::Sampler::start(&cfg).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
+    let used = cpu_s() - c;
+    let scrapes = dcgm.scrapes();
+    sampler.stop().await;
+    // The fake exporter runs in this process too: its share is in `used`.
+    eprintln!(
+        "sampling 8 GPUs every 100 ms: {:.2} ms CPU per second over {:.2} ms idle ({scrapes} scrapes; {:.3} ms CPU per scrape, exporter included)",
+        used / secs * 1e3,
+        idle / secs * 1e3,
+        (used - idle) / scrapes as f64 * 1e3
+    );
+}
