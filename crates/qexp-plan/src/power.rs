@@ -100,14 +100,19 @@ impl PowerSection {
     /// Checks the table; `deployments` tells whether every `[[deployment]]`
     /// names its own GPUs and its own exporter URL (a plan without
     /// deployments: neither).
-    pub(crate) fn validate(&self, deployments: (bool, bool)) -> Result<(), Invalid> {
+    /// `table` is where the `[power]` table is, for a key it lacks.
+    pub(crate) fn validate(
+        &self,
+        deployments: (bool, bool),
+        table: std::ops::Range<usize>,
+    ) -> Result<(), Invalid> {
         let (deployments_name_gpus, deployments_name_urls) = deployments;
         let bad = |span: std::ops::Range<usize>, key: &str, msg: &str| {
             Err((span, Some(format!("power.{key}")), msg.to_string()))
         };
         if self.gpus.get_ref().is_empty() && !deployments_name_gpus {
             return bad(
-                self.gpus.span(),
+                table,
                 "gpus",
                 "name the deployment's GPUs by index or UUID, e.g. gpus = [0, 1] (qexp never measures every GPU on the host by accident)",
             );

@@ -52,7 +52,7 @@ pub struct PlanFile {
     pub accuracy: Option<crate::accuracy::AccuracySection>,
     /// `[power]`: the deployment's GPUs and where their power is read.
     #[serde(default)]
-    pub power: Option<crate::power::PowerSection>,
+    pub power: Option<Spanned<crate::power::PowerSection>>,
     /// `[cost]`: a price per GPU-hour or per kWh.
     #[serde(default)]
     pub cost: Option<crate::power::CostSection>,
@@ -517,7 +517,7 @@ impl PlanFile {
         };
         let all_urls = all(&|d| d.power_url.is_some());
         if let Some(p) = &self.power {
-            p.validate((all(&named), all_urls))?;
+            p.get_ref().validate((all(&named), all_urls), p.span())?;
         }
         if self.power.is_none() {
             for d in &self.deployments {

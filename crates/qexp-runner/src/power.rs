@@ -24,7 +24,7 @@ pub(crate) async fn start(
     plan: &PlanFile,
     deployment: Option<&DeploymentSpec>,
 ) -> Result<Option<Power>, RunError> {
-    let Some(p) = &plan.power else {
+    let Some(p) = plan.power.as_ref().map(|p| p.get_ref()) else {
         return Ok(None);
     };
     let gpus = deployment
