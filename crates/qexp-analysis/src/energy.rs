@@ -85,8 +85,14 @@ impl EnergySummary {
         if e.is_empty() {
             return None;
         }
-        let of = |f: fn(&TrialEnergy) -> f64| Summary::of(&e.iter().map(|t| f(t)).collect::<Vec<_>>());
-        let max = |f: fn(&TrialEnergy) -> f64| e.iter().map(|t| f(t)).filter(|v| v.is_finite()).reduce(f64::max);
+        let of =
+            |f: fn(&TrialEnergy) -> f64| Summary::of(&e.iter().map(|t| f(t)).collect::<Vec<_>>());
+        let max = |f: fn(&TrialEnergy) -> f64| {
+            e.iter()
+                .map(|t| f(t))
+                .filter(|v| v.is_finite())
+                .reduce(f64::max)
+        };
         Some(EnergySummary {
             energy_j: of(|t| t.energy_j),
             power_avg_w: of(|t| t.power_avg_w),
@@ -175,9 +181,17 @@ pub(crate) fn add(
         .collect::<PolarsResult<_>>()
         .map_err(q)?;
     let text = |name: &str| -> PolarsResult<Vec<Option<String>>> {
-        Ok(df.column(name)?.str()?.iter().map(|s| s.map(str::to_string)).collect())
+        Ok(df
+            .column(name)?
+            .str()?
+            .iter()
+            .map(|s| s.map(str::to_string))
+            .collect())
     };
-    let (why, note) = (text(pt::ENERGY_INVALID_REASON).map_err(q)?, text(pt::ENERGY_NOTE).map_err(q)?);
+    let (why, note) = (
+        text(pt::ENERGY_INVALID_REASON).map_err(q)?,
+        text(pt::ENERGY_NOTE).map_err(q)?,
+    );
     for i in 0..df.height() {
         let v = |c: usize| cols[c][i];
         let Some(m) = by_key.get_mut(&(v(1) as u32, v(0) as u32)) else {
@@ -276,7 +290,13 @@ mod tests {
         assert!(close(e.tok_s_per_w, 500.0 / 600.0));
         assert!(close(e.usd_per_m_out, 0.1 / 45_000.0 * 1e6));
         assert!(close(e.usd_per_m_tok, 0.1 / 60_000.0 * 1e6));
-        let e = row.derive(&m, Some(Price::Energy { usd_per_kwh: 0.15, pue: 1.2 }));
+        let e = row.derive(
+            &m,
+            Some(Price::Energy {
+                usd_per_kwh: 0.15,
+                pue: 1.2,
+            }),
+        );
         assert!(close(e.usd_per_m_out, 0.06) && close(e.usd_per_m_tok, 0.045));
         let e = row.derive(&m, None);
         assert!(e.usd_per_m_out.is_nan());
@@ -284,7 +304,13 @@ mod tests {
             energy_j: f64::NAN,
             ..row
         };
-        let e = invalid.derive(&m, Some(Price::Energy { usd_per_kwh: 0.15, pue: 1.2 }));
+        let e = invalid.derive(
+            &m,
+            Some(Price::Energy {
+                usd_per_kwh: 0.15,
+                pue: 1.2,
+            }),
+        );
         assert!(e.j_per_out_tok.is_nan() && e.usd_per_m_out.is_nan());
         // Rent does not need the energy.
         let e = invalid.derive(&m, Some(Price::GpuHour { usd: 2.0 }));

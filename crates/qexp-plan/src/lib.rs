@@ -32,11 +32,11 @@ pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
 pub use multi_turn::MultiTurn;
 pub use names::{safe_component, UnsafeName};
 pub use open_loop::{Arrival, LoadSection, OpenLoop, Stage, StageSpec, TraceRef, TraceSpec};
+pub use power::{CostSection, GpuName, PowerSection, PowerSource};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, KeepAnswers, PlanFile, PromptRecipe, Requests,
     RunSection, Sweep, TargetSection, Workload,
 };
-pub use power::{CostSection, GpuName, PowerSection, PowerSource};
 pub use slo::SloSection;
 pub use trace::{Trace, TraceEntry, TraceError};
 pub use workload::{

@@ -143,10 +143,17 @@ impl PowerSection {
         }
         if let Some(u) = &self.url {
             if !(u.get_ref().starts_with("http://") || u.get_ref().starts_with("https://")) {
-                return bad(u.span(), "url", "expected the exporter's http://host:port/metrics");
+                return bad(
+                    u.span(),
+                    "url",
+                    "expected the exporter's http://host:port/metrics",
+                );
             }
         }
-        if *self.source.get_ref() == PowerSource::Dcgm && self.url.is_none() && !deployments_name_urls {
+        if *self.source.get_ref() == PowerSource::Dcgm
+            && self.url.is_none()
+            && !deployments_name_urls
+        {
             return bad(
                 self.source.span(),
                 "source",
@@ -180,13 +187,16 @@ impl CostSection {
         let bad = |key: &str, msg: &str| Err((0..0, Some(format!("cost.{key}")), msg.to_string()));
         let positive = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
         match (self.gpu_hour_usd, self.kwh_usd) {
-            (Some(_), Some(_)) => {
+            (Some(_), Some(_)) => return bad(
+                "kwh_usd",
+                "give one price: gpu_hour_usd (rent, power included) or kwh_usd (energy), not both",
+            ),
+            (None, None) => {
                 return bad(
-                    "kwh_usd",
-                    "give one price: gpu_hour_usd (rent, power included) or kwh_usd (energy), not both",
+                    "gpu_hour_usd",
+                    "give a price: gpu_hour_usd, or kwh_usd with pue",
                 )
             }
-            (None, None) => return bad("gpu_hour_usd", "give a price: gpu_hour_usd, or kwh_usd with pue"),
             _ => {}
         }
         if !positive(self.gpu_hour_usd) {
@@ -200,17 +210,26 @@ impl CostSection {
                 return bad("pue", "a PUE prices energy: it goes with kwh_usd");
             }
             if !(p.is_finite() && (1.0..=5.0).contains(&p)) {
-                return bad("pue", "expected a power usage effectiveness from 1.0 to 5.0, e.g. 1.3");
+                return bad(
+                    "pue",
+                    "expected a power usage effectiveness from 1.0 to 5.0, e.g. 1.3",
+                );
             }
         }
         if self.kwh_usd.is_some() && !has_power {
-            return bad("kwh_usd", "a price per kWh needs measured energy: add a [power] table");
+            return bad(
+                "kwh_usd",
+                "a price per kWh needs measured energy: add a [power] table",
+            );
         }
         if self.gpus == Some(0) {
             return bad("gpus", "must be at least 1");
         }
         if self.gpu_hour_usd.is_some() && !has_power && self.gpus.is_none() {
-            return bad("gpus", "say how many GPUs the deployment rents (or name them in [power])");
+            return bad(
+                "gpus",
+                "say how many GPUs the deployment rents (or name them in [power])",
+            );
         }
         Ok(())
     }

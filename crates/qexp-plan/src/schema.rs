@@ -511,7 +511,9 @@ impl PlanFile {
 
     /// `[power]`, `[cost]` and the deployments' own power keys.
     fn validate_power(&self) -> Result<(), Invalid> {
-        let named = |d: &crate::deploy::DeploymentSpec| d.gpus.as_ref().is_some_and(|g| !g.get_ref().is_empty());
+        let named = |d: &crate::deploy::DeploymentSpec| {
+            d.gpus.as_ref().is_some_and(|g| !g.get_ref().is_empty())
+        };
         let all = |f: &dyn Fn(&crate::deploy::DeploymentSpec) -> bool| {
             !self.deployments.is_empty() && self.deployments.iter().all(f)
         };
@@ -526,7 +528,11 @@ impl PlanFile {
                     ("gpus", d.gpus.as_ref().map(Spanned::span)),
                 ] {
                     if let Some(span) = span {
-                        return invalid(span, &format!("deployment.{key}"), "needs a [power] table saying how power is read");
+                        return invalid(
+                            span,
+                            &format!("deployment.{key}"),
+                            "needs a [power] table saying how power is read",
+                        );
                     }
                 }
             }

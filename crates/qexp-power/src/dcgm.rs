@@ -41,7 +41,12 @@ pub fn readings(text: &str, gpus: &[String]) -> Vec<Reading> {
         .collect();
     let mut seen = vec![false; gpus.len()];
     for s in &e.samples {
-        let label = |k: &str| s.labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let label = |k: &str| {
+            s.labels
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
         let Some(i) = gpus
             .iter()
             .position(|g| Some(g.as_str()) == label("gpu") || Some(g.as_str()) == label("UUID"))
@@ -91,7 +96,12 @@ pub fn gpus_listed(text: &str) -> Vec<String> {
         .iter()
         .filter(|s| s.name.starts_with("DCGM_FI_"))
         .filter_map(|s| {
-            let l = |k: &str| s.labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let l = |k: &str| {
+                s.labels
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+            };
             Some(match (l("gpu")?, l("UUID")) {
                 (g, Some(u)) => format!("{g} ({u})"),
                 (g, None) => g,
@@ -134,6 +144,9 @@ mod tests {
         assert_eq!(r[1].power_w, Some(120.0));
         assert_eq!(r[1].energy_j, None);
         assert_eq!(r[1].power_violation_s, Some(2.5));
-        assert_eq!(gpus_listed(text), vec!["0 (GPU-a)", "1 (GPU-b)", "2 (GPU-c)"]);
+        assert_eq!(
+            gpus_listed(text),
+            vec!["0 (GPU-a)", "1 (GPU-b)", "2 (GPU-c)"]
+        );
     }
 }

@@ -95,13 +95,9 @@ pub fn over_window(samples: &[Sample], gpus: &[String], w: &Window) -> WindowEne
     for gpu in gpus {
         let mut series: Vec<&Sample> = samples.iter().filter(|s| &s.reading.gpu == gpu).collect();
         series.sort_by(|a, b| a.t.total_cmp(&b.t));
-        match gpu_energy(gpu, &series, w) {
-            Ok(g) => out.gpus.push(g),
-            Err((g, reason)) => {
-                reasons.push(reason);
-                out.gpus.push(g);
-            }
-        }
+        let (g, reason) = gpu_energy(gpu, &series, w);
+        reasons.extend(reason);
+        out.gpus.push(g);
     }
     let sum = |f: fn(&GpuEnergy) -> Option<f64>| -> Option<f64> {
         out.gpus.iter().map(f).sum::<Option<f64>>()
@@ -115,7 +111,11 @@ pub fn over_window(samples: &[Sample], gpus: &[String], w: &Window) -> WindowEne
     out.peak_power_w = sum(|g| g.peak_power_w);
     out.power_capped_share = max(|g| g.power_capped_share);
     out.thermal_share = max(|g| g.thermal_share);
-    out.sm_clock_min_mhz = out.gpus.iter().filter_map(|g| g.sm_clock_min_mhz).reduce(f64::min);
+    out.sm_clock_min_mhz = out
+        .gpus
+        .iter()
+        .filter_map(|g| g.sm_clock_min_mhz)
+        .reduce(f64::min);
     out.sm_clock_max_mhz = max(|g| g.sm_clock_max_mhz);
     out.xid = out.gpus.iter().find_map(|g| g.xid);
     if gpus.is_empty() {
@@ -141,37 +141,37 @@ pub fn over_window(samples: &[Sample], gpus: &[String], w: &Window) -> WindowEne
 }
 
 /// One GPU's figures; with the reason they are not to be trusted.
-fn gpu_energy(
-    gpu: &str,
-    series: &[&Sample],
-    w: &Window,
-) -> Result<GpuEnergy, (GpuEnergy, String)> {
+fn gpu_energy(gpu: &str, series: &[&Sample], w: &Window) -> (GpuEnergy, Option<String>) {
     let mut g = GpuEnergy {
         gpu: gpu.to_string(),
         ..GpuEnergy::default()
     };
     let Some(last) = series.last() else {
-        return Err((g, format!("GPU {gpu} gave no sample")));
+        return (g, Some(format!("GPU {gpu} gave no sample")));
     };
     let Some(i0) = series.iter().rposition(|s| s.t <= w.start) else {
-        return Err((
+        return (
             g,
-            format!("GPU {gpu} has no sample at or before the window's start"),
-        ));
+            Some(format!(
+                "GPU {gpu} has no sample at or before the window's start"
+            )),
+        );
     };
     let Some(i1) = series.iter().position(|s| s.t >= w.end) else {
         let early = w.end - last.t;
-        return Err((
+        return (
             g,
-            format!(
+            Some(format!(
                 "GPU {gpu} stopped reporting {early:.1} s before the window ended (it vanished)"
-            ),
-        ));
+            )),
+        );
     };
     let bracket = &series[i0..=i1];
     let curve = Curve { s: bracket, w };
     g.integrated_j = curve.integral(|r| r.power_w).ok().flatten();
-    g.avg_power_w = g.integrated_j.map(|e| e / (w.end - w.start).max(f64::MIN_POSITIVE));
+    g.avg_power_w = g
+        .integrated_j
+        .map(|e| e / (w.end - w.start).max(f64::MIN_POSITIVE));
     g.peak_power_w = curve.extreme(|r| r.power_w, f64::max);
     g.sm_clock_min_mhz = curve.extreme(|r| r.sm_clock_mhz, f64::min);
     g.sm_clock_max_mhz = curve.extreme(|r| r.sm_clock_mhz, f64::max);
@@ -196,7 +196,7 @@ fn gpu_energy(
             a - w.start,
             w.gap_limit_s
         );
-        return Err((g, reason));
+        return (g, Some(reason));
     }
     if let Err(reason) = curve
         .delta(|r| r.energy_j)
@@ -207,9 +207,9 @@ fn gpu_energy(
                 .map_err(|m| format!("the power of GPU {gpu} {m}"))
         })
     {
-        return Err((g, reason));
+        return (g, Some(reason));
     }
-    Ok(g)
+    (g, None)
 }
 
 /// The samples that bracket a window, read as a piecewise-linear curve.
@@ -294,12 +294,17 @@ impl Curve<'_> {
     /// The share of the window a GPU was held back: from a violation-time
     /// counter where the source has one, else from per-read flags (each
     /// read's state held until the next read).
-    fn share(&self, counter: Field, flag: fn(&Reading) -> Option<bool>) -> Result<Option<f64>, String> {
+    fn share(
+        &self,
+        counter: Field,
+        flag: fn(&Reading) -> Option<bool>,
+    ) -> Result<Option<f64>, String> {
         let len = (self.w.end - self.w.start).max(f64::MIN_POSITIVE);
         if let Some(d) = self.delta(counter)? {
             return Ok(Some((d / len).clamp(0.0, 1.0)));
         }
-        let flags: Vec<(f64, Option<bool>)> = self.s.iter().map(|s| (s.t, flag(&s.reading))).collect();
+        let flags: Vec<(f64, Option<bool>)> =
+            self.s.iter().map(|s| (s.t, flag(&s.reading))).collect();
         if flags.iter().all(|(_, v)| v.is_none()) {
             return Ok(None);
         }
@@ -426,7 +431,10 @@ mod tests {
             .collect();
         let e = over_window(&s, &["0".into()], &window(1.0, 9.0));
         let r = e.invalid_reason.unwrap();
-        assert!(r.contains("went 4.5 s without a sample") && r.contains("gap limit of 3 s"), "{r}");
+        assert!(
+            r.contains("went 4.5 s without a sample") && r.contains("gap limit of 3 s"),
+            "{r}"
+        );
         // The same gap outside the window does no harm.
         let e = over_window(&s, &["0".into()], &window(7.5, 9.0));
         assert_eq!(e.invalid_reason, None);
@@ -438,7 +446,10 @@ mod tests {
         s.extend(constant("1", 300.0, 0.0, 6.0, 0.5));
         let e = over_window(&s, &["0".into(), "1".into()], &window(1.0, 9.0));
         let r = e.invalid_reason.unwrap();
-        assert!(r.contains("GPU 1 stopped reporting 3.0 s before the window ended"), "{r}");
+        assert!(
+            r.contains("GPU 1 stopped reporting 3.0 s before the window ended"),
+            "{r}"
+        );
     }
 
     #[test]
@@ -449,7 +460,10 @@ mod tests {
         }
         let e = over_window(&s, &["0".into()], &window(1.0, 9.0));
         let r = e.invalid_reason.unwrap();
-        assert_eq!(r, "the energy counter of GPU 0 appeared in the middle of the window");
+        assert_eq!(
+            r,
+            "the energy counter of GPU 0 appeared in the middle of the window"
+        );
         // A window after it appeared is whole.
         let e = over_window(&s, &["0".into()], &window(4.5, 9.0));
         assert_eq!(e.invalid_reason, None);

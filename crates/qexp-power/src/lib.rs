@@ -18,9 +18,9 @@ mod sampler;
 pub mod smi;
 mod source;
 
+pub use energy::{over_window, GpuEnergy, Window, WindowEnergy};
 /// The cost arithmetic, declared with the vocabulary results hold.
 pub use qexp_types::cost::{self, j_per_token, Price, Spent};
-pub use energy::{over_window, GpuEnergy, Window, WindowEnergy};
 pub use sample::{unix_now, Reading, Sample, Throttle};
 pub use sampler::{Sampler, SamplerConfig};
 pub use source::{PowerGpu, SourceInfo, SourceKind};

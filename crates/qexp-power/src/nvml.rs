@@ -75,7 +75,10 @@ fn load(gpus: &[String]) -> Result<(Nvml, SourceInfo), PowerError> {
     let info = SourceInfo {
         kind: "nvml".into(),
         location: "libnvidia-ml".into(),
-        version: nvml.sys_driver_version().ok().map(|v| format!("driver {v}")),
+        version: nvml
+            .sys_driver_version()
+            .ok()
+            .map(|v| format!("driver {v}")),
         interval_ms: 0,
         gpus: named,
         deployment: None,
@@ -99,7 +102,10 @@ fn read_all(nvml: &Nvml, gpus: &[String]) -> Vec<Reading> {
             Some(Reading {
                 gpu: g.clone(),
                 power_w: d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
-                energy_j: d.total_energy_consumption().ok().map(|mj| mj as f64 / 1000.0),
+                energy_j: d
+                    .total_energy_consumption()
+                    .ok()
+                    .map(|mj| mj as f64 / 1000.0),
                 sm_clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
                 mem_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
                 temp_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),

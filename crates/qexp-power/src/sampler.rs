@@ -117,7 +117,9 @@ impl Sampler {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Sample>> {
         // A poisoned lock only means a reader panicked; the samples are whole.
-        self.buf.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.buf
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -135,6 +137,8 @@ impl Drop for Sampler {
 /// Adds readings taken now to the buffer.
 pub(crate) fn push(buf: &Buffer, readings: Vec<crate::Reading>) {
     let t = unix_now();
-    let mut b = buf.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut b = buf
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     b.extend(readings.into_iter().map(|reading| Sample { t, reading }));
 }

@@ -39,7 +39,9 @@ pub fn parse_line(line: &str, gpus: &[String]) -> Option<Reading> {
     if f.len() < 8 {
         return None;
     }
-    let gpu = gpus.iter().find(|g| g.as_str() == f[0] || g.as_str() == f[1])?;
+    let gpu = gpus
+        .iter()
+        .find(|g| g.as_str() == f[0] || g.as_str() == f[1])?;
     let num = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());
     let mask = f[7]
         .strip_prefix("0x")
@@ -71,8 +73,18 @@ mod tests {
         assert_eq!(r.gpu, "1");
         assert_eq!(r.power_w, Some(287.41));
         assert_eq!(r.sm_clock_mhz, Some(1740.0));
-        assert_eq!(r.throttle, Some(Throttle { power: true, thermal: false }));
-        let na = parse_line("1, GPU-b, [N/A], 1740, 8001, 71, 40211, [Not Supported]", &gpus).unwrap();
+        assert_eq!(
+            r.throttle,
+            Some(Throttle {
+                power: true,
+                thermal: false
+            })
+        );
+        let na = parse_line(
+            "1, GPU-b, [N/A], 1740, 8001, 71, 40211, [Not Supported]",
+            &gpus,
+        )
+        .unwrap();
         assert_eq!(na.power_w, None);
         assert_eq!(na.throttle, None);
         assert!(parse_line("0, GPU-a, 100, 1, 1, 1, 1, 0x0", &gpus).is_none());

@@ -5,10 +5,10 @@
 use crate::sampler::{push, Buffer, SamplerConfig};
 use crate::PowerError;
 pub use qexp_types::{PowerGpu, PowerSourceInfo as SourceInfo};
-use std::process::Stdio;
-use std::time::Duration;
 use std::io::{BufRead, BufReader, Read};
+use std::process::Stdio;
 use std::process::{Child, Command};
+use std::time::Duration;
 use tokio::task::JoinHandle;
 
 /// A power source.
@@ -69,7 +69,13 @@ async fn start_dcgm(cfg: &SamplerConfig, url: &str, buf: Buffer) -> Result<Start
             why: e.to_string(),
         })?;
     let get = |client: reqwest::Client, url: String| async move {
-        client.get(&url).send().await?.error_for_status()?.text().await
+        client
+            .get(&url)
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await
     };
     let text = get(client.clone(), url.to_string())
         .await
@@ -79,7 +85,11 @@ async fn start_dcgm(cfg: &SamplerConfig, url: &str, buf: Buffer) -> Result<Start
         })?;
     let first = crate::dcgm::readings(&text, &cfg.gpus);
     if first.len() < cfg.gpus.len() {
-        missing(&format!("the DCGM exporter at {url}"), cfg, &crate::dcgm::gpus_listed(&text))?;
+        missing(
+            &format!("the DCGM exporter at {url}"),
+            cfg,
+            &crate::dcgm::gpus_listed(&text),
+        )?;
     }
     let info = SourceInfo {
         kind: "dcgm".into(),
@@ -114,7 +124,10 @@ async fn start_dcgm(cfg: &SamplerConfig, url: &str, buf: Buffer) -> Result<Start
 fn gpu_named(name: &str, text: &str) -> PowerGpu {
     let e = qexp_client::metrics::Exposition::parse(text);
     let label = |s: &qexp_client::metrics::Sample, k: &str| {
-        s.labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        s.labels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
     };
     let s = e.samples.iter().find(|s| {
         label(s, "gpu").as_deref() == Some(name) || label(s, "UUID").as_deref() == Some(name)
@@ -140,7 +153,10 @@ async fn start_smi(cfg: &SamplerConfig, command: &str, buf: Buffer) -> Result<St
         .collect();
     let find = |g: &String| rows.iter().find(|r| &r[0] == g || &r[1] == g);
     if cfg.gpus.iter().any(|g| find(g).is_none()) {
-        let has: Vec<String> = rows.iter().map(|r| format!("{} ({})", r[0], r[1])).collect();
+        let has: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{} ({})", r[0], r[1]))
+            .collect();
         missing(&source, cfg, &has)?;
     }
     let info = SourceInfo {
@@ -160,7 +176,10 @@ async fn start_smi(cfg: &SamplerConfig, command: &str, buf: Buffer) -> Result<St
         deployment: None,
     };
     let mut child = Command::new(command)
-        .args(crate::smi::sampling_args(&cfg.gpus, cfg.interval.as_millis() as u64))
+        .args(crate::smi::sampling_args(
+            &cfg.gpus,
+            cfg.interval.as_millis() as u64,
+        ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -223,7 +242,13 @@ async fn identify(command: &str, gpus: &[String]) -> Result<String, String> {
         let _ = e.read_to_string(&mut err);
     }
     if !status.success() {
-        let line = err.lines().chain(out.lines()).next().unwrap_or("").trim().to_string();
+        let line = err
+            .lines()
+            .chain(out.lines())
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
         return Err(format!("it exited with {status}: {line}"));
     }
     Ok(out)

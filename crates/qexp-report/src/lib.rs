@@ -21,8 +21,8 @@
 pub mod charts;
 mod context;
 mod deployments;
-mod energy;
 pub mod diff;
+mod energy;
 mod filters;
 pub mod format;
 mod headline;

@@ -29,7 +29,12 @@ pub(crate) async fn start(
     };
     let gpus = deployment
         .and_then(|d| d.gpus.as_ref())
-        .map(|g| g.get_ref().iter().map(qexp_plan::GpuName::as_string).collect())
+        .map(|g| {
+            g.get_ref()
+                .iter()
+                .map(qexp_plan::GpuName::as_string)
+                .collect()
+        })
         .unwrap_or_else(|| p.gpu_names());
     let url = deployment
         .and_then(|d| d.power_url.as_ref())
@@ -66,7 +71,9 @@ pub(crate) async fn start(
         .map(PowerError::to_string)
         .collect::<Vec<_>>()
         .join("; ");
-    let whose = deployment.map_or(String::new(), |d| format!(" of deployment {}", d.name.get_ref()));
+    let whose = deployment.map_or(String::new(), |d| {
+        format!(" of deployment {}", d.name.get_ref())
+    });
     if p.required {
         return Err(RunError::Power(format!(
             "no GPU power source{whose} could be read, and [power] requires one: {said}"
@@ -119,7 +126,13 @@ impl Power {
         // Without a sample after the end, the window says which GPU stopped.
         let _ = self.sampler.wait_past(end).await;
         let samples = self.sampler.since(start);
-        let names: Vec<String> = self.sampler.info().gpus.iter().map(|g| g.name.clone()).collect();
+        let names: Vec<String> = self
+            .sampler
+            .info()
+            .gpus
+            .iter()
+            .map(|g| g.name.clone())
+            .collect();
         let w = Window {
             start,
             end,

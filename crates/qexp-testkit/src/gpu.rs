@@ -39,7 +39,9 @@ pub struct FakeDcgm {
 
 impl FakeDcgm {
     /// Listens on 127.0.0.1:0; each scrape is answered from `script`.
-    pub async fn start(script: impl Fn(f64, u64) -> Option<Vec<FakeGpu>> + Send + Sync + 'static) -> FakeDcgm {
+    pub async fn start(
+        script: impl Fn(f64, u64) -> Option<Vec<FakeGpu>> + Send + Sync + 'static,
+    ) -> FakeDcgm {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap_or_else(|e| panic!("cannot bind the fake exporter: {e}"));
@@ -96,13 +98,20 @@ impl Drop for FakeDcgm {
     }
 }
 
+/// A DCGM field: its name, its Prometheus type, and the fake's value.
+type Field = (&'static str, &'static str, fn(&FakeGpu) -> Option<f64>);
+
 /// The exposition of `gpus`, as dcgm-exporter lays it out.
 fn exposition(gpus: &[FakeGpu]) -> String {
     let mut out = String::new();
-    let fields: [(&str, &str, fn(&FakeGpu) -> Option<f64>); 5] = [
+    let fields: [Field; 5] = [
         ("DCGM_FI_DEV_POWER_USAGE", "gauge", |g| g.power_w),
-        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", |g| g.energy_mj),
-        ("DCGM_FI_DEV_POWER_VIOLATION", "counter", |g| g.power_violation_us),
+        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", |g| {
+            g.energy_mj
+        }),
+        ("DCGM_FI_DEV_POWER_VIOLATION", "counter", |g| {
+            g.power_violation_us
+        }),
         ("DCGM_FI_DEV_SM_CLOCK", "gauge", |g| g.sm_clock_mhz),
         ("DCGM_FI_DEV_XID_ERRORS", "gauge", |g| g.xid),
     ];
@@ -152,7 +161,8 @@ while :; do
 done
 "#
     );
-    std::fs::write(&path, script).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    std::fs::write(&path, script)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     let mut perm = std::fs::metadata(&path)
         .unwrap_or_else(|e| panic!("{e}"))
         .permissions();

@@ -42,7 +42,9 @@ impl Price {
     pub fn usd(&self, s: &Spent) -> Option<f64> {
         match *self {
             Price::GpuHour { usd } => Some(usd * f64::from(s.gpus) * s.seconds / 3600.0),
-            Price::Energy { usd_per_kwh, pue } => s.energy_j.map(|j| usd_per_kwh * pue * j / J_PER_KWH),
+            Price::Energy { usd_per_kwh, pue } => {
+                s.energy_j.map(|j| usd_per_kwh * pue * j / J_PER_KWH)
+            }
         }
     }
 
@@ -68,7 +70,11 @@ mod tests {
     /// 45,000 output tokens, $0.10 / 45,000 × 1e6 = $2.2222 per million.
     #[test]
     fn gpu_hour_price_by_hand() {
-        let s = Spent { seconds: 90.0, gpus: 2, energy_j: None };
+        let s = Spent {
+            seconds: 90.0,
+            gpus: 2,
+            energy_j: None,
+        };
         let p = Price::GpuHour { usd: 2.0 };
         assert!((p.usd(&s).unwrap() - 0.10).abs() < 1e-12);
         assert!((p.usd_per_million(&s, 45_000.0).unwrap() - 2.222_222_222).abs() < 1e-6);
@@ -80,12 +86,22 @@ mod tests {
     /// tokens = 1.2 J per token.
     #[test]
     fn energy_price_with_pue_by_hand() {
-        let s = Spent { seconds: 90.0, gpus: 2, energy_j: Some(54_000.0) };
-        let p = Price::Energy { usd_per_kwh: 0.15, pue: 1.2 };
+        let s = Spent {
+            seconds: 90.0,
+            gpus: 2,
+            energy_j: Some(54_000.0),
+        };
+        let p = Price::Energy {
+            usd_per_kwh: 0.15,
+            pue: 1.2,
+        };
         assert!((p.usd(&s).unwrap() - 0.0027).abs() < 1e-12);
         assert!((p.usd_per_million(&s, 45_000.0).unwrap() - 0.06).abs() < 1e-9);
         assert!((j_per_token(s.energy_j, 45_000.0).unwrap() - 1.2).abs() < 1e-12);
-        let unmeasured = Spent { energy_j: None, ..s };
+        let unmeasured = Spent {
+            energy_j: None,
+            ..s
+        };
         assert_eq!(p.usd(&unmeasured), None);
     }
 }

@@ -50,10 +50,16 @@ impl fmt::Display for GpuCause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut held = Vec::new();
         if self.power_capped_share >= HELD_BACK_SHARE {
-            held.push(format!("power-capped for {:.0}%", self.power_capped_share * 100.0));
+            held.push(format!(
+                "power-capped for {:.0}%",
+                self.power_capped_share * 100.0
+            ));
         }
         if self.thermal_share >= HELD_BACK_SHARE {
-            held.push(format!("held back by temperature for {:.0}%", self.thermal_share * 100.0));
+            held.push(format!(
+                "held back by temperature for {:.0}%",
+                self.thermal_share * 100.0
+            ));
         }
         let trials: Vec<String> = self.trials.iter().map(u32::to_string).collect();
         write!(
@@ -81,7 +87,12 @@ pub fn detect(points: &[PointSummary]) -> Vec<Flag> {
 /// Names the cause in the noise, outlier and wrong-way flags of a point
 /// whose GPUs were held back (a wrong-way flag is shown at its later point).
 pub fn name_causes(flags: &mut [Flag], points: &[PointSummary]) {
-    let cause = |id: u32| points.iter().find(|p| p.point.id == id).and_then(GpuCause::of);
+    let cause = |id: u32| {
+        points
+            .iter()
+            .find(|p| p.point.id == id)
+            .and_then(GpuCause::of)
+    };
     for f in flags.iter_mut() {
         match f {
             Flag::NoisyPoint { point_id, gpu, .. } | Flag::OutlierTrial { point_id, gpu, .. } => {
@@ -97,7 +108,6 @@ pub fn name_causes(flags: &mut [Flag], points: &[PointSummary]) {
 mod tests {
     use super::super::fixtures::{point, trial};
     use super::super::{detect_points, Thresholds};
-    use super::*;
     use crate::energy::TrialEnergy;
 
     /// Two noisy points; the second's GPU was power-capped for 40% of trial 2.
@@ -127,7 +137,10 @@ mod tests {
         };
         let cause = "Likely cause: the GPU was power-capped for 40% of this point (trial 2).";
         assert!(text(1, "Noisy point")[0].ends_with(cause), "{flags:?}");
-        assert!(!text(0, "Noisy point")[0].contains("Likely cause"), "{flags:?}");
+        assert!(
+            !text(0, "Noisy point")[0].contains("Likely cause"),
+            "{flags:?}"
+        );
         assert_eq!(text(1, "GPU held back").len(), 1);
         assert!(text(0, "GPU held back").is_empty());
     }

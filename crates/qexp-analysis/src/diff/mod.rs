@@ -166,7 +166,9 @@ fn compare_pairs(
             // What a token costs joins the family wherever both sides have it.
             let cost = DiffMetric::COST.into_iter().filter(|m| {
                 (opts.metrics.is_empty() || opts.metrics.contains(m))
-                    && [pa, pb].iter().all(|p| m.values(p).iter().any(|v| v.is_finite()))
+                    && [pa, pb]
+                        .iter()
+                        .all(|p| m.values(p).iter().any(|v| v.is_finite()))
             });
             let mut metrics: Vec<MetricDiff> = metrics
                 .iter()

@@ -13,7 +13,10 @@ use qexp_analysis::{Metric, PointSummary};
 use std::collections::BTreeMap;
 
 /// Per-request decode tok/s against $ per 1M output tokens (or J per output token).
-pub fn cost_pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Chart>, ChartError> {
+pub fn cost_pareto(
+    points: &[PointSummary],
+    _marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
     const NAME: &str = "cost_pareto";
     let has = |m: Metric| points.iter().any(|p| m.summary(p).is_some());
     let metric = match (has(Metric::UsdPerMOut), has(Metric::JPerOutTok)) {
@@ -22,7 +25,10 @@ pub fn cost_pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Optio
         (false, false) => return Ok(None),
     };
     let (series, notes) = curves(points, metric);
-    let all: Vec<Mark> = series.iter().flat_map(|s| s.marks.iter().cloned()).collect();
+    let all: Vec<Mark> = series
+        .iter()
+        .flat_map(|s| s.marks.iter().cloned())
+        .collect();
     if all.is_empty() {
         return Ok(None);
     }
@@ -89,7 +95,12 @@ fn curves(points: &[PointSummary], metric: Metric) -> (Vec<Series>, Notes) {
     let mut notes = Notes::new();
     let mut series = Vec::new();
     for (d, mut ps) in by {
-        ps.sort_by_key(|p| (p.point.concurrency, p.point.rate().map(|r| (r * 1000.0) as u64)));
+        ps.sort_by_key(|p| {
+            (
+                p.point.concurrency,
+                p.point.rate().map(|r| (r * 1000.0) as u64),
+            )
+        });
         let marks: Vec<Mark> = ps.iter().filter_map(|p| mark(p)).collect();
         notes.extend(ps.iter().filter_map(|p| {
             let m = mark(p)?;
@@ -110,9 +121,8 @@ fn front(all: &[Mark]) -> Vec<Mark> {
     let mut out: Vec<Mark> = all
         .iter()
         .filter(|m| {
-            !all.iter().any(|o| {
-                o.x >= m.x && o.median <= m.median && (o.x > m.x || o.median < m.median)
-            })
+            !all.iter()
+                .any(|o| o.x >= m.x && o.median <= m.median && (o.x > m.x || o.median < m.median))
         })
         .map(|m| Mark {
             min: m.median,
@@ -141,7 +151,12 @@ mod tests {
     #[test]
     fn the_front_keeps_what_nothing_beats_on_speed_and_cost() {
         // (10, 1.0) is beaten by (12, 0.8); (40, 3.0) is the fastest, (12, 0.8) the cheapest.
-        let all = [mark(10.0, 1.0), mark(12.0, 0.8), mark(40.0, 3.0), mark(30.0, 3.5)];
+        let all = [
+            mark(10.0, 1.0),
+            mark(12.0, 0.8),
+            mark(40.0, 3.0),
+            mark(30.0, 3.5),
+        ];
         let f: Vec<(f64, f64)> = front(&all).iter().map(|m| (m.x, m.median)).collect();
         assert_eq!(f, [(12.0, 0.8), (40.0, 3.0)]);
     }

@@ -73,14 +73,19 @@ async fn a_constant_300_w_gives_the_energy_within_one_percent_by_counter_and_by_
         "[power]\nsource = \"dcgm\"\nurl = \"{}\"\ngpus = [0, \"GPU-fake-1\"]\ninterval_ms = 20\ngap_limit_s = 0.5\n",
         dcgm.url
     );
-    let r = run_plan(tmp.path(), &plan("dcgm300", &power)).await.unwrap();
+    let r = run_plan(tmp.path(), &plan("dcgm300", &power))
+        .await
+        .unwrap();
     assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
     let src = &r.manifest.power[0];
     assert_eq!((src.kind.as_str(), src.interval_ms), ("dcgm", 20));
     assert_eq!(src.gpus[1].uuid.as_deref(), Some("GPU-fake-1"));
     assert_eq!(src.gpus[0].model.as_deref(), Some("Fake A6000"));
     let p = points(&r);
-    let (start, end) = (f64s(&p, "window_start_unix_s")[0], f64s(&p, "window_end_unix_s")[0]);
+    let (start, end) = (
+        f64s(&p, "window_start_unix_s")[0],
+        f64s(&p, "window_end_unix_s")[0],
+    );
     let truth = 600.0 * (end - start);
     let counter = f64s(&p, "energy_counter_j")[0];
     let integrated = f64s(&p, "energy_integrated_j")[0];
@@ -90,9 +95,19 @@ async fn a_constant_300_w_gives_the_energy_within_one_percent_by_counter_and_by_
         (counter / truth - 1.0) * 100.0,
         (integrated / truth - 1.0) * 100.0
     );
-    assert!((counter / truth - 1.0).abs() < 0.01, "counter {counter} vs {truth}");
-    assert!((integrated / truth - 1.0).abs() < 0.01, "integrated {integrated} vs {truth}");
-    assert_eq!(f64s(&p, "energy_j")[0], counter, "the counter is trusted first");
+    assert!(
+        (counter / truth - 1.0).abs() < 0.01,
+        "counter {counter} vs {truth}"
+    );
+    assert!(
+        (integrated / truth - 1.0).abs() < 0.01,
+        "integrated {integrated} vs {truth}"
+    );
+    assert_eq!(
+        f64s(&p, "energy_j")[0],
+        counter,
+        "the counter is trusted first"
+    );
     assert!((f64s(&p, "power_avg_w")[0] - 600.0).abs() < 6.0);
     assert_eq!(u32s(&p, "gpus"), [2]);
     assert_eq!(strings(&p, "energy_invalid_reason"), [None]);
@@ -105,9 +120,15 @@ async fn a_constant_300_w_gives_the_energy_within_one_percent_by_counter_and_by_
     );
     let r = run_plan(tmp.path(), &plan("smi300", &power)).await.unwrap();
     assert_eq!(r.manifest.power[0].kind, "nvidia-smi");
-    assert_eq!(r.manifest.power[0].version.as_deref(), Some("driver 570.86"));
+    assert_eq!(
+        r.manifest.power[0].version.as_deref(),
+        Some("driver 570.86")
+    );
     let p = points(&r);
-    let (start, end) = (f64s(&p, "window_start_unix_s")[0], f64s(&p, "window_end_unix_s")[0]);
+    let (start, end) = (
+        f64s(&p, "window_start_unix_s")[0],
+        f64s(&p, "window_end_unix_s")[0],
+    );
     let truth = 300.0 * (end - start);
     let integrated = f64s(&p, "energy_integrated_j")[0];
     assert_eq!(strings(&p, "energy_invalid_reason"), [None]);
@@ -116,9 +137,15 @@ async fn a_constant_300_w_gives_the_energy_within_one_percent_by_counter_and_by_
         end - start,
         (integrated / truth - 1.0) * 100.0
     );
-    assert!((integrated / truth - 1.0).abs() < 0.01, "integrated {integrated} vs {truth}");
+    assert!(
+        (integrated / truth - 1.0).abs() < 0.01,
+        "integrated {integrated} vs {truth}"
+    );
     assert_eq!(f64s(&p, "energy_j")[0], integrated);
-    assert!(f64s(&p, "energy_counter_j")[0].is_nan(), "nvidia-smi has no counter");
+    assert!(
+        f64s(&p, "energy_counter_j")[0].is_nan(),
+        "nvidia-smi has no counter"
+    );
 }
 
 /// A fake exporter whose telemetry breaks in the way `fault` says, all
@@ -131,7 +158,11 @@ fn broken(t0: f64, fault: &'static str) -> impl Fn(f64, u64) -> Option<Vec<FakeG
         if fault == "gap" && (t * 1000.0) as u64 % 700 >= 60 && scrape > 0 {
             return None;
         }
-        let gpus = if fault == "vanish" && scrape > 2 { 1 } else { 2 };
+        let gpus = if fault == "vanish" && scrape > 2 {
+            1
+        } else {
+            2
+        };
         Some(
             (0..gpus)
                 .map(|index| {
@@ -168,7 +199,11 @@ async fn broken_telemetry_marks_the_energy_invalid_with_its_reason_and_the_run_c
         let r = run_plan(tmp.path(), &plan(&format!("broken-{fault}"), &power))
             .await
             .unwrap_or_else(|e| panic!("{fault}: the run must complete: {e}"));
-        assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete, "{fault}");
+        assert_eq!(
+            r.manifest.status,
+            qexp_store::RunStatus::Complete,
+            "{fault}"
+        );
         let p = points(&r);
         let why = strings(&p, "energy_invalid_reason")[0]
             .clone()
@@ -195,13 +230,18 @@ async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_
                 "{said}"
             );
             assert!(!said.contains('\n'), "one line: {said}");
-            assert!(!tmp.path().join("results").exists(), "nothing was measured or written");
+            assert!(
+                !tmp.path().join("results").exists(),
+                "nothing was measured or written"
+            );
         }
         // A machine with a GPU and its driver: NVML answered.
         Ok(r) => assert_eq!(r.manifest.power[0].kind, "nvml"),
     }
     let optional = "[power]\nsource = \"nvml\"\ngpus = [0]\nrequired = false\n";
-    let r = run_plan(tmp.path(), &plan("nvml-optional", optional)).await.unwrap();
+    let r = run_plan(tmp.path(), &plan("nvml-optional", optional))
+        .await
+        .unwrap();
     assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
     if r.manifest.power.is_empty() {
         let p = points(&r);
@@ -213,7 +253,9 @@ async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_
 /// A fake exporter for one deployment: 2 GPUs drawing 100 W idle and 40 W
 /// more per stream in flight on that deployment, no energy counter (the
 /// energy is the integrated power).
-fn load_following(in_flight: impl Fn() -> usize + Send + Sync + 'static) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
+fn load_following(
+    in_flight: impl Fn() -> usize + Send + Sync + 'static,
+) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
     move |_, _| {
         let w = 100.0 + 40.0 * in_flight() as f64;
         Some(
@@ -259,30 +301,69 @@ async fn deployments_with_a_fake_exporter_each_give_cost_verdicts_and_the_cost_p
         ));
     let r = run_plan(tmp.path(), &plan).await.unwrap();
     assert_eq!(r.manifest.status, qexp_store::RunStatus::Complete);
-    let deployments: Vec<_> = r.manifest.power.iter().map(|p| p.deployment.clone()).collect();
-    assert_eq!(deployments, [Some("nospec".to_string()), Some("spec".to_string())]);
+    let deployments: Vec<_> = r
+        .manifest
+        .power
+        .iter()
+        .map(|p| p.deployment.clone())
+        .collect();
+    assert_eq!(
+        deployments,
+        [Some("nospec".to_string()), Some("spec".to_string())]
+    );
     let a = qexp_analysis::analyze(&r.dir).unwrap();
     // Power follows the load: every deployment draws more at c = 4 than at c = 1.
     for d in ["spec", "nospec"] {
         let w = |c: u32| {
-            let p = a.points.iter().find(|p| p.point.deployment.as_deref() == Some(d) && p.point.concurrency == c).unwrap();
-            p.energy.as_ref().unwrap().power_avg_w.as_ref().unwrap().median
+            let p = a
+                .points
+                .iter()
+                .find(|p| p.point.deployment.as_deref() == Some(d) && p.point.concurrency == c)
+                .unwrap();
+            p.energy
+                .as_ref()
+                .unwrap()
+                .power_avg_w
+                .as_ref()
+                .unwrap()
+                .median
         };
-        assert!(w(4) > w(1) + 20.0, "{d}: {} W at c=4, {} W at c=1", w(4), w(1));
+        assert!(
+            w(4) > w(1) + 20.0,
+            "{d}: {} W at c=4, {} W at c=1",
+            w(4),
+            w(1)
+        );
     }
     let cmp = a.deployments.as_ref().expect("a deployments comparison");
-    let metrics: Vec<_> = cmp.diffs[0].pairs.iter().flat_map(|p| p.metrics.iter().map(|m| m.metric)).collect();
+    let metrics: Vec<_> = cmp.diffs[0]
+        .pairs
+        .iter()
+        .flat_map(|p| p.metrics.iter().map(|m| m.metric))
+        .collect();
     for m in qexp_analysis::Metric::COST {
-        assert_eq!(metrics.iter().filter(|x| **x == m).count(), 2, "{m:?} compared at both loads");
+        assert_eq!(
+            metrics.iter().filter(|x| **x == m).count(),
+            2,
+            "{m:?} compared at both loads"
+        );
     }
     let out = tmp.path().join("reports");
-    let files = qexp_report::render_run(&a, &qexp_report::Templates::builtin().unwrap(), &out).unwrap();
+    let files =
+        qexp_report::render_run(&a, &qexp_report::Templates::builtin().unwrap(), &out).unwrap();
     let md = std::fs::read_to_string(&files[0]).unwrap();
     assert!(md.contains("What a token cost"), "{md}");
     assert!(md.contains("| $ per 1M output tokens |"), "{md}");
-    assert!(md.contains("Cost per million output tokens vs per-user decode rate"), "{md}");
+    assert!(
+        md.contains("Cost per million output tokens vs per-user decode rate"),
+        "{md}"
+    );
     for m in ["| energy (J/tok) |", "| cost ($/1M tok) |"] {
-        assert_eq!(md.matches(m).count(), 2, "the {m} verdicts at both loads are in the report: {md}");
+        assert_eq!(
+            md.matches(m).count(),
+            2,
+            "the {m} verdicts at both loads are in the report: {md}"
+        );
     }
     assert!(md.contains("2 paired points × 8 metrics"), "{md}");
     eprintln!("{md}");
@@ -332,7 +413,14 @@ async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_inval
         ));
     let r = run_plan(tmp.path(), &plan).await.unwrap();
     let a = qexp_analysis::analyze(&r.dir).unwrap();
-    let id = |c: u32| a.points.iter().find(|p| p.point.concurrency == c).unwrap().point.id;
+    let id = |c: u32| {
+        a.points
+            .iter()
+            .find(|p| p.point.concurrency == c)
+            .unwrap()
+            .point
+            .id
+    };
     let held: Vec<_> = a
         .flags
         .iter()
@@ -342,13 +430,24 @@ async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_inval
     assert_eq!(held[0].point_id(), Some(id(4)));
     let said = held[0].to_string();
     eprintln!("{said}");
-    assert!(said.starts_with("The GPU was power-capped for ") && said.contains("(trial 1)"), "{said}");
+    assert!(
+        said.starts_with("The GPU was power-capped for ") && said.contains("(trial 1)"),
+        "{said}"
+    );
     let invalid = |c: u32| {
-        a.points.iter().find(|p| p.point.concurrency == c).unwrap().trials[0]
+        a.points
+            .iter()
+            .find(|p| p.point.concurrency == c)
+            .unwrap()
+            .trials[0]
             .invalid_reason
             .clone()
     };
-    assert!(invalid(4).unwrap().contains("XID error 79"), "{:?}", invalid(4));
+    assert!(
+        invalid(4).unwrap().contains("XID error 79"),
+        "{:?}",
+        invalid(4)
+    );
     assert_eq!(invalid(1), None);
     drop((sim, proxy, dcgm));
 }
@@ -358,7 +457,12 @@ fn cpu_s() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
     let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<f64> = rest.split(' ').skip(11).take(2).map(|v| v.parse().unwrap()).collect();
+    let f: Vec<f64> = rest
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|v| v.parse().unwrap())
+        .collect();
     (f[0] + f[1]) / 100.0
 }
 
@@ -393,7 +497,9 @@ async fn sampling_cost() {
         cpu_s() - c
     };
     let cfg = qexp_power::SamplerConfig {
-        source: qexp_power::SourceKind::Dcgm { url: dcgm.url.clone() },
+        source: qexp_power::SourceKind::Dcgm {
+            url: dcgm.url.clone(),
+        },
         gpus: (0..8).map(|i| i.to_string()).collect(),
         interval: std::time::Duration::from_millis(100),
     };
