@@ -70,8 +70,10 @@ pub struct EnergySummary {
     pub usd_per_m_out: Option<Summary>,
     /// $ per 1M tokens.
     pub usd_per_m_tok: Option<Summary>,
-    /// Trials whose energy was invalid, with the first reason.
+    /// Trials whose energy was invalid, with the reason.
     pub invalid: Vec<(u32, String)>,
+    /// Trials whose two energy figures disagree by more than 5%, with the note.
+    pub notes: Vec<(u32, String)>,
     /// The largest power-capped share of any trial.
     pub power_capped_share: Option<f64>,
     /// The largest thermal share of any trial.
@@ -105,6 +107,10 @@ impl EnergySummary {
             invalid: trials
                 .iter()
                 .filter_map(|t| Some((t.trial, t.energy.as_ref()?.invalid_reason.clone()?)))
+                .collect(),
+            notes: trials
+                .iter()
+                .filter_map(|t| Some((t.trial, t.energy.as_ref()?.note.clone()?)))
                 .collect(),
             power_capped_share: max(|t| t.power_capped_share),
             thermal_share: max(|t| t.thermal_share),

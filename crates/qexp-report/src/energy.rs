@@ -27,7 +27,7 @@ pub(crate) fn headers() -> Vec<String> {
     COLUMNS
         .iter()
         .map(|(h, _)| h.to_string())
-        .chain(["GPU power-capped".into(), "Energy not trusted".into()])
+        .chain(["GPU power-capped".into(), "Energy notes".into()])
         .collect()
 }
 
@@ -49,7 +49,8 @@ pub(crate) fn cells(p: &PointSummary) -> Vec<String> {
                 .map_or("–".into(), |s| format!("{:.0}% of the window", s * 100.0)),
             e.invalid
                 .iter()
-                .map(|(t, why)| format!("trial {t}: {why}"))
+                .map(|(t, why)| format!("trial {t}: not trusted: {why}"))
+                .chain(e.notes.iter().map(|(t, note)| format!("trial {t}: {note}")))
                 .collect::<Vec<_>>()
                 .join("; "),
         ])

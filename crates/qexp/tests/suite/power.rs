@@ -214,6 +214,15 @@ async fn broken_telemetry_marks_the_energy_invalid_with_its_reason_and_the_run_c
         assert_eq!(strings(&p, "invalid_reason"), [None], "{fault}");
         assert_eq!(u32s(&p, "failures"), [0], "{fault}");
         assert!(f64s(&p, "agg_output_tok_s")[0] > 0.0, "{fault}");
+        if fault == "reset" {
+            // The report says which trial's energy is not trusted, and why.
+            let a = qexp_analysis::analyze(&r.dir).unwrap();
+            let out = tmp.path().join("reports");
+            let templates = qexp_report::Templates::builtin().unwrap();
+            let files = qexp_report::render_run(&a, &templates, &out).unwrap();
+            let md = std::fs::read_to_string(&files[0]).unwrap();
+            assert!(md.contains(&format!("trial 1: not trusted: {why}")), "{md}");
+        }
     }
 }
 
