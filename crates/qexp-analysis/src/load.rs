@@ -125,6 +125,7 @@ pub fn analyze_bounded(
             .graded = g;
     }
     let with_rows = add_point_rows(dir, &mut by_key)?;
+    crate::energy::add(dir, &mut by_key, &manifest)?;
     mark_journal_only(&mut by_key, &with_rows, &manifest);
     let summaries = manifest
         .points

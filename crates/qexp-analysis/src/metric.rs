@@ -34,6 +34,10 @@ pub enum Unit {
     Requests,
     /// A share of graded answers (0 to 1).
     Share,
+    /// Joules per output token.
+    JoulesPerToken,
+    /// Dollars per million output tokens.
+    UsdPerMillion,
 }
 
 impl Unit {
@@ -44,6 +48,8 @@ impl Unit {
             Unit::Seconds => "s",
             Unit::Requests => "req",
             Unit::Share => "share",
+            Unit::JoulesPerToken => "J/tok",
+            Unit::UsdPerMillion => "$/1M tok",
         }
     }
 }
@@ -68,6 +74,12 @@ pub enum Metric {
     /// Not in [`Metric::ALL`]: a diff adds it where both sides graded items,
     /// compared on the same items by an exact McNemar test (`crate::accuracy`).
     Accuracy,
+    /// GPU energy per output token of the trial (`[power]`). Not in
+    /// [`Metric::ALL`]: a comparison adds it where both sides measured energy.
+    JPerOutTok,
+    /// Dollars per million output tokens of the trial (`[cost]`). Not in
+    /// [`Metric::ALL`]: a comparison adds it where both sides have a price.
+    UsdPerMOut,
 }
 
 /// What qexp knows about one [`Metric`].
@@ -97,6 +109,9 @@ impl Metric {
         Metric::ItlP99S,
         Metric::Failures,
     ];
+
+    /// What a token costs: compared wherever both sides have values.
+    pub const COST: [Metric; 2] = [Metric::JPerOutTok, Metric::UsdPerMOut];
 
     /// Every metric's key, in display order.
     pub const NAMES: [&'static str; 6] = {
@@ -177,6 +192,22 @@ impl Metric {
                 Unit::Share,
                 Up,
             ),
+            Metric::JPerOutTok => (
+                "j_per_out_tok",
+                "energy per output token",
+                "energy (J/tok)",
+                "GPU energy per output token",
+                Unit::JoulesPerToken,
+                Down,
+            ),
+            Metric::UsdPerMOut => (
+                "usd_per_m_out",
+                "cost per million output tokens",
+                "cost ($/1M tok)",
+                "Cost per million output tokens",
+                Unit::UsdPerMillion,
+                Down,
+            ),
         };
         MetricSpec {
             key,
@@ -198,6 +229,7 @@ impl Metric {
         Self::ALL
             .into_iter()
             .chain([Metric::Accuracy])
+            .chain(Metric::COST)
             .find(|m| m.key() == key)
     }
 
@@ -234,6 +266,8 @@ impl Metric {
             Metric::ItlP99S => t.itl_p99_s,
             Metric::Failures => f64::from(t.failures),
             Metric::Accuracy => crate::accuracy::of_trial(&t.graded),
+            Metric::JPerOutTok => t.energy.as_ref().map_or(f64::NAN, |e| e.j_per_out_tok),
+            Metric::UsdPerMOut => t.energy.as_ref().map_or(f64::NAN, |e| e.usd_per_m_out),
         }
     }
 
@@ -246,6 +280,8 @@ impl Metric {
             Metric::E2eS => p.e2e_s.as_ref(),
             Metric::ItlP99S => p.itl_p99_s.as_ref(),
             Metric::Failures | Metric::Accuracy => None,
+            Metric::JPerOutTok => p.energy.as_ref()?.j_per_out_tok.as_ref(),
+            Metric::UsdPerMOut => p.energy.as_ref()?.usd_per_m_out.as_ref(),
         }
     }
 
@@ -261,6 +297,8 @@ impl Metric {
             Unit::Seconds => format::seconds(v),
             Unit::Requests => format!("{} requests", format::sig3(v)),
             Unit::Share => format::percent(v),
+            Unit::JoulesPerToken => format!("{} J/tok", format::sig3(v)),
+            Unit::UsdPerMillion => format!("${} per 1M tokens", format::sig3(v)),
         }
     }
 }

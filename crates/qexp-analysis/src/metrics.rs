@@ -36,6 +36,8 @@ pub struct TrialMetrics {
     pub tokens_per_chunk: f64,
     /// Median server-reported prompt tokens.
     pub prompt_tokens: f64,
+    /// Sum of the server-reported prompt tokens of the successful requests.
+    pub prompt_tokens_ok: f64,
     /// Median planned prompt tokens (the point's, unless lengths vary).
     pub input_planned: f64,
     /// Median planned output tokens (the point's, unless lengths vary).
@@ -69,6 +71,8 @@ pub struct TrialMetrics {
     pub answers: AnswerTally,
     /// The graded requests (`[accuracy]`), left out of every other metric.
     pub graded: Vec<crate::accuracy::Graded>,
+    /// Energy, power, GPU health and cost (`[power]`, `[cost]`); `None` without either.
+    pub energy: Option<crate::energy::TrialEnergy>,
 }
 
 impl TrialMetrics {
@@ -90,6 +94,7 @@ impl TrialMetrics {
             itl_p99_s: f64::NAN,
             tokens_per_chunk: f64::NAN,
             prompt_tokens: f64::NAN,
+            prompt_tokens_ok: f64::NAN,
             input_planned: f64::NAN,
             output_planned: f64::NAN,
             completion_tokens: f64::NAN,
@@ -149,6 +154,8 @@ pub struct PointSummary {
     pub failures: u64,
     /// The answers' health, all trials.
     pub answers: AnswerHealth,
+    /// Energy and cost across trials, where the run measured power or priced its GPUs.
+    pub energy: Option<crate::energy::EnergySummary>,
     /// Per-trial values, by trial number.
     pub trials: Vec<TrialMetrics>,
 }
@@ -194,6 +201,7 @@ impl PointSummary {
             requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
             failures: trials.iter().map(|t| u64::from(t.failures)).sum(),
             answers: AnswerHealth::of(trials.iter().map(|t| &t.answers)),
+            energy: crate::energy::EnergySummary::of(&trials),
             point,
             trials,
         }

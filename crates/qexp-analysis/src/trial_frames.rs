@@ -790,6 +790,7 @@ impl Sums {
             cached_tokens: self.cached as u64,
             lengths_vary: self.input_lengths.varies || self.output_lengths.varies,
             cached_share: self.cached_ok / self.prompt_ok,
+            prompt_tokens_ok: self.prompt_ok,
             cached_share_expected: self.cached_expected_ok / self.planned_input_ok,
             token_mismatches: self.mismatches as u32,
             answers: self.answers.clone(),

@@ -119,6 +119,12 @@ pub struct DeploymentSpec {
     /// Free-form labels shown in reports (`{ spec = "mtp" }`).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The DCGM exporter of this deployment's GPUs (overrides `power.url`).
+    #[serde(default)]
+    pub power_url: Option<Spanned<String>>,
+    /// This deployment's GPUs (overrides `power.gpus`).
+    #[serde(default)]
+    pub gpus: Option<Spanned<Vec<crate::power::GpuName>>>,
 }
 
 fn default_host() -> String {

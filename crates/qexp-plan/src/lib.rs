@@ -13,6 +13,7 @@ mod limits;
 mod multi_turn;
 mod names;
 mod open_loop;
+mod power;
 mod schema;
 mod secrets;
 mod slo;
@@ -31,6 +32,7 @@ pub use limits::{RequestTimeouts, TimeoutsSection, ToleranceSection};
 pub use multi_turn::MultiTurn;
 pub use names::{safe_component, UnsafeName};
 pub use open_loop::{Arrival, LoadSection, OpenLoop, Stage, StageSpec, TraceRef, TraceSpec};
+pub use power::{CostSection, GpuName, PowerSection, PowerSource};
 pub use schema::{
     AnalysisSection, ApiKind, ExperimentSection, KeepAnswers, PlanFile, PromptRecipe, Requests,
     RunSection, Sweep, TargetSection, Workload,

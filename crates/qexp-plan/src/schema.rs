@@ -50,6 +50,12 @@ pub struct PlanFile {
     /// `[accuracy]`: graded items sent inside the measured load.
     #[serde(default)]
     pub accuracy: Option<crate::accuracy::AccuracySection>,
+    /// `[power]`: the deployment's GPUs and where their power is read.
+    #[serde(default)]
+    pub power: Option<Spanned<crate::power::PowerSection>>,
+    /// `[cost]`: a price per GPU-hour or per kWh.
+    #[serde(default)]
+    pub cost: Option<crate::power::CostSection>,
 }
 
 /// `[experiment]`.
@@ -499,7 +505,42 @@ impl PlanFile {
         }
         self.validate_target()?;
         self.validate_workload()?;
+        self.validate_power()?;
         self.validate_run()
+    }
+
+    /// `[power]`, `[cost]` and the deployments' own power keys.
+    fn validate_power(&self) -> Result<(), Invalid> {
+        let named = |d: &crate::deploy::DeploymentSpec| {
+            d.gpus.as_ref().is_some_and(|g| !g.get_ref().is_empty())
+        };
+        let all = |f: &dyn Fn(&crate::deploy::DeploymentSpec) -> bool| {
+            !self.deployments.is_empty() && self.deployments.iter().all(f)
+        };
+        let all_urls = all(&|d| d.power_url.is_some());
+        if let Some(p) = &self.power {
+            p.get_ref().validate((all(&named), all_urls), p.span())?;
+        }
+        if self.power.is_none() {
+            for d in &self.deployments {
+                for (key, span) in [
+                    ("power_url", d.power_url.as_ref().map(Spanned::span)),
+                    ("gpus", d.gpus.as_ref().map(Spanned::span)),
+                ] {
+                    if let Some(span) = span {
+                        return invalid(
+                            span,
+                            &format!("deployment.{key}"),
+                            "needs a [power] table saying how power is read",
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(c) = &self.cost {
+            c.validate(self.power.is_some())?;
+        }
+        Ok(())
     }
 
     /// `[target]` and the `[[deployment]]` tables beside it.

@@ -22,6 +22,7 @@ pub mod charts;
 mod context;
 mod deployments;
 pub mod diff;
+mod energy;
 mod filters;
 pub mod format;
 mod headline;

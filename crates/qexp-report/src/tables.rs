@@ -75,6 +75,12 @@ fn table(axis: Along, group: &[&PointSummary], fixed: String, flags: &[FlagView]
         } else {
             String::new()
         },
+        energy_headers: crate::energy::headers(),
+        energy_markdown: if any(|p| p.energy.is_some()) {
+            crate::energy::markdown(axis, &rows)
+        } else {
+            String::new()
+        },
         cache_markdown: if any(has_cache_data) {
             cache_markdown(axis, &rows)
         } else {
@@ -140,6 +146,7 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         cached_share: share(&p.cached_share),
         cached_share_expected: share(&p.cached_share_expected),
         server: server_columns().iter().map(|c| c.cell(p)).collect(),
+        energy: crate::energy::cells(p),
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
@@ -196,7 +203,7 @@ impl Stat {
 
 /// A Markdown table with one row per point: the axis value and n, then
 /// `columns` (header, right-aligned?) filled by `cells`.
-fn markdown_table(
+pub(crate) fn markdown_table(
     axis: Along,
     columns: &[(&str, bool)],
     rows: &[Row],

@@ -247,6 +247,11 @@ pub struct Table {
     /// The server's own counters per point as Markdown; empty when the run
     /// scraped no metrics for these points.
     pub server_markdown: String,
+    /// Headers of the energy and cost table, in column order (`Row::energy`).
+    pub energy_headers: Vec<String>,
+    /// What a token cost per point as Markdown; empty when the run has
+    /// neither power nor a price.
+    pub energy_markdown: String,
     /// Cached prompt share per point, reported beside expected, as Markdown;
     /// empty when no point plans a shared prefix or reports cached tokens.
     pub cache_markdown: String,
@@ -317,6 +322,8 @@ pub struct Row {
     /// The server-counter table's cells (medians across trials), in the
     /// order of [`Table::server_headers`].
     pub server: Vec<String>,
+    /// Energy and cost cells, median (min–max) across trials (`Table::energy_headers`).
+    pub energy: Vec<String>,
     /// Failed / measured requests over all trials.
     pub failures: String,
     /// Markers of the point's flags, e.g. `⚑1 ⚑3`.

@@ -12,6 +12,7 @@ use crate::error::RunError;
 use crate::fleet::{Fleet, Live};
 use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
 use crate::point::point_runner;
+use crate::power::Power;
 use crate::resume::Resuming;
 use crate::stop::Stop;
 use crate::Cancel;
@@ -36,10 +37,26 @@ pub(crate) async fn run(
     let (api_key, timeouts) = connection(&opts)?;
     let points = opts.plan.points();
     let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
-    let mut writer = match resuming {
-        None => RunWriter::create(&opts.out, new_manifest(&opts, &points, trials))?,
-        Some(r) => r.reopen_deployed(&opts.plan, &points, trials)?,
+    let powers = start_powers(&opts).await?;
+    let writer = match resuming {
+        None => RunWriter::create(&opts.out, new_manifest(&opts, &points, trials))
+            .map_err(RunError::from),
+        Some(r) => r.reopen_deployed(&opts.plan, &points, trials),
     };
+    let mut writer = match writer {
+        Ok(w) => w,
+        Err(e) => {
+            stop_powers(powers).await;
+            return Err(e);
+        }
+    };
+    if !powers.is_empty() {
+        writer.manifest_mut().power = powers.iter().map(|(d, p)| p.info(Some(d))).collect();
+        if let Err(e) = writer.save_manifest() {
+            stop_powers(powers).await;
+            return Err(e.into());
+        }
+    }
     // Set once per run; a second set (none happens) would change nothing.
     let _ = opts.folder.set(writer.dir().to_path_buf());
     tracing::info!(
@@ -52,9 +69,18 @@ pub(crate) async fn run(
     );
     let stop = Stop::following(&cancel);
     let mut fleet = Fleet::new(&opts, api_key, timeouts, writer.dir().to_path_buf());
-    let outcome = run_cells(&opts, &points, trials, &mut writer, &mut fleet, &stop).await;
+    let outcome = run_cells(
+        &opts,
+        &points,
+        trials,
+        &mut writer,
+        &mut fleet,
+        (&stop, &powers),
+    )
+    .await;
     // Every server still up is stopped, whatever the outcome.
     fleet.stop_all(&mut writer).await;
+    stop_powers(powers).await;
     finish(writer, outcome, &cancel, fleet.failures())
 }
 
@@ -65,7 +91,7 @@ async fn run_cells(
     trials: u32,
     writer: &mut RunWriter,
     fleet: &mut Fleet<'_>,
-    stop: &Stop,
+    (stop, powers): (&Stop, &Powers),
 ) -> Result<Vec<String>, RunError> {
     let cancel = stop.receiver();
     let cells = writer.manifest().schedule.clone();
@@ -101,8 +127,17 @@ async fn run_cells(
         else {
             continue;
         };
-        let result =
-            measure_cell(opts, points, trials, writer, live, stop, cell.block, &todo).await;
+        let result = measure_cell(
+            opts,
+            points,
+            trials,
+            writer,
+            live,
+            (stop, powers.get(&cell.deployment)),
+            cell.block,
+            &todo,
+        )
+        .await;
         fleet
             .check_exited(&cell.deployment, cell.block, "exited during", writer)
             .await?;
@@ -120,7 +155,7 @@ async fn measure_cell(
     trials: u32,
     writer: &mut RunWriter,
     live: &Live,
-    stop: &Stop,
+    (stop, power): (&Stop, Option<&Power>),
     block: u32,
     todo: &[(u32, u32)],
 ) -> Result<Vec<String>, RunError> {
@@ -136,6 +171,7 @@ async fn measure_cell(
         Some(live.tag.clone()),
     );
     runner.server = live.liveness();
+    runner.power = power;
     for &(pos, pid) in todo {
         if *cancel.borrow() || runner.server_died {
             break;
@@ -145,6 +181,35 @@ async fn measure_cell(
             .await?;
     }
     Ok(runner.over_tolerance)
+}
+
+/// Each deployment's GPU sampler (`[power]`), by deployment name.
+type Powers = std::collections::BTreeMap<String, Power>;
+
+/// Starts every deployment's sampler before anything is launched or
+/// measured; a required source that cannot be read stops the run here
+/// (the samplers already started are stopped).
+async fn start_powers(opts: &RunOptions) -> Result<Powers, RunError> {
+    let mut out = Powers::new();
+    for d in opts.plan.deployments() {
+        match crate::power::start(&opts.plan.file, Some(d)).await {
+            Ok(Some(p)) => {
+                out.insert(d.name().to_string(), p);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                stop_powers(out).await;
+                return Err(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn stop_powers(powers: Powers) {
+    for (_, p) in powers {
+        p.stop().await;
+    }
 }
 
 /// The manifest of a new run with deployments: the schedule and each

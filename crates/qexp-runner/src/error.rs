@@ -70,6 +70,9 @@ pub enum RunError {
         /// The cause.
         source: qexp_client::CalibrationError,
     },
+    /// `[power]` requires a source and none could be read.
+    #[error("{0}")]
+    Power(String),
     /// The embedded simulator failed to start.
     #[error("cannot start the embedded simulator: {0}")]
     Sim(std::io::Error),

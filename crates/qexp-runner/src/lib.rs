@@ -4,7 +4,7 @@
 //! closed-loop concurrency or open-loop arrivals (rates, stages, traces),
 //! and hands each finished request to qexp-store's journal as it finishes
 //! and each point's rows as it completes, with the deltas of the server's
-//! Prometheus counters around each point. It resumes interrupted runs. It
+//! Prometheus counters and the GPUs' energy (`[power]`) around each point. It resumes interrupted runs. It
 //! computes no statistics beyond a point's window.
 
 mod arrivals;
@@ -21,6 +21,7 @@ mod merge;
 mod open_loop;
 mod options;
 mod point;
+mod power;
 mod preflight;
 mod prepare;
 mod progress;

@@ -67,6 +67,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
         meeting: Meeting::whole(),
         server: None,
         server_died: false,
+        power: None,
     }
 }
 
@@ -104,6 +105,8 @@ pub(crate) struct PointRunner<'a, B: Backend> {
     /// The server was found dead after a point: that point was kept as
     /// incomplete (measured again on `--resume`), and no more are sent.
     pub server_died: bool,
+    /// The sampler of these points' GPUs (`[power]`), when it runs.
+    pub power: Option<&'a crate::power::Power>,
 }
 
 impl<B: Backend> PointRunner<'_, B> {
@@ -290,6 +293,9 @@ impl<B: Backend> PointRunner<'_, B> {
             if let Some(after) = m.scrape().await {
                 prow.server = Some(ServerCounters::between(before, &after));
             }
+        }
+        if let Some(p) = self.power {
+            p.fill(&mut prow).await;
         }
         prow
     }

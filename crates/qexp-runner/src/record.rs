@@ -327,6 +327,7 @@ impl Tally {
                 .interrupted(ctx.requests_planned)
                 .or_else(|| self.prompt_mismatch()),
             server: None,
+            ..PointRow::default()
         }
     }
 

@@ -67,6 +67,23 @@ async fn run_on(
     cancel: Cancel,
 ) -> Result<RunResult, RunError> {
     let prep = prepare(opts, target, None, None).await?;
+    let power = crate::power::start(&opts.plan.file, None).await?;
+    let result = run_prepared(opts, target, &prep, power.as_ref(), resuming, cancel).await;
+    if let Some(p) = power {
+        p.stop().await;
+    }
+    result
+}
+
+/// [`run_on`] once the target is prepared and its GPUs (if any) sampled.
+async fn run_prepared(
+    opts: &RunOptions,
+    target: &Target,
+    prep: &Prepared,
+    power: Option<&crate::power::Power>,
+    resuming: Option<Resuming>,
+    cancel: Cancel,
+) -> Result<RunResult, RunError> {
     let plan = &opts.plan;
     let points = plan.points();
     let trials = opts.overrides.trials.unwrap_or(plan.trials());
@@ -84,7 +101,7 @@ async fn run_on(
         &prep.info,
         &host,
     );
-    let target_info = target_info(opts, target, &prep);
+    let target_info = target_info(opts, target, prep);
     let meeting = Meeting::open(
         opts.shard.as_ref(),
         &opts.plan.hash(),
@@ -101,11 +118,20 @@ async fn run_on(
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect(),
         client_timing: Some(target.client.client_timing()),
+        power: power.map(|p| vec![p.info(None)]).unwrap_or_default(),
         ..base_manifest(opts, &points, trials, target_info, host, comparability)
     };
     let mut writer = match resuming {
         None => RunWriter::create(&opts.out, manifest)?,
-        Some(r) => r.reopen(&prep.fingerprint, &points, trials)?,
+        Some(r) => {
+            let mut w = r.reopen(&prep.fingerprint, &points, trials)?;
+            if let Some(p) = power {
+                // The source this resume reads is the one its new points used.
+                w.manifest_mut().power = vec![p.info(None)];
+                w.save_manifest()?;
+            }
+            w
+        }
     };
     // Set once per run; a second set (none happens) would change nothing.
     let _ = opts.folder.set(writer.dir().to_path_buf());
@@ -119,10 +145,10 @@ async fn run_on(
     let stop = Stop::following(&cancel);
     let outcome = run_trials(
         opts,
-        &prep,
+        prep,
         (&points, trials),
         &mut writer,
-        (backend, meeting),
+        (backend, meeting, power),
         &stop,
     )
     .await;
@@ -156,11 +182,12 @@ async fn run_trials<B: Backend>(
     prep: &Prepared,
     (points, trials): (&[Point], u32),
     writer: &mut RunWriter,
-    (backend, meeting): (Arc<B>, Meeting),
+    (backend, meeting, power): (Arc<B>, Meeting, Option<&crate::power::Power>),
     stop: &Stop,
 ) -> Result<Vec<String>, RunError> {
     let mut runner = point_runner(opts, prep, writer, backend, stop, trials, None);
     runner.meeting = meeting;
+    runner.power = power;
     let result = run_pairs(opts, points, trials, writer, &mut runner).await;
     match &result {
         Ok(()) => runner.meeting.end(stop.receiver()).await,

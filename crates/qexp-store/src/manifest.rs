@@ -180,6 +180,11 @@ pub struct Manifest {
     /// A run `qexp merge` made from shards: which shards went into it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeRecord>,
+    /// Where GPU power came from (`[power]`): the source, its version and
+    /// the GPUs measured, one per deployment in a deployments plan; empty
+    /// without power.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power: Vec<qexp_types::PowerSourceInfo>,
 }
 
 impl Manifest {

@@ -332,6 +332,36 @@ stored_row! {
         DEPLOYMENT_HASH deployment_hash: Option<String>,
         /// The server start that answered, for launched deployments.
         START_ID start_id: Option<String>,
+        /// GPUs measured for power (`[power]`); null without power.
+        GPUS gpus: Option<u32>,
+        /// Energy of those GPUs over the window, J: the counters' change where
+        /// every GPU has a counter, else the integrated power; null when not
+        /// measured or not trusted (`energy_invalid_reason`).
+        ENERGY_J energy_j: Option<f64>,
+        /// The energy counters' change over the window, J (kept when invalid).
+        ENERGY_COUNTER_J energy_counter_j: Option<f64>,
+        /// The power samples integrated over the window (trapezoids, edges interpolated), J.
+        ENERGY_INTEGRATED_J energy_integrated_j: Option<f64>,
+        /// Mean power of the GPUs together over the window, W.
+        POWER_AVG_W power_avg_w: Option<f64>,
+        /// Sum of each GPU's highest sampled power in the window, W.
+        POWER_PEAK_W power_peak_w: Option<f64>,
+        /// Why the window's energy is not trusted (a gap, a counter reset, a vanished GPU, …).
+        ENERGY_INVALID_REASON energy_invalid_reason: Option<String>,
+        /// A remark on the energy that does not invalidate it (counter and integral disagree by over 5%).
+        ENERGY_NOTE energy_note: Option<String>,
+        /// Largest share of the window any GPU was held back by its power limit (0–1).
+        GPU_POWER_CAPPED_SHARE gpu_power_capped_share: Option<f64>,
+        /// Largest share of the window any GPU was held back by temperature (0–1).
+        GPU_THERMAL_SHARE gpu_thermal_share: Option<f64>,
+        /// Lowest SM clock any GPU had in the window, MHz.
+        GPU_SM_CLOCK_MIN_MHZ gpu_sm_clock_min_mhz: Option<f64>,
+        /// Highest SM clock any GPU had in the window, MHz.
+        GPU_SM_CLOCK_MAX_MHZ gpu_sm_clock_max_mhz: Option<f64>,
+        /// The XID error a GPU reported during the window (the point is then invalid).
+        GPU_XID gpu_xid: Option<f64>,
+        /// Each GPU's figures over the window as JSON.
+        ENERGY_GPUS_JSON energy_gpus_json: Option<String>,
     }
 
     /// Column names of `points.parquet`.
@@ -399,7 +429,10 @@ mod tests {
              client_loop_lag_p99_s,prompt_units,invalid_reason,server_prefix_cache_queries,server_prefix_cache_hits,\
              server_cached_prompt_tokens,server_preemptions,server_ttft_count,server_ttft_sum_s,\
              server_spec_drafts,server_spec_accepted_tokens,server_spec_acceptance_length,\
-             server_counters_json,deployment,deployment_hash,start_id"
+             server_counters_json,deployment,deployment_hash,start_id,gpus,energy_j,\
+             energy_counter_j,energy_integrated_j,power_avg_w,power_peak_w,energy_invalid_reason,\
+             energy_note,gpu_power_capped_share,gpu_thermal_share,gpu_sm_clock_min_mhz,\
+             gpu_sm_clock_max_mhz,gpu_xid,energy_gpus_json"
         );
         assert_eq!(names(points_frame(&[])), pts);
         assert_eq!(requests::ERROR_CLASS, "error_class");

@@ -6,12 +6,15 @@
 //! columns ([`u32s`], [`f64s`], [`strings()`]), and the `qexp` command with
 //! its output captured ([`command`]), and complete runs written from a plan
 //! and a formula ([`SynthRun`]), and the one way a test skips for lack of a
-//! server or tool ([`skip()`]), visibly, and never where it is required. It
+//! server or tool ([`skip()`]), visibly, and never where it is required;
+//! fake GPU telemetry ([`FakeDcgm`], [`fake_nvidia_smi`]). It
 //! is a dev-dependency only.
 
+mod gpu;
 mod skip;
 mod synth;
 
+pub use gpu::{fake_nvidia_smi, unix_now, FakeDcgm, FakeGpu};
 pub use skip::{skip, Need, SKIP_LOG};
 pub use synth::{founding_like, SynthRun, Timing};
 

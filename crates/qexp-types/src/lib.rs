@@ -4,7 +4,9 @@
 //! what a server said about itself ([`ServerInfo`], [`Fingerprint`]), the
 //! health of an answer's text ([`AnswerShape`], [`AnswerIssue`]), which
 //! client timed a run ([`ClientTiming`]), and what a launched server's start
-//! and stop left on record ([`StartRecord`], [`StopRecord`]).
+//! and stop left on record ([`StartRecord`], [`StopRecord`]), and where a
+//! run's GPU power came from ([`PowerSourceInfo`]), and what a window of
+//! serving costs ([`cost::Price`]).
 //!
 //! It is a leaf: data and the pure functions over it, with no HTTP, no
 //! processes, no Parquet, so that reading results never links a client.
@@ -14,9 +16,11 @@
 //! hold them.
 
 pub mod answer;
+pub mod cost;
 pub mod counters;
 mod error_class;
 mod fingerprint;
+mod power;
 mod record;
 mod server;
 mod timing;
@@ -25,6 +29,7 @@ pub use answer::{AnswerFacts, AnswerIssue, AnswerShape};
 pub use counters::{acceptance_length, CounterSpec, Counters, ServerCounter, ServerCounters};
 pub use error_class::ErrorClass;
 pub use fingerprint::Fingerprint;
+pub use power::{PowerGpu, PowerSourceInfo};
 pub use record::{StartRecord, StopHow, StopRecord, REDACTED};
 pub use server::ServerInfo;
 pub use timing::ClientTiming;

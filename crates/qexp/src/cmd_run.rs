@@ -66,6 +66,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)
+        | RunError::Power(_)
         | RunError::Store(
             qexp_store::StoreError::NotARun { .. }
             | qexp_store::StoreError::NewerSchema { .. }

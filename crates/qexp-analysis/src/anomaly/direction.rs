@@ -171,6 +171,7 @@ fn judge(
         p_value,
         trials_needed: (!verified).then(|| trials_needed(t.alpha)),
         cache_explains: cache_explains(a, b, metric, t, has_cache),
+        gpu: None,
     })
 }
 
@@ -269,6 +270,7 @@ mod tests {
                 p_value: None,
                 trials_needed: Some(4),
                 cache_explains: None,
+                gpu: None,
             }
         );
         assert_eq!(

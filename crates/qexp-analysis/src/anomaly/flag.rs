@@ -128,6 +128,9 @@ pub enum Flag {
         /// Whether cached prompt tokens explain it; None when the run reports no cached tokens
         /// at all (the server may not report them) or for decode rate, which caching does not change.
         cache_explains: Option<bool>,
+        /// The GPUs were held back at one of the two points: a likely cause.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu: Option<super::gpu::GpuCause>,
     },
     /// A point whose trials disagree more than the plan's CV threshold.
     NoisyPoint {
@@ -142,6 +145,9 @@ pub enum Flag {
         /// Set at an open-loop point where requests queue: a queue follows
         /// each trial's arrivals, so trials differ without interference.
         queueing: Option<Queueing>,
+        /// The GPUs were held back at the point: a likely cause.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu: Option<super::gpu::GpuCause>,
     },
     /// A trial beyond the Tukey fences of its point's trials.
     OutlierTrial {
@@ -153,6 +159,9 @@ pub enum Flag {
         n: usize,
         /// The metrics where it lies outside.
         metrics: Vec<OutlierValue>,
+        /// The GPUs were held back at the point: a likely cause.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu: Option<super::gpu::GpuCause>,
     },
     /// Failed measured requests.
     Failures {
@@ -273,6 +282,14 @@ pub enum Flag {
         /// qexp's cores used at the point, the most of any trial (NaN when unknown).
         cpu_cores: f64,
     },
+    /// The point's GPUs were power-capped or throttled by temperature for a
+    /// material share of its window (`[power]`).
+    GpuHeldBack {
+        /// The point.
+        point_id: u32,
+        /// How much, in which trials.
+        cause: super::gpu::GpuCause,
+    },
     /// Trials the runner marked invalid.
     PointInvalid {
         /// The point.
@@ -301,6 +318,7 @@ impl Flag {
             | Flag::ClientBusy { point_id, .. }
             | Flag::ScheduleDelay { point_id, .. }
             | Flag::RateShortfall { point_id, .. }
+            | Flag::GpuHeldBack { point_id, .. }
             | Flag::PointInvalid { point_id, .. } => *point_id,
         })
     }
@@ -342,6 +360,7 @@ impl Flag {
             Flag::ClientBusy { .. } => "Load generator busy",
             Flag::ScheduleDelay { .. } => "Waiting before the send",
             Flag::RateShortfall { .. } => "Rate below schedule",
+            Flag::GpuHeldBack { .. } => "GPU held back",
             Flag::PointInvalid { .. } => "Invalid trial",
         }
     }
@@ -368,7 +387,8 @@ impl Flag {
             Flag::ClientBusy { .. } => 9,
             Flag::ScheduleDelay { .. } => 10,
             Flag::RateShortfall { .. } => 11,
-            Flag::PointInvalid { .. } => 12,
+            Flag::GpuHeldBack { .. } => 12,
+            Flag::PointInvalid { .. } => 13,
         }
     }
 }

@@ -9,13 +9,15 @@
 //! [`tokens`] (token-count mismatches, unexpected cache hits), [`knee`] (the
 //! saturation knee, a finding rather than a warning) and [`loadgen`] (a load
 //! generator that fell behind) and [`schedule`] (waiting before the send,
-//! a send rate below the schedule's). Every limit comes from [`Thresholds`], read
+//! a send rate below the schedule's) and [`gpu`] (GPUs held back by their
+//! power limit or temperature, named as a cause in the others). Every limit comes from [`Thresholds`], read
 //! from the plan's `[analysis]` section, and is printed in the report.
 
 pub mod answers;
 pub mod direction;
 pub mod failures;
 pub(crate) mod flag;
+pub mod gpu;
 pub mod knee;
 pub mod loadgen;
 pub mod noise;
@@ -68,6 +70,8 @@ pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     flags.extend(knee::detect(points, t));
     flags.extend(loadgen::detect(points, t));
     flags.extend(loadgen::detect_busy(points, t));
+    flags.extend(gpu::detect(points));
+    gpu::name_causes(&mut flags, points);
     sort(points, &mut flags);
     flags
 }

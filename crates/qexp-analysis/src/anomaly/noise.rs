@@ -136,6 +136,7 @@ pub fn detect_noisy(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
                 threshold: t.cv,
                 metrics,
                 queueing: queueing(p, points, t),
+                gpu: None,
             })
         })
         .collect()
@@ -175,6 +176,7 @@ pub fn detect_outliers(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
                     trial: tr.trial,
                     n: p.n,
                     metrics,
+                    gpu: None,
                 });
             }
         }

@@ -70,6 +70,23 @@ impl fmt::Display for Flag {
             Flag::ScheduleDelay { .. } => schedule_delay(self, f),
             Flag::RateShortfall { .. } => rate_shortfall(self, f),
             Flag::PointInvalid { .. } => point_invalid(self, f),
+            Flag::GpuHeldBack { cause, .. } => write!(
+                f,
+                "{}{}: its numbers are those of a slowed GPU, not the deployment's at full \
+                 clock. Check the GPUs' power limit and cooling (`nvidia-smi -q -d PERFORMANCE`) \
+                 and measure again",
+                cause.to_string()[..1].to_uppercase(),
+                &cause.to_string()[1..]
+            ),
+        }?;
+        // A likely cause, said after what was seen.
+        match self {
+            Flag::NoisyPoint { gpu: Some(c), .. }
+            | Flag::OutlierTrial { gpu: Some(c), .. }
+            | Flag::WrongDirection { gpu: Some(c), .. } => {
+                write!(f, " Likely cause: {c}.")
+            }
+            _ => Ok(()),
         }
     }
 }

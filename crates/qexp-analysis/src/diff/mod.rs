@@ -65,13 +65,19 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         });
     }
     let mut warnings = run_warnings(a, b, &workload);
-    let metrics = chosen_metrics(opts);
+    let mut metrics = chosen_metrics(opts);
     let settings = compare::Settings {
         level: opts.level,
         min_change,
     };
     let (pairs_idx, only_a, only_b) = pairing::pair(&a.points, &b.points);
     let mut pairs = compare_pairs(a, b, &pairs_idx, &metrics, settings, opts);
+    // What a token costs, where some pair compared it.
+    metrics.extend(DiffMetric::COST.into_iter().filter(|m| {
+        pairs
+            .iter()
+            .any(|p| p.metrics.iter().any(|d| d.metric == *m))
+    }));
     let mut all: Vec<&mut MetricDiff> = pairs
         .iter_mut()
         .flat_map(|p| p.metrics.iter_mut())
@@ -157,9 +163,18 @@ fn compare_pairs(
         .iter()
         .map(|&(i, j)| {
             let (pa, pb) = (&a.points[i], &b.points[j]);
+            // What a token costs joins the family wherever both sides have it.
+            let cost = DiffMetric::COST.into_iter().filter(|m| {
+                (opts.metrics.is_empty() || opts.metrics.contains(m))
+                    && [pa, pb]
+                        .iter()
+                        .all(|p| m.values(p).iter().any(|v| v.is_finite()))
+            });
             let mut metrics: Vec<MetricDiff> = metrics
                 .iter()
-                .map(|&m| {
+                .copied()
+                .chain(cost)
+                .map(|m| {
                     index += 1;
                     let seed = seed_for(opts.seed, index);
                     let requests = pa.point.requests;

@@ -83,7 +83,7 @@ pub fn cv(metric: DiffMetric) -> f64 {
     match metric {
         DiffMetric::AggTokS | DiffMetric::E2eS => 0.015,
         DiffMetric::DecodeTokS | DiffMetric::TtftS => 0.02,
-        DiffMetric::ItlP99S => 0.03,
+        DiffMetric::ItlP99S | DiffMetric::JPerOutTok | DiffMetric::UsdPerMOut => 0.03,
         DiffMetric::Failures | DiffMetric::Accuracy => 0.0,
     }
 }

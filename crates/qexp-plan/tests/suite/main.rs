@@ -11,4 +11,5 @@ mod deployments;
 mod fuzz;
 mod open_loop;
 mod plans;
+mod power;
 mod workloads;

@@ -4,6 +4,7 @@
 //! parameters, and a ring with the flag's marker on flagged points. A chart
 //! whose axis the run does not sweep is not drawn (its function returns None).
 
+mod cost;
 mod deployments;
 mod draw;
 mod history;
@@ -13,6 +14,7 @@ mod ticks;
 
 use crate::format;
 use crate::labels::{self, Along};
+pub use cost::cost_pareto;
 pub use deployments::{over_time, pareto};
 pub use draw::DrawError;
 pub(crate) use draw::Keyed;
@@ -96,8 +98,9 @@ type MakeChart = fn(&[PointSummary], &[FlagMark]) -> Result<Option<Chart>, Chart
 
 /// Every chart this run sweeps for, in report order.
 pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, ChartError> {
-    let makers: [MakeChart; 8] = [
+    let makers: [MakeChart; 9] = [
         pareto,
+        cost_pareto,
         agg_vs_concurrency,
         ttft_vs_concurrency,
         agg_vs_rate,

@@ -9,12 +9,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const DONE: &[u8] = b"data: [DONE]";
+/// The header of a streamed response: a stream begins.
+const STREAM: &[u8] = b"text/event-stream";
 
 /// The proxy's address and its count of finished streams.
 pub struct CountingProxy {
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
     finished: Arc<AtomicUsize>,
+    started: Arc<AtomicUsize>,
 }
 
 impl CountingProxy {
@@ -23,20 +26,36 @@ impl CountingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let finished = Arc::new(AtomicUsize::new(0));
-        let count = finished.clone();
+        let started = Arc::new(AtomicUsize::new(0));
+        let counts = (finished.clone(), started.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let count = count.clone();
+                let counts = counts.clone();
                 tokio::spawn(async move {
                     if let Ok(server) = TcpStream::connect(upstream).await {
                         let _ = client.set_nodelay(true);
                         let _ = server.set_nodelay(true);
-                        forward(client, server, count).await;
+                        forward(client, server, counts).await;
                     }
                 });
             }
         });
-        CountingProxy { base_url, finished }
+        CountingProxy {
+            base_url,
+            finished,
+            started,
+        }
+    }
+
+    /// The count of streams the server has begun answering and not
+    /// finished, as a function that outlives the proxy's borrow.
+    pub fn in_flight_counter(&self) -> impl Fn() -> usize + Send + Sync + 'static {
+        let (started, finished) = (self.started.clone(), self.finished.clone());
+        move || {
+            started
+                .load(Ordering::SeqCst)
+                .saturating_sub(finished.load(Ordering::SeqCst))
+        }
     }
 
     /// Streams delivered whole so far.
@@ -45,7 +64,11 @@ impl CountingProxy {
     }
 }
 
-async fn forward(client: TcpStream, server: TcpStream, count: Arc<AtomicUsize>) {
+async fn forward(
+    client: TcpStream,
+    server: TcpStream,
+    (count, started): (Arc<AtomicUsize>, Arc<AtomicUsize>),
+) {
     let (mut client_rd, mut client_wr) = client.into_split();
     let (mut server_rd, mut server_wr) = server.into_split();
     let up = tokio::spawn(async move {
@@ -66,9 +89,11 @@ async fn forward(client: TcpStream, server: TcpStream, count: Arc<AtomicUsize>) 
         let mut seen = std::mem::take(&mut tail);
         seen.extend_from_slice(&buf[..n]);
         let hits = seen.windows(DONE.len()).filter(|w| *w == DONE).count();
+        let begun = seen.windows(STREAM.len()).filter(|w| *w == STREAM).count();
+        started.fetch_add(begun, Ordering::SeqCst);
         // Counted once the bytes are handed to the client's socket.
         count.fetch_add(hits, Ordering::SeqCst);
-        let keep = seen.len().min(DONE.len() - 1);
+        let keep = seen.len().min(DONE.len().max(STREAM.len()) - 1);
         tail = seen[seen.len() - keep..].to_vec();
     }
     up.abort();
