@@ -180,6 +180,11 @@ pub struct Manifest {
     /// A run `qexp merge` made from shards: which shards went into it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeRecord>,
+    /// A run `qexp import` made from another tool's files: the tool, the
+    /// files and their SHA-256, what the source did not record, and its own
+    /// figures beside qexp's recomputation. Absent for a run qexp measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<crate::ImportRecord>,
 }
 
 impl Manifest {

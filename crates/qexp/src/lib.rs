@@ -6,6 +6,7 @@ mod alloc;
 mod cmd_bench;
 mod cmd_diff;
 mod cmd_fit;
+mod cmd_import;
 mod cmd_kube;
 mod cmd_merge;
 mod cmd_objstore;
@@ -18,6 +19,7 @@ mod summary;
 
 use clap::{Parser, Subcommand};
 pub use cmd_diff::{DiffArgs, Format as DiffFormat, EXIT_REGRESSION};
+pub use cmd_import::ImportArgs;
 use std::path::PathBuf;
 
 /// Exit code for bad input (a malformed plan, a missing run).
@@ -100,6 +102,19 @@ Prints each coefficient with its 90% interval (trials resampled), a residual per
 (measured, fitted, error) and a warning for every coefficient the runs cannot identify.
 The model (docs/model.md) is written as JSON: RUN/model.json unless --out.")]
     Fit(FitArgs),
+    /// Import another tool's result files (vllm bench serve JSON) as a run, recomputed under qexp's definitions.
+    #[command(after_help = "\
+Examples:
+  qexp import vllm bench-*.json                      # several files of one configuration: trials
+  qexp import vllm run1.json run2.json --experiment baseline --tool-version 0.32.0
+  qexp diff results/throughput/RUN results/import-vllm/IMPORTED_RUN
+Every figure qexp can recompute from the files' per-request data is recomputed under
+qexp's definitions (docs/importing.md), and each of the tool's own figures is printed
+beside qexp's with whether they agree within 1%. The manifest records the tool, the
+files with their SHA-256, and what the files do not say. Bad input (another format, a
+truncated file, a field qexp does not know, per-request arrays of different lengths) is
+one sentence naming the file and the field, exit 2, and nothing is written.")]
+    Import(ImportArgs),
     /// Predict TTFT, TPOT, E2E and throughput with intervals, and the capacity under an SLO.
     #[command(after_help = "\
 Examples:
@@ -620,6 +635,7 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Report(args) => cmd_report::report(args).map(|_| 0),
         Command::Diff(args) => cmd_diff::diff(args),
         Command::Fit(args) => cmd_fit::fit(args),
+        Command::Import(args) => cmd_import::import(args),
         Command::Predict(args) => cmd_predict::predict(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
         Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),

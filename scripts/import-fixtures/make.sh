@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Makes the import fixtures with the real tools: starts qexp's simulator
+# (profile `exact`) on 127.0.0.1, runs `vllm bench serve` against it (the CPU
+# vLLM that scripts/real-servers/install.sh installs) and qexp with the same
+# workload, and writes their outputs under crates/qexp-import/tests/fixtures/
+# with the versions that made them. Needs a built qexp
+# ($CARGO_TARGET_DIR/debug/qexp, or QEXP_BIN). No network: the tokenizer is
+# the local tiny model's.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+. "$repo/scripts/real-servers/env.sh"
+qexp="${QEXP_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/qexp}"
+out="$repo/crates/qexp-import/tests/fixtures"
+vllm="$QEXP_VLLM_VENV/bin/vllm"
+[ -x "$qexp" ] || { echo "make.sh: no qexp binary at $qexp (cargo build first)" >&2; exit 2; }
+[ -x "$vllm" ] || { echo "make.sh: no vLLM at $vllm (scripts/real-servers/install.sh vllm)" >&2; exit 2; }
+[ -f "$QEXP_TINY_MODEL_DIR/tokenizer.json" ] || { echo "make.sh: no tiny model tokenizer (scripts/real-servers/install.sh)" >&2; exit 2; }
+
+work="$(mktemp -d)"
+sim_pid=""
+cleanup() { [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+"$qexp" sim --profile exact --port 0 >"$work/sim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 50); do grep -q 'serving on' "$work/sim.log" && break; sleep 0.1; done
+url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/sim.log" | head -1)"
+[ -n "$url" ] || { cat "$work/sim.log" >&2; exit 1; }
+
+# ShareGPT-shaped prompts of 57 words: with the 7 chat-template tokens the
+# simulator adds, the 64 prompt tokens of plan.toml as the simulator counts
+# them (one word, one token), so --plan's length check holds.
+python3 - "$work/prompts.json" <<'PY'
+import json, sys
+words = "the quick brown fox jumps over a lazy dog near the river bank".split()
+rows = []
+for i in range(64):
+    text = " ".join([f"w{i}"] + [words[j % len(words)] for j in range(56)])
+    rows.append({"id": str(i), "conversations": [
+        {"from": "human", "value": text}, {"from": "gpt", "value": "ok"}]})
+json.dump(rows, open(sys.argv[1], "w"))
+PY
+
+rm -rf "$out/vllm" "$out/qexp"
+mkdir -p "$out/vllm" "$out/qexp"
+bench() {  # bench NAME [extra args…]
+    local name="$1"; shift
+    HF_HUB_OFFLINE=1 "$vllm" bench serve --backend openai-chat --endpoint /v1/chat/completions \
+        --base-url "$url" --model sim-exact --tokenizer "$QEXP_TINY_MODEL_DIR" \
+        --dataset-name sharegpt --dataset-path "$work/prompts.json" --sharegpt-output-len 16 \
+        --num-prompts 8 --max-concurrency 2 --ignore-eos \
+        --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 \
+        --save-result --result-dir "$out/vllm" --result-filename "$name.json" "$@" \
+        >"$work/$name.log" 2>&1 || { tail -30 "$work/$name.log" >&2; exit 1; }
+}
+for t in 1 2 3 4 5; do bench "detailed-trial$t" --save-detailed --seed "$t"; done
+bench summary-only
+
+"$qexp" run "$here/plan.toml" --target "$url" --out "$out/qexp" --no-report >"$work/qexp.log" 2>&1 ||
+    { tail -30 "$work/qexp.log" >&2; exit 1; }
+
+{
+    echo "# Made by scripts/import-fixtures/make.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "vllm=$("$QEXP_VLLM_VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>/dev/null)"
+    echo "qexp=$("$qexp" --version | awk '{print $2}')"
+    echo "server=qexp sim --profile exact"
+} >"$out/VERSIONS"
+echo "fixtures written under $out"
