@@ -13,9 +13,18 @@ repo="$(cd "$here/../.." && pwd)"
 qexp="${QEXP_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/qexp}"
 out="$repo/crates/qexp-import/tests/fixtures"
 vllm="$QEXP_VLLM_VENV/bin/vllm"
+# GuideLLM from PyPI, pinned, in a venv of its own (uv from scripts/real-servers).
+guidellm_version=0.8.1
+guidellm_venv="$QEXP_REAL_CACHE/venvs/guidellm-$guidellm_version"
 [ -x "$qexp" ] || { echo "make.sh: no qexp binary at $qexp (cargo build first)" >&2; exit 2; }
 [ -x "$vllm" ] || { echo "make.sh: no vLLM at $vllm (scripts/real-servers/install.sh vllm)" >&2; exit 2; }
 [ -f "$QEXP_TINY_MODEL_DIR/tokenizer.json" ] || { echo "make.sh: no tiny model tokenizer (scripts/real-servers/install.sh)" >&2; exit 2; }
+
+if [ ! -x "$guidellm_venv/bin/guidellm" ]; then
+    [ -x "$QEXP_UV" ] || { echo "make.sh: no uv at $QEXP_UV (scripts/real-servers/install.sh)" >&2; exit 2; }
+    "$QEXP_UV" venv -q -p 3.11 "$guidellm_venv"
+    "$QEXP_UV" pip install -q -p "$guidellm_venv/bin/python" "guidellm==$guidellm_version"
+fi
 
 work="$(mktemp -d)"
 sim_pid=""
@@ -42,8 +51,8 @@ for i in range(64):
 json.dump(rows, open(sys.argv[1], "w"))
 PY
 
-rm -rf "$out/vllm" "$out/qexp"
-mkdir -p "$out/vllm" "$out/qexp"
+rm -rf "$out/vllm" "$out/qexp" "$out/guidellm"
+mkdir -p "$out/vllm" "$out/qexp" "$out/guidellm"
 bench() {  # bench NAME [extra args…]
     local name="$1"; shift
     HF_HUB_OFFLINE=1 "$vllm" bench serve --backend openai-chat --endpoint /v1/chat/completions \
@@ -57,12 +66,25 @@ bench() {  # bench NAME [extra args…]
 for t in 1 2 3 4 5; do bench "detailed-trial$t" --save-detailed --seed "$t"; done
 bench summary-only
 
+# GuideLLM: the same load (2 streams, 8 requests, 64 prompt and 16 output
+# tokens of its synthetic text, counted by the tiny model's tokenizer), three times.
+for t in 1 2 3; do
+    HF_HUB_OFFLINE=1 "$guidellm_venv/bin/guidellm" run \
+        --backend "kind=openai_http,target=$url,model=sim-exact,request_format=/v1/chat/completions" \
+        --profile kind=concurrent,streams=2 --constraint kind=max_requests,count=8 \
+        --tokenizer "kind=hf_auto,model=$QEXP_TINY_MODEL_DIR" \
+        --data kind=synthetic_text,prompt_tokens=64,output_tokens=16 --seed "kind=static,value=$t" \
+        --output "kind=json,path=$out/guidellm/benchmarks-trial$t.json" \
+        --disable-console-interactive >"$work/guidellm$t.log" 2>&1 || { tail -30 "$work/guidellm$t.log" >&2; exit 1; }
+done
+
 "$qexp" run "$here/plan.toml" --target "$url" --out "$out/qexp" --no-report >"$work/qexp.log" 2>&1 ||
     { tail -30 "$work/qexp.log" >&2; exit 1; }
 
 {
     echo "# Made by scripts/import-fixtures/make.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "vllm=$("$QEXP_VLLM_VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>/dev/null)"
+    echo "guidellm=$("$guidellm_venv/bin/guidellm" --version | awk '{print $NF}')"
     echo "qexp=$("$qexp" --version | awk '{print $2}')"
     echo "server=qexp sim --profile exact"
 } >"$out/VERSIONS"

@@ -217,14 +217,28 @@ fn rows(run_id: &str, trial: u32, point: &Point, s: &Source) -> (Vec<RequestRow>
 /// One request as qexp stores it; TTFT, E2E and TPOT follow qexp's
 /// definitions from the chunk arrivals the tool kept.
 fn request_row(run_id: &str, trial: u32, point: &Point, index: u32, r: &Request) -> RequestRow {
-    let ok = r.error.is_none() && !r.chunk_offsets_s.is_empty();
-    let ttft = r.chunk_offsets_s.first().copied().filter(|_| ok);
-    let e2e = r.chunk_offsets_s.last().copied().filter(|_| ok);
+    let (first, last, chunks) = match r.first_last {
+        Some((f, l, n)) => (Some(f), Some(l), n),
+        None => (
+            r.chunk_offsets_s.first().copied(),
+            r.chunk_offsets_s.last().copied(),
+            r.chunk_offsets_s.len() as u32,
+        ),
+    };
+    let ok = r.error.is_none() && chunks > 0;
+    let ttft = first.filter(|_| ok);
+    let e2e = last.filter(|_| ok);
     let tpot = match (ttft, e2e, r.completion_tokens) {
         (Some(t), Some(e), Some(n)) if n > 1 => Some((e - t) / f64::from(n - 1)),
         _ => None,
     };
     let gaps: Vec<f64> = r.chunk_offsets_s.windows(2).map(|w| w[1] - w[0]).collect();
+    // Without the chunks' arrivals only the mean gap is known.
+    let itl_mean = match (r.first_last, ttft, e2e) {
+        (Some(_), Some(t), Some(e)) if chunks > 1 => Some((e - t) / f64::from(chunks - 1)),
+        (Some(_), ..) => None,
+        _ => (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64),
+    };
     let queue = r.queue_s.unwrap_or(0.0);
     let text = r.text.as_deref().filter(|_| ok);
     RequestRow {
@@ -245,12 +259,8 @@ fn request_row(run_id: &str, trial: u32, point: &Point, index: u32, r: &Request)
         e2e_s: e2e,
         tpot_s: tpot,
         end_s: r.end_s,
-        chunks: if ok {
-            r.chunk_offsets_s.len() as u32
-        } else {
-            0
-        },
-        itl_mean_s: (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64),
+        chunks: if ok { chunks } else { 0 },
+        itl_mean_s: itl_mean,
         itl_max_s: gaps.iter().copied().reduce(f64::max),
         chunk_offsets_s: if ok {
             r.chunk_offsets_s.clone()
@@ -259,12 +269,8 @@ fn request_row(run_id: &str, trial: u32, point: &Point, index: u32, r: &Request)
         },
         prompt_tokens: r.prompt_tokens,
         completion_tokens: r.completion_tokens.filter(|_| ok),
-        // The tool's chunks with choices stand for qexp's content deltas.
-        client_tokens: if ok {
-            r.chunk_offsets_s.len() as u32
-        } else {
-            0
-        },
+        // The tool's chunks stand for qexp's content deltas.
+        client_tokens: if ok { chunks } else { 0 },
         output_chars: text.map_or(0, |t| t.chars().count() as u64),
         error_class: r.error.as_deref().map(classify),
         error_message: r.error.clone(),

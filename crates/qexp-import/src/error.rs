@@ -49,6 +49,17 @@ pub enum ImportError {
         /// Why, as the end of a sentence.
         why: String,
     },
+    /// The run's rows could not be turned into a report.
+    #[error("cannot export the run: {0}")]
+    Export(String),
+    /// A report could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// No file was given.
     #[error("no file to import")]
     NoFiles,

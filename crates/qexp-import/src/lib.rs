@@ -10,6 +10,8 @@
 mod build;
 mod check;
 mod error;
+mod guidellm;
+pub mod llmd;
 mod plan;
 mod source;
 mod vllm;
@@ -51,11 +53,10 @@ pub struct Imported {
 /// Reads every file, then writes the run: bad input is refused before
 /// anything is written.
 pub fn import(opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let sources = opts
-        .files
-        .iter()
-        .map(|f| source::read(opts.format, f))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut sources = Vec::new();
+    for f in &opts.files {
+        sources.extend(source::read(opts.format, f)?);
+    }
     let plan = opts
         .plan
         .as_deref()

@@ -13,16 +13,19 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     /// `vllm bench serve --save-result [--save-detailed]` JSON.
     Vllm,
+    /// GuideLLM's `--output kind=json` benchmarks file.
+    Guidellm,
 }
 
 impl Format {
     /// Every format's name, as `qexp import` takes it.
-    pub const NAMES: &'static [&'static str] = &["vllm"];
+    pub const NAMES: &'static [&'static str] = &["vllm", "guidellm"];
 
     /// The format named `name`.
     pub fn from_name(name: &str) -> Option<Format> {
         match name {
             "vllm" => Some(Format::Vllm),
+            "guidellm" => Some(Format::Guidellm),
             _ => None,
         }
     }
@@ -31,6 +34,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Vllm => "vllm",
+            Format::Guidellm => "guidellm",
         }
     }
 
@@ -38,6 +42,7 @@ impl Format {
     pub fn tool(self) -> &'static str {
         match self {
             Format::Vllm => "vllm bench serve",
+            Format::Guidellm => "GuideLLM",
         }
     }
 }
@@ -92,6 +97,9 @@ pub(crate) struct Request {
     pub queue_s: Option<f64>,
     /// Arrival offsets of its streamed chunks from the send; the first is TTFT.
     pub chunk_offsets_s: Vec<f64>,
+    /// For a tool that kept only the first and last chunk: (first, last,
+    /// chunks) offsets and count; `chunk_offsets_s` is then empty.
+    pub first_last: Option<(f64, f64, u32)>,
     /// Sent → the tool's end of the request.
     pub end_s: f64,
     /// Prompt tokens, as the tool counted them.
@@ -154,15 +162,16 @@ pub(crate) struct Summary {
     pub definition: &'static str,
 }
 
-/// Reads one file of `format`.
-pub(crate) fn read(format: Format, path: &Path) -> Result<Source, ImportError> {
+/// Reads one file of `format`: one source per benchmark it holds.
+pub(crate) fn read(format: Format, path: &Path) -> Result<Vec<Source>, ImportError> {
     let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     match format {
-        Format::Vllm => crate::vllm::read(path, &bytes, sha256),
+        Format::Vllm => crate::vllm::read(path, &bytes, sha256).map(|s| vec![s]),
+        Format::Guidellm => crate::guidellm::read(path, &bytes, &sha256),
     }
 }
 

@@ -331,6 +331,7 @@ impl Fields<'_> {
                     sent_s: start[i],
                     queue_s: queue.as_ref().map(|q| q[i]),
                     chunk_offsets_s: offsets,
+                    first_last: None,
                     end_s: latency[i],
                     prompt_tokens: count(input[i]),
                     completion_tokens: if error.is_none() {
