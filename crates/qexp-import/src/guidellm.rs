@@ -174,18 +174,19 @@ impl Benchmark<'_> {
             Ok(self.get(f)?.as_str().unwrap_or_default().to_string())
         };
         let kind = s("config.strategy.type_")?;
-        let api =
-            match s("config.backend.request_format")?.as_str() {
-                "/v1/chat/completions" => ApiKind::Chat,
-                "/v1/completions" => ApiKind::Completions,
-                other => return Err(err(
+        let api = match s("config.backend.request_format")?.as_str() {
+            "/v1/chat/completions" => ApiKind::Chat,
+            "/v1/completions" => ApiKind::Completions,
+            other => {
+                return Err(err(
                     self.path,
                     &self.field("config.backend.request_format"),
                     &format!(
                         "is `{other}`; qexp imports the streamed chat and completions endpoints"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let (concurrency, open_loop) = match kind.as_str() {
             "concurrent" => (self.num("config.strategy.streams")? as u32, None),
             "synchronous" => (1, None),

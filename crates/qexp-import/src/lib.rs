@@ -1,11 +1,13 @@
-//! qexp-import turns other benchmarking tools' result files into ordinary
-//! qexp runs: one module per source format reads the tool's files into
-//! neutral per-request records and the tool's own summary figures
-//! ([`source`]); [`build`] makes qexp's request and point rows and a
-//! manifest that records the tool, the files (SHA-256) and what the source
-//! did not record; [`check`] sets the tool's figures beside qexp's
-//! recomputation of the same metric from the same requests. It measures
-//! nothing and owns no statistic: the recomputation is qexp-analysis's.
+//! qexp-import holds other tools' results in and qexp's out. Importing:
+//! one module per source format reads the tool's files into neutral
+//! per-request records and the tool's own summary figures (`source`);
+//! `build` makes qexp's request and point rows and a manifest that records
+//! the tool, the files (SHA-256) and what the source did not record;
+//! `check` sets the tool's figures beside qexp's recomputation of the same
+//! metric from the same requests; `plan` matches an import to a qexp plan.
+//! Exporting: [`llmd`] writes a run as llm-d-benchmark's Benchmark Report.
+//! It measures nothing and owns no statistic: the recomputation is
+//! qexp-analysis's.
 
 mod build;
 mod check;
@@ -30,7 +32,7 @@ pub struct ImportOptions {
     pub format: Format,
     /// The tool's files; several files of one configuration become trials of one point.
     pub files: Vec<PathBuf>,
-    /// The experiment the run is filed under [default: `import-<format>`].
+    /// The experiment the run is filed under (default: `import-<format>`).
     pub experiment: Option<String>,
     /// The results root the run folder goes under.
     pub root: PathBuf,

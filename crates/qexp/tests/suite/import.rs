@@ -596,3 +596,29 @@ fn llmd_export_is_valid_against_the_benchmark_report_schema() {
         "{said}"
     );
 }
+
+/// An import joins the plan's history with `--plan` (one workload, the qexp
+/// run and the import in it) and keeps a history of its own without.
+#[test]
+fn an_import_joins_the_history_of_the_plan_it_matched() {
+    use qexp_analysis::history::{history, HistoryInput, StepOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let with_plan = tmp.path().join("with");
+    let without = tmp.path().join("without");
+    assert_eq!(import(&with_plan, &detailed(), &["--plan", &plan()]).0, 0);
+    assert_eq!(import(&without, &detailed(), &[]).0, 0);
+    let input = |run: &Path| HistoryInput::of(&qexp_analysis::analyze(run).unwrap());
+    let ours = input(&qexp_run());
+    let matched = input(&only_run(&with_plan, "import-vllm"));
+    let alone = input(&only_run(&without, "import-vllm"));
+    let metric = qexp_analysis::Metric::from_key("ttft_s").unwrap();
+    let joined = history(&[&ours, &matched], metric, &StepOptions::default());
+    assert_eq!(joined.len(), 1, "one workload: the plan's");
+    assert_eq!(joined[0].runs.len(), 2);
+    let apart = history(&[&ours, &alone], metric, &StepOptions::default());
+    assert_eq!(
+        apart.len(),
+        2,
+        "without --plan the import has its own workload"
+    );
+}
