@@ -16,6 +16,9 @@ vllm="$QEXP_VLLM_VENV/bin/vllm"
 # GuideLLM from PyPI, pinned, in a venv of its own (uv from scripts/real-servers).
 guidellm_version=0.8.1
 guidellm_venv="$QEXP_REAL_CACHE/venvs/guidellm-$guidellm_version"
+# AIPerf from PyPI, pinned, likewise.
+aiperf_version=0.13.0
+aiperf_venv="$QEXP_REAL_CACHE/venvs/aiperf-$aiperf_version"
 [ -x "$qexp" ] || { echo "make.sh: no qexp binary at $qexp (cargo build first)" >&2; exit 2; }
 [ -x "$vllm" ] || { echo "make.sh: no vLLM at $vllm (scripts/real-servers/install.sh vllm)" >&2; exit 2; }
 [ -f "$QEXP_TINY_MODEL_DIR/tokenizer.json" ] || { echo "make.sh: no tiny model tokenizer (scripts/real-servers/install.sh)" >&2; exit 2; }
@@ -24,6 +27,11 @@ if [ ! -x "$guidellm_venv/bin/guidellm" ]; then
     [ -x "$QEXP_UV" ] || { echo "make.sh: no uv at $QEXP_UV (scripts/real-servers/install.sh)" >&2; exit 2; }
     "$QEXP_UV" venv -q -p 3.11 "$guidellm_venv"
     "$QEXP_UV" pip install -q -p "$guidellm_venv/bin/python" "guidellm==$guidellm_version"
+fi
+
+if [ ! -x "$aiperf_venv/bin/aiperf" ]; then
+    "$QEXP_UV" venv -q -p 3.11 "$aiperf_venv"
+    "$QEXP_UV" pip install -q -p "$aiperf_venv/bin/python" "aiperf==$aiperf_version"
 fi
 
 work="$(mktemp -d)"
@@ -51,8 +59,8 @@ for i in range(64):
 json.dump(rows, open(sys.argv[1], "w"))
 PY
 
-rm -rf "$out/vllm" "$out/qexp" "$out/guidellm"
-mkdir -p "$out/vllm" "$out/qexp" "$out/guidellm"
+rm -rf "$out/vllm" "$out/qexp" "$out/guidellm" "$out/aiperf"
+mkdir -p "$out/vllm" "$out/qexp" "$out/guidellm" "$out/aiperf"
 bench() {  # bench NAME [extra args…]
     local name="$1"; shift
     HF_HUB_OFFLINE=1 "$vllm" bench serve --backend openai-chat --endpoint /v1/chat/completions \
@@ -78,6 +86,18 @@ for t in 1 2 3; do
         --disable-console-interactive >"$work/guidellm$t.log" 2>&1 || { tail -30 "$work/guidellm$t.log" >&2; exit 1; }
 done
 
+# AIPerf: the same load, twice; only its per-request export and summary are
+# kept. (Its tokenizer loader looks the local path up on the hub first and
+# falls back to the folder when that fails, as it does offline.)
+for t in 1 2; do
+    "$aiperf_venv/bin/aiperf" profile --model sim-exact --url "$url" --endpoint-type chat --streaming \
+        --concurrency 2 --request-count 8 --synthetic-input-tokens-mean 64 --output-tokens-mean 16 \
+        --tokenizer "$QEXP_TINY_MODEL_DIR" --random-seed "$t" --artifact-dir "$work/aiperf$t" --ui-type none \
+        >"$work/aiperf$t.log" 2>&1 || { tail -30 "$work/aiperf$t.log" >&2; exit 1; }
+    mkdir -p "$out/aiperf/trial$t"
+    cp "$work/aiperf$t/profile_export.jsonl" "$work/aiperf$t/profile_export_aiperf.json" "$out/aiperf/trial$t/"
+done
+
 "$qexp" run "$here/plan.toml" --target "$url" --out "$out/qexp" --no-report >"$work/qexp.log" 2>&1 ||
     { tail -30 "$work/qexp.log" >&2; exit 1; }
 
@@ -85,6 +105,7 @@ done
     echo "# Made by scripts/import-fixtures/make.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "vllm=$("$QEXP_VLLM_VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>/dev/null)"
     echo "guidellm=$("$guidellm_venv/bin/guidellm" --version | awk '{print $NF}')"
+    echo "aiperf=$aiperf_version"
     echo "qexp=$("$qexp" --version | awk '{print $2}')"
     echo "server=qexp sim --profile exact"
 } >"$out/VERSIONS"

@@ -74,12 +74,15 @@ impl Run {
             let pid = point.id;
             for (t, i) in members.iter().enumerate() {
                 let (trial, s) = (t as u32 + 1, &sources[*i]);
-                files.push(SourceFile {
-                    name: s.path.display().to_string(),
-                    sha256: s.sha256.clone(),
-                    trial,
-                    point_id: pid,
-                });
+                let also = s.also.iter().map(|(p, sha)| (p, sha.clone()));
+                for (path, sha256) in std::iter::once((&s.path, s.sha256.clone())).chain(also) {
+                    files.push(SourceFile {
+                        name: path.display().to_string(),
+                        sha256,
+                        trial,
+                        point_id: pid,
+                    });
+                }
                 summaries.extend(s.summaries.iter().map(|m| (trial, pid, m.clone())));
                 pairs.push(rows(&run_id, trial, &point, s));
             }

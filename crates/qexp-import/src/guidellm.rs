@@ -166,6 +166,7 @@ impl Benchmark<'_> {
                 "finish reasons and HTTP statuses, so answers' health is not judged".to_string(),
             ],
             started_at: Utc.timestamp_opt(self.num("start_time")? as i64, 0).single(),
+            also: Vec::new(),
         })
     }
 

@@ -9,6 +9,7 @@
 //! It measures nothing and owns no statistic: the recomputation is
 //! qexp-analysis's.
 
+mod aiperf;
 mod build;
 mod check;
 mod error;

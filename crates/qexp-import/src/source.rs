@@ -15,17 +15,20 @@ pub enum Format {
     Vllm,
     /// GuideLLM's `--output kind=json` benchmarks file.
     Guidellm,
+    /// AIPerf's `profile_export.jsonl`, with `profile_export_aiperf.json` beside it.
+    Aiperf,
 }
 
 impl Format {
     /// Every format's name, as `qexp import` takes it.
-    pub const NAMES: &'static [&'static str] = &["vllm", "guidellm"];
+    pub const NAMES: &'static [&'static str] = &["vllm", "guidellm", "aiperf"];
 
     /// The format named `name`.
     pub fn from_name(name: &str) -> Option<Format> {
         match name {
             "vllm" => Some(Format::Vllm),
             "guidellm" => Some(Format::Guidellm),
+            "aiperf" => Some(Format::Aiperf),
             _ => None,
         }
     }
@@ -35,6 +38,7 @@ impl Format {
         match self {
             Format::Vllm => "vllm",
             Format::Guidellm => "guidellm",
+            Format::Aiperf => "aiperf",
         }
     }
 
@@ -43,6 +47,7 @@ impl Format {
         match self {
             Format::Vllm => "vllm bench serve",
             Format::Guidellm => "GuideLLM",
+            Format::Aiperf => "AIPerf",
         }
     }
 }
@@ -67,6 +72,8 @@ pub(crate) struct Source {
     pub unknown: Vec<String>,
     /// When the tool says it ran.
     pub started_at: Option<DateTime<Utc>>,
+    /// Other files read with this one (a summary beside it), with their SHA-256.
+    pub also: Vec<(PathBuf, String)>,
 }
 
 /// A tool's configuration, as far as the file records it.
@@ -172,6 +179,7 @@ pub(crate) fn read(format: Format, path: &Path) -> Result<Vec<Source>, ImportErr
     match format {
         Format::Vllm => crate::vllm::read(path, &bytes, sha256).map(|s| vec![s]),
         Format::Guidellm => crate::guidellm::read(path, &bytes, &sha256),
+        Format::Aiperf => crate::aiperf::read(path, &bytes, &sha256).map(|s| vec![s]),
     }
 }
 
@@ -181,9 +189,19 @@ pub(crate) fn parse_json(
     bytes: &[u8],
     tool: &'static str,
 ) -> Result<serde_json::Value, ImportError> {
-    serde_json::from_slice(bytes).map_err(|e| ImportError::Json {
+    serde_json::from_slice(bytes).map_err(|e| json_error(path, &e, e.line(), tool))
+}
+
+/// The error for JSON that stops being JSON at `line` of `path`.
+pub(crate) fn json_error(
+    path: &Path,
+    e: &serde_json::Error,
+    line: usize,
+    tool: &'static str,
+) -> ImportError {
+    ImportError::Json {
         path: path.to_path_buf(),
-        line: e.line(),
+        line,
         column: e.column(),
         message: e
             .to_string()
@@ -192,5 +210,5 @@ pub(crate) fn parse_json(
             .unwrap_or_default()
             .to_string(),
         tool,
-    })
+    }
 }

@@ -125,6 +125,7 @@ pub(crate) fn read(path: &Path, bytes: &[u8], sha256: String) -> Result<Source, 
         summaries,
         unknown,
         started_at,
+        also: Vec::new(),
     })
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The files' format: vllm (vllm bench serve --save-result JSON) or guidellm (GuideLLM's JSON report).
+    /// The files' format: vllm (vllm bench serve --save-result JSON), guidellm (GuideLLM's JSON report) or aiperf (AIPerf's profile_export.jsonl, its summary beside it).
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(Format::NAMES))]
     pub format: String,
     /// The tool's result files; files of one configuration become trials of one point.

@@ -19,9 +19,7 @@ fn vllm(name: &str) -> String {
 }
 
 fn detailed() -> Vec<String> {
-    (1..=5)
-        .map(|t| vllm(&format!("detailed-trial{t}.json")))
-        .collect()
+    fixture_files(5, |t| format!("vllm/detailed-trial{t}.json"))
 }
 
 fn plan() -> String {
@@ -44,7 +42,12 @@ fn qexp_run() -> PathBuf {
 
 /// Runs `qexp import vllm FILES… --out OUT [extra…]`; (exit code, stdout, stderr).
 fn import(out: &Path, files: &[String], extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["import", "vllm"];
+    run_import("vllm", out, files, extra)
+}
+
+/// Runs `qexp import FORMAT FILES… --out OUT [extra…]`.
+fn run_import(format: &str, out: &Path, files: &[String], extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["import", format];
     args.extend(files.iter().map(String::as_str));
     let out = out.display().to_string();
     args.extend(["--out", out.as_str()]);
@@ -394,13 +397,13 @@ fn diff_of_an_imported_vllm_run_against_qexps_run_of_the_same_server() {
 const EQUAL: &[&str] = &["decode/req (tok/s)"];
 
 fn guidellm_files() -> Vec<String> {
-    (1..=3)
-        .map(|t| {
-            fixtures()
-                .join(format!("guidellm/benchmarks-trial{t}.json"))
-                .display()
-                .to_string()
-        })
+    fixture_files(3, |t| format!("guidellm/benchmarks-trial{t}.json"))
+}
+
+/// `fixtures()/name(t)` for t in 1..=n.
+fn fixture_files(n: u32, name: impl Fn(u32) -> String) -> Vec<String> {
+    (1..=n)
+        .map(|t| fixtures().join(name(t)).display().to_string())
         .collect()
 }
 
@@ -412,18 +415,8 @@ fn guidellm_files() -> Vec<String> {
 fn guidellm_reports_are_recomputed_and_its_tpot_is_told_apart() {
     let tmp = tempfile::tempdir().unwrap();
     let files = guidellm_files();
-    let mut args = vec!["import", "guidellm"];
-    args.extend(files.iter().map(String::as_str));
-    let out = tmp.path().display().to_string();
-    args.extend(["--out", out.as_str()]);
-    let o = qexp(&args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (code, stdout, stderr) = import_as("guidellm", tmp.path(), &files);
+    assert_eq!(code, 0, "{stdout}{stderr}");
     let run = only_run(tmp.path(), "import-guidellm");
     let m = manifest(&run);
     assert_eq!(m["trials"], 3);
@@ -621,4 +614,76 @@ fn an_import_joins_the_history_of_the_plan_it_matched() {
         2,
         "without --plan the import has its own workload"
     );
+}
+
+fn aiperf_files() -> Vec<String> {
+    fixture_files(2, |t| format!("aiperf/trial{t}/profile_export.jsonl"))
+}
+
+fn import_as(format: &str, out: &Path, files: &[String]) -> (i32, String, String) {
+    run_import(format, out, files, &[])
+}
+
+/// AIPerf keeps every chunk gap: TTFT, chunk gaps and E2E are recomputed
+/// and agree; its inter-token latency divides by its own tokenizer's count
+/// of the text, not the server's, and is reported as far from qexp's TPOT
+/// (the simulator's words are not the tiny tokenizer's tokens).
+#[test]
+fn aiperf_exports_are_recomputed_and_its_token_count_is_told_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = import_as("aiperf", tmp.path(), &aiperf_files());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let m = manifest(&only_run(tmp.path(), "import-aiperf"));
+    assert_eq!(m["trials"], 2);
+    assert_eq!(m["import"]["tool_version"], "0.13.0");
+    let files = m["import"]["files"].as_array().unwrap();
+    assert_eq!(
+        files.len(),
+        4,
+        "each export and the summary beside it, with their SHA-256"
+    );
+    assert!(files[1]["name"]
+        .as_str()
+        .unwrap()
+        .ends_with("profile_export_aiperf.json"));
+    let checks = m["import"]["checks"].as_array().unwrap();
+    for field in [
+        "time_to_first_token.p50",
+        "inter_chunk_latency.p50",
+        "request_latency.p50",
+    ] {
+        for c in checks.iter().filter(|c| c["source_field"] == field) {
+            assert_eq!(c["agrees"], true, "{c}");
+        }
+    }
+    let itl: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["source_field"] == "inter_token_latency.p50")
+        .collect();
+    assert_eq!(itl.len(), 2);
+    for c in itl {
+        assert_eq!(c["agrees"], false, "{c}");
+    }
+}
+
+#[test]
+fn an_aiperf_export_without_its_summary_or_of_another_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let alone = tmp.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let export = alone.join("profile_export.jsonl");
+    std::fs::copy(&aiperf_files()[0], &export).unwrap();
+    let out = tmp.path().join("results");
+    let refused = |want: &str| {
+        let (code, _, stderr) = import_as("aiperf", &out, &[export.display().to_string()]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+        assert!(!out.exists());
+    };
+    refused("profile_export.jsonl: field `profile_export_aiperf.json` is not beside it");
+    let summary = Path::new(&aiperf_files()[0]).with_file_name("profile_export_aiperf.json");
+    let mut doc = json(summary.to_str().unwrap());
+    doc["schema_version"] = Value::from("2.0");
+    std::fs::write(alone.join("profile_export_aiperf.json"), doc.to_string()).unwrap();
+    refused("profile_export_aiperf.json: field `schema_version` is 2.0");
 }
