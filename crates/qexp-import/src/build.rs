@@ -100,6 +100,9 @@ impl Run {
             })
             .collect();
         let mut unknown: Vec<String> = Vec::new();
+        if points.iter().any(|p| p.open_loop.is_none()) {
+            unknown.push("the send lag of closed-loop requests: the tools' queue times include the wait for a free slot, so qexp records each such request as sent when scheduled".to_string());
+        }
         for s in &sources {
             for u in &s.unknown {
                 if !unknown.contains(u) {
@@ -242,7 +245,13 @@ fn request_row(run_id: &str, trial: u32, point: &Point, index: u32, r: &Request)
         (Some(_), ..) => None,
         _ => (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64),
     };
-    let queue = r.queue_s.unwrap_or(0.0);
+    // In a closed loop the tools count the wait for a free slot as queue
+    // time; qexp schedules a request when its slot frees, so that wait is
+    // no send lag (Run::new records the lag as unknown).
+    let queue = match point.open_loop {
+        Some(_) => r.queue_s.unwrap_or(0.0),
+        None => 0.0,
+    };
     let text = r.text.as_deref().filter(|_| ok);
     RequestRow {
         run_id: run_id.to_string(),

@@ -109,6 +109,10 @@ fn vllm_detailed_files_become_trials_recomputed_under_qexps_definitions() {
     assert!(unknown
         .iter()
         .any(|u| u.as_str().unwrap().contains("the host")));
+    assert!(unknown.iter().any(|u| u
+        .as_str()
+        .unwrap()
+        .contains("the send lag of closed-loop requests")));
     assert!(
         m["git"].is_null() && m["host"]["hostname"].is_null(),
         "unknown, never made up"
@@ -170,6 +174,10 @@ fn vllm_detailed_files_become_trials_recomputed_under_qexps_definitions() {
 
     let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
     assert_eq!(df.height(), 40, "8 requests × 5 files");
+    assert!(
+        qexp_testkit::f64s(&df, "queue_s").iter().all(|q| *q == 0.0),
+        "a closed loop's wait for a free slot is no send lag"
+    );
     // TTFT is the first chunk's arrival, E2E the last's.
     let ttft = qexp_testkit::f64s(&df, "ttft_s");
     let e2e = qexp_testkit::f64s(&df, "e2e_s");
