@@ -55,4 +55,5 @@ pub use model_fit::{check_against_model, run_deployments, run_observations, RunO
 pub use reasoning::ReasoningSummary;
 pub use run::RunAnalysis;
 pub use server::{CounterValues, ServerMetric, ServerMetricSpec, ServerUnit};
+pub use trial_frames::each_gap;
 pub use turns::TurnSummary;

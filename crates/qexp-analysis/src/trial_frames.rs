@@ -841,7 +841,7 @@ fn each_value(df: &DataFrame, name: &str, mut f: impl FnMut(f64)) -> PolarsResul
 
 /// Calls `f` with each finite gap between consecutive chunk offsets of
 /// every row of `df`.
-fn each_gap(df: &DataFrame, mut f: impl FnMut(f64)) -> PolarsResult<()> {
+pub fn each_gap(df: &DataFrame, mut f: impl FnMut(f64)) -> PolarsResult<()> {
     let lists = df.column(rq::CHUNK_OFFSETS_S)?.list()?;
     // Walk the list column's flat offsets and values directly: no per-row allocation.
     for arr in lists.downcast_iter() {

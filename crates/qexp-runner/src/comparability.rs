@@ -54,6 +54,17 @@ pub(crate) fn workload(
     w
 }
 
+/// The workload keys a run of `plan` records when its prompts are the
+/// plan's own (no dataset file): what `qexp import --plan` files an
+/// imported run under, so that it compares with qexp's runs of the plan.
+pub fn plan_workload(plan: &Plan) -> BTreeMap<String, String> {
+    let extra = match serde_json::to_value(&plan.file.target.extra_body) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    workload(plan, &extra, None)
+}
+
 /// The whole fingerprint of a run of `plan` with these `workload` keys
 /// (see [`workload`]) against this server and client.
 pub(crate) fn comparability(

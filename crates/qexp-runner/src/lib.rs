@@ -40,6 +40,7 @@ mod workload;
 
 pub use arrivals::offsets;
 pub use backend::Backend;
+pub use comparability::plan_workload;
 pub use error::RunError;
 pub use fleet::launch_preview;
 pub use merge::error::MergeError;

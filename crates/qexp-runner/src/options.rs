@@ -143,5 +143,6 @@ pub(crate) fn base_manifest(
         shard: None,
         merged: None,
         power: Vec::new(),
+        import: None,
     }
 }

@@ -6,6 +6,7 @@
 //! that is qexp-analysis.
 
 mod error;
+mod import;
 mod journal;
 mod layout;
 mod lock;
@@ -17,6 +18,7 @@ mod stamp;
 mod writer;
 
 pub use error::StoreError;
+pub use import::{ImportRecord, MetricCheck, SourceFile};
 pub use journal::Journal;
 pub use layout::{copy_rank, transient_file};
 pub use lock::RunLock;

@@ -185,6 +185,11 @@ pub struct Manifest {
     /// without power.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub power: Vec<qexp_types::PowerSourceInfo>,
+    /// A run `qexp import` made from another tool's files: the tool, the
+    /// files and their SHA-256, what the source did not record, and its own
+    /// figures beside qexp's recomputation. Absent for a run qexp measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<crate::ImportRecord>,
 }
 
 impl Manifest {

@@ -28,6 +28,9 @@ pub enum Need {
     ObjectStore,
     /// Network namespaces: root and iproute2 (scripts/netns/install.sh).
     NetworkNamespaces,
+    /// Python with jsonschema and llm-d-benchmark's Benchmark Report schema
+    /// (scripts/llmd/install-validator.sh).
+    LlmdSchema,
 }
 
 impl Need {
@@ -39,6 +42,7 @@ impl Need {
             Need::KubeValidator => "QEXP_REQUIRE_KUBE_VALIDATE",
             Need::ObjectStore => "QEXP_REQUIRE_OBJSTORE",
             Need::NetworkNamespaces => "QEXP_REQUIRE_NETNS",
+            Need::LlmdSchema => "QEXP_REQUIRE_LLMD_SCHEMA",
         }
     }
 

@@ -107,6 +107,7 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
         shard: None,
         merged: None,
         power: Vec::new(),
+        import: None,
     };
     let mut writers: Vec<RunWriter> = (0..shards)
         .map(|k| {

@@ -121,9 +121,10 @@ pub(crate) fn diff(args: DiffArgs) -> Result<u8, CliError> {
         ..DiffOptions::default()
     };
     let d = qexp_analysis::diff(&a, &b, &opts).map_err(|e| match e {
-        DiffError::Incomparable { .. } | DiffError::BadAlpha(_) | DiffError::BadMinChange(_) => {
-            not_done(e)
-        }
+        DiffError::Incomparable { .. }
+        | DiffError::BadAlpha(_)
+        | DiffError::BadMinChange(_)
+        | DiffError::SummariesOnly { .. } => not_done(e),
     })?;
     for w in &d.warnings {
         eprintln!("warning: {w}");

@@ -5,7 +5,9 @@
 mod alloc;
 mod cmd_bench;
 mod cmd_diff;
+mod cmd_export;
 mod cmd_fit;
+mod cmd_import;
 mod cmd_kube;
 mod cmd_merge;
 mod cmd_objstore;
@@ -18,6 +20,8 @@ mod summary;
 
 use clap::{Parser, Subcommand};
 pub use cmd_diff::{DiffArgs, Format as DiffFormat, EXIT_REGRESSION};
+pub use cmd_export::ExportArgs;
+pub use cmd_import::ImportArgs;
 use std::path::PathBuf;
 
 /// Exit code for bad input (a malformed plan, a missing run).
@@ -100,6 +104,30 @@ Prints each coefficient with its 90% interval (trials resampled), a residual per
 (measured, fitted, error) and a warning for every coefficient the runs cannot identify.
 The model (docs/model.md) is written as JSON: RUN/model.json unless --out.")]
     Fit(FitArgs),
+    /// Import another tool's result files (vllm bench serve, GuideLLM, AIPerf) as a run, recomputed under qexp's definitions.
+    #[command(after_help = "\
+Examples:
+  qexp import vllm bench-*.json                      # several files of one configuration: trials
+  qexp import vllm run1.json run2.json --experiment baseline --tool-version 0.32.0
+  qexp import guidellm benchmarks.json --plan experiments/throughput.toml
+  qexp import aiperf artifacts/run1/profile_export.jsonl artifacts/run2/profile_export.jsonl
+  qexp diff results/throughput/RUN results/import-vllm/IMPORTED_RUN
+Every figure qexp can recompute from the files' per-request data is recomputed under
+qexp's definitions (docs/importing.md), and each of the tool's own figures is printed
+beside qexp's with whether they agree within 1%. The manifest records the tool, the
+files with their SHA-256, and what the files do not say. Bad input (another format, a
+truncated file, a field qexp does not know, per-request arrays of different lengths) is
+one sentence naming the file and the field, exit 2, and nothing is written.")]
+    Import(ImportArgs),
+    /// Write a run in another tool's format: llm-d-benchmark's Benchmark Report (v0.2.1).
+    #[command(after_help = "\
+Examples:
+  qexp export llmd results/throughput/20261130T101500Z-1a2b3c
+  qexp export llmd RUN_ID --out site/llmd
+Writes one Benchmark Report (JSON, schema v0.2.1) per trial and point: the run, the load
+(tool qexp, lengths, concurrency or rate) and the measured requests' statistics (TTFT, TPOT,
+chunk gaps, E2E, lengths, throughput), so llm-d-benchmark's analysis reads qexp's results.")]
+    Export(ExportArgs),
     /// Predict TTFT, TPOT, E2E and throughput with intervals, and the capacity under an SLO.
     #[command(after_help = "\
 Examples:
@@ -620,6 +648,8 @@ pub fn main_with(cli: Cli) -> u8 {
         Command::Report(args) => cmd_report::report(args).map(|_| 0),
         Command::Diff(args) => cmd_diff::diff(args),
         Command::Fit(args) => cmd_fit::fit(args),
+        Command::Import(args) => cmd_import::import(args),
+        Command::Export(args) => cmd_export::export(args),
         Command::Predict(args) => cmd_predict::predict(args),
         Command::Sim(args) => rt.block_on(cmd_sim::sim(args)),
         Command::Bench(args) => rt.block_on(cmd_bench::bench(args)),

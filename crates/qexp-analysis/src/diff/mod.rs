@@ -56,6 +56,14 @@ fn seed_for(base: u64, index: usize) -> u64 {
 
 /// Compares run B against run A; refuses runs that asked for different workloads.
 pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunDiff, DiffError> {
+    for run in [a, b] {
+        if let Some(i) = run.manifest.import.as_ref().filter(|i| i.summaries_only) {
+            return Err(DiffError::SummariesOnly {
+                run_id: run.manifest.run_id.clone(),
+                tool: i.tool.clone(),
+            });
+        }
+    }
     let (min_change, min_change_source) = checked_limits(a, opts)?;
     let (ca, cb) = (&a.manifest.comparability, &b.manifest.comparability);
     let workload = compat::check_workload(ca, cb, &opts.ignore);
@@ -347,10 +355,19 @@ fn run_warnings(a: &RunAnalysis, b: &RunAnalysis, workload: &WorkloadCheck) -> V
     if ca.workload.is_empty() && cb.workload.is_empty() {
         warnings.push(DiffWarning::NoFingerprint);
     }
+    let imported: Vec<DiffWarning> = [(Side::A, a), (Side::B, b)]
+        .into_iter()
+        .filter_map(|(side, r)| {
+            let tool = r.manifest.import.as_ref()?.tool.clone();
+            Some(DiffWarning::Imported { side, tool })
+        })
+        .collect();
     let (ta, tb) = (a.manifest.client_timing, b.manifest.client_timing);
-    if ta != tb {
+    // An imported run has no qexp client to name: its own warning says who timed it.
+    if imported.is_empty() && ta != tb {
         warnings.push(DiffWarning::ClientTiming { a: ta, b: tb });
     }
+    warnings.extend(imported);
     for (side, r) in [(Side::A, a), (Side::B, b)] {
         if r.manifest.status != RunStatus::Complete {
             warnings.push(DiffWarning::Incomplete {

@@ -67,6 +67,14 @@ pub enum DiffError {
     /// min_change outside (0, 1).
     #[error("the practical threshold (min change) must be between 0 and 1 (exclusive, e.g. 0.02 for 2%), got {0}")]
     BadMinChange(f64),
+    /// A run imported from a tool's summaries alone: no trial values, no spread.
+    #[error("run {run_id} was imported from {tool} files that kept only summaries, and medians without spread cannot give a verdict; import the tool's per-request output instead (for vllm bench serve, --save-detailed)")]
+    SummariesOnly {
+        /// The run.
+        run_id: String,
+        /// The tool its files came from.
+        tool: String,
+    },
 }
 
 /// One run as the diff names it.

@@ -50,6 +50,15 @@ pub enum DiffWarning {
         /// Run B's.
         b: Option<ClientTiming>,
     },
+    /// A run imported from another tool's files (`qexp import`): another
+    /// client timed it, under the tool's own definitions where the files
+    /// could not tell.
+    Imported {
+        /// The imported run.
+        side: Side,
+        /// The tool that measured it.
+        tool: String,
+    },
     /// A paired point where every request one run measured failed, while
     /// the other run has successful requests: lost by B, a regression.
     Lost {
@@ -94,6 +103,10 @@ impl std::fmt::Display for DiffWarning {
                 points,
             } => run_flags(f, *side, *count, kinds, points),
             DiffWarning::ClientTiming { a, b } => client_timing(f, *a, *b),
+            DiffWarning::Imported { side, tool } => write!(
+                f,
+                "run {side} was measured by {tool} and imported: its client timed the requests, so TTFT and E2E carry that client's overhead and its definitions where they differ from qexp's (docs/importing.md)"
+            ),
             DiffWarning::Lost {
                 side,
                 point,

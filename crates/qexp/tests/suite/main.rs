@@ -18,6 +18,7 @@ mod faults_run;
 mod fit;
 mod help;
 mod hostile_server;
+mod import;
 mod kube;
 mod netns;
 mod nothing_lost;
