@@ -220,13 +220,16 @@ fn table(preds: &[Prediction]) -> String {
     let mut extrapolated = false;
     for p in preds {
         out.push_str(&format!("{:<28}", load_label(&p.load)));
-        for m in &p.metrics {
-            let cell = format!(
-                "{} [{} … {}]",
-                metric_value(m.metric, m.value),
-                metric_value(m.metric, m.lo),
-                metric_value(m.metric, m.hi)
-            );
+        for metric in ModelMetric::ALL {
+            let cell = match p.get(metric) {
+                Some(m) => format!(
+                    "{} [{} … {}]",
+                    metric_value(m.metric, m.value),
+                    metric_value(m.metric, m.lo),
+                    metric_value(m.metric, m.hi)
+                ),
+                None => "not predicted".to_owned(),
+            };
             out.push_str(&format!(" {cell:>30}"));
         }
         if !p.extrapolated.is_empty() {
@@ -237,6 +240,15 @@ fn table(preds: &[Prediction]) -> String {
         out.push('\n');
     }
     out.push_str("\n[lo … hi]: 90% interval (resampled refits and the fit's residual band).\n");
+    let mut refused: Vec<String> = preds
+        .iter()
+        .flat_map(|p| p.refused.iter().map(|r| format!("{}: {r}.", load_label(&p.load))))
+        .collect();
+    refused.dedup();
+    for r in refused {
+        out.push_str(&r);
+        out.push('\n');
+    }
     if extrapolated {
         out.push_str("extrapolated: outside the fitted ranges on the axes named; trust it less.\n");
     }
