@@ -303,7 +303,8 @@ fn estimate(rows: &[&Observation], pin: Pin) -> Result<Estimate, FitError> {
         params,
         warnings,
         regressions,
-        evidence: matches!(pin, Pin::Search(_)).then_some(evidence),
+        // One form tried (given, or all the runs allow): nothing was chosen.
+        evidence: (evidence.tried.len() > 1).then_some(evidence),
     })
 }
 

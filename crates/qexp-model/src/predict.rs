@@ -190,12 +190,13 @@ fn band(model: &ModelFile, metric: ModelMetric, value: &dyn Fn(ModelMetric) -> f
 /// A replicate moved by a what-if: every coefficient the what-if changed
 /// is scaled by the same factor (the replicate keeps its spread about the
 /// new value), or takes the what-if's value where the fit had none to scale
-/// (0, or the batch limit); the what-if's schedule and intake window replace
-/// the fitted ones.
+/// (0, or the batch limit); the what-if's schedule, intake window and
+/// prefill units replace the fitted ones.
 fn shifted(rep: &Params, fitted: &Params, what_if: &Params) -> Params {
     let mut out = *rep;
     out.schedule = what_if.schedule;
     out.intake_s = what_if.intake_s;
+    out.prefill_units = what_if.prefill_units;
     for c in crate::params::Coef::ALL {
         if c.get(fitted) == c.get(what_if) {
             continue;

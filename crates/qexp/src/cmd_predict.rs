@@ -99,6 +99,15 @@ fn what_if(params: &Params, set: &[String], step_scale: Option<f64>) -> Result<P
                 .ok_or_else(|| bad("the schedule is `separate` or `mixed`"))?;
             continue;
         }
+        if name.trim() == "prefill_units" {
+            p.prefill_units = match value.trim() {
+                "none" => None,
+                v => Some(v.parse().map_err(|_| {
+                    bad("prefill units are a whole number ≥ 1, or `none` (no limit)")
+                })?),
+            };
+            continue;
+        }
         if name.trim() == "intake_s" {
             p.intake_s = value
                 .trim()
@@ -109,7 +118,7 @@ fn what_if(params: &Params, set: &[String], step_scale: Option<f64>) -> Result<P
         let coef = Coef::by_name(name.trim()).ok_or_else(|| {
             let names: Vec<&str> = Coef::ALL.iter().map(|c| c.name()).collect();
             bad(&format!(
-                "unknown coefficient; names: {}, schedule, intake_s",
+                "unknown coefficient; names: {}, schedule, intake_s, prefill_units",
                 names.join(", ")
             ))
         })?;
