@@ -607,7 +607,10 @@ mod tests {
         let mut t = two.ttft_s.clone();
         t.sort_by(f64::total_cmp);
         let want = [0.15, 0.15, 0.25, 0.25];
-        assert!(t.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12), "{t:?}");
+        assert!(
+            t.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12),
+            "{t:?}"
+        );
     }
 
     #[test]

@@ -251,7 +251,11 @@ fn table(preds: &[Prediction]) -> String {
     out.push_str("\n[lo … hi]: 90% interval (resampled refits and the fit's residual band).\n");
     let mut refused: Vec<String> = preds
         .iter()
-        .flat_map(|p| p.refused.iter().map(|r| format!("at {}, {r}.", load_label(&p.load))))
+        .flat_map(|p| {
+            p.refused
+                .iter()
+                .map(|r| format!("at {}, {r}.", load_label(&p.load)))
+        })
         .collect();
     refused.dedup();
     for r in refused {

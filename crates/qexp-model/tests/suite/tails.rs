@@ -103,7 +103,10 @@ fn a_server_with_no_queue_gets_a_p90_with_none() {
         assert!((med.value / truth - 1.0).abs() < 0.05, "{med:?}");
         assert!((p90.value / med.value - 1.0).abs() < 0.10, "{p90:?}");
         assert!(p90.lo >= med.value && p90.hi >= p90.value, "{p90:?}");
-        assert!(p90.lo <= truth * 1.001 && truth <= p90.hi * 1.001, "{p90:?}");
+        assert!(
+            p90.lo <= truth * 1.001 && truth <= p90.hi * 1.001,
+            "{p90:?}"
+        );
     }
 }
 

@@ -123,7 +123,11 @@ fn capacity_holds(
     m: ModelMetric,
     got: &BTreeMap<(u32, ModelMetric), f64>,
 ) -> Result<(), String> {
-    let value = |c: u32| predict(model, &load(c)).get(m).map_or(f64::NAN, |p| p.value);
+    let value = |c: u32| {
+        predict(model, &load(c))
+            .get(m)
+            .map_or(f64::NAN, |p| p.value)
+    };
     let k = CONCURRENCY[..3]
         .iter()
         .copied()
