@@ -1,6 +1,6 @@
-//! Whether prefills queue, learned from the runs (docs/model.md "How
-//! prompts meet"): the forms the fit tries, each replayed on every point,
-//! and the evidence for the one it keeps.
+//! Whether prefills queue, learned from the runs (docs/model.md
+//! "Fitting", step 4): the forms the fit tries, each replayed on every
+//! point, and the evidence for the one it keeps.
 
 use crate::params::{Params, Schedule};
 use serde::{Deserialize, Serialize};
