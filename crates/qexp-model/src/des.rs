@@ -6,7 +6,8 @@
 //!
 //! The semantics are the simulator's, step for step: `a` of latency, then a
 //! FIFO wait for one of `N` slots, then
-//! - [`Schedule::Separate`]: a FIFO wait for the one prefill unit, then
+//! - [`Schedule::Separate`]: a FIFO wait for one of the prefill units
+//!   (`prefill_units`: one, several, or as many as there are prompts), then
 //!   prefill compute; the first chunk leaves when prefill ends, then each
 //!   sequence steps on its own clock, every step's length set by the
 //!   sequences decoding and their context at the moment it starts;
@@ -231,7 +232,8 @@ struct Replay<'a> {
     free_slots: u64,
     slot_queue: VecDeque<usize>,
     prefill_queue: VecDeque<usize>,
-    prefill_busy: bool,
+    /// Separate schedule: prompts prefilling now (at most `prefill_units`).
+    prefilling: u32,
     /// Mixed schedule: the decoding sequences, and the step in progress.
     batch: Vec<usize>,
     step: Option<MixedStep>,
@@ -260,7 +262,7 @@ pub fn simulate(p: &Params, load: &Load) -> Outcome {
         free_slots: p.max_batch.map_or(u64::MAX, u64::from),
         slot_queue: VecDeque::new(),
         prefill_queue: VecDeque::new(),
-        prefill_busy: false,
+        prefilling: 0,
         batch: Vec::new(),
         step: None,
         records: Vec::new(),
@@ -330,7 +332,8 @@ impl Replay<'_> {
                 self.admit(t);
             }
             Kind::PrefillDone => {
-                self.prefill_busy = false;
+                // The mixed schedule's prompts never counted here.
+                self.prefilling = self.prefilling.saturating_sub(1);
                 self.decoding += 1.0;
                 self.reqs[e.req].first = t;
                 self.reqs[e.req].context = self.load.input_tokens;
@@ -360,11 +363,11 @@ impl Replay<'_> {
             self.wake(t);
             return;
         }
-        if self.prefill_busy {
-            return;
-        }
-        if let Some(i) = self.prefill_queue.pop_front() {
-            self.prefill_busy = true;
+        while self.p.prefill_units.is_none_or(|k| self.prefilling < k) {
+            let Some(i) = self.prefill_queue.pop_front() else {
+                break;
+            };
+            self.prefilling += 1;
             let done = t + self.p.prefill_compute_s(self.load.input_tokens);
             self.push(done, Kind::PrefillDone, i);
         }
@@ -516,6 +519,7 @@ mod tests {
             max_batch,
             schedule: Schedule::Separate,
             intake_s: INTAKE_S,
+            prefill_units: Some(1),
         }
     }
 
@@ -579,6 +583,34 @@ mod tests {
         assert!((max(&free.ttft_s) - (0.15 + 3.0 * 0.1)).abs() < 1e-9);
         assert_eq!(limited.mean_batch, 1.0);
         assert!(limited.agg_tok_s < free.agg_tok_s);
+    }
+
+    #[test]
+    fn prefill_units_run_prompts_side_by_side() {
+        // Unlimited: four prompts prefill at once, each in its 0.1 s.
+        let free = simulate(
+            &Params {
+                prefill_units: None,
+                ..p(None)
+            },
+            &closed(4, 4),
+        );
+        assert!(free.ttft_s.iter().all(|t| (t - 0.15).abs() < 1e-12));
+        // Two units: two at 0.15 s, two at 0.25 s.
+        let two = simulate(
+            &Params {
+                prefill_units: Some(2),
+                ..p(None)
+            },
+            &closed(4, 4),
+        );
+        let mut t = two.ttft_s.clone();
+        t.sort_by(f64::total_cmp);
+        let want = [0.15, 0.15, 0.25, 0.25];
+        assert!(
+            t.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12),
+            "{t:?}"
+        );
     }
 
     #[test]

@@ -44,6 +44,11 @@ pub struct ModelFile {
     pub residuals: Vec<Residual>,
     /// The coefficients refitted on trials resampled with replacement.
     pub replicates: Vec<Params>,
+    /// How prompts meet (queued, parallel or mixed prefills), as the runs
+    /// chose it: every form tried with its error. Absent when the form was
+    /// not searched, and in files written before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::fit::FormEvidence>,
 }
 
 /// Where a model's observations came from.

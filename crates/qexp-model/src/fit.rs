@@ -14,7 +14,11 @@ use crate::file::{
 use crate::ols::{t95, wls, Wls};
 use crate::params::{Coef, Params, Schedule};
 use crate::warning::FitWarning;
+use form::Form;
+pub use form::{form_label, FormError, FormEvidence, PrefillForm};
 use std::collections::BTreeMap;
+
+mod form;
 
 /// One (trial, point) of measured medians; NaN where not measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,6 +157,8 @@ struct Estimate {
     params: Params,
     warnings: Vec<FitWarning>,
     regressions: Vec<Regression>,
+    /// How strongly the runs chose the form (None: the form was given).
+    evidence: Option<FormEvidence>,
 }
 
 /// Trial numbers of the `k`-th run fitted together start at `k ·
@@ -188,7 +194,7 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
     if rows.is_empty() {
         return Err(FitError::Empty);
     }
-    let est = estimate(&rows, opts.schedule, None)?;
+    let est = estimate(&rows, Pin::Search(opts.schedule))?;
     let replicates = resample(&rows, opts, &est.params);
     let mut warnings = est.warnings.clone();
     let unknown: Vec<Coef> = {
@@ -232,18 +238,22 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
         band: band(&residuals),
         residuals,
         replicates,
+        evidence: est.evidence,
     })
 }
 
-/// The point estimate from `rows`, on `schedule`, or on the schedule whose
-/// replay explains the points best when None; on the mixed schedule with
-/// the intake window `intake_s`, or the one ([`crate::INTAKE_S`] or none)
-/// that explains them best when None.
-fn estimate(
-    rows: &[&Observation],
-    schedule: Option<Schedule>,
-    intake_s: Option<f64>,
-) -> Result<Estimate, FitError> {
+/// What the fit may choose: the form searched on a schedule (None: every
+/// schedule the runs show), or one form kept as it is (a resampled refit
+/// keeps the point estimate's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pin {
+    Search(Option<Schedule>),
+    Form(Form),
+}
+
+/// The point estimate from `rows`, in the form `pin` allows that explains
+/// the points best.
+fn estimate(rows: &[&Observation], pin: Pin) -> Result<Estimate, FitError> {
     let mut warnings = Vec::new();
     let mut regressions = Vec::new();
     let chunks: Vec<f64> = rows
@@ -270,72 +280,114 @@ fn estimate(
         max_batch: None,
         schedule: Schedule::Separate,
         intake_s: crate::INTAKE_S,
+        prefill_units: Some(1),
     };
-    let points = Points::of(rows);
-    let schedules = match schedule {
-        Some(s) => vec![s],
-        None if schedule_shows(rows) => Schedule::ALL.to_vec(),
-        None => {
-            warnings.push(FitWarning::ScheduleUnknown);
-            vec![Schedule::Separate]
+    let forms = match pin {
+        Pin::Form(f) => vec![f],
+        Pin::Search(schedule) => {
+            let gap = schedule_gap(rows);
+            warnings.extend(gap.clone());
+            let schedules = match (schedule, &gap) {
+                (Some(s), _) => vec![s],
+                (None, None) => Schedule::ALL.to_vec(),
+                (None, Some(_)) => vec![Schedule::Separate],
+            };
+            form::candidates(&schedules, None, gap.is_none(), c_max(rows))
         }
     };
-    // Each schedule, the mixed one with each intake window: a server that
-    // gathers a burst of prompts into one step, or one that starts its step
-    // with the prompt it has (llama.cpp's server).
-    let forms = schedules.into_iter().flat_map(|s| match s {
-        Schedule::Separate => vec![(s, crate::INTAKE_S)],
-        Schedule::Mixed => intake_s.map_or(vec![(s, crate::INTAKE_S), (s, 0.0)], |w| vec![(s, w)]),
-    });
-    let mut best: Option<(DecodeFit, f64)> = None;
-    for (schedule, intake_s) in forms {
-        let base = match schedule {
-            // TTFT at concurrency 1 holds the idle engine's intake window
-            // on the mixed schedule: the window is the replay's, not `a`'s.
-            Schedule::Mixed => Params {
-                prefill_fixed_s: (base.prefill_fixed_s - intake_s).max(0.0),
-                ..base
-            },
-            Schedule::Separate => base,
-        };
-        let (fit, obj) = search_batch_limit(
-            rows,
-            &points,
-            Params {
-                schedule,
-                intake_s,
-                ..base
-            },
-        );
-        // Ties keep the earlier form: separate, the model's first, then
-        // the mixed schedule with the window it was first given.
-        if best.as_ref().is_none_or(|(_, b)| obj < *b) {
-            best = Some((fit, obj));
-        }
-    }
-    let Some(((params, decode_warnings, reg), _)) = best else {
-        return Err(FitError::Empty);
-    };
+    let (best, evidence) = choose_form(rows, base, &forms)?;
+    let (params, decode_warnings, reg) = best;
     warnings.extend(decode_warnings);
     regressions.extend(reg);
     Ok(Estimate {
         params,
         warnings,
         regressions,
+        // One form tried (given, or all the runs allow): nothing was chosen.
+        evidence: (evidence.tried.len() > 1).then_some(evidence),
     })
 }
 
-/// Whether the schedule shows in the rows: it sets the TTFT of a prompt
-/// that meets other requests (prefilled alone or together, stalled by
-/// decode or not), so a TTFT is needed at concurrency above 1 (or at a
-/// rate), where the request count that sets the queue was recorded.
-fn schedule_shows(rows: &[&Observation]) -> bool {
-    rows.iter().any(|r| {
+/// The highest closed-loop concurrency of `rows` (1 when none).
+fn c_max(rows: &[&Observation]) -> u32 {
+    rows.iter()
+        .filter(|r| r.rate_per_s.is_none())
+        .map(|r| r.concurrency.max(1))
+        .max()
+        .unwrap_or(1)
+}
+
+/// Each of `forms` fitted on `base` (its batch limit and decode step
+/// searched), the one whose replay explains the points best (a tie keeps
+/// the earlier), and the evidence: each form family's best error.
+fn choose_form(
+    rows: &[&Observation],
+    base: Params,
+    forms: &[Form],
+) -> Result<(DecodeFit, FormEvidence), FitError> {
+    let points = Points::of(rows);
+    let mut best: Option<(DecodeFit, f64)> = None;
+    let mut tried: Vec<FormError> = Vec::new();
+    for form in forms {
+        let mut p = form.apply(base);
+        // TTFT at concurrency 1 holds the idle engine's intake window on
+        // the mixed schedule: the window is the replay's, not `a`'s.
+        if p.schedule == Schedule::Mixed {
+            p.prefill_fixed_s = (p.prefill_fixed_s - p.intake_s).max(0.0);
+        }
+        let (fit, obj) = search_batch_limit(rows, &points, p);
+        let family = PrefillForm::of(&fit.0);
+        match tried.iter_mut().find(|e| e.form == family) {
+            Some(e) => e.error = e.error.min(obj),
+            None => tried.push(FormError {
+                form: family,
+                error: obj,
+            }),
+        }
+        if best.as_ref().is_none_or(|(_, b)| obj < *b) {
+            best = Some((fit, obj));
+        }
+    }
+    let (fit, _) = best.ok_or(FitError::Empty)?;
+    tried.sort_by_key(|e| PrefillForm::ALL.iter().position(|f| *f == e.form));
+    let evidence = FormEvidence {
+        chosen: PrefillForm::of(&fit.0),
+        tried,
+    };
+    Ok((fit, evidence))
+}
+
+/// Why the runs cannot tell how prompts meet, if they cannot: the schedule
+/// and whether prefills queue set the TTFT of a prompt that meets other
+/// requests, so a TTFT is needed at concurrency above 1 (or at a rate),
+/// where the request count that sets the queue was recorded; and how TTFT
+/// grows with load shows only across two loads (two concurrencies, or a
+/// rate beside a concurrency), not at one concurrency above 1, where the
+/// prefill terms absorb whatever queueing there is.
+fn schedule_gap(rows: &[&Observation]) -> Option<FitWarning> {
+    let met = |r: &&&Observation| {
         (r.rate_per_s.is_some() || r.concurrency > 1)
             && r.requests_recorded
             && r.ttft_s.is_finite()
             && r.ttft_s > 0.0
-    })
+    };
+    if !rows.iter().any(|r| met(&r)) {
+        return Some(FitWarning::ScheduleUnknown);
+    }
+    let timed = |r: &&&Observation| r.ttft_s.is_finite() && r.ttft_s > 0.0;
+    let mut loads: Vec<u32> = rows
+        .iter()
+        .filter(timed)
+        .filter(|r| r.rate_per_s.is_none())
+        .map(|r| r.concurrency.max(1))
+        .collect();
+    loads.sort_unstable();
+    loads.dedup();
+    let rates = rows.iter().filter(timed).any(|r| r.rate_per_s.is_some());
+    match loads.as_slice() {
+        [c] if !rates => Some(FitWarning::OneConcurrency { concurrency: *c }),
+        _ => None,
+    }
 }
 
 /// The distinct points of a set of rows: label → the load to replay.
@@ -452,12 +504,7 @@ type DecodeFit = (Params, Vec<FitWarning>, Vec<Regression>);
 /// with its own decode fit; "no limit" unless a limit explains clearly
 /// better. Also gives that fit's objective ([`objective`]).
 fn search_batch_limit(rows: &[&Observation], points: &Points, base: Params) -> (DecodeFit, f64) {
-    let c_max = rows
-        .iter()
-        .filter(|r| r.rate_per_s.is_none())
-        .map(|r| r.concurrency.max(1))
-        .max()
-        .unwrap_or(1);
+    let c_max = c_max(rows);
     let eval = |n: Option<u32>| {
         let fit = fit_decode(
             rows,
@@ -733,7 +780,7 @@ fn resample(rows: &[&Observation], opts: &FitOptions, point: &Params) -> Vec<Par
                 .iter()
                 .flat_map(|t| rows.iter().copied().filter(move |r| r.trial == *t))
                 .collect();
-            estimate(&sample, Some(point.schedule), Some(point.intake_s))
+            estimate(&sample, Pin::Form(Form::of(point)))
                 .ok()
                 .map(|e| e.params)
         })
@@ -808,6 +855,10 @@ fn residuals(rows: &[&Observation], p: &Params) -> Vec<Residual> {
     for (label, load) in &points.0 {
         let mine: Vec<&&Observation> = rows.iter().filter(|r| &r.label == label).collect();
         for m in ModelMetric::ALL {
+            // A tail of too few requests is not predicted, nor judged.
+            if crate::predict::is_tail(m) && load.requests < crate::predict::MIN_TAIL_REQUESTS {
+                continue;
+            }
             let v: Vec<f64> = mine.iter().map(|r| r.measured(m)).collect();
             let measured = quantile(&v, 0.5);
             let fitted = predicted(&outcomes[label.as_str()], load.output_tokens, m);
@@ -960,6 +1011,7 @@ mod tests {
             },
             warnings: Vec::new(),
             regressions: Vec::new(),
+            evidence: None,
         };
         let with = |n| Params {
             max_batch: n,

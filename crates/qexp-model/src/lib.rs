@@ -28,11 +28,14 @@ pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
     SCHEMA_VERSION,
 };
-pub use fit::{fit, predicted, FitError, FitOptions, Observation, TRIALS_PER_RUN};
+pub use fit::{
+    fit, form_label, predicted, FitError, FitOptions, FormError, FormEvidence, Observation,
+    PrefillForm, TRIALS_PER_RUN,
+};
 pub use params::{Coef, Params, Schedule};
 pub use predict::{
-    capacity, default_requests, extrapolated, predict, predict_with, Axis, Capacity, CapacityQuery,
-    Predicted, Prediction, MIN_RATE,
+    capacity, default_requests, extrapolated, is_tail, predict, predict_with, Axis, Capacity,
+    CapacityQuery, Predicted, Prediction, TailRefused, MIN_RATE, MIN_TAIL_REQUESTS,
 };
 pub use slo::{Slo, SloError};
 pub use table::{

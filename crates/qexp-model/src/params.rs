@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 ///   accepted draft tokens plus one);
 /// - at most `max_batch` sequences hold a slot (prefilling or decoding); the
 ///   rest queue, first come first served. `None`: no limit was reached;
+/// - on the separate schedule at most `prefill_units` prompts prefill at
+///   once (1: one at a time; `None`: no limit);
 /// - `schedule` says how prefill and decode share the engine ([`Schedule`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,10 +48,21 @@ pub struct Params {
     /// it existed, which meant [`crate::INTAKE_S`].
     #[serde(default = "default_intake")]
     pub intake_s: f64,
+    /// Separate schedule: how many prompts are prefilled at once, each at
+    /// the full prefill rate; the rest wait, first come first served. 1:
+    /// prefills wait for each other; None: they never do (each runs beside
+    /// the others). Absent in files written before it existed, which meant 1.
+    /// The mixed schedule prefills in the step and ignores it.
+    #[serde(default = "one_unit")]
+    pub prefill_units: Option<u32>,
 }
 
 fn default_intake() -> f64 {
     crate::INTAKE_S
+}
+
+fn one_unit() -> Option<u32> {
+    Some(1)
 }
 
 /// How a server schedules prefill against decode (docs/model.md "Schedules").
@@ -144,6 +157,9 @@ impl Params {
         }
         if self.max_batch == Some(0) {
             return Err("max_batch");
+        }
+        if self.prefill_units == Some(0) {
+            return Err("prefill_units");
         }
         Ok(())
     }
@@ -278,6 +294,7 @@ mod tests {
             max_batch: Some(8),
             schedule: Schedule::Separate,
             intake_s: crate::INTAKE_S,
+            prefill_units: Some(1),
         }
     }
 

@@ -56,10 +56,33 @@ impl Axis {
 pub struct Prediction {
     /// The point.
     pub load: Load,
-    /// One per [`ModelMetric`].
+    /// One per [`ModelMetric`] predicted (a refused tail is absent).
     pub metrics: Vec<Predicted>,
+    /// Tails not predicted, and why.
+    pub refused: Vec<TailRefused>,
     /// Axes outside the fitted ranges (empty: an interpolation).
     pub extrapolated: Vec<Axis>,
+}
+
+/// Requests a point needs for its 90th percentile to be predicted: with
+/// fewer, linear interpolation puts it between the two slowest requests,
+/// so it says how slow the slowest one or two were, not where the
+/// slowest tenth begins.
+pub const MIN_TAIL_REQUESTS: u32 = 10;
+
+/// A tail the model does not predict at a point: too few requests there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{} not predicted: {requests} requests per point are too few for a 90th percentile (at least {MIN_TAIL_REQUESTS}; give --requests)", metric.name())]
+pub struct TailRefused {
+    /// The tail.
+    pub metric: ModelMetric,
+    /// The requests of the point.
+    pub requests: u32,
+}
+
+/// Whether `m` is a tail (a percentile above the median).
+pub fn is_tail(m: ModelMetric) -> bool {
+    m == ModelMetric::TtftP90S
 }
 
 impl Prediction {
@@ -95,8 +118,22 @@ pub fn predict_with(model: &ModelFile, params: &Params, load: &Load) -> Predicti
         .map(|r| simulate(&shifted(r, &model.params, params), load))
         .collect();
     let value_of = |m| predicted(&point, load.output_tokens, m);
+    let tails_ok = load.requests >= MIN_TAIL_REQUESTS;
+    let refused: Vec<TailRefused> = ModelMetric::ALL
+        .into_iter()
+        .filter(|m| is_tail(*m) && !tails_ok)
+        .map(|metric| TailRefused {
+            metric,
+            requests: load.requests,
+        })
+        .collect();
+    let median_of = |m| match m {
+        ModelMetric::TtftP90S => Some(value_of(ModelMetric::TtftS)),
+        _ => None,
+    };
     let metrics = ModelMetric::ALL
         .into_iter()
+        .filter(|m| !refused.iter().any(|r| r.metric == *m))
         .map(|metric| {
             let value = value_of(metric);
             let rel = band(model, metric, &value_of);
@@ -109,6 +146,11 @@ pub fn predict_with(model: &ModelFile, params: &Params, load: &Load) -> Predicti
                 lo = lo.min(crate::des::quantile(&v, 0.05));
                 hi = hi.max(crate::des::quantile(&v, 0.95));
             }
+            // A tail is never below its own median: the residual band (a
+            // relative width that can pass 100%) stops there.
+            if let Some(median) = median_of(metric) {
+                lo = lo.max(median.min(value));
+            }
             Predicted {
                 metric,
                 value,
@@ -120,6 +162,7 @@ pub fn predict_with(model: &ModelFile, params: &Params, load: &Load) -> Predicti
     Prediction {
         load: *load,
         metrics,
+        refused,
         extrapolated: extrapolated(&model.ranges, load),
     }
 }
@@ -147,12 +190,13 @@ fn band(model: &ModelFile, metric: ModelMetric, value: &dyn Fn(ModelMetric) -> f
 /// A replicate moved by a what-if: every coefficient the what-if changed
 /// is scaled by the same factor (the replicate keeps its spread about the
 /// new value), or takes the what-if's value where the fit had none to scale
-/// (0, or the batch limit); the what-if's schedule and intake window replace
-/// the fitted ones.
+/// (0, or the batch limit); the what-if's schedule, intake window and
+/// prefill units replace the fitted ones.
 fn shifted(rep: &Params, fitted: &Params, what_if: &Params) -> Params {
     let mut out = *rep;
     out.schedule = what_if.schedule;
     out.intake_s = what_if.intake_s;
+    out.prefill_units = what_if.prefill_units;
     for c in crate::params::Coef::ALL {
         if c.get(fitted) == c.get(what_if) {
             continue;
@@ -253,6 +297,7 @@ pub const MIN_RATE: f64 = 1e-4;
 
 /// The highest concurrency (1 to `q.bound`) or rate ([`MIN_RATE`] to
 /// `q.bound`) holding `slo`, by bisection (the metrics grow with load).
+/// An SLO on a tail replays each load with at least [`MIN_TAIL_REQUESTS`].
 pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery) -> Capacity {
     let CapacityQuery {
         axis,
@@ -268,11 +313,16 @@ pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery
                 concurrency: x.round().max(1.0) as u32,
             },
         };
+        let mut requests = requests.unwrap_or_else(|| default_requests(arrivals));
+        // An SLO on a tail is judged where the tail is predicted.
+        if slo.limits.iter().any(|(m, _)| is_tail(*m)) {
+            requests = requests.max(MIN_TAIL_REQUESTS);
+        }
         let load = Load {
             arrivals,
             input_tokens: input,
             output_tokens: output,
-            requests: requests.unwrap_or_else(|| default_requests(arrivals)),
+            requests,
         };
         predict_with(model, params, &load)
     };

@@ -40,6 +40,12 @@ pub enum FitWarning {
     OneContext,
     /// No TTFT where prompts met other requests, so no schedule.
     ScheduleUnknown,
+    /// Every point ran at one concurrency above 1: whether prefills queue
+    /// does not show.
+    OneConcurrency {
+        /// That concurrency.
+        concurrency: u32,
+    },
     /// No point reached a batch limit.
     NoBatchLimit {
         /// The highest concurrency run.
@@ -86,6 +92,7 @@ impl FitWarning {
             FitWarning::DecodeUnresolved { coef, .. } => vec![*coef],
             FitWarning::NotAlone { .. }
             | FitWarning::ScheduleUnknown
+            | FitWarning::OneConcurrency { .. }
             | FitWarning::NegativeTerm { .. }
             | FitWarning::IncludesZero { .. }
             | FitWarning::OneTrial
@@ -126,6 +133,10 @@ impl std::fmt::Display for FitWarning {
             FitWarning::ScheduleUnknown => write!(
                 f,
                 "no point has a TTFT where prompts meet other requests (concurrency above 1, or a rate, with its request count): the schedule is unknown, fitted as separate; run two or more concurrencies"
+            ),
+            FitWarning::OneConcurrency { concurrency } => write!(
+                f,
+                "every point ran at one concurrency ({concurrency}): whether prefills wait for each other cannot be told from how TTFT grows with load, fitted as queued (one at a time) on the separate schedule; run two or more concurrencies, one of them 1"
             ),
             FitWarning::NoBatchLimit { concurrency } => write!(
                 f,

@@ -62,6 +62,9 @@ pub struct SimProfile {
     /// Mixed schedule: how long an idle engine waits for more prompts after
     /// the one that woke it before its step starts (0: it starts at once).
     pub intake_s: f64,
+    /// Separate schedule: prompts prefilled at once, each at the full rate
+    /// (1: one at a time; None: no limit, prefills never wait for each other).
+    pub prefill_units: Option<usize>,
     /// `prompt_tokens + max_tokens` above this is rejected with HTTP 400.
     pub max_context: u32,
     /// Multiplier applied to every simulated duration (1.0 = real time, 0.05 = 20x faster).
@@ -214,6 +217,7 @@ impl SimProfile {
             tokens_per_step: p.tokens_per_step.round().clamp(1.0, 1024.0) as u32,
             schedule: p.schedule,
             intake_s: p.intake_s,
+            prefill_units: p.prefill_units.map(|k| k as usize),
             // The serving surface (context, template, cache, no faults): `exact`'s.
             ..exact()
         }
@@ -233,6 +237,7 @@ impl SimProfile {
             max_batch: u32::try_from(self.max_batch).ok(),
             schedule: self.schedule,
             intake_s: self.intake_s * t,
+            prefill_units: self.prefill_units.and_then(|k| u32::try_from(k).ok()),
         }
     }
 
@@ -281,6 +286,9 @@ impl SimProfile {
         }
         if self.max_batch == 0 {
             return bad("max_batch", "must be >= 1");
+        }
+        if self.prefill_units == Some(0) {
+            return bad("prefill_units", "must be >= 1 (None: no limit)");
         }
         if self.tokens_per_step == 0 {
             return bad("tokens_per_step", "must be >= 1");
@@ -378,6 +386,7 @@ fn exact() -> SimProfile {
         tokens_per_step: 1,
         schedule: qexp_model::Schedule::Separate,
         intake_s: qexp_model::INTAKE_S,
+        prefill_units: Some(1),
         max_context: 131_072,
         time_scale: 1.0,
         chat_template_tokens: 4,

@@ -1,10 +1,11 @@
-//! The simulated engine: admission, serialized prefill, continuous-batching decode.
+//! The simulated engine: admission, prefill on a limited number of units
+//! (one by default: serialized), continuous-batching decode.
 //! (The mixed schedule's engine loop is in `mixed.rs`; a sequence here
 //! only waits out its fixed latency and streams what that loop sends.)
 //!
 //! Each request is a [`Sequence`] driven by the body stream that carries its
 //! response, so a client that disconnects drops the stream, and with it the
-//! batch slot, the prefill lock (a prefill under way still keeps the unit
+//! batch slot, the prefill unit (a prefill under way still keeps the unit
 //! busy until its end, as an engine's forward pass does) and the decoding
 //! count. Timers sleep on absolute deadlines (no drift, no spinning), so
 //! thousands of sequences cost only their timers.
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
-use tokio::sync::{mpsc, watch, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant};
 
 use crate::mixed::{self, Arrival};
@@ -28,11 +29,14 @@ pub(crate) struct Engine {
     profile: SimProfile,
     /// Batch slots; tokio's semaphore is FIFO, so admission is first come first served.
     slots: Arc<Semaphore>,
-    /// Held for the duration of a prefill: prefills are compute bound and
-    /// serialized. It holds when the last prefill is due to end, so that a
-    /// prefill queued behind it starts from that deadline rather than from
-    /// when its task woke: queued prefills do not drift by a wake-up each.
-    prefill: Mutex<Instant>,
+    /// One permit per prefill unit (`prefill_units`; None: no limit),
+    /// held for the duration of a prefill: prefills are compute bound and
+    /// wait for a free unit, first come first served.
+    prefill: Option<Arc<Semaphore>>,
+    /// When each unit's last prefill is due to end, so that a prefill
+    /// queued behind one starts from that deadline rather than from when
+    /// its task woke: queued prefills do not drift by a wake-up each.
+    unit_ends: std::sync::Mutex<Vec<Instant>>,
     /// Sequences past prefill and not yet finished; sets the decode step time.
     decoding: Arc<AtomicUsize>,
     /// Context (prompt + generated tokens) of the decoding sequences; sets the step time too.
@@ -53,10 +57,12 @@ impl Engine {
         let cache = Arc::new(std::sync::Mutex::new(cache));
         let mixed = (profile.schedule == qexp_model::Schedule::Mixed)
             .then(|| mixed::spawn(profile.clone(), Arc::clone(&cache), stop.clone()));
+        let units = profile.prefill_units;
         Arc::new(Engine {
             slots: Arc::new(Semaphore::new(profile.max_batch)),
             profile,
-            prefill: Mutex::new(Instant::now()),
+            prefill: units.map(|k| Arc::new(Semaphore::new(k))),
+            unit_ends: std::sync::Mutex::new(vec![Instant::now(); units.unwrap_or(0)]),
             decoding: Arc::new(AtomicUsize::new(0)),
             context: Arc::new(AtomicU64::new(0)),
             stop,
@@ -73,6 +79,29 @@ impl Engine {
     /// The prefix cache's running totals.
     pub(crate) fn cache_counters(&self) -> CacheCounters {
         self.with_cache(|c| c.counters())
+    }
+
+    /// When a prefill of `compute`, ready at `ready`, ends on the unit that
+    /// frees first: one that queued behind another starts when that one was
+    /// due to end; one that found its unit free (or that has no limit), now.
+    /// The unit's end is set before the wait: a prefill whose client leaves
+    /// still holds the unit to its end, as an engine's forward pass does.
+    fn claim_unit(&self, ready: Instant, compute: std::time::Duration) -> Instant {
+        let mut ends = self.unit_ends.lock().unwrap_or_else(|e| e.into_inner());
+        let first = ends
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, end)| **end)
+            .map(|(i, _)| i);
+        let start = match first {
+            Some(i) if ends[i] > ready => on_time_or_now(ends[i], compute),
+            _ => Instant::now(),
+        };
+        let done = start + compute;
+        if let Some(i) = first {
+            ends[i] = done;
+        }
+        done
     }
 
     /// Runs `f` on the prefix cache; a panic elsewhere cannot poison it for good.
@@ -216,27 +245,24 @@ impl Sequence {
                 let held = p.max_batch.saturating_sub(engine.slots.available_permits());
                 self.batch
                     .store(u32::try_from(held).unwrap_or(u32::MAX), Ordering::Relaxed);
-                let mut prefill = until_stopped(&mut self.stop, engine.prefill.lock()).await?;
+                let unit = match &engine.prefill {
+                    Some(units) => Some(
+                        until_stopped(&mut self.stop, Arc::clone(units).acquire_owned())
+                            .await?
+                            .ok()?,
+                    ),
+                    None => None,
+                };
                 let cached = engine.with_cache(|c| c.lookup(&self.prompt));
                 self.cached.store(cached, Ordering::Relaxed);
                 let uncached = u32::try_from(self.prompt.len())
                     .unwrap_or(u32::MAX)
                     .saturating_sub(cached);
                 let compute = p.scaled(p.prefill_compute_s(uncached));
-                // A prefill that queued behind another starts when that one
-                // was due to end; one that found the unit free, now.
-                let start = if *prefill > ready {
-                    on_time_or_now(*prefill, compute)
-                } else {
-                    Instant::now()
-                };
-                let done = start + compute;
-                // Set before the wait: a prefill whose client leaves still
-                // holds the unit to its end, as an engine's forward pass does.
-                *prefill = done;
+                let done = engine.claim_unit(ready, compute);
                 until_stopped(&mut self.stop, sleep_until(done)).await?;
                 engine.with_cache(|c| c.insert(&self.prompt));
-                drop(prefill);
+                drop(unit);
                 self.phase = Phase::Decoding {
                     _slot: slot,
                     active: Decoding::enter(&engine, self.prompt.len() as u64),

@@ -99,6 +99,15 @@ fn what_if(params: &Params, set: &[String], step_scale: Option<f64>) -> Result<P
                 .ok_or_else(|| bad("the schedule is `separate` or `mixed`"))?;
             continue;
         }
+        if name.trim() == "prefill_units" {
+            p.prefill_units = match value.trim() {
+                "none" => None,
+                v => Some(v.parse().map_err(|_| {
+                    bad("prefill units are a whole number ≥ 1, or `none` (no limit)")
+                })?),
+            };
+            continue;
+        }
         if name.trim() == "intake_s" {
             p.intake_s = value
                 .trim()
@@ -109,7 +118,7 @@ fn what_if(params: &Params, set: &[String], step_scale: Option<f64>) -> Result<P
         let coef = Coef::by_name(name.trim()).ok_or_else(|| {
             let names: Vec<&str> = Coef::ALL.iter().map(|c| c.name()).collect();
             bad(&format!(
-                "unknown coefficient; names: {}, schedule, intake_s",
+                "unknown coefficient; names: {}, schedule, intake_s, prefill_units",
                 names.join(", ")
             ))
         })?;
@@ -220,13 +229,16 @@ fn table(preds: &[Prediction]) -> String {
     let mut extrapolated = false;
     for p in preds {
         out.push_str(&format!("{:<28}", load_label(&p.load)));
-        for m in &p.metrics {
-            let cell = format!(
-                "{} [{} … {}]",
-                metric_value(m.metric, m.value),
-                metric_value(m.metric, m.lo),
-                metric_value(m.metric, m.hi)
-            );
+        for metric in ModelMetric::ALL {
+            let cell = match p.get(metric) {
+                Some(m) => format!(
+                    "{} [{} … {}]",
+                    metric_value(m.metric, m.value),
+                    metric_value(m.metric, m.lo),
+                    metric_value(m.metric, m.hi)
+                ),
+                None => "not predicted".to_owned(),
+            };
             out.push_str(&format!(" {cell:>30}"));
         }
         if !p.extrapolated.is_empty() {
@@ -237,6 +249,19 @@ fn table(preds: &[Prediction]) -> String {
         out.push('\n');
     }
     out.push_str("\n[lo … hi]: 90% interval (resampled refits and the fit's residual band).\n");
+    let mut refused: Vec<String> = preds
+        .iter()
+        .flat_map(|p| {
+            p.refused
+                .iter()
+                .map(|r| format!("at {}, {r}.", load_label(&p.load)))
+        })
+        .collect();
+    refused.dedup();
+    for r in refused {
+        out.push_str(&r);
+        out.push('\n');
+    }
     if extrapolated {
         out.push_str("extrapolated: outside the fitted ranges on the axes named; trust it less.\n");
     }

@@ -501,7 +501,7 @@ pub struct PredictArgs {
     /// A service-level objective: print the highest concurrency (or rate, with --rate) that holds it.
     #[arg(long, value_name = "METRIC=LIMIT,…")]
     pub slo: Option<String>,
-    /// What-if: replace a coefficient, e.g. tokens_per_step=1, the schedule, e.g. schedule=mixed, or the intake window, e.g. intake_s=0 (repeatable).
+    /// What-if: replace a coefficient, e.g. tokens_per_step=1, the schedule, e.g. schedule=mixed, the intake window, e.g. intake_s=0, or the prefills run at once, e.g. prefill_units=none (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// What-if: multiply every decode-step coefficient (d0, d1, d2) by this factor.

@@ -57,12 +57,27 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
         ));
     }
     let s = model.params.schedule;
-    let why = if model.warnings.contains(&FitWarning::ScheduleUnknown) {
+    let unknown = model.warnings.iter().any(|w| {
+        matches!(
+            w,
+            FitWarning::ScheduleUnknown | FitWarning::OneConcurrency { .. }
+        )
+    });
+    let why = if unknown {
         "unknown, see warnings"
     } else {
         "the schedule whose replay explains the medians best, or the one asked for"
     };
     out.push_str(&format!("     schedule: {s} ({why}): {}\n", s.meaning()));
+    let form = qexp_model::PrefillForm::of(&model.params);
+    out.push_str(&format!(
+        "     prefills: {}: {}\n",
+        qexp_model::form_label(&model.params),
+        form.meaning()
+    ));
+    if let Some(e) = &model.evidence {
+        out.push_str(&format!("     chosen by the runs: {}\n", e.sentence()));
+    }
     if s == qexp_model::Schedule::Mixed {
         let w = model.params.intake_s;
         out.push_str(&if w > 0.0 {

@@ -6,3 +6,4 @@
 
 mod founding;
 mod synthetic;
+mod tails;

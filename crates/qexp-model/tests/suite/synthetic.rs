@@ -18,6 +18,7 @@ fn truth() -> Params {
         max_batch: Some(3),
         schedule: Schedule::Separate,
         intake_s: qexp_model::INTAKE_S,
+        prefill_units: Some(1),
     }
 }
 

@@ -2,12 +2,15 @@
 //! whose every model term is known: a 3 × 3 grid run over real loopback
 //! HTTP, fitted; each coefficient must come back within 5% with a 90%
 //! interval that covers it. Then the fitted file is served (`sim:fit=…`)
-//! and predicted, and a run with one input length gets the warning.
+//! and predicted, its tails and capacities are held to a run at held-out
+//! loads (`tails`), and a run with one input length gets the warning.
 
 use qexp_model::{Coef, FitOptions, FitWarning, ModelFile};
 use qexp_plan::Plan;
 use qexp_runner::{run, RunOptions};
 use std::path::{Path, PathBuf};
+
+mod tails;
 
 fn plan(sweep: &str, trials: u32, target: &str) -> String {
     format!(
@@ -70,13 +73,24 @@ enum Rule {
 }
 
 /// Each coefficient against the truth: (name, fitted, truth, lo, hi), and what misses.
-/// What the fit misses: the schedule, and each coefficient as `rule` says.
+/// What the fit misses: how prefills meet, the schedule, and each
+/// coefficient as `rule` says.
 fn judge(model: &ModelFile, truth: &qexp_model::Params, rule: Rule) -> Vec<String> {
     let mut misses = Vec::new();
     println!(
         "schedule fitted {} truth {}",
         model.params.schedule, truth.schedule
     );
+    if let Some(e) = &model.evidence {
+        println!("prefills: {}", e.sentence());
+    }
+    if qexp_model::PrefillForm::of(&model.params) != qexp_model::PrefillForm::of(truth) {
+        misses.push(format!(
+            "prefills: {} vs {}",
+            qexp_model::form_label(&model.params),
+            qexp_model::form_label(truth)
+        ));
+    }
     if model.params.schedule != truth.schedule {
         misses.push(format!(
             "schedule: {} vs {}",
@@ -180,7 +194,7 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
         }
         misses.push(format!("run {attempt}: {}", m.join("; ")));
     }
-    let Some((tmp, dir, _model)) = fitted else {
+    let Some((tmp, dir, fitted_model)) = fitted else {
         panic!(
             "the fit missed the truth in every run:\n{}",
             misses.join("\n")
@@ -289,7 +303,24 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
         // Served by its own model, a run is not called unexplained by it.
         assert!(!c.unexplained(), "{c:?}");
     }
+
+    // Its tails and capacities against the simulator at held-out loads.
+    let mut misses = Vec::new();
+    for attempt in 1..=TAIL_RUNS {
+        let dir = tmp.path().join(format!("check-{attempt}"));
+        match tails::check(&dir, &fitted_model).await {
+            Ok(()) => return,
+            Err(m) => misses.push(format!("run {attempt}: {m}")),
+        }
+    }
+    panic!(
+        "the tails or capacities missed in every run:\n{}",
+        misses.join("\n")
+    );
 }
+
+/// Runs of the tail and capacity check the fit may take (see [`FIT_RUNS`]).
+const TAIL_RUNS: usize = 2;
 
 /// The known-truth test on the mixed schedule: `known-mixed` (the `known`
 /// terms, prompts prefilled in the decode step) over the same grid; the fit

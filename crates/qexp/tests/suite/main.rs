@@ -33,6 +33,7 @@ mod real_servers;
 // After the other real-server modules (tests start in name order): the
 // llama.cpp fit measured right after SmolLM2's runs missed its bounds.
 mod real_smollm2;
+mod real_smollm2_fit;
 mod run_e2e;
 mod rx_timestamps;
 mod shards;
