@@ -35,6 +35,7 @@ mod run;
 pub mod schedule;
 mod server;
 pub mod stats;
+pub mod steady;
 mod trial_frames;
 mod turns;
 pub mod workspace;

@@ -68,6 +68,11 @@ pub enum Metric {
     /// Not in [`Metric::ALL`]: a diff adds it where both sides graded items,
     /// compared on the same items by an exact McNemar test (`crate::accuracy`).
     Accuracy,
+    /// Output tok/s over the (trial, point)'s steady-state window
+    /// (`crate::steady`; closed-loop points). Not in [`Metric::ALL`]: a
+    /// diff compares it when asked (`--metric steady_tok_s`), window
+    /// against window, never against a whole-point figure.
+    SteadyTokS,
 }
 
 /// What qexp knows about one [`Metric`].
@@ -104,6 +109,24 @@ impl Metric {
         let mut i = 0;
         while i < names.len() {
             names[i] = Metric::ALL[i].spec().key;
+            i += 1;
+        }
+        names
+    };
+
+    /// Metrics a diff compares only when asked by name.
+    pub const ON_REQUEST: [Metric; 1] = [Metric::SteadyTokS];
+
+    /// The keys a diff can be asked for: [`Metric::ALL`]'s, then
+    /// [`Metric::ON_REQUEST`]'s.
+    pub const DIFF_NAMES: [&'static str; 7] = {
+        let mut names = [""; 7];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = match i < Metric::ALL.len() {
+                true => Metric::ALL[i].spec().key,
+                false => Metric::ON_REQUEST[i - Metric::ALL.len()].spec().key,
+            };
             i += 1;
         }
         names
@@ -169,6 +192,14 @@ impl Metric {
                 Unit::Requests,
                 Down,
             ),
+            Metric::SteadyTokS => (
+                "steady_tok_s",
+                "steady-state throughput",
+                "steady (tok/s)",
+                "Output over the steady-state window",
+                Unit::TokS,
+                Up,
+            ),
             Metric::Accuracy => (
                 "accuracy",
                 "accuracy",
@@ -198,6 +229,7 @@ impl Metric {
         Self::ALL
             .into_iter()
             .chain([Metric::Accuracy])
+            .chain(Self::ON_REQUEST)
             .find(|m| m.key() == key)
     }
 
@@ -234,6 +266,7 @@ impl Metric {
             Metric::ItlP99S => t.itl_p99_s,
             Metric::Failures => f64::from(t.failures),
             Metric::Accuracy => crate::accuracy::of_trial(&t.graded),
+            Metric::SteadyTokS => t.steady.as_ref().map_or(f64::NAN, |w| w.tok_s),
         }
     }
 
@@ -245,6 +278,7 @@ impl Metric {
             Metric::TtftS => p.ttft_s.as_ref(),
             Metric::E2eS => p.e2e_s.as_ref(),
             Metric::ItlP99S => p.itl_p99_s.as_ref(),
+            Metric::SteadyTokS => p.steady.as_ref().map(|s| &s.tok_s),
             Metric::Failures | Metric::Accuracy => None,
         }
     }
@@ -278,6 +312,7 @@ mod tests {
         }
         assert_eq!(Metric::NAMES.map(Metric::from_key), Metric::ALL.map(Some));
         assert_eq!(Metric::from_key("tok_s"), None);
+        assert_eq!(Metric::from_key("steady_tok_s"), Some(Metric::SteadyTokS));
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct TrialMetrics {
     pub answers: AnswerTally,
     /// The graded requests (`[accuracy]`), left out of every other metric.
     pub graded: Vec<crate::accuracy::Graded>,
+    /// The steady-state window (closed-loop points where one opened).
+    pub steady: Option<crate::steady::SteadyWindow>,
 }
 
 impl TrialMetrics {
@@ -140,6 +142,8 @@ pub struct PointSummary {
     pub cached_share: Option<Summary>,
     /// Share of prompt tokens the plan expected cached, across trials.
     pub cached_share_expected: Option<Summary>,
+    /// The steady-state window across the trials that have one (closed-loop points).
+    pub steady: Option<SteadySummary>,
     /// Numbers derived from the server's counters across trials; a metric
     /// is absent where no trial has it (no scraped metrics).
     pub server: BTreeMap<ServerMetric, Summary>,
@@ -181,6 +185,7 @@ impl PointSummary {
             completion_tokens: of(|t| t.completion_tokens),
             cached_share: of(|t| t.cached_share),
             cached_share_expected: of(|t| t.cached_share_expected),
+            steady: SteadySummary::of(&trials),
             server: ServerMetric::ALL
                 .into_iter()
                 .filter_map(|m| {
@@ -202,6 +207,45 @@ impl PointSummary {
     /// The summary of a number derived from the server's counters.
     pub fn server(&self, m: ServerMetric) -> Option<&Summary> {
         self.server.get(&m)
+    }
+}
+
+/// A point's steady-state windows across trials ([`crate::steady`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SteadySummary {
+    /// Trials with a window.
+    pub n: usize,
+    /// Output tok/s over the window.
+    pub tok_s: Summary,
+    /// Median TTFT of the requests sent in the window, seconds.
+    pub ttft_s: Option<Summary>,
+    /// Median E2E of the requests sent in the window, seconds.
+    pub e2e_s: Option<Summary>,
+    /// The window's length, seconds.
+    pub window_s: Summary,
+    /// The window's share of its point.
+    pub share: Summary,
+    /// Trials whose window is short ([`crate::steady::SteadyWindow::short`]).
+    pub short: usize,
+}
+
+impl SteadySummary {
+    /// Across the trials with a window; None when none has one.
+    pub fn of(trials: &[TrialMetrics]) -> Option<SteadySummary> {
+        let w: Vec<&crate::steady::SteadyWindow> =
+            trials.iter().filter_map(|t| t.steady.as_ref()).collect();
+        let of = |f: fn(&crate::steady::SteadyWindow) -> f64| {
+            Summary::of(&w.iter().map(|x| f(x)).collect::<Vec<_>>())
+        };
+        Some(SteadySummary {
+            n: w.len(),
+            tok_s: of(|x| x.tok_s)?,
+            ttft_s: of(|x| x.ttft_s),
+            e2e_s: of(|x| x.e2e_s),
+            window_s: of(|x| x.window_s)?,
+            share: of(|x| x.share)?,
+            short: w.iter().filter(|x| x.short).count(),
+        })
     }
 }
 

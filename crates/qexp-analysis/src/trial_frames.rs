@@ -25,7 +25,8 @@ use crate::stats::select::Quantiles;
 use crate::turns::TurnSummary;
 use polars::prelude::*;
 use qexp_store::{requests as rq, Manifest};
-use std::collections::BTreeMap;
+use crate::steady::Stream;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Every request column the sums and counts of the first read take; a run
 /// made before one existed lacks it, and what needs it is skipped or falls
@@ -93,6 +94,8 @@ pub(crate) struct TrialFrames {
     turn_frames: Vec<DataFrame>,
     /// For runs with open-loop points or `[slo]`.
     schedule: Option<ScheduleFrames>,
+    /// The closed-loop points, whose steady-state window is measured.
+    closed_loop: BTreeSet<u32>,
 }
 
 /// One (trial, point) being read.
@@ -106,6 +109,9 @@ struct Group {
     /// Pieces of the columns the whole-(trial, point) summaries read (first
     /// read, only in runs that have those summaries).
     whole: Vec<DataFrame>,
+    /// The successful requests' streams, for the steady-state window
+    /// (closed-loop points; first read; dropped past `held_max` requests).
+    streams: Option<Vec<Stream>>,
 }
 
 /// Sums and counts over a (trial, point)'s requests, added up piece by
@@ -265,6 +271,12 @@ impl TrialFrames {
             reasoning_frames: Vec::new(),
             turn_frames: Vec::new(),
             schedule: ScheduleFrames::for_run(manifest),
+            closed_loop: manifest
+                .points
+                .iter()
+                .filter(|p| p.open_loop.is_none() && p.concurrency > 0)
+                .map(|p| p.id)
+                .collect(),
         }
     }
 
@@ -338,7 +350,11 @@ impl TrialFrames {
         let (_, point) = key;
         if self.read == 1 && !self.open.contains_key(&key) {
             let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
-            self.open.insert(key, Group::new(share, self.held_max));
+            let mut group = Group::new(share, self.held_max);
+            if self.closed_loop.contains(&point) {
+                group.streams = Some(Vec::new());
+            }
+            self.open.insert(key, group);
         }
         let whole = match self.read {
             1 => self.whole_columns(),
@@ -360,7 +376,9 @@ impl TrialFrames {
             gaps,
             timeline,
             whole: whole_pieces,
+            streams,
         } = g;
+        let held_max = self.held_max;
         let (schema, failures) = (&self.schema, &mut self.failures);
         // The first read's sums and the gaps (7 values a request with 8
         // chunks) on a second core, beside the other selections. They call
@@ -379,6 +397,7 @@ impl TrialFrames {
             if first {
                 add_failures(failures, key, &rows, &ok)?;
                 timeline.count(&rows, &ok_rows)?;
+                add_streams(streams, &ok_rows, held_max)?;
                 if !whole.is_empty() {
                     whole_pieces.push(rows.select(whole)?);
                 }
@@ -412,8 +431,9 @@ impl TrialFrames {
             return Ok(());
         };
         if self.read == 1 {
-            self.metrics
-                .insert((point, trial), g.sums.metrics(trial, point));
+            let mut metrics = g.sums.metrics(trial, point);
+            metrics.steady = g.streams.take().and_then(|s| crate::steady::window(&s));
+            self.metrics.insert((point, trial), metrics);
             let whole = std::mem::take(&mut g.whole);
             if !whole.is_empty() {
                 let rows = stacked(&whole)?;
@@ -513,6 +533,7 @@ impl Group {
                 picked: false,
             },
             whole: Vec::new(),
+            streams: None,
         }
     }
 
@@ -684,6 +705,41 @@ impl Timeline {
         }
         Ok(())
     }
+}
+
+/// Holds `ok_rows`' streams for the steady-state window, while they number
+/// at most `held_max` (then none: a point that large gets no window).
+fn add_streams(
+    streams: &mut Option<Vec<Stream>>,
+    ok_rows: &DataFrame,
+    held_max: usize,
+) -> PolarsResult<()> {
+    let Some(held) = streams else {
+        return Ok(());
+    };
+    if held.len() + ok_rows.height() > held_max {
+        *streams = None;
+        return Ok(());
+    }
+    let (sent, ttft, e2e) = (
+        floats(ok_rows, rq::SENT_UNIX_S)?,
+        floats(ok_rows, rq::TTFT_S)?,
+        floats(ok_rows, rq::E2E_S)?,
+    );
+    let tokens = match ok_rows.schema().contains(rq::COMPLETION_TOKENS) {
+        true => floats(ok_rows, rq::COMPLETION_TOKENS)?,
+        false => Float64Chunked::full_null(PlSmallStr::EMPTY, ok_rows.height()),
+    };
+    let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    for (((s, t), e), k) in sent.iter().zip(ttft.iter()).zip(e2e.iter()).zip(tokens.iter()) {
+        held.push(Stream {
+            sent: nan(s),
+            ttft: nan(t),
+            e2e: nan(e),
+            tokens: nan(k),
+        });
+    }
+    Ok(())
 }
 
 /// (sent, TTFT) of the successful requests of `ok_rows` that have both, in order.

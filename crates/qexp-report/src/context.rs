@@ -82,6 +82,8 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         tables,
         turns: crate::turns::turn_rows(&a.points, &a.turns),
         reasoning: crate::turns::reasoning_rows(&a.points, &a.reasoning),
+        steady: crate::steady::steady_rows(&a.points),
+        steady_rule: crate::steady::rule(),
         open_loop: a
             .schedule
             .as_ref()

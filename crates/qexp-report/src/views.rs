@@ -74,6 +74,10 @@ pub struct ReportContext {
     pub tables: Vec<Table>,
     /// Multi-turn runs: one row per (point, turn); empty otherwise.
     pub turns: Vec<TurnRow>,
+    /// Closed-loop points with a steady-state window; empty otherwise.
+    pub steady: Vec<crate::steady::SteadyRow>,
+    /// How the steady-state window is chosen, in a sentence.
+    pub steady_rule: String,
     /// Points whose requests streamed reasoning; empty otherwise.
     pub reasoning: Vec<ReasoningRow>,
     /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).

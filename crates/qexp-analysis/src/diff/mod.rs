@@ -136,6 +136,7 @@ fn chosen_metrics(opts: &DiffOptions) -> Vec<DiffMetric> {
     } else {
         DiffMetric::ALL
             .into_iter()
+            .chain(DiffMetric::ON_REQUEST)
             .filter(|m| opts.metrics.contains(m))
             .collect()
     }

@@ -78,13 +78,16 @@ impl PointView {
             Metric::TtftS => Some(&self.ttft),
             Metric::E2eS => Some(&self.e2e),
             Metric::ItlP99S => Some(&self.itl_p99),
-            Metric::Failures | Metric::Accuracy => None,
+            Metric::Failures | Metric::Accuracy | Metric::SteadyTokS => None,
         }
     }
 
     /// Whether a narrative can name `m`.
     pub(super) fn has_metric(m: Metric) -> bool {
-        !matches!(m, Metric::Failures | Metric::Accuracy)
+        !matches!(
+            m,
+            Metric::Failures | Metric::Accuracy | Metric::SteadyTokS
+        )
     }
 }
 

@@ -34,5 +34,6 @@ mod real_smollm2;
 mod run_e2e;
 mod rx_timestamps;
 mod shards;
+mod steady;
 mod workloads;
 mod workspace;
