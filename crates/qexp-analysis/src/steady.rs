@@ -151,7 +151,11 @@ fn tokens_inside(s: &Stream, start: f64, end: f64) -> f64 {
     }
     let (a, b) = (s.sent + s.ttft, s.sent + s.e2e);
     if b <= a {
-        return if a >= start && a <= end { s.tokens } else { 0.0 };
+        return if a >= start && a <= end {
+            s.tokens
+        } else {
+            0.0
+        };
     }
     let overlap = (b.min(end) - a.max(start)).max(0.0);
     s.tokens * overlap / (b - a)
@@ -171,7 +175,11 @@ mod tests {
             // staggered by `p` and never collide.
             let mut sent = 0.0;
             for round in 0..rounds {
-                let ttft = if round == 0 { f64::from(user + 1) * p } else { p };
+                let ttft = if round == 0 {
+                    f64::from(user + 1) * p
+                } else {
+                    p
+                };
                 out.push(Stream {
                     sent,
                     ttft,
@@ -196,7 +204,11 @@ mod tests {
         assert!((w.end_unix_s - close).abs() < 1e-9, "{w:?}");
         // Over it, the steady rate: c users, `tokens` per round of p + d.
         let steady = f64::from(c) * tokens / (p + d);
-        assert!((w.tok_s / steady - 1.0).abs() < 0.01, "{} vs {steady}", w.tok_s);
+        assert!(
+            (w.tok_s / steady - 1.0).abs() < 0.01,
+            "{} vs {steady}",
+            w.tok_s
+        );
         // Requests sent inside it waited only their own prefill.
         assert!((w.ttft_s - p).abs() < 1e-9);
         assert!((w.e2e_s - (p + d)).abs() < 1e-9);

@@ -22,10 +22,10 @@ use crate::pass::{Counted, TrialPoint};
 use crate::reasoning::ReasoningSummary;
 use crate::schedule::{ScheduleAnalysis, ScheduleFrames};
 use crate::stats::select::Quantiles;
+use crate::steady::Stream;
 use crate::turns::TurnSummary;
 use polars::prelude::*;
 use qexp_store::{requests as rq, Manifest};
-use crate::steady::Stream;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every request column the sums and counts of the first read take; a run
@@ -731,7 +731,12 @@ fn add_streams(
         false => Float64Chunked::full_null(PlSmallStr::EMPTY, ok_rows.height()),
     };
     let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
-    for (((s, t), e), k) in sent.iter().zip(ttft.iter()).zip(e2e.iter()).zip(tokens.iter()) {
+    for (((s, t), e), k) in sent
+        .iter()
+        .zip(ttft.iter())
+        .zip(e2e.iter())
+        .zip(tokens.iter())
+    {
         held.push(Stream {
             sent: nan(s),
             ttft: nan(t),

@@ -306,6 +306,10 @@ pub struct RunSection {
     /// Which answers' texts the run keeps: `sample` (default), `all` or `none`.
     #[serde(default)]
     pub keep_answers: KeepAnswers,
+    /// Stop climbing a concurrency or rate sweep, per trial, once the
+    /// server is past saturation (docs/plans.md).
+    #[serde(default)]
+    pub stop_past_saturation: Option<Spanned<bool>>,
 }
 
 /// Which answers' texts a run keeps in its request rows (answers can be
@@ -353,6 +357,7 @@ impl Default for RunSection {
             order: None,
             restart: None,
             keep_answers: KeepAnswers::default(),
+            stop_past_saturation: None,
         }
     }
 }
@@ -709,6 +714,38 @@ impl PlanFile {
     }
 
     /// `[run]`, `[analysis]`, `[timeouts]` and `[tolerance]`.
+    /// `run.stop_past_saturation` needs a sweep to climb, in order, against one server.
+    fn validate_saturation_stop(&self) -> Result<(), Invalid> {
+        let Some(stop) = self
+            .run
+            .stop_past_saturation
+            .as_ref()
+            .filter(|s| *s.get_ref())
+        else {
+            return Ok(());
+        };
+        let levels = self
+            .sweep
+            .concurrency
+            .as_ref()
+            .map(|c| c.get_ref().len())
+            .max(self.sweep.rate.as_ref().map(|r| r.get_ref().len()))
+            .unwrap_or(0);
+        let why = if levels < 3 {
+            Some("needs a sweep of at least 3 concurrency levels or rates to judge saturation by")
+        } else if self.run.shuffle {
+            Some("judges each series in increasing load; drop run.shuffle")
+        } else if !self.deployments.is_empty() {
+            Some("is for plans against one server, not [[deployment]] tables")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => invalid(stop.span(), "run.stop_past_saturation", why),
+            None => Ok(()),
+        }
+    }
+
     fn validate_run(&mut self) -> Result<(), Invalid> {
         let parsed = parse_requests(self.run.requests_raw.get_ref())
             .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m.to_string()))?;
@@ -716,6 +753,7 @@ impl PlanFile {
         if self.run.trials == 0 {
             return invalid(0..0, "run.trials", "must be at least 1");
         }
+        self.validate_saturation_stop()?;
         if let Some(a) = &self.accuracy {
             if a.per_point == 0 {
                 return invalid(0..0, "accuracy.per_point", "must be at least 1");

@@ -52,6 +52,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         status: m.status.as_str().to_string(),
         stop_reason: m.stop_reason.clone(),
         merge_notes: m.merged.as_ref().map(|r| r.notes()).unwrap_or_default(),
+        saturation_notes: saturation_notes(a),
         simulated: m.target.simulated,
         simulated_note: simulated_note(a),
         target: m.target.base_url.clone(),
@@ -101,6 +102,32 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         accuracy: accuracy_rows(a),
         equivalence: equivalence_rows(a),
     }
+}
+
+/// One sentence per `[run] stop_past_saturation` stop: the trial, why,
+/// and the points it left unmeasured.
+fn saturation_notes(a: &RunAnalysis) -> Vec<String> {
+    let label = |id: u32| {
+        a.manifest
+            .points
+            .iter()
+            .find(|p| p.id == id)
+            .map_or_else(|| format!("point {id}"), qexp_plan::Point::label)
+    };
+    a.manifest
+        .saturation_stops
+        .iter()
+        .map(|s| {
+            let skipped: Vec<String> = s.skipped.iter().map(|&id| label(id)).collect();
+            format!(
+                "trial {}, after {}: {}; not measured: {}",
+                s.trial,
+                label(s.point_id),
+                s.reason,
+                skipped.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// A sentence about the simulator (profile, time scale), when the run was simulated.

@@ -3,8 +3,8 @@
 //! throughput and latency over it, beside the whole-point figures.
 
 use crate::format::{center, num, spread};
-use qexp_analysis::steady::{SHORT_WINDOW_S, SHORT_WINDOW_SHARE, STEADY_THETA};
 use qexp_analysis::stats::Summary;
+use qexp_analysis::steady::{SHORT_WINDOW_S, SHORT_WINDOW_SHARE, STEADY_THETA};
 use qexp_analysis::PointSummary;
 use serde::Serialize;
 

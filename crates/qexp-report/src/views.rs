@@ -30,6 +30,8 @@ pub struct ReportContext {
     pub stop_reason: Option<String>,
     /// A merged run's notes: shards missing (`--partial`) or out of step.
     pub merge_notes: Vec<String>,
+    /// `[run] stop_past_saturation`: each stop, with the points it left unmeasured.
+    pub saturation_notes: Vec<String>,
     /// True when the target was the embedded simulator.
     pub simulated: bool,
     /// A sentence about the simulator (profile, time scale), when simulated.

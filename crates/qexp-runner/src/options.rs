@@ -142,5 +142,6 @@ pub(crate) fn base_manifest(
         baseline: None,
         shard: None,
         merged: None,
+        saturation_stops: Vec::new(),
     }
 }

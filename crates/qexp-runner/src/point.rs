@@ -11,6 +11,7 @@ use crate::options::RunOptions;
 use crate::prepare::Prepared;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, AnswerKeeping, Context, DeploymentTag};
+use crate::saturation::PointFigures;
 use crate::scheduler::{run_closed_loop, Job};
 use crate::session::{plan_turns, run_sessions};
 use crate::shard::Share;
@@ -114,7 +115,7 @@ impl<B: Backend> PointRunner<'_, B> {
         trial: u32,
         pos: u32,
         point: &Point,
-    ) -> Result<(), RunError> {
+    ) -> Result<PointFigures, RunError> {
         let shard = self.meeting.shard();
         let share = shard.share(
             point,
@@ -194,7 +195,7 @@ impl<B: Backend> PointRunner<'_, B> {
         if whole {
             self.judge_tolerance(&label, &prow, &measured);
         }
-        Ok(())
+        Ok(figures(&prow, &measured))
     }
 
     /// Sends the warmups (closed loop, at most as many at once as the point
@@ -448,4 +449,26 @@ fn failure_classes(rows: &[RequestRow]) -> String {
         .map(|(c, n)| format!("{n} {c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A measured point's output tok/s and median TTFT, for
+/// `[run] stop_past_saturation` (NaN where there is none).
+fn figures(prow: &PointRow, measured: &[RequestRow]) -> PointFigures {
+    let mut ttft: Vec<f64> = measured
+        .iter()
+        .filter(|r| r.error_class.is_none())
+        .filter_map(|r| r.ttft_s)
+        .filter(|t| t.is_finite())
+        .collect();
+    ttft.sort_by(f64::total_cmp);
+    let n = ttft.len();
+    let ttft_s = match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => ttft[n / 2],
+        _ => (ttft[n / 2 - 1] + ttft[n / 2]) / 2.0,
+    };
+    PointFigures {
+        tok_s: prow.agg_output_tok_s.unwrap_or(f64::NAN),
+        ttft_s,
+    }
 }

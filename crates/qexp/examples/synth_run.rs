@@ -106,6 +106,7 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
         baseline: None,
         shard: None,
         merged: None,
+        saturation_stops: Vec::new(),
     };
     let mut writers: Vec<RunWriter> = (0..shards)
         .map(|k| {

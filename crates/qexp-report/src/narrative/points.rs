@@ -84,10 +84,7 @@ impl PointView {
 
     /// Whether a narrative can name `m`.
     pub(super) fn has_metric(m: Metric) -> bool {
-        !matches!(
-            m,
-            Metric::Failures | Metric::Accuracy | Metric::SteadyTokS
-        )
+        !matches!(m, Metric::Failures | Metric::Accuracy | Metric::SteadyTokS)
     }
 }
 

@@ -65,7 +65,10 @@ async fn the_window_holds_the_profiles_steady_rate_where_the_whole_point_does_no
 
     let point = &a.points[0];
     let trial = &point.trials[0];
-    let w = trial.steady.as_ref().expect("a closed-loop point has a window");
+    let w = trial
+        .steady
+        .as_ref()
+        .expect("a closed-loop point has a window");
     println!(
         "steady truth {steady:.1} tok/s; window {:.1} tok/s over {:.3} s (truth {window_truth:.3} s, {:.0}% of the point); whole point {:.1} tok/s (truth {whole_truth:.1})",
         w.tok_s,
@@ -75,11 +78,22 @@ async fn the_window_holds_the_profiles_steady_rate_where_the_whole_point_does_no
     );
     assert_eq!((w.peak, w.level), (USERS, USERS), "{w:?}");
     assert!((w.window_s / window_truth - 1.0).abs() < 0.05, "{w:?}");
-    assert!((w.tok_s / steady - 1.0).abs() < 0.02, "{} vs {steady}", w.tok_s);
-    assert!((trial.agg_tok_s / steady - 1.0).abs() > 0.02, "{}", trial.agg_tok_s);
+    assert!(
+        (w.tok_s / steady - 1.0).abs() < 0.02,
+        "{} vs {steady}",
+        w.tok_s
+    );
+    assert!(
+        (trial.agg_tok_s / steady - 1.0).abs() > 0.02,
+        "{}",
+        trial.agg_tok_s
+    );
     // Requests sent in the window waited only their own prefill.
     assert!((w.ttft_s / p - 1.0).abs() < 0.25, "{} vs {p}", w.ttft_s);
-    assert!(trial.ttft_s > w.ttft_s, "the first wave's queue is in the whole point");
+    assert!(
+        trial.ttft_s > w.ttft_s,
+        "the first wave's queue is in the whole point"
+    );
 
     // The report shows both, and a diff can compare the window's figure.
     let templates = qexp_report::Templates::builtin().expect("built-in templates");
@@ -95,5 +109,90 @@ async fn the_window_holds_the_profiles_steady_rate_where_the_whole_point_does_no
     let m = &d.pairs[0].metrics;
     assert_eq!(m.len(), 1);
     assert_eq!(m[0].metric, qexp_analysis::DiffMetric::SteadyTokS);
-    assert!(m[0].a.as_ref().is_some_and(|s| (s.median - w.tok_s).abs() < 1e-9));
+    assert!(m[0]
+        .a
+        .as_ref()
+        .is_some_and(|s| (s.median - w.tok_s).abs() < 1e-9));
+}
+
+/// `[run] stop_past_saturation` on a server that holds 2 sequences at once
+/// (`exact` with 2 slots): past 2 users its throughput is flat and TTFT
+/// grows with the users, so the sweep stops climbing and the highest loads
+/// are never sent;
+/// on a server without a batch limit (`exact`) it climbs to the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_stops_climbing_past_saturation_and_only_then() {
+    let _heavy = heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let slots = SimServer::start(SimProfile {
+        name: "two-slots".into(),
+        prefill_fixed_s: 0.0,
+        max_batch: 2,
+        time_scale: 0.25,
+        ..SimProfile::by_name("exact").expect("built-in profile")
+    })
+    .await
+    .expect("simulator starts");
+    let sweep = |name: &str, target: &str, levels: &[u32]| {
+        PlanFixture::new(&format!("saturation-{name}"))
+            .target(target)
+            .api(ApiKind::Completions)
+            .ignore_eos()
+            .input(100)
+            .output(8)
+            .concurrency(levels)
+            .requests("4x")
+            .warmup(0)
+            .trials(1)
+            .set("run.stop_past_saturation", true)
+    };
+    let levels = [1, 2, 4, 8, 16, 32];
+    let a = run_plan(tmp.path(), &sweep("two-slots", &slots.base_url(), &levels)).await;
+    slots.shutdown().await;
+    for p in &a.points {
+        println!(
+            "{}: {} tok/s, TTFT {} s",
+            p.point.label(),
+            p.agg_tok_s.as_ref().map_or(f64::NAN, |s| s.median),
+            p.ttft_s.as_ref().map_or(f64::NAN, |s| s.median)
+        );
+    }
+    let stops = &a.manifest.saturation_stops;
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    let stop = &stops[0];
+    let at = a.manifest.points[stop.point_id as usize].concurrency;
+    println!("stopped after c={at}: {}", stop.reason);
+    assert!((4..32).contains(&at), "{stop:?}");
+    let skipped: Vec<u32> = stop
+        .skipped
+        .iter()
+        .map(|&id| a.manifest.points[id as usize].concurrency)
+        .collect();
+    assert_eq!(
+        skipped,
+        levels
+            .iter()
+            .copied()
+            .filter(|&c| c > at)
+            .collect::<Vec<_>>()
+    );
+    // Nothing was sent at the skipped loads, and the run is complete.
+    for p in &a.points {
+        let measured = p.requests > 0;
+        assert_eq!(measured, p.point.concurrency <= at, "{}", p.point.label());
+    }
+    assert_eq!(a.manifest.status, qexp_store::RunStatus::Complete);
+    let templates = qexp_report::Templates::builtin().expect("built-in templates");
+    let files = qexp_report::render_run(&a, &templates, &tmp.path().join("report"))
+        .expect("report renders");
+    let md = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(md.contains("stopped climbing past saturation"), "{md}");
+
+    let b = run_plan(tmp.path(), &sweep("exact", "sim:exact", &[1, 2, 4, 8])).await;
+    assert!(
+        b.manifest.saturation_stops.is_empty(),
+        "{:?}",
+        b.manifest.saturation_stops
+    );
+    assert!(b.points.iter().all(|p| p.requests > 0));
 }
