@@ -34,6 +34,8 @@ pub enum Unit {
     Requests,
     /// A share of graded answers (0 to 1).
     Share,
+    /// Requests per second.
+    ReqS,
 }
 
 impl Unit {
@@ -44,6 +46,7 @@ impl Unit {
             Unit::Seconds => "s",
             Unit::Requests => "req",
             Unit::Share => "share",
+            Unit::ReqS => "req/s",
         }
     }
 }
@@ -73,6 +76,12 @@ pub enum Metric {
     /// diff compares it when asked (`--metric steady_tok_s`), window
     /// against window, never against a whole-point figure.
     SteadyTokS,
+    /// Successful requests per second of a (trial, point). The throughput
+    /// of APIs that answer once (embeddings, rerank): see
+    /// [`Metric::of_api`].
+    ReqS,
+    /// Server-reported prompt tokens per second of a (trial, point).
+    InputTokS,
 }
 
 /// What qexp knows about one [`Metric`].
@@ -114,19 +123,46 @@ impl Metric {
         names
     };
 
+    /// The metrics of a run against `api`, in display order: [`Metric::ALL`]
+    /// for the streaming APIs; for embeddings and rerank, which answer
+    /// once, requests/s, input tok/s, E2E and failures (no TTFT, TPOT or
+    /// ITL: they would be E2E under another name).
+    pub fn of_api(api: qexp_plan::ApiKind) -> &'static [Metric] {
+        const ONCE: [Metric; 4] = [
+            Metric::ReqS,
+            Metric::InputTokS,
+            Metric::E2eS,
+            Metric::Failures,
+        ];
+        match api.streams() {
+            true => &Metric::ALL,
+            false => &ONCE,
+        }
+    }
+
     /// Metrics a diff compares only when asked by name.
     pub const ON_REQUEST: [Metric; 1] = [Metric::SteadyTokS];
 
-    /// The keys a diff can be asked for: [`Metric::ALL`]'s, then
-    /// [`Metric::ON_REQUEST`]'s.
-    pub const DIFF_NAMES: [&'static str; 7] = {
-        let mut names = [""; 7];
+    /// Every metric a diff can be asked for by name: [`Metric::ALL`],
+    /// [`Metric::ON_REQUEST`], and the throughputs of APIs that answer once.
+    pub const DIFFABLE: [Metric; 9] = [
+        Metric::AggTokS,
+        Metric::DecodeTokS,
+        Metric::TtftS,
+        Metric::E2eS,
+        Metric::ItlP99S,
+        Metric::Failures,
+        Metric::SteadyTokS,
+        Metric::ReqS,
+        Metric::InputTokS,
+    ];
+
+    /// The keys of [`Metric::DIFFABLE`].
+    pub const DIFF_NAMES: [&'static str; 9] = {
+        let mut names = [""; 9];
         let mut i = 0;
         while i < names.len() {
-            names[i] = match i < Metric::ALL.len() {
-                true => Metric::ALL[i].spec().key,
-                false => Metric::ON_REQUEST[i - Metric::ALL.len()].spec().key,
-            };
+            names[i] = Metric::DIFFABLE[i].spec().key;
             i += 1;
         }
         names
@@ -200,6 +236,22 @@ impl Metric {
                 Unit::TokS,
                 Up,
             ),
+            Metric::ReqS => (
+                "req_s",
+                "request throughput",
+                "requests (req/s)",
+                "Requests",
+                Unit::ReqS,
+                Up,
+            ),
+            Metric::InputTokS => (
+                "input_tok_s",
+                "input throughput",
+                "input (tok/s)",
+                "Input tokens",
+                Unit::TokS,
+                Up,
+            ),
             Metric::Accuracy => (
                 "accuracy",
                 "accuracy",
@@ -229,7 +281,7 @@ impl Metric {
         Self::ALL
             .into_iter()
             .chain([Metric::Accuracy])
-            .chain(Self::ON_REQUEST)
+            .chain(Self::DIFFABLE)
             .find(|m| m.key() == key)
     }
 
@@ -267,6 +319,8 @@ impl Metric {
             Metric::Failures => f64::from(t.failures),
             Metric::Accuracy => crate::accuracy::of_trial(&t.graded),
             Metric::SteadyTokS => t.steady.as_ref().map_or(f64::NAN, |w| w.tok_s),
+            Metric::ReqS => t.req_s(),
+            Metric::InputTokS => t.input_tok_s(),
         }
     }
 
@@ -279,6 +333,8 @@ impl Metric {
             Metric::E2eS => p.e2e_s.as_ref(),
             Metric::ItlP99S => p.itl_p99_s.as_ref(),
             Metric::SteadyTokS => p.steady.as_ref().map(|s| &s.tok_s),
+            Metric::ReqS => p.req_s.as_ref(),
+            Metric::InputTokS => p.input_tok_s.as_ref(),
             Metric::Failures | Metric::Accuracy => None,
         }
     }
@@ -295,6 +351,7 @@ impl Metric {
             Unit::Seconds => format::seconds(v),
             Unit::Requests => format!("{} requests", format::sig3(v)),
             Unit::Share => format::percent(v),
+            Unit::ReqS => format!("{} req/s", format::sig3(v)),
         }
     }
 }

@@ -71,6 +71,22 @@ pub struct TrialMetrics {
     pub graded: Vec<crate::accuracy::Graded>,
     /// The steady-state window (closed-loop points where one opened).
     pub steady: Option<crate::steady::SteadyWindow>,
+    /// Server-reported prompt tokens of the successful requests, summed.
+    pub prompt_tokens_sum: f64,
+    /// The point row's window (first send → last completion), seconds.
+    pub window_s: f64,
+}
+
+impl TrialMetrics {
+    /// Successful requests per second over the point's window.
+    pub fn req_s(&self) -> f64 {
+        f64::from(self.requests.saturating_sub(self.failures)) / self.window_s
+    }
+
+    /// Server-reported prompt tokens per second over the point's window.
+    pub fn input_tok_s(&self) -> f64 {
+        self.prompt_tokens_sum / self.window_s
+    }
 }
 
 impl TrialMetrics {
@@ -97,6 +113,7 @@ impl TrialMetrics {
             completion_tokens: f64::NAN,
             cached_share: f64::NAN,
             cached_share_expected: f64::NAN,
+            window_s: f64::NAN,
             ..TrialMetrics::default()
         }
     }
@@ -116,6 +133,10 @@ pub struct PointSummary {
     pub n: usize,
     /// Aggregate output tok/s across trials.
     pub agg_tok_s: Option<Summary>,
+    /// Successful requests per second across trials.
+    pub req_s: Option<Summary>,
+    /// Prompt tokens per second across trials.
+    pub input_tok_s: Option<Summary>,
     /// Per-request decode tok/s across trials.
     pub decode_tok_s: Option<Summary>,
     /// Median TTFT across trials.
@@ -172,6 +193,8 @@ impl PointSummary {
         PointSummary {
             n: trials.len(),
             agg_tok_s: of(|t| t.agg_tok_s),
+            req_s: of(TrialMetrics::req_s),
+            input_tok_s: of(TrialMetrics::input_tok_s),
             decode_tok_s: of(|t| t.decode_tok_s),
             ttft_s: of(|t| t.ttft_s),
             ttft_p90_s: of(|t| t.ttft_p90_s),

@@ -96,6 +96,8 @@ pub(crate) struct TrialFrames {
     schedule: Option<ScheduleFrames>,
     /// The closed-loop points, whose steady-state window is measured.
     closed_loop: BTreeSet<u32>,
+    /// Whether the run's API streams (see [`qexp_plan::ApiKind::streams`]).
+    streams: bool,
 }
 
 /// One (trial, point) being read.
@@ -118,6 +120,9 @@ struct Group {
 /// piece on the first read.
 #[derive(Default)]
 struct Sums {
+    /// Whether the run's API streams generated tokens (no completion
+    /// count to check otherwise).
+    streams: bool,
     requests: u64,
     failures: u64,
     /// Over the successful requests.
@@ -271,6 +276,7 @@ impl TrialFrames {
             reasoning_frames: Vec::new(),
             turn_frames: Vec::new(),
             schedule: ScheduleFrames::for_run(manifest),
+            streams: manifest.target.api.streams(),
             closed_loop: manifest
                 .points
                 .iter()
@@ -351,6 +357,7 @@ impl TrialFrames {
         if self.read == 1 && !self.open.contains_key(&key) {
             let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
             let mut group = Group::new(share, self.held_max);
+            group.sums.streams = self.streams;
             if self.closed_loop.contains(&point) {
                 group.streams = Some(Vec::new());
             }
@@ -646,11 +653,13 @@ impl Selections {
             let mut e2e = e2e.as_ref().map(|e| e.iter());
             for (t, s) in ttft.iter().zip(sent.iter()) {
                 let e = e2e.as_mut().and_then(|e| e.next().flatten());
-                let (Some(t), Some(s)) = (t, s) else { continue };
-                if !(t.is_finite() && s.is_finite()) {
+                if !s.is_some_and(f64::is_finite) {
                     continue;
                 }
-                self.cdf_ttft.push(t);
+                // An answer that did not stream has an E2E and no TTFT.
+                if let Some(t) = t.filter(|t| t.is_finite()) {
+                    self.cdf_ttft.push(t);
+                }
                 if let Some(e) = e.filter(|e| e.is_finite()) {
                     self.cdf_e2e.push(e);
                 }
@@ -832,7 +841,7 @@ impl Sums {
             // a null is never true.
             let short = matches!((c, k), (Some(c), Some(k)) if c < k);
             let cut = fin == Some("length") && matches!((c, po), (Some(c), Some(p)) if c != p);
-            if c.is_none() || short || cut {
+            if self.streams && (c.is_none() || short || cut) {
                 self.mismatches += 1;
             }
         }
@@ -853,6 +862,7 @@ impl Sums {
             cached_share: self.cached_ok / self.prompt_ok,
             cached_share_expected: self.cached_expected_ok / self.planned_input_ok,
             token_mismatches: self.mismatches as u32,
+            prompt_tokens_sum: self.prompt_ok,
             answers: self.answers.clone(),
             ..TrialMetrics::without_requests(trial, point_id)
         }

@@ -73,6 +73,12 @@ pub enum ApiKind {
     Chat,
     /// `/v1/completions` (raw prompt).
     Completions,
+    /// `/v1/embeddings` (OpenAI's shape): `workload.batch` inputs per
+    /// request, one JSON answer, no stream.
+    Embeddings,
+    /// `/v1/rerank` (the vLLM, Cohere and Jina shape, which llama.cpp
+    /// serves too): the prompt as the query, `workload.batch` documents.
+    Rerank,
 }
 
 impl ApiKind {
@@ -83,7 +89,15 @@ impl ApiKind {
         match self {
             ApiKind::Chat => "chat",
             ApiKind::Completions => "completions",
+            ApiKind::Embeddings => "embeddings",
+            ApiKind::Rerank => "rerank",
         }
+    }
+
+    /// Whether its answers stream tokens (and so have a TTFT, a TPOT and
+    /// gaps between chunks); embeddings and rerank answer once.
+    pub fn streams(self) -> bool {
+        matches!(self, ApiKind::Chat | ApiKind::Completions)
     }
 }
 
@@ -176,6 +190,10 @@ pub struct Workload {
     pub input_tokens: Spanned<u32>,
     /// Output tokens asked for (`max_tokens`); send `ignore_eos` for exact lengths.
     pub output_tokens: Spanned<u32>,
+    /// Inputs per request (`api = "embeddings"`) or documents per
+    /// request (`api = "rerank"`); 1 when absent.
+    #[serde(default)]
+    pub batch: Option<Spanned<u32>>,
     /// Prompt recipe.
     #[serde(default)]
     pub prompt: PromptRecipe,
@@ -583,6 +601,7 @@ impl PlanFile {
     /// `[workload]`, `[sweep]`, `[load]` and `[slo]`: what is sent, and at which loads.
     fn validate_workload(&self) -> Result<(), Invalid> {
         self.validate_lengths()?;
+        self.validate_batch()?;
         self.validate_load()?;
         if let Some(slo) = &self.slo {
             slo.get_ref()
@@ -590,6 +609,37 @@ impl PlanFile {
                 .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
         }
         self.validate_generators()
+    }
+
+    /// `workload.batch` and what an API without a stream cannot take.
+    fn validate_batch(&self) -> Result<(), Invalid> {
+        let api = self.target.api;
+        if let Some(b) = &self.workload.batch {
+            if *b.get_ref() == 0 {
+                return invalid(b.span(), "workload.batch", "must be at least 1");
+            }
+            if api.streams() {
+                return invalid(
+                    b.span(),
+                    "workload.batch",
+                    format!("is for api = \"embeddings\" or \"rerank\"; this plan's api is \"{api}\""),
+                );
+            }
+        }
+        if api.streams() {
+            return Ok(());
+        }
+        let why = format!("api = \"{api}\" answers once, without generated text");
+        if let Some(a) = &self.accuracy {
+            return invalid(a.items.span(), "accuracy.items", format!("{why}: it has no answers to grade"));
+        }
+        if let Some(l) = &self.workload.output_lengths {
+            return invalid(l.distribution.span(), "workload.output_lengths", format!("{why}: drop the output lengths"));
+        }
+        if let Some(l) = &self.sweep.output_tokens {
+            return invalid(l.span(), "sweep.output_tokens", format!("{why}: drop the output sweep"));
+        }
+        Ok(())
     }
 
     /// The planned lengths and the swept lists.

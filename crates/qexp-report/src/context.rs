@@ -44,7 +44,10 @@ fn cut(s: &str, max: usize) -> String {
 pub fn report_context(a: &RunAnalysis) -> ReportContext {
     let m = &a.manifest;
     let flags = flag_views(&a.flags, &a.points);
-    let tables = tables(&a.points, &flags);
+    let mut tables = tables(&a.points, &flags);
+    if !m.target.api.streams() {
+        crate::tables::without_ttft(&mut tables);
+    }
     ReportContext {
         experiment: m.experiment.clone(),
         description: a.description.clone(),
@@ -83,6 +86,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         tables,
         turns: crate::turns::turn_rows(&a.points, &a.turns),
         reasoning: crate::turns::reasoning_rows(&a.points, &a.reasoning),
+        streams: m.target.api.streams(),
         steady: crate::steady::steady_rows(&a.points),
         steady_rule: crate::steady::rule(),
         open_loop: a

@@ -76,6 +76,9 @@ pub struct ReportContext {
     pub tables: Vec<Table>,
     /// Multi-turn runs: one row per (point, turn); empty otherwise.
     pub turns: Vec<TurnRow>,
+    /// Whether the run's API streams tokens; embeddings and rerank runs
+    /// get tables of the metrics they have (requests/s, input tok/s, E2E).
+    pub streams: bool,
     /// Closed-loop points with a steady-state window; empty otherwise.
     pub steady: Vec<crate::steady::SteadyRow>,
     /// How the steady-state window is chosen, in a sentence.
@@ -274,6 +277,14 @@ pub struct Row {
     pub agg: String,
     /// Its min–max.
     pub agg_spread: String,
+    /// Successful requests per second, median.
+    pub req_s: String,
+    /// Its min–max.
+    pub req_s_spread: String,
+    /// Prompt tokens per second, median.
+    pub input_tok_s: String,
+    /// Its min–max.
+    pub input_tok_s_spread: String,
     /// Per-request decode tok/s, median.
     pub decode: String,
     /// Its min–max.
@@ -367,6 +378,10 @@ pub struct RowValues {
     pub axis: Option<f64>,
     /// Aggregate output, tok/s.
     pub agg: Stat,
+    /// Successful requests per second.
+    pub req_s: Stat,
+    /// Prompt tokens per second.
+    pub input_tok_s: Stat,
     /// Per-request decode, tok/s.
     pub decode: Stat,
     /// TTFT median, s.

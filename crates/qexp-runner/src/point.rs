@@ -336,6 +336,14 @@ impl<B: Backend> PointRunner<'_, B> {
     ) -> (Vec<Job>, Vec<Job>) {
         let mut make = |index: u32| {
             let (mut prompt, mut plan) = self.prompts.request(trial, point, index);
+            let batch = self.plan.workload.batch.as_ref().map_or(1, |b| *b.get_ref());
+            if !self.prep.api.streams() {
+                // Every input (or query and document pair) is the prompt:
+                // the server counts them all, and nothing is generated.
+                plan.input_tokens *= batch;
+                plan.cached_tokens *= batch;
+                plan.output_tokens = 0;
+            }
             plan.length_forced =
                 crate::workload::forces_length(&self.prep.extra, plan.output_tokens);
             // The point's first measured requests ask the trial's graded items.
@@ -355,6 +363,7 @@ impl<B: Backend> PointRunner<'_, B> {
                     max_tokens: plan.output_tokens,
                     extra: self.prep.extra.clone(),
                     history: None,
+                    batch,
                 },
             }
         };

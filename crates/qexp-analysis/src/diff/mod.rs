@@ -65,7 +65,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         });
     }
     let mut warnings = run_warnings(a, b, &workload);
-    let metrics = chosen_metrics(opts);
+    let metrics = chosen_metrics(opts, a.manifest.target.api);
     let settings = compare::Settings {
         level: opts.level,
         min_change,
@@ -129,14 +129,14 @@ fn checked_limits(
     Ok((min_change, min_change_source))
 }
 
-/// The metrics the options ask for, in the canonical order; all when none.
-fn chosen_metrics(opts: &DiffOptions) -> Vec<DiffMetric> {
+/// The metrics the options ask for, in the canonical order; when none,
+/// every metric the run's API has ([`DiffMetric::of_api`]).
+fn chosen_metrics(opts: &DiffOptions, api: qexp_plan::ApiKind) -> Vec<DiffMetric> {
     if opts.metrics.is_empty() {
-        DiffMetric::ALL.to_vec()
+        DiffMetric::of_api(api).to_vec()
     } else {
-        DiffMetric::ALL
+        DiffMetric::DIFFABLE
             .into_iter()
-            .chain(DiffMetric::ON_REQUEST)
             .filter(|m| opts.metrics.contains(m))
             .collect()
     }

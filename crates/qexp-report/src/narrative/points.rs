@@ -78,7 +78,11 @@ impl PointView {
             Metric::TtftS => Some(&self.ttft),
             Metric::E2eS => Some(&self.e2e),
             Metric::ItlP99S => Some(&self.itl_p99),
-            Metric::Failures | Metric::Accuracy | Metric::SteadyTokS => None,
+            Metric::Failures
+            | Metric::Accuracy
+            | Metric::SteadyTokS
+            | Metric::ReqS
+            | Metric::InputTokS => None,
         }
     }
 

@@ -25,6 +25,7 @@ mod objstore;
 mod open_loop_e2e;
 mod open_loop_noise;
 mod paths;
+mod pooling;
 mod readme;
 mod real_fit;
 mod real_servers;

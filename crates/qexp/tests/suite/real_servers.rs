@@ -345,6 +345,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         max_tokens: 4,
         extra: Default::default(),
         history: None,
+        batch: 1,
     };
     let metrics = MetricsSource::new(&client, "/metrics");
     let before = metrics.scrape().await.expect("vLLM serves /metrics");
