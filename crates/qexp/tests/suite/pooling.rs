@@ -92,3 +92,64 @@ async fn embeddings_and_rerank_have_e2e_and_no_ttft() {
     }
     sim.shutdown().await;
 }
+
+/// A server that lists a model and answers 404 to everything else: one
+/// without a rerank (or embeddings) endpoint.
+async fn models_only() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let mut got = 0;
+                while !buf[..got].windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf[got..]).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got += n,
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf[..got]).to_string();
+                let (status, body) = if head.starts_with("GET /v1/models") {
+                    ("200 OK", r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#)
+                } else {
+                    ("404 Not Found", r#"{"error":{"message":"File Not Found","code":404}}"#)
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerank_plan_against_a_server_without_the_endpoint_is_refused_in_one_sentence() {
+    let url = models_only().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = plan(&url, ApiKind::Rerank).write(tmp.path());
+    let results = tmp.path().join("results");
+    let out = crate::common::qexp(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        results.to_str().unwrap(),
+        "--no-report",
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains(&format!("{url} does not serve /v1/rerank for api = \"rerank\" (HTTP 404: File Not Found)")),
+        "{stderr}"
+    );
+    // Nothing measured: no run was written.
+    assert!(!results.exists() || crate::common::entries(&results).is_empty(), "{stderr}");
+}
