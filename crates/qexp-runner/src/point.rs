@@ -189,7 +189,7 @@ impl<B: Backend> PointRunner<'_, B> {
         } else {
             writer.write_incomplete_point(&rows, &prow)?;
         }
-        bar.finish(point_line(&label, &prow, &measured));
+        bar.finish(point_line(&label, &prow, &measured, self.prep.api.streams()));
         // A point cut by an interrupt counts its cancelled requests as
         // failures; the tolerance judges only whole points.
         if whole {
@@ -424,18 +424,28 @@ impl<B: Backend> PointRunner<'_, B> {
     }
 }
 
-fn point_line(label: &str, p: &PointRow, rows: &[RequestRow]) -> String {
-    let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_s).collect();
-    ttft.sort_by(f64::total_cmp);
-    let mid = ttft
-        .get(ttft.len() / 2)
-        .map_or("-".into(), |t| format!("{t:.3} s"));
-    let agg = p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}"));
-    let mut line = format!(
-        "{label}: {} ok, {} failed, {agg} tok/s aggregate, TTFT ~{mid}",
-        p.requests_done - p.failures,
-        p.failures
-    );
+fn point_line(label: &str, p: &PointRow, rows: &[RequestRow], streams: bool) -> String {
+    let latency = |f: fn(&RequestRow) -> Option<f64>| {
+        let mut v: Vec<f64> = rows.iter().filter_map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).map_or("-".into(), |t| format!("{t:.3} s"))
+    };
+    let ok = p.requests_done - p.failures;
+    let mut line = match streams {
+        true => format!(
+            "{label}: {ok} ok, {} failed, {} tok/s aggregate, TTFT ~{}",
+            p.failures,
+            p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}")),
+            latency(|r| r.ttft_s)
+        ),
+        // An answer that does not stream: requests/s and E2E.
+        false => format!(
+            "{label}: {ok} ok, {} failed, {:.1} req/s, E2E ~{}",
+            p.failures,
+            f64::from(ok) / (p.window_end_unix_s - p.window_start_unix_s),
+            latency(|r| r.e2e_s)
+        ),
+    };
     if let Some(r) = &p.invalid_reason {
         line.push_str(&format!(" — INVALID: {r}"));
     }
