@@ -17,22 +17,26 @@ pub(crate) struct Expected {
 }
 
 /// Whether a 2xx answer's content type is JSON; the error when not.
-pub(crate) fn not_json(content_type: &str, redact: &crate::secret::Redactor) -> Option<RequestError> {
+pub(crate) fn not_json(
+    content_type: &str,
+    redact: &crate::secret::Redactor,
+) -> Option<RequestError> {
     let ok = content_type
         .to_ascii_lowercase()
         .starts_with("application/json");
     (!ok).then(|| RequestError {
         class: ErrorClass::ContentType,
-        message: format!(
-            "the answer is `{}`, not JSON",
-            redact.excerpt(content_type)
-        ),
+        message: format!("the answer is `{}`, not JSON", redact.excerpt(content_type)),
     })
 }
 
 /// Reads the whole body into `out`: usage, and the check that it holds one
 /// embedding per input (one score per document), each well formed.
-pub(crate) fn settle(out: &mut Outcome, body: &[u8], expected: Expected) -> Result<(), RequestError> {
+pub(crate) fn settle(
+    out: &mut Outcome,
+    body: &[u8],
+    expected: Expected,
+) -> Result<(), RequestError> {
     let protocol = |message: String| RequestError {
         class: ErrorClass::Protocol,
         message,
@@ -91,12 +95,21 @@ mod tests {
         assert_eq!(out.usage.completion_tokens, None);
         let e = settle(&mut out, body, expect(ApiKind::Embeddings, 3)).unwrap_err();
         assert_eq!(e.class, ErrorClass::Protocol);
-        assert_eq!(e.message, "the embeddings answer has 2 entries in `data` for 3 sent");
+        assert_eq!(
+            e.message,
+            "the embeddings answer has 2 entries in `data` for 3 sent"
+        );
         let empty = br#"{"data":[{"embedding":[]}]}"#;
         let e = settle(&mut out, empty, expect(ApiKind::Embeddings, 1)).unwrap_err();
-        assert_eq!(e.message, "entry 0 of the embeddings answer's `data` has no embedding");
+        assert_eq!(
+            e.message,
+            "entry 0 of the embeddings answer's `data` has no embedding"
+        );
         let e = settle(&mut out, b"<html>", expect(ApiKind::Embeddings, 1)).unwrap_err();
-        assert!(e.message.starts_with("the embeddings answer is not JSON"), "{e:?}");
+        assert!(
+            e.message.starts_with("the embeddings answer is not JSON"),
+            "{e:?}"
+        );
     }
 
     #[test]

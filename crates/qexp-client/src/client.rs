@@ -492,7 +492,6 @@ mod tests {
             max_tokens: 3,
             extra: Map::new(),
             history: Some(vec![
-            batch: 1,
                 crate::Message {
                     role: crate::Role::User,
                     content: "first".into(),
@@ -502,6 +501,7 @@ mod tests {
                     content: "answer".into(),
                 },
             ]),
+            batch: 1,
         };
         assert_eq!(
             req.body(true)["messages"],

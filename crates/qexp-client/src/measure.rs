@@ -311,7 +311,11 @@ impl Measurement {
 impl Measurement {
     /// Reads a JSON answer whole, against the first-byte, idle and total
     /// limits; E2E is the arrival of its last read. Returns true (it ended).
-    async fn whole<B: Body>(&mut self, mut body: B, expected: Expected) -> Result<(bool, B), Ended> {
+    async fn whole<B: Body>(
+        &mut self,
+        mut body: B,
+        expected: Expected,
+    ) -> Result<(bool, B), Ended> {
         let mut deadline = StreamDeadline::new(self.first_byte, self.total, self.idle);
         let mut arrived = self.out.headers_s.unwrap_or_default();
         let mut bytes: Vec<u8> = Vec::new();
@@ -320,8 +324,7 @@ impl Measurement {
             let ended = ended.map_err(|msg| self.ended(arrived, ErrorClass::StreamBroken, msg))?;
             if ended {
                 self.out.last_token_s = Some(arrived);
-                answer_json::settle(&mut self.out, &bytes, expected)
-                    .map_err(|e| (arrived, e))?;
+                answer_json::settle(&mut self.out, &bytes, expected).map_err(|e| (arrived, e))?;
                 return Ok((true, body));
             }
             if !bytes.is_empty() {

@@ -622,7 +622,9 @@ impl PlanFile {
                 return invalid(
                     b.span(),
                     "workload.batch",
-                    format!("is for api = \"embeddings\" or \"rerank\"; this plan's api is \"{api}\""),
+                    format!(
+                        "is for api = \"embeddings\" or \"rerank\"; this plan's api is \"{api}\""
+                    ),
                 );
             }
         }
@@ -631,13 +633,25 @@ impl PlanFile {
         }
         let why = format!("api = \"{api}\" answers once, without generated text");
         if let Some(a) = &self.accuracy {
-            return invalid(a.items.span(), "accuracy.items", format!("{why}: it has no answers to grade"));
+            return invalid(
+                a.items.span(),
+                "accuracy.items",
+                format!("{why}: it has no answers to grade"),
+            );
         }
         if let Some(l) = &self.workload.output_lengths {
-            return invalid(l.distribution.span(), "workload.output_lengths", format!("{why}: drop the output lengths"));
+            return invalid(
+                l.distribution.span(),
+                "workload.output_lengths",
+                format!("{why}: drop the output lengths"),
+            );
         }
         if let Some(l) = &self.sweep.output_tokens {
-            return invalid(l.span(), "sweep.output_tokens", format!("{why}: drop the output sweep"));
+            return invalid(
+                l.span(),
+                "sweep.output_tokens",
+                format!("{why}: drop the output sweep"),
+            );
         }
         Ok(())
     }

@@ -189,7 +189,12 @@ impl<B: Backend> PointRunner<'_, B> {
         } else {
             writer.write_incomplete_point(&rows, &prow)?;
         }
-        bar.finish(point_line(&label, &prow, &measured, self.prep.api.streams()));
+        bar.finish(point_line(
+            &label,
+            &prow,
+            &measured,
+            self.prep.api.streams(),
+        ));
         // A point cut by an interrupt counts its cancelled requests as
         // failures; the tolerance judges only whole points.
         if whole {
@@ -336,7 +341,12 @@ impl<B: Backend> PointRunner<'_, B> {
     ) -> (Vec<Job>, Vec<Job>) {
         let mut make = |index: u32| {
             let (mut prompt, mut plan) = self.prompts.request(trial, point, index);
-            let batch = self.plan.workload.batch.as_ref().map_or(1, |b| *b.get_ref());
+            let batch = self
+                .plan
+                .workload
+                .batch
+                .as_ref()
+                .map_or(1, |b| *b.get_ref());
             if !self.prep.api.streams() {
                 // Every input (or query and document pair) is the prompt:
                 // the server counts them all, and nothing is generated.
@@ -428,7 +438,8 @@ fn point_line(label: &str, p: &PointRow, rows: &[RequestRow], streams: bool) -> 
     let latency = |f: fn(&RequestRow) -> Option<f64>| {
         let mut v: Vec<f64> = rows.iter().filter_map(f).collect();
         v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).map_or("-".into(), |t| format!("{t:.3} s"))
+        v.get(v.len() / 2)
+            .map_or("-".into(), |t| format!("{t:.3} s"))
     };
     let ok = p.requests_done - p.failures;
     let mut line = match streams {

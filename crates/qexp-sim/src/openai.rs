@@ -140,12 +140,23 @@ impl Job {
 impl Job {
     /// A job that only prefills `prompt_ids` (one token generated, not
     /// streamed): what an embeddings or rerank request costs the engine.
-    pub(crate) fn prefill_only(model: Option<String>, default_model: &str, prompt_ids: Vec<u32>) -> Job {
+    pub(crate) fn prefill_only(
+        model: Option<String>,
+        default_model: &str,
+        prompt_ids: Vec<u32>,
+    ) -> Job {
         let gen = GenOptions {
             max_tokens: Some(1),
             ..GenOptions::default()
         };
-        Job::new(Kind::Completion, model, default_model, prompt_ids, None, gen)
+        Job::new(
+            Kind::Completion,
+            model,
+            default_model,
+            prompt_ids,
+            None,
+            gen,
+        )
     }
 }
 

@@ -42,11 +42,18 @@ fn embedding(ids: &[u32]) -> Vec<f64> {
     let mut h = crate::answer::seed(ids);
     let mut v: Vec<f64> = (0..DIMENSIONS)
         .map(|_| {
-            h = h.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            h = h
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             ((h >> 11) as f64 / (1u64 << 53) as f64) - 0.5
         })
         .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
+    let norm = v
+        .iter()
+        .map(|x| x * x)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE);
     v.iter_mut().for_each(|x| *x /= norm);
     v
 }
@@ -57,7 +64,10 @@ async fn prefill(engine: &Arc<Engine>, model: Option<String>, groups: &[Vec<u32>
     let ids: Vec<u32> = groups.concat();
     let tokens = u32::try_from(ids.len()).unwrap_or(u32::MAX);
     let job = Job::prefill_only(model, &engine.profile().model_id(), ids);
-    let generated = engine.generate(&job).fold(0u32, |sum, n| async move { sum + n }).await;
+    let generated = engine
+        .generate(&job)
+        .fold(0u32, |sum, n| async move { sum + n })
+        .await;
     (generated >= 1).then_some(tokens)
 }
 
@@ -75,7 +85,10 @@ pub(crate) async fn embeddings(engine: &Arc<Engine>, req: EmbeddingsRequest) -> 
             ids
         })
         .collect();
-    let model = req.model.clone().unwrap_or_else(|| engine.profile().model_id());
+    let model = req
+        .model
+        .clone()
+        .unwrap_or_else(|| engine.profile().model_id());
     let tokens = prefill(engine, req.model, &groups).await?;
     let data: Vec<Value> = groups
         .iter()
@@ -103,7 +116,10 @@ pub(crate) async fn rerank(engine: &Arc<Engine>, req: RerankRequest) -> Option<V
             ids
         })
         .collect();
-    let model = req.model.clone().unwrap_or_else(|| engine.profile().model_id());
+    let model = req
+        .model
+        .clone()
+        .unwrap_or_else(|| engine.profile().model_id());
     let tokens = prefill(engine, req.model, &groups).await?;
     let mut results: Vec<(usize, f64)> = groups
         .iter()

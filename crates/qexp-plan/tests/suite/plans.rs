@@ -152,7 +152,10 @@ fn stop_past_saturation_needs_a_sweep_to_climb_in_order() {
 fn batch_is_for_the_apis_that_answer_once() {
     let with = |api: &str, extra: &str| {
         GOOD.replace("api = \"completions\"", &format!("api = \"{api}\""))
-            .replace("output_tokens = 20", &format!("output_tokens = 20\n{extra}"))
+            .replace(
+                "output_tokens = 20",
+                &format!("output_tokens = 20\n{extra}"),
+            )
     };
     let plan = parse(&with("embeddings", "batch = 8")).unwrap();
     assert!(plan.points().iter().all(|p| p.output_tokens == 0));

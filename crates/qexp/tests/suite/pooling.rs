@@ -51,12 +51,27 @@ async fn embeddings_and_rerank_have_e2e_and_no_ttft() {
             .unwrap();
         let n = rows.height();
         assert!(n >= 8, "{api}: {n} rows");
-        assert_eq!(rows.column("ttft_s").unwrap().null_count(), n, "{api}: no TTFT");
-        assert_eq!(rows.column("tpot_s").unwrap().null_count(), n, "{api}: no TPOT");
-        assert_eq!(rows.column("error_class").unwrap().null_count(), n, "{api}: all ok");
+        assert_eq!(
+            rows.column("ttft_s").unwrap().null_count(),
+            n,
+            "{api}: no TTFT"
+        );
+        assert_eq!(
+            rows.column("tpot_s").unwrap().null_count(),
+            n,
+            "{api}: no TPOT"
+        );
+        assert_eq!(
+            rows.column("error_class").unwrap().null_count(),
+            n,
+            "{api}: all ok"
+        );
         // The server counted every input (query and document pair) of the batch.
         let prompt = f64s(&rows, "prompt_tokens");
-        assert!(prompt.iter().all(|&p| p == f64::from(INPUT * BATCH)), "{api}: {prompt:?}");
+        assert!(
+            prompt.iter().all(|&p| p == f64::from(INPUT * BATCH)),
+            "{api}: {prompt:?}"
+        );
         // Alone (c=1), E2E is the prefill of the batch: the profile's truth.
         let alone = a.points.iter().find(|p| p.point.concurrency == 1).unwrap();
         let e2e = alone.e2e_s.as_ref().unwrap().median;
@@ -73,7 +88,10 @@ async fn embeddings_and_rerank_have_e2e_and_no_ttft() {
         let out = tmp.path().join(format!("report-{api}"));
         let files = qexp_report::render_run(&a, &templates, &out).expect("report renders");
         let md = std::fs::read_to_string(&files[0]).unwrap();
-        assert!(md.contains("| Requests (req/s) |") && md.contains("| E2E (s) |"), "{md}");
+        assert!(
+            md.contains("| Requests (req/s) |") && md.contains("| E2E (s) |"),
+            "{md}"
+        );
         for absent in ["TTFT (s)", "ITL p99", "Aggregate (tok/s)", "decode"] {
             let results = &md[md.find("## Results").unwrap()..md.find("## How to read").unwrap()];
             assert!(!results.contains(absent), "{api}: {absent} in\n{results}");
@@ -83,12 +101,19 @@ async fn embeddings_and_rerank_have_e2e_and_no_ttft() {
             .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
             .filter(|f| f.ends_with(".svg"))
             .collect();
-        assert!(charts.iter().any(|c| c == "req_vs_concurrency.svg"), "{charts:?}");
+        assert!(
+            charts.iter().any(|c| c == "req_vs_concurrency.svg"),
+            "{charts:?}"
+        );
         assert!(!charts.iter().any(|c| c.contains("ttft")), "{charts:?}");
 
         let d = qexp_analysis::diff(&a, &a, &Default::default()).expect("compares with itself");
         let metrics: Vec<&str> = d.pairs[0].metrics.iter().map(|m| m.metric.key()).collect();
-        assert_eq!(metrics, ["req_s", "input_tok_s", "e2e_s", "failures"], "{api}");
+        assert_eq!(
+            metrics,
+            ["req_s", "input_tok_s", "e2e_s", "failures"],
+            "{api}"
+        );
     }
     sim.shutdown().await;
 }
@@ -112,9 +137,15 @@ async fn models_only() -> String {
                 }
                 let head = String::from_utf8_lossy(&buf[..got]).to_string();
                 let (status, body) = if head.starts_with("GET /v1/models") {
-                    ("200 OK", r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#)
+                    (
+                        "200 OK",
+                        r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#,
+                    )
                 } else {
-                    ("404 Not Found", r#"{"error":{"message":"File Not Found","code":404}}"#)
+                    (
+                        "404 Not Found",
+                        r#"{"error":{"message":"File Not Found","code":404}}"#,
+                    )
                 };
                 let answer = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -147,9 +178,14 @@ async fn a_rerank_plan_against_a_server_without_the_endpoint_is_refused_in_one_s
     let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
-        lines[0].contains(&format!("{url} does not serve /v1/rerank for api = \"rerank\" (HTTP 404: File Not Found)")),
+        lines[0].contains(&format!(
+            "{url} does not serve /v1/rerank for api = \"rerank\" (HTTP 404: File Not Found)"
+        )),
         "{stderr}"
     );
     // Nothing measured: no run was written.
-    assert!(!results.exists() || crate::common::entries(&results).is_empty(), "{stderr}");
+    assert!(
+        !results.exists() || crate::common::entries(&results).is_empty(),
+        "{stderr}"
+    );
 }

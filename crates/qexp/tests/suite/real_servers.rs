@@ -30,7 +30,7 @@ pub(crate) fn server(var: &str) -> Option<String> {
                 Need::RealServer,
                 &format!(
                     "{var} is not set; start a server with \
-                     `scripts/real-servers/start.sh vllm|llamacpp|smollm2` and export {var}=<its URL>"
+                     `scripts/real-servers/start.sh vllm|llamacpp|smollm2|smollm2-embeddings` and export {var}=<its URL>"
                 ),
             );
             None

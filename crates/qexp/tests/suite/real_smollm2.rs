@@ -349,12 +349,22 @@ async fn smollm2_embeddings_have_e2e_and_no_ttft() {
     std::fs::write(&path, plan).unwrap();
     let r = run_plan_file(&path, tmp.path()).await;
     let a = qexp_analysis::analyze(&r.dir).unwrap();
-    let rows = qexp_store::scan_requests(&a.dir).unwrap().collect().unwrap();
+    let rows = qexp_store::scan_requests(&a.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
     let n = rows.height();
-    assert_eq!(rows.column("error_class").unwrap().null_count(), n, "every request answered");
+    assert_eq!(
+        rows.column("error_class").unwrap().null_count(),
+        n,
+        "every request answered"
+    );
     assert_eq!(rows.column("ttft_s").unwrap().null_count(), n, "no TTFT");
     let prompt = qexp_testkit::f64s(&rows, "prompt_tokens");
-    assert!(prompt.iter().all(|&p| p == 48.0), "2 inputs of 24 tokens: {prompt:?}");
+    assert!(
+        prompt.iter().all(|&p| p == 48.0),
+        "2 inputs of 24 tokens: {prompt:?}"
+    );
     for p in &a.points {
         let (e2e, req_s) = (p.e2e_s.as_ref().unwrap(), p.req_s.as_ref().unwrap());
         println!(
