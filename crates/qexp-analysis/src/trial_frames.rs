@@ -112,7 +112,7 @@ struct Group {
     /// read, only in runs that have those summaries).
     whole: Vec<DataFrame>,
     /// The successful requests' streams, for the steady-state window
-    /// (closed-loop points; first read; dropped past `held_max` requests).
+    /// (closed-loop points; first read; dropped past [`STEADY_MAX_REQUESTS`]).
     streams: Option<Vec<Stream>>,
 }
 
@@ -385,7 +385,6 @@ impl TrialFrames {
             whole: whole_pieces,
             streams,
         } = g;
-        let held_max = self.held_max;
         let (schema, failures) = (&self.schema, &mut self.failures);
         // The first read's sums and the gaps (7 values a request with 8
         // chunks) on a second core, beside the other selections. They call
@@ -404,7 +403,7 @@ impl TrialFrames {
             if first {
                 add_failures(failures, key, &rows, &ok)?;
                 timeline.count(&rows, &ok_rows)?;
-                add_streams(streams, &ok_rows, held_max)?;
+                add_streams(streams, &ok_rows)?;
                 if !whole.is_empty() {
                     whole_pieces.push(rows.select(whole)?);
                 }
@@ -716,17 +715,19 @@ impl Timeline {
     }
 }
 
+/// The most requests of a (trial, point) whose times the steady-state
+/// window holds (32 bytes each); a larger one gets no window. Fixed, not
+/// the selections' `held_max`, so the window never depends on how the
+/// rows were read.
+const STEADY_MAX_REQUESTS: usize = 1 << 22;
+
 /// Holds `ok_rows`' streams for the steady-state window, while they number
-/// at most `held_max` (then none: a point that large gets no window).
-fn add_streams(
-    streams: &mut Option<Vec<Stream>>,
-    ok_rows: &DataFrame,
-    held_max: usize,
-) -> PolarsResult<()> {
+/// at most [`STEADY_MAX_REQUESTS`] (then none: a point that large gets no window).
+fn add_streams(streams: &mut Option<Vec<Stream>>, ok_rows: &DataFrame) -> PolarsResult<()> {
     let Some(held) = streams else {
         return Ok(());
     };
-    if held.len() + ok_rows.height() > held_max {
+    if held.len() + ok_rows.height() > STEADY_MAX_REQUESTS {
         *streams = None;
         return Ok(());
     }

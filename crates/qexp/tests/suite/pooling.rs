@@ -82,7 +82,18 @@ async fn embeddings_and_rerank_have_e2e_and_no_ttft() {
         let req_s = alone.req_s.as_ref().unwrap().median;
         let input_tok_s = alone.input_tok_s.as_ref().unwrap().median;
         assert!((input_tok_s / req_s - f64::from(INPUT * BATCH)).abs() < 1e-6);
-        assert!(a.flags.is_empty(), "{api}: {:?}", a.flags);
+        // Nothing generated is not a token mismatch, an empty answer or a
+        // failure (a busy test machine may still be flagged as such).
+        let wrong = a.flags.iter().filter(|f| {
+            matches!(
+                f,
+                qexp_analysis::Flag::TokenMismatch { .. }
+                    | qexp_analysis::Flag::BrokenAnswers { .. }
+                    | qexp_analysis::Flag::Failures { .. }
+                    | qexp_analysis::Flag::PointInvalid { .. }
+            )
+        });
+        assert_eq!(wrong.count(), 0, "{api}: {:?}", a.flags);
 
         let templates = qexp_report::Templates::builtin().expect("built-in templates");
         let out = tmp.path().join(format!("report-{api}"));
