@@ -15,6 +15,10 @@ chat_template left empty so the model's is used; /props shows it); SmolLM2
 is served so. Without it (the tiny model), llama.cpp's built-in templates,
 as the fitted llama.cpp figures were measured.
 
+--embeddings serves /v1/embeddings (mean pooling) instead of generation:
+SmolLM2's GGUF gives embeddings too. No rerank: llama.cpp's --reranking needs
+a model with a ranking head, which SmolLM2 has not.
+
 --spec ngram turns on llama.cpp's n-gram speculative decoding that needs no
 draft model (ngram-simple: the last N tokens, looked up in the slot's own
 history, draft the M tokens that followed them; the model verifies the draft
@@ -59,6 +63,11 @@ def main() -> int:
         default="off",
         help="speculative decoding: off, or ngram (ngram-simple, no draft model)",
     )
+    ap.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="serve /v1/embeddings (mean pooling) instead of generation",
+    )
     ap.add_argument("--spec-ngram-n", type=int, default=6, help="ngram: lookup n-gram size")
     ap.add_argument("--spec-ngram-m", type=int, default=6, help="ngram: drafted tokens per hit")
     args = ap.parse_args()
@@ -88,6 +97,11 @@ def main() -> int:
     if args.jinja:
         p.use_jinja = True  # the GGUF's chat template, as a Jinja template
         p.chat_template = ""  # empty: the model's tokenizer.chat_template
+    if args.embeddings:
+        # llama.cpp's --embeddings: the server answers /v1/embeddings (and
+        # refuses completions); SmolLM2 has no pooling of its own, so mean.
+        p.embedding = True
+        p.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     if args.spec == "ngram":
         p.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
         p.speculative.ngram_simple.size_n = args.spec_ngram_n

@@ -2,10 +2,12 @@
 # Start a real inference server on 127.0.0.1 in the background and wait until
 # it answers GET /v1/models.
 #
-#   start.sh vllm|llamacpp|smollm2
+#   start.sh vllm|llamacpp|smollm2|smollm2-embeddings
 #
 # smollm2: SmolLM2-135M-Instruct (a real model, for answer checks) on
 # llama.cpp, served as "smollm2", plain decoding (serve_smollm2.sh).
+# smollm2-embeddings: a second SmolLM2 instance started with --embeddings
+# (/v1/embeddings, mean pooling), for embeddings plans.
 #
 # Writes $QEXP_REAL_RUN/<name>.url (http://127.0.0.1:PORT), <name>.pid (the
 # leader of the server's own process group) and $QEXP_REAL_LOGS/<name>.log.
@@ -17,8 +19,8 @@ set -euo pipefail
 
 name="${1:-}"
 case "$name" in
-    vllm | llamacpp | smollm2) ;;
-    *) echo "usage: start.sh vllm|llamacpp|smollm2" >&2; exit 2 ;;
+    vllm | llamacpp | smollm2 | smollm2-embeddings) ;;
+    *) echo "usage: start.sh vllm|llamacpp|smollm2|smollm2-embeddings" >&2; exit 2 ;;
 esac
 
 pidfile="$QEXP_REAL_RUN/$name.pid"
@@ -49,7 +51,7 @@ fi
 "$QEXP_REAL_SCRIPTS/stop.sh" "$name" >/dev/null 2>&1 || true
 rm -f "$pidfile" "$urlfile"
 
-"$QEXP_REAL_SCRIPTS/install.sh" "$name"
+"$QEXP_REAL_SCRIPTS/install.sh" "${name%-embeddings}"
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -105,6 +107,10 @@ case "$name" in
     smollm2)
         timeout="$QEXP_LLAMA_READY_TIMEOUT"
         launch "$QEXP_REAL_SCRIPTS/serve_smollm2.sh" --port 0 --url-file "$urlfile"
+        ;;
+    smollm2-embeddings)
+        timeout="$QEXP_LLAMA_READY_TIMEOUT"
+        launch "$QEXP_REAL_SCRIPTS/serve_smollm2.sh" --port 0 --url-file "$urlfile" --embeddings
         ;;
 esac
 

@@ -3,7 +3,7 @@
 # group (vLLM forks an engine-core process), SIGKILL after a grace period.
 # Idempotent: a missing pid file or a dead process is fine.
 #
-#   stop.sh [vllm|llamacpp|smollm2|all]   (default: all)
+#   stop.sh [vllm|llamacpp|smollm2|smollm2-embeddings|all]   (default: all)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
@@ -46,7 +46,7 @@ stop_one() {
 
 target="${1:-all}"
 case "$target" in
-    vllm | llamacpp | smollm2) stop_one "$target" ;;
-    all) stop_one vllm; stop_one llamacpp; stop_one smollm2 ;;
-    *) echo "usage: stop.sh [vllm|llamacpp|smollm2|all]" >&2; exit 2 ;;
+    vllm | llamacpp | smollm2 | smollm2-embeddings) stop_one "$target" ;;
+    all) stop_one vllm; stop_one llamacpp; stop_one smollm2; stop_one smollm2-embeddings ;;
+    *) echo "usage: stop.sh [vllm|llamacpp|smollm2|smollm2-embeddings|all]" >&2; exit 2 ;;
 esac

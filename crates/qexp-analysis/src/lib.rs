@@ -36,6 +36,7 @@ mod run;
 pub mod schedule;
 mod server;
 pub mod stats;
+pub mod steady;
 mod trial_frames;
 mod turns;
 pub mod workspace;

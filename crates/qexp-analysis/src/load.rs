@@ -127,6 +127,10 @@ pub fn analyze_bounded(
     let with_rows = add_point_rows(dir, &mut by_key)?;
     crate::energy::add(dir, &mut by_key, &manifest)?;
     mark_journal_only(&mut by_key, &with_rows, &manifest);
+    if !manifest.target.api.streams() {
+        // Nothing is generated: no output throughput (never a fake zero).
+        by_key.values_mut().for_each(|m| m.agg_tok_s = f64::NAN);
+    }
     let summaries = manifest
         .points
         .iter()
@@ -187,6 +191,7 @@ fn add_point_rows(
         col(pt::AGG_OUTPUT_TOK_S).cast(F),
         col(pt::SEND_LAG_MAX_S).cast(F),
         col(pt::WINDOW_START_UNIX_S).cast(F),
+        col(pt::WINDOW_END_UNIX_S).cast(F),
         or_nan(pt::CLIENT_LOOP_LAG_P99_S),
         or_nan(pt::CLIENT_CPU_CORES),
         col(pt::INVALID_REASON),
@@ -198,6 +203,7 @@ fn add_point_rows(
     let agg = f64s(&points, pt::AGG_OUTPUT_TOK_S).map_err(q)?;
     let lag = f64s(&points, pt::SEND_LAG_MAX_S).map_err(q)?;
     let window_start = f64s(&points, pt::WINDOW_START_UNIX_S).map_err(q)?;
+    let window_end = f64s(&points, pt::WINDOW_END_UNIX_S).map_err(q)?;
     let loop_lag = f64s(&points, pt::CLIENT_LOOP_LAG_P99_S).map_err(q)?;
     let cores = f64s(&points, pt::CLIENT_CPU_CORES).map_err(q)?;
     let server = counters
@@ -218,6 +224,7 @@ fn add_point_rows(
         m.agg_tok_s = agg[i];
         m.send_lag_max_s = lag[i];
         m.window_start_unix_s = window_start[i];
+        m.window_s = window_end[i] - window_start[i];
         m.client_loop_lag_p99_s = loop_lag[i];
         m.client_cpu_cores = cores[i];
         m.invalid_reason = invalid.get(i).map(str::to_string);

@@ -38,6 +38,8 @@ pub enum Unit {
     JoulesPerToken,
     /// Dollars per million output tokens.
     UsdPerMillion,
+    /// Requests per second.
+    ReqS,
 }
 
 impl Unit {
@@ -50,6 +52,7 @@ impl Unit {
             Unit::Share => "share",
             Unit::JoulesPerToken => "J/tok",
             Unit::UsdPerMillion => "$/1M tok",
+            Unit::ReqS => "req/s",
         }
     }
 }
@@ -80,6 +83,17 @@ pub enum Metric {
     /// Dollars per million output tokens of the trial (`[cost]`). Not in
     /// [`Metric::ALL`]: a comparison adds it where both sides have a price.
     UsdPerMOut,
+    /// Output tok/s over the (trial, point)'s steady-state window
+    /// (`crate::steady`; closed-loop points). Not in [`Metric::ALL`]: a
+    /// diff compares it when asked (`--metric steady_tok_s`), window
+    /// against window, never against a whole-point figure.
+    SteadyTokS,
+    /// Successful requests per second of a (trial, point). The throughput
+    /// of APIs that answer once (embeddings, rerank): see
+    /// [`Metric::of_api`].
+    ReqS,
+    /// Server-reported prompt tokens per second of a (trial, point).
+    InputTokS,
 }
 
 /// What qexp knows about one [`Metric`].
@@ -119,6 +133,51 @@ impl Metric {
         let mut i = 0;
         while i < names.len() {
             names[i] = Metric::ALL[i].spec().key;
+            i += 1;
+        }
+        names
+    };
+
+    /// The metrics of a run against `api`, in display order: [`Metric::ALL`]
+    /// for the streaming APIs; for embeddings and rerank, which answer
+    /// once, requests/s, input tok/s, E2E and failures (no TTFT, TPOT or
+    /// ITL: they would be E2E under another name).
+    pub fn of_api(api: qexp_plan::ApiKind) -> &'static [Metric] {
+        const ONCE: [Metric; 4] = [
+            Metric::ReqS,
+            Metric::InputTokS,
+            Metric::E2eS,
+            Metric::Failures,
+        ];
+        match api.streams() {
+            true => &Metric::ALL,
+            false => &ONCE,
+        }
+    }
+
+    /// Metrics a diff compares only when asked by name.
+    pub const ON_REQUEST: [Metric; 1] = [Metric::SteadyTokS];
+
+    /// Every metric a diff can be asked for by name: [`Metric::ALL`],
+    /// [`Metric::ON_REQUEST`], and the throughputs of APIs that answer once.
+    pub const DIFFABLE: [Metric; 9] = [
+        Metric::AggTokS,
+        Metric::DecodeTokS,
+        Metric::TtftS,
+        Metric::E2eS,
+        Metric::ItlP99S,
+        Metric::Failures,
+        Metric::SteadyTokS,
+        Metric::ReqS,
+        Metric::InputTokS,
+    ];
+
+    /// The keys of [`Metric::DIFFABLE`].
+    pub const DIFF_NAMES: [&'static str; 9] = {
+        let mut names = [""; 9];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Metric::DIFFABLE[i].spec().key;
             i += 1;
         }
         names
@@ -184,6 +243,30 @@ impl Metric {
                 Unit::Requests,
                 Down,
             ),
+            Metric::SteadyTokS => (
+                "steady_tok_s",
+                "steady-state throughput",
+                "steady (tok/s)",
+                "Output over the steady-state window",
+                Unit::TokS,
+                Up,
+            ),
+            Metric::ReqS => (
+                "req_s",
+                "request throughput",
+                "requests (req/s)",
+                "Requests",
+                Unit::ReqS,
+                Up,
+            ),
+            Metric::InputTokS => (
+                "input_tok_s",
+                "input throughput",
+                "input (tok/s)",
+                "Input tokens",
+                Unit::TokS,
+                Up,
+            ),
             Metric::Accuracy => (
                 "accuracy",
                 "accuracy",
@@ -230,6 +313,7 @@ impl Metric {
             .into_iter()
             .chain([Metric::Accuracy])
             .chain(Metric::COST)
+            .chain(Self::DIFFABLE)
             .find(|m| m.key() == key)
     }
 
@@ -268,6 +352,9 @@ impl Metric {
             Metric::Accuracy => crate::accuracy::of_trial(&t.graded),
             Metric::JPerOutTok => t.energy.as_ref().map_or(f64::NAN, |e| e.j_per_out_tok),
             Metric::UsdPerMOut => t.energy.as_ref().map_or(f64::NAN, |e| e.usd_per_m_out),
+            Metric::SteadyTokS => t.steady.as_ref().map_or(f64::NAN, |w| w.tok_s),
+            Metric::ReqS => t.req_s(),
+            Metric::InputTokS => t.input_tok_s(),
         }
     }
 
@@ -279,6 +366,9 @@ impl Metric {
             Metric::TtftS => p.ttft_s.as_ref(),
             Metric::E2eS => p.e2e_s.as_ref(),
             Metric::ItlP99S => p.itl_p99_s.as_ref(),
+            Metric::SteadyTokS => p.steady.as_ref().map(|s| &s.tok_s),
+            Metric::ReqS => p.req_s.as_ref(),
+            Metric::InputTokS => p.input_tok_s.as_ref(),
             Metric::Failures | Metric::Accuracy => None,
             Metric::JPerOutTok => p.energy.as_ref()?.j_per_out_tok.as_ref(),
             Metric::UsdPerMOut => p.energy.as_ref()?.usd_per_m_out.as_ref(),
@@ -299,6 +389,7 @@ impl Metric {
             Unit::Share => format::percent(v),
             Unit::JoulesPerToken => format!("{} J/tok", format::sig3(v)),
             Unit::UsdPerMillion => format!("${} per 1M tokens", format::sig3(v)),
+            Unit::ReqS => format!("{} req/s", format::sig3(v)),
         }
     }
 }
@@ -316,6 +407,7 @@ mod tests {
         }
         assert_eq!(Metric::NAMES.map(Metric::from_key), Metric::ALL.map(Some));
         assert_eq!(Metric::from_key("tok_s"), None);
+        assert_eq!(Metric::from_key("steady_tok_s"), Some(Metric::SteadyTokS));
     }
 
     #[test]

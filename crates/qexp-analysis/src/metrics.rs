@@ -73,6 +73,24 @@ pub struct TrialMetrics {
     pub graded: Vec<crate::accuracy::Graded>,
     /// Energy, power, GPU health and cost (`[power]`, `[cost]`); `None` without either.
     pub energy: Option<crate::energy::TrialEnergy>,
+    /// The steady-state window (closed-loop points where one opened).
+    pub steady: Option<crate::steady::SteadyWindow>,
+    /// Server-reported prompt tokens of the successful requests, summed.
+    pub prompt_tokens_sum: f64,
+    /// The point row's window (first send → last completion), seconds.
+    pub window_s: f64,
+}
+
+impl TrialMetrics {
+    /// Successful requests per second over the point's window.
+    pub fn req_s(&self) -> f64 {
+        f64::from(self.requests.saturating_sub(self.failures)) / self.window_s
+    }
+
+    /// Server-reported prompt tokens per second over the point's window.
+    pub fn input_tok_s(&self) -> f64 {
+        self.prompt_tokens_sum / self.window_s
+    }
 }
 
 impl TrialMetrics {
@@ -100,6 +118,7 @@ impl TrialMetrics {
             completion_tokens: f64::NAN,
             cached_share: f64::NAN,
             cached_share_expected: f64::NAN,
+            window_s: f64::NAN,
             ..TrialMetrics::default()
         }
     }
@@ -119,6 +138,10 @@ pub struct PointSummary {
     pub n: usize,
     /// Aggregate output tok/s across trials.
     pub agg_tok_s: Option<Summary>,
+    /// Successful requests per second across trials.
+    pub req_s: Option<Summary>,
+    /// Prompt tokens per second across trials.
+    pub input_tok_s: Option<Summary>,
     /// Per-request decode tok/s across trials.
     pub decode_tok_s: Option<Summary>,
     /// Median TTFT across trials.
@@ -145,6 +168,8 @@ pub struct PointSummary {
     pub cached_share: Option<Summary>,
     /// Share of prompt tokens the plan expected cached, across trials.
     pub cached_share_expected: Option<Summary>,
+    /// The steady-state window across the trials that have one (closed-loop points).
+    pub steady: Option<SteadySummary>,
     /// Numbers derived from the server's counters across trials; a metric
     /// is absent where no trial has it (no scraped metrics).
     pub server: BTreeMap<ServerMetric, Summary>,
@@ -175,6 +200,8 @@ impl PointSummary {
         PointSummary {
             n: trials.len(),
             agg_tok_s: of(|t| t.agg_tok_s),
+            req_s: of(TrialMetrics::req_s),
+            input_tok_s: of(TrialMetrics::input_tok_s),
             decode_tok_s: of(|t| t.decode_tok_s),
             ttft_s: of(|t| t.ttft_s),
             ttft_p90_s: of(|t| t.ttft_p90_s),
@@ -188,6 +215,7 @@ impl PointSummary {
             completion_tokens: of(|t| t.completion_tokens),
             cached_share: of(|t| t.cached_share),
             cached_share_expected: of(|t| t.cached_share_expected),
+            steady: SteadySummary::of(&trials),
             server: ServerMetric::ALL
                 .into_iter()
                 .filter_map(|m| {
@@ -210,6 +238,45 @@ impl PointSummary {
     /// The summary of a number derived from the server's counters.
     pub fn server(&self, m: ServerMetric) -> Option<&Summary> {
         self.server.get(&m)
+    }
+}
+
+/// A point's steady-state windows across trials ([`crate::steady`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SteadySummary {
+    /// Trials with a window.
+    pub n: usize,
+    /// Output tok/s over the window.
+    pub tok_s: Summary,
+    /// Median TTFT of the requests sent in the window, seconds.
+    pub ttft_s: Option<Summary>,
+    /// Median E2E of the requests sent in the window, seconds.
+    pub e2e_s: Option<Summary>,
+    /// The window's length, seconds.
+    pub window_s: Summary,
+    /// The window's share of its point.
+    pub share: Summary,
+    /// Trials whose window is short ([`crate::steady::SteadyWindow::short`]).
+    pub short: usize,
+}
+
+impl SteadySummary {
+    /// Across the trials with a window; None when none has one.
+    pub fn of(trials: &[TrialMetrics]) -> Option<SteadySummary> {
+        let w: Vec<&crate::steady::SteadyWindow> =
+            trials.iter().filter_map(|t| t.steady.as_ref()).collect();
+        let of = |f: fn(&crate::steady::SteadyWindow) -> f64| {
+            Summary::of(&w.iter().map(|x| f(x)).collect::<Vec<_>>())
+        };
+        Some(SteadySummary {
+            n: w.len(),
+            tok_s: of(|x| x.tok_s)?,
+            ttft_s: of(|x| x.ttft_s),
+            e2e_s: of(|x| x.e2e_s),
+            window_s: of(|x| x.window_s)?,
+            share: of(|x| x.share)?,
+            short: w.iter().filter(|x| x.short).count(),
+        })
     }
 }
 

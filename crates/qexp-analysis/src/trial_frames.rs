@@ -22,10 +22,11 @@ use crate::pass::{Counted, TrialPoint};
 use crate::reasoning::ReasoningSummary;
 use crate::schedule::{ScheduleAnalysis, ScheduleFrames};
 use crate::stats::select::Quantiles;
+use crate::steady::Stream;
 use crate::turns::TurnSummary;
 use polars::prelude::*;
 use qexp_store::{requests as rq, Manifest};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Every request column the sums and counts of the first read take; a run
 /// made before one existed lacks it, and what needs it is skipped or falls
@@ -93,6 +94,10 @@ pub(crate) struct TrialFrames {
     turn_frames: Vec<DataFrame>,
     /// For runs with open-loop points or `[slo]`.
     schedule: Option<ScheduleFrames>,
+    /// The closed-loop points, whose steady-state window is measured.
+    closed_loop: BTreeSet<u32>,
+    /// Whether the run's API streams (see [`qexp_plan::ApiKind::streams`]).
+    streams: bool,
 }
 
 /// One (trial, point) being read.
@@ -106,12 +111,18 @@ struct Group {
     /// Pieces of the columns the whole-(trial, point) summaries read (first
     /// read, only in runs that have those summaries).
     whole: Vec<DataFrame>,
+    /// The successful requests' streams, for the steady-state window
+    /// (closed-loop points; first read; dropped past [`STEADY_MAX_REQUESTS`]).
+    streams: Option<Vec<Stream>>,
 }
 
 /// Sums and counts over a (trial, point)'s requests, added up piece by
 /// piece on the first read.
 #[derive(Default)]
 struct Sums {
+    /// Whether the run's API streams generated tokens (no completion
+    /// count to check otherwise).
+    streams: bool,
     requests: u64,
     failures: u64,
     /// Over the successful requests.
@@ -265,6 +276,13 @@ impl TrialFrames {
             reasoning_frames: Vec::new(),
             turn_frames: Vec::new(),
             schedule: ScheduleFrames::for_run(manifest),
+            streams: manifest.target.api.streams(),
+            closed_loop: manifest
+                .points
+                .iter()
+                .filter(|p| p.open_loop.is_none() && p.concurrency > 0)
+                .map(|p| p.id)
+                .collect(),
         }
     }
 
@@ -338,7 +356,12 @@ impl TrialFrames {
         let (_, point) = key;
         if self.read == 1 && !self.open.contains_key(&key) {
             let share = distribution::share(self.trials_at.get(&point).copied().unwrap_or(1));
-            self.open.insert(key, Group::new(share, self.held_max));
+            let mut group = Group::new(share, self.held_max);
+            group.sums.streams = self.streams;
+            if self.closed_loop.contains(&point) {
+                group.streams = Some(Vec::new());
+            }
+            self.open.insert(key, group);
         }
         let whole = match self.read {
             1 => self.whole_columns(),
@@ -360,6 +383,7 @@ impl TrialFrames {
             gaps,
             timeline,
             whole: whole_pieces,
+            streams,
         } = g;
         let (schema, failures) = (&self.schema, &mut self.failures);
         // The first read's sums and the gaps (7 values a request with 8
@@ -379,6 +403,7 @@ impl TrialFrames {
             if first {
                 add_failures(failures, key, &rows, &ok)?;
                 timeline.count(&rows, &ok_rows)?;
+                add_streams(streams, &ok_rows)?;
                 if !whole.is_empty() {
                     whole_pieces.push(rows.select(whole)?);
                 }
@@ -412,8 +437,9 @@ impl TrialFrames {
             return Ok(());
         };
         if self.read == 1 {
-            self.metrics
-                .insert((point, trial), g.sums.metrics(trial, point));
+            let mut metrics = g.sums.metrics(trial, point);
+            metrics.steady = g.streams.take().and_then(|s| crate::steady::window(&s));
+            self.metrics.insert((point, trial), metrics);
             let whole = std::mem::take(&mut g.whole);
             if !whole.is_empty() {
                 let rows = stacked(&whole)?;
@@ -513,6 +539,7 @@ impl Group {
                 picked: false,
             },
             whole: Vec::new(),
+            streams: None,
         }
     }
 
@@ -625,11 +652,13 @@ impl Selections {
             let mut e2e = e2e.as_ref().map(|e| e.iter());
             for (t, s) in ttft.iter().zip(sent.iter()) {
                 let e = e2e.as_mut().and_then(|e| e.next().flatten());
-                let (Some(t), Some(s)) = (t, s) else { continue };
-                if !(t.is_finite() && s.is_finite()) {
+                if !s.is_some_and(f64::is_finite) {
                     continue;
                 }
-                self.cdf_ttft.push(t);
+                // An answer that did not stream has an E2E and no TTFT.
+                if let Some(t) = t.filter(|t| t.is_finite()) {
+                    self.cdf_ttft.push(t);
+                }
                 if let Some(e) = e.filter(|e| e.is_finite()) {
                     self.cdf_e2e.push(e);
                 }
@@ -684,6 +713,48 @@ impl Timeline {
         }
         Ok(())
     }
+}
+
+/// The most requests of a (trial, point) whose times the steady-state
+/// window holds (32 bytes each); a larger one gets no window. Fixed, not
+/// the selections' `held_max`, so the window never depends on how the
+/// rows were read.
+const STEADY_MAX_REQUESTS: usize = 1 << 22;
+
+/// Holds `ok_rows`' streams for the steady-state window, while they number
+/// at most [`STEADY_MAX_REQUESTS`] (then none: a point that large gets no window).
+fn add_streams(streams: &mut Option<Vec<Stream>>, ok_rows: &DataFrame) -> PolarsResult<()> {
+    let Some(held) = streams else {
+        return Ok(());
+    };
+    if held.len() + ok_rows.height() > STEADY_MAX_REQUESTS {
+        *streams = None;
+        return Ok(());
+    }
+    let (sent, ttft, e2e) = (
+        floats(ok_rows, rq::SENT_UNIX_S)?,
+        floats(ok_rows, rq::TTFT_S)?,
+        floats(ok_rows, rq::E2E_S)?,
+    );
+    let tokens = match ok_rows.schema().contains(rq::COMPLETION_TOKENS) {
+        true => floats(ok_rows, rq::COMPLETION_TOKENS)?,
+        false => Float64Chunked::full_null(PlSmallStr::EMPTY, ok_rows.height()),
+    };
+    let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    for (((s, t), e), k) in sent
+        .iter()
+        .zip(ttft.iter())
+        .zip(e2e.iter())
+        .zip(tokens.iter())
+    {
+        held.push(Stream {
+            sent: nan(s),
+            ttft: nan(t),
+            e2e: nan(e),
+            tokens: nan(k),
+        });
+    }
+    Ok(())
 }
 
 /// (sent, TTFT) of the successful requests of `ok_rows` that have both, in order.
@@ -771,7 +842,7 @@ impl Sums {
             // a null is never true.
             let short = matches!((c, k), (Some(c), Some(k)) if c < k);
             let cut = fin == Some("length") && matches!((c, po), (Some(c), Some(p)) if c != p);
-            if c.is_none() || short || cut {
+            if self.streams && (c.is_none() || short || cut) {
                 self.mismatches += 1;
             }
         }
@@ -793,6 +864,7 @@ impl Sums {
             prompt_tokens_ok: self.prompt_ok,
             cached_share_expected: self.cached_expected_ok / self.planned_input_ok,
             token_mismatches: self.mismatches as u32,
+            prompt_tokens_sum: self.prompt_ok,
             answers: self.answers.clone(),
             ..TrialMetrics::without_requests(trial, point_id)
         }

@@ -111,11 +111,18 @@ impl<'a> Counter<'a> {
     }
 
     async fn tokenize(&self, prompt: &str) -> Option<u32> {
+        // A rerank request's length is its query and document pair as the
+        // server counts it, which only a probe of the endpoint tells.
+        if self.api == ApiKind::Rerank {
+            return None;
+        }
         let body = match self.api {
             ApiKind::Chat => {
                 json!({"model": self.model, "messages": [{"role": "user", "content": prompt}], "add_generation_prompt": true})
             }
-            ApiKind::Completions => json!({"model": self.model, "prompt": prompt}),
+            ApiKind::Completions | ApiKind::Embeddings | ApiKind::Rerank => {
+                json!({"model": self.model, "prompt": prompt})
+            }
         };
         let (status, v) = self.client.post_json("/tokenize", &body).await.ok()?;
         if status != 200 {
@@ -132,6 +139,7 @@ impl<'a> Counter<'a> {
             max_tokens: 1,
             extra: self.extra.clone(),
             history: None,
+            batch: 1,
         };
         let (status, v) = self
             .client
@@ -160,6 +168,8 @@ fn req_path(api: ApiKind) -> &'static str {
     match api {
         ApiKind::Chat => "/v1/chat/completions",
         ApiKind::Completions => "/v1/completions",
+        ApiKind::Embeddings => "/v1/embeddings",
+        ApiKind::Rerank => "/v1/rerank",
     }
 }
 

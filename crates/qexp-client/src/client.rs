@@ -28,6 +28,10 @@ pub struct GenRequest {
     pub extra: Map<String, Value>,
     /// A conversation's earlier turns, sent before `prompt` (chat only).
     pub history: Option<Vec<crate::conversation::Message>>,
+    /// Embeddings: inputs sent (`prompt` each time); rerank: documents
+    /// ranked against `prompt` (`prompt` each time). Ignored by the
+    /// streaming APIs.
+    pub batch: u32,
 }
 
 impl GenRequest {
@@ -50,10 +54,21 @@ impl GenRequest {
                 "prompt": self.prompt,
                 "max_tokens": self.max_tokens,
             }),
+            Api::Embeddings => json!({
+                "model": self.model,
+                "input": vec![&self.prompt; self.batch.max(1) as usize],
+            }),
+            Api::Rerank => json!({
+                "model": self.model,
+                "query": self.prompt,
+                "documents": vec![&self.prompt; self.batch.max(1) as usize],
+            }),
         };
         if let Value::Object(map) = &mut body {
-            map.insert("stream".into(), Value::Bool(stream));
-            if stream {
+            if self.api.streams() {
+                map.insert("stream".into(), Value::Bool(stream));
+            }
+            if stream && self.api.streams() {
                 map.insert("stream_options".into(), json!({"include_usage": true}));
             }
             for (k, v) in &self.extra {
@@ -67,6 +82,8 @@ impl GenRequest {
         match self.api {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
+            Api::Embeddings => "/v1/embeddings",
+            Api::Rerank => "/v1/rerank",
         }
     }
 }
@@ -340,11 +357,15 @@ impl Client {
     async fn measure(&self, req: &GenRequest) -> Outcome {
         // Serialized once; every attempt sends the same bytes.
         let body = bytes::Bytes::from(req.body(true).to_string());
+        let json = (!req.api.streams()).then_some(crate::answer_json::Expected {
+            api: req.api,
+            batch: req.batch.max(1),
+        });
         let out = Outcome {
             // The answer's text, for its hash, its shape and its sample (a
             // few bytes a token, against the JSON around each one; grown
             // as it comes, so an open stream holds only what it received).
-            text: Some(String::new()),
+            text: json.is_none().then(String::new),
             // One arrival time per token, for the tokens asked for.
             chunk_offsets_s: Vec::with_capacity(req.max_tokens.min(1 << 16) as usize),
             ..Outcome::default()
@@ -353,7 +374,7 @@ impl Client {
         match &self.raw {
             Some(raw) => {
                 let transport = raw.stream(req.path(), &body, timeouts.connect);
-                measure(transport, timeouts, &self.redact, out).await
+                measure(transport, timeouts, &self.redact, out, json).await
             }
             None => {
                 let transport = ViaReqwest {
@@ -362,7 +383,7 @@ impl Client {
                     body,
                     on_wire: Default::default(),
                 };
-                measure(transport, timeouts, &self.redact, out).await
+                measure(transport, timeouts, &self.redact, out, json).await
             }
         }
     }
@@ -480,6 +501,7 @@ mod tests {
                     content: "answer".into(),
                 },
             ]),
+            batch: 1,
         };
         assert_eq!(
             req.body(true)["messages"],

@@ -8,6 +8,7 @@
 //! are re-exported here.
 
 mod answer;
+mod answer_json;
 mod calibrate;
 mod classify;
 mod client;

@@ -12,6 +12,7 @@
 //! the protocol without I/O and `quinn` drives it. The procedure is generic
 //! over the transport, so the per-read path has no boxing or dynamic calls.
 
+use crate::answer_json::{self, not_json, Expected};
 use crate::classify::{not_event_stream, status_error};
 use crate::events::{read, StreamState};
 use crate::outcome::{ErrorClass, Outcome, RequestError};
@@ -83,26 +84,36 @@ type Ended = (f64, RequestError);
 /// Sends one streamed request over `transport` and measures it into `out`.
 /// Never fails: every failure is classified inside the returned outcome,
 /// the server's text in its message passed through `redact`.
+///
+/// With `json`, the answer is one JSON document instead of a stream
+/// (embeddings, rerank: see `answer_json`).
 pub(crate) async fn measure<T: Transport>(
     mut transport: T,
     timeouts: &Timeouts,
     redact: &Redactor,
     out: Outcome,
+    json: Option<Expected>,
 ) -> Outcome {
     let mut m = Measurement::start(timeouts, redact, out);
+    m.json = json;
     let body = async {
         let (head, body) = m.send(&mut transport).await?;
         m.check(head, body).await
     };
-    let stream = match body.await {
-        Ok(b) => m.events(b).await,
-        Err(e) => Err(e),
+    let stream = match (body.await, json) {
+        (Ok(b), None) => m.events(b).await,
+        (Ok(b), Some(expected)) => m.whole(b, expected).await,
+        (Err(e), _) => Err(e),
     };
-    m.state.digest.finish(&mut m.out);
+    if json.is_none() {
+        m.state.digest.finish(&mut m.out);
+    }
     match stream {
         Ok((done, body)) => {
             m.out.end_s = m.elapsed();
-            settle(&mut m.out, done);
+            if json.is_none() {
+                settle(&mut m.out, done);
+            }
             body.reuse();
             m.out
         }
@@ -125,6 +136,8 @@ struct Measurement {
     redact: Redactor,
     /// What the stream's events so far leave for the next.
     state: StreamState,
+    /// A JSON answer instead of a stream, and what it must hold.
+    json: Option<Expected>,
 }
 
 impl Measurement {
@@ -151,6 +164,7 @@ impl Measurement {
             idle: timeouts.idle,
             redact: redact.clone(),
             state: StreamState::new(redact.clone()),
+            json: None,
         }
     }
 
@@ -226,7 +240,11 @@ impl Measurement {
             return Err((self.elapsed(), err));
         }
         let content_type = head.content_type.as_deref();
-        match content_type.and_then(|c| not_event_stream(c, &self.redact)) {
+        let wrong = |c| match self.json {
+            Some(_) => not_json(c, &self.redact),
+            None => not_event_stream(c, &self.redact),
+        };
+        match content_type.and_then(wrong) {
             Some(err) => Err((self.elapsed(), err)),
             None => Ok(body),
         }
@@ -285,6 +303,45 @@ impl Measurement {
             };
             arrived = self.since(at).max(arrived);
             returned = now;
+            next.map_err(|e| (arrived, e))?;
+        }
+    }
+}
+
+impl Measurement {
+    /// Reads a JSON answer whole, against the first-byte, idle and total
+    /// limits; E2E is the arrival of its last read. Returns true (it ended).
+    async fn whole<B: Body>(
+        &mut self,
+        mut body: B,
+        expected: Expected,
+    ) -> Result<(bool, B), Ended> {
+        let mut deadline = StreamDeadline::new(self.first_byte, self.total, self.idle);
+        let mut arrived = self.out.headers_s.unwrap_or_default();
+        let mut bytes: Vec<u8> = Vec::new();
+        loop {
+            let ended = body.take_data(|data| bytes.extend_from_slice(data));
+            let ended = ended.map_err(|msg| self.ended(arrived, ErrorClass::StreamBroken, msg))?;
+            if ended {
+                self.out.last_token_s = Some(arrived);
+                answer_json::settle(&mut self.out, &bytes, expected).map_err(|e| (arrived, e))?;
+                return Ok((true, body));
+            }
+            if !bytes.is_empty() {
+                deadline.read_at(Instant::now());
+            }
+            let next = tokio::select! {
+                biased;
+                n = body.read_more() => n,
+                lim = deadline.expired() => {
+                    return Err(self.ended(self.elapsed(), lim.class, lim.message()));
+                }
+            };
+            let at = match &next {
+                Ok(Some(at)) => *at,
+                _ => Instant::now(),
+            };
+            arrived = self.since(at).max(arrived);
             next.map_err(|e| (arrived, e))?;
         }
     }

@@ -393,6 +393,7 @@ mod tests {
             max_tokens: 1,
             extra: Default::default(),
             history: None,
+            batch: 1,
         };
         let out = client.stream(&req).await;
         blocker.await.unwrap();

@@ -393,6 +393,7 @@ fn manifest(
         merged: None,
         power: Vec::new(),
         import: Some(record),
+        saturation_stops: Vec::new(),
     }
 }
 

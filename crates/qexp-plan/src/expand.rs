@@ -73,10 +73,14 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
         || one(*plan.workload.input_tokens.get_ref()),
         |s| s.get_ref().clone(),
     );
-    let outputs = plan.sweep.output_tokens.as_ref().map_or_else(
-        || one(*plan.workload.output_tokens.get_ref()),
-        |s| s.get_ref().clone(),
-    );
+    // An API that answers once generates nothing: its points plan no output.
+    let outputs = match plan.target.api.streams() {
+        false => vec![0],
+        true => plan.sweep.output_tokens.as_ref().map_or_else(
+            || one(*plan.workload.output_tokens.get_ref()),
+            |s| s.get_ref().clone(),
+        ),
+    };
     let warmup = plan.run.warmup_requests;
     let loads = load_steps(plan);
     let mut out = Vec::new();

@@ -217,6 +217,15 @@ impl Plan {
             .map_or_else(Order::default, |o| *o.get_ref())
     }
 
+    /// `[run] stop_past_saturation`.
+    pub fn stop_past_saturation(&self) -> bool {
+        self.file
+            .run
+            .stop_past_saturation
+            .as_ref()
+            .is_some_and(|s| *s.get_ref())
+    }
+
     /// `[run] restart` (per block unless the plan says once).
     pub fn restart(&self) -> Restart {
         self.file

@@ -79,6 +79,12 @@ pub enum ApiKind {
     Chat,
     /// `/v1/completions` (raw prompt).
     Completions,
+    /// `/v1/embeddings` (OpenAI's shape): `workload.batch` inputs per
+    /// request, one JSON answer, no stream.
+    Embeddings,
+    /// `/v1/rerank` (the vLLM, Cohere and Jina shape, which llama.cpp
+    /// serves too): the prompt as the query, `workload.batch` documents.
+    Rerank,
 }
 
 impl ApiKind {
@@ -89,7 +95,15 @@ impl ApiKind {
         match self {
             ApiKind::Chat => "chat",
             ApiKind::Completions => "completions",
+            ApiKind::Embeddings => "embeddings",
+            ApiKind::Rerank => "rerank",
         }
+    }
+
+    /// Whether its answers stream tokens (and so have a TTFT, a TPOT and
+    /// gaps between chunks); embeddings and rerank answer once.
+    pub fn streams(self) -> bool {
+        matches!(self, ApiKind::Chat | ApiKind::Completions)
     }
 }
 
@@ -182,6 +196,10 @@ pub struct Workload {
     pub input_tokens: Spanned<u32>,
     /// Output tokens asked for (`max_tokens`); send `ignore_eos` for exact lengths.
     pub output_tokens: Spanned<u32>,
+    /// Inputs per request (`api = "embeddings"`) or documents per
+    /// request (`api = "rerank"`); 1 when absent.
+    #[serde(default)]
+    pub batch: Option<Spanned<u32>>,
     /// Prompt recipe.
     #[serde(default)]
     pub prompt: PromptRecipe,
@@ -312,6 +330,10 @@ pub struct RunSection {
     /// Which answers' texts the run keeps: `sample` (default), `all` or `none`.
     #[serde(default)]
     pub keep_answers: KeepAnswers,
+    /// Stop climbing a concurrency or rate sweep, per trial, once the
+    /// server is past saturation (docs/plans.md).
+    #[serde(default)]
+    pub stop_past_saturation: Option<Spanned<bool>>,
 }
 
 /// Which answers' texts a run keeps in its request rows (answers can be
@@ -359,6 +381,7 @@ impl Default for RunSection {
             order: None,
             restart: None,
             keep_answers: KeepAnswers::default(),
+            stop_past_saturation: None,
         }
     }
 }
@@ -619,6 +642,7 @@ impl PlanFile {
     /// `[workload]`, `[sweep]`, `[load]` and `[slo]`: what is sent, and at which loads.
     fn validate_workload(&self) -> Result<(), Invalid> {
         self.validate_lengths()?;
+        self.validate_batch()?;
         self.validate_load()?;
         if let Some(slo) = &self.slo {
             slo.get_ref()
@@ -626,6 +650,51 @@ impl PlanFile {
                 .map_err(|(_, key, msg)| (slo.span(), key, msg))?;
         }
         self.validate_generators()
+    }
+
+    /// `workload.batch` and what an API without a stream cannot take.
+    fn validate_batch(&self) -> Result<(), Invalid> {
+        let api = self.target.api;
+        if let Some(b) = &self.workload.batch {
+            if *b.get_ref() == 0 {
+                return invalid(b.span(), "workload.batch", "must be at least 1");
+            }
+            if api.streams() {
+                return invalid(
+                    b.span(),
+                    "workload.batch",
+                    format!(
+                        "is for api = \"embeddings\" or \"rerank\"; this plan's api is \"{api}\""
+                    ),
+                );
+            }
+        }
+        if api.streams() {
+            return Ok(());
+        }
+        let why = format!("api = \"{api}\" answers once, without generated text");
+        if let Some(a) = &self.accuracy {
+            return invalid(
+                a.items.span(),
+                "accuracy.items",
+                format!("{why}: it has no answers to grade"),
+            );
+        }
+        if let Some(l) = &self.workload.output_lengths {
+            return invalid(
+                l.distribution.span(),
+                "workload.output_lengths",
+                format!("{why}: drop the output lengths"),
+            );
+        }
+        if let Some(l) = &self.sweep.output_tokens {
+            return invalid(
+                l.span(),
+                "sweep.output_tokens",
+                format!("{why}: drop the output sweep"),
+            );
+        }
+        Ok(())
     }
 
     /// The planned lengths and the swept lists.
@@ -750,6 +819,38 @@ impl PlanFile {
     }
 
     /// `[run]`, `[analysis]`, `[timeouts]` and `[tolerance]`.
+    /// `run.stop_past_saturation` needs a sweep to climb, in order, against one server.
+    fn validate_saturation_stop(&self) -> Result<(), Invalid> {
+        let Some(stop) = self
+            .run
+            .stop_past_saturation
+            .as_ref()
+            .filter(|s| *s.get_ref())
+        else {
+            return Ok(());
+        };
+        let levels = self
+            .sweep
+            .concurrency
+            .as_ref()
+            .map(|c| c.get_ref().len())
+            .max(self.sweep.rate.as_ref().map(|r| r.get_ref().len()))
+            .unwrap_or(0);
+        let why = if levels < 3 {
+            Some("needs a sweep of at least 3 concurrency levels or rates to judge saturation by")
+        } else if self.run.shuffle {
+            Some("judges each series in increasing load; drop run.shuffle")
+        } else if !self.deployments.is_empty() {
+            Some("is for plans against one server, not [[deployment]] tables")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => invalid(stop.span(), "run.stop_past_saturation", why),
+            None => Ok(()),
+        }
+    }
+
     fn validate_run(&mut self) -> Result<(), Invalid> {
         let parsed = parse_requests(self.run.requests_raw.get_ref())
             .or_else(|m| invalid(self.run.requests_raw.span(), "run.requests", m.to_string()))?;
@@ -757,6 +858,7 @@ impl PlanFile {
         if self.run.trials == 0 {
             return invalid(0..0, "run.trials", "must be at least 1");
         }
+        self.validate_saturation_stop()?;
         if let Some(a) = &self.accuracy {
             if a.per_point == 0 {
                 return invalid(0..0, "accuracy.per_point", "must be at least 1");

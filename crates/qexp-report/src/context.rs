@@ -44,7 +44,10 @@ fn cut(s: &str, max: usize) -> String {
 pub fn report_context(a: &RunAnalysis) -> ReportContext {
     let m = &a.manifest;
     let flags = flag_views(&a.flags, &a.points);
-    let tables = tables(&a.points, &flags);
+    let mut tables = tables(&a.points, &flags);
+    if !m.target.api.streams() {
+        crate::tables::without_ttft(&mut tables);
+    }
     ReportContext {
         experiment: m.experiment.clone(),
         description: a.description.clone(),
@@ -52,6 +55,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         status: m.status.as_str().to_string(),
         stop_reason: m.stop_reason.clone(),
         merge_notes: m.merged.as_ref().map(|r| r.notes()).unwrap_or_default(),
+        saturation_notes: saturation_notes(a),
         simulated: m.target.simulated,
         simulated_note: simulated_note(a),
         target: m.target.base_url.clone(),
@@ -82,6 +86,9 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         tables,
         turns: crate::turns::turn_rows(&a.points, &a.turns),
         reasoning: crate::turns::reasoning_rows(&a.points, &a.reasoning),
+        streams: m.target.api.streams(),
+        steady: crate::steady::steady_rows(&a.points),
+        steady_rule: crate::steady::rule(),
         open_loop: a
             .schedule
             .as_ref()
@@ -99,6 +106,32 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         accuracy: accuracy_rows(a),
         equivalence: equivalence_rows(a),
     }
+}
+
+/// One sentence per `[run] stop_past_saturation` stop: the trial, why,
+/// and the points it left unmeasured.
+fn saturation_notes(a: &RunAnalysis) -> Vec<String> {
+    let label = |id: u32| {
+        a.manifest
+            .points
+            .iter()
+            .find(|p| p.id == id)
+            .map_or_else(|| format!("point {id}"), qexp_plan::Point::label)
+    };
+    a.manifest
+        .saturation_stops
+        .iter()
+        .map(|s| {
+            let skipped: Vec<String> = s.skipped.iter().map(|&id| label(id)).collect();
+            format!(
+                "trial {}, after {}: {}; not measured: {}",
+                s.trial,
+                label(s.point_id),
+                s.reason,
+                skipped.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// A sentence about the simulator (profile, time scale), when the run was simulated.

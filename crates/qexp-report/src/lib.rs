@@ -33,6 +33,7 @@ pub mod narrative;
 pub mod notebook;
 mod open_loop;
 mod render;
+mod steady;
 mod tables;
 mod tera_error;
 mod turns;
@@ -46,6 +47,7 @@ pub use render::{
     render, render_beside, render_run, render_run_with, write_files, Narrative, RenderError,
     Rendered, Templates,
 };
+pub use steady::SteadyRow;
 pub use turns::{ReasoningRow, TurnRow};
 pub use views::{
     ChartView, DistributionView, FailureRow, FitRow, FitView, FlagView, Headline, NarrativeView,

@@ -242,7 +242,7 @@ fn draw_charts(
             })
         })
         .collect();
-    let charts = charts::all(&a.points, &marks)?;
+    let charts = charts::all(&a.points, &marks, a.manifest.target.api)?;
     ctx.charts = charts.iter().map(chart_view).collect();
     let per_point = charts::per_point(&a.points, &a.distributions)?;
     ctx.distributions = per_point

@@ -122,6 +122,10 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         n: p.n,
         agg,
         agg_spread: spread(&p.agg_tok_s),
+        req_s: center(&p.req_s),
+        req_s_spread: spread(&p.req_s),
+        input_tok_s: center(&p.input_tok_s),
+        input_tok_s_spread: spread(&p.input_tok_s),
         decode: center(&p.decode_tok_s),
         decode_spread: spread(&p.decode_tok_s),
         ttft: center(&p.ttft_s),
@@ -153,6 +157,8 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         values: RowValues {
             axis: axis.value(&p.point),
             agg: Stat::of(&p.agg_tok_s, "tok/s", 1.0),
+            req_s: Stat::of(&p.req_s, "req/s", 1.0),
+            input_tok_s: Stat::of(&p.input_tok_s, "tok/s", 1.0),
             decode: Stat::of(&p.decode_tok_s, "tok/s", 1.0),
             ttft: Stat::of(&p.ttft_s, "s", 1.0),
             ttft_p90: Stat::of(&p.ttft_p90_s, "s", 1.0),
@@ -376,6 +382,38 @@ impl ServerColumn {
 }
 
 /// The server-counter table's headers, in column order.
+/// Drops the TTFT columns (the server's and the client's) from the
+/// server-counter tables of a run whose API does not stream: such a run
+/// has no TTFT, and a server's TTFT for it would be its E2E.
+pub(crate) fn without_ttft(tables: &mut [Table]) {
+    let ttft: Vec<usize> = server_columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            matches!(
+                c,
+                ServerColumn::ClientTtft | ServerColumn::Metric(ServerMetric::ServerTtftS)
+            )
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for t in tables {
+        for &i in ttft.iter().rev() {
+            if i < t.server_headers.len() {
+                t.server_headers.remove(i);
+            }
+            for r in &mut t.rows {
+                if i < r.server.len() {
+                    r.server.remove(i);
+                }
+                if i < r.values.server.len() {
+                    r.values.server.remove(i);
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn server_headers() -> Vec<String> {
     server_columns()
         .iter()

@@ -30,6 +30,8 @@ pub struct ReportContext {
     pub stop_reason: Option<String>,
     /// A merged run's notes: shards missing (`--partial`) or out of step.
     pub merge_notes: Vec<String>,
+    /// `[run] stop_past_saturation`: each stop, with the points it left unmeasured.
+    pub saturation_notes: Vec<String>,
     /// True when the target was the embedded simulator.
     pub simulated: bool,
     /// A sentence about the simulator (profile, time scale), when simulated.
@@ -74,6 +76,13 @@ pub struct ReportContext {
     pub tables: Vec<Table>,
     /// Multi-turn runs: one row per (point, turn); empty otherwise.
     pub turns: Vec<TurnRow>,
+    /// Whether the run's API streams tokens; embeddings and rerank runs
+    /// get tables of the metrics they have (requests/s, input tok/s, E2E).
+    pub streams: bool,
+    /// Closed-loop points with a steady-state window; empty otherwise.
+    pub steady: Vec<crate::steady::SteadyRow>,
+    /// How the steady-state window is chosen, in a sentence.
+    pub steady_rule: String,
     /// Points whose requests streamed reasoning; empty otherwise.
     pub reasoning: Vec<ReasoningRow>,
     /// Response time from the schedule, rates, goodput and capacity (open-loop runs and runs with SLOs).
@@ -273,6 +282,14 @@ pub struct Row {
     pub agg: String,
     /// Its min–max.
     pub agg_spread: String,
+    /// Successful requests per second, median.
+    pub req_s: String,
+    /// Its min–max.
+    pub req_s_spread: String,
+    /// Prompt tokens per second, median.
+    pub input_tok_s: String,
+    /// Its min–max.
+    pub input_tok_s_spread: String,
     /// Per-request decode tok/s, median.
     pub decode: String,
     /// Its min–max.
@@ -368,6 +385,10 @@ pub struct RowValues {
     pub axis: Option<f64>,
     /// Aggregate output, tok/s.
     pub agg: Stat,
+    /// Successful requests per second.
+    pub req_s: Stat,
+    /// Prompt tokens per second.
+    pub input_tok_s: Stat,
     /// Per-request decode, tok/s.
     pub decode: Stat,
     /// TTFT median, s.

@@ -36,6 +36,21 @@ pub enum RunError {
         /// The flag that raises it.
         flag: &'static str,
     },
+    /// The server does not serve the plan's endpoint (embeddings, rerank),
+    /// found by one small request before any load.
+    #[error("{url} does not serve {path} for api = \"{api}\" (HTTP {status}: {message}); start the server with that endpoint (llama.cpp: --embeddings or --reranking; vLLM: a pooling model) or change target.api")]
+    NoEndpoint {
+        /// The server's URL.
+        url: Box<str>,
+        /// The endpoint asked.
+        path: &'static str,
+        /// The plan's API.
+        api: qexp_plan::ApiKind,
+        /// What the server answered.
+        status: u16,
+        /// Its error message, cut short.
+        message: Box<str>,
+    },
     /// Prompt lengths could not be made exact.
     #[error("cannot calibrate a {input}-token prompt: {source}")]
     Calibration {

@@ -29,6 +29,7 @@ mod record;
 mod rendezvous;
 mod resume;
 mod run;
+pub mod saturation;
 mod scheduler;
 mod session;
 mod shard;

@@ -144,5 +144,6 @@ pub(crate) fn base_manifest(
         merged: None,
         power: Vec::new(),
         import: None,
+        saturation_stops: Vec::new(),
     }
 }

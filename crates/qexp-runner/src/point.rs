@@ -11,6 +11,7 @@ use crate::options::RunOptions;
 use crate::prepare::Prepared;
 use crate::progress::PointProgress;
 use crate::record::{point_row, request_row, AnswerKeeping, Context, DeploymentTag};
+use crate::saturation::PointFigures;
 use crate::scheduler::{run_closed_loop, Job};
 use crate::session::{plan_turns, run_sessions};
 use crate::shard::Share;
@@ -117,7 +118,7 @@ impl<B: Backend> PointRunner<'_, B> {
         trial: u32,
         pos: u32,
         point: &Point,
-    ) -> Result<(), RunError> {
+    ) -> Result<PointFigures, RunError> {
         let shard = self.meeting.shard();
         let share = shard.share(
             point,
@@ -191,13 +192,18 @@ impl<B: Backend> PointRunner<'_, B> {
         } else {
             writer.write_incomplete_point(&rows, &prow)?;
         }
-        bar.finish(point_line(&label, &prow, &measured));
+        bar.finish(point_line(
+            &label,
+            &prow,
+            &measured,
+            self.prep.api.streams(),
+        ));
         // A point cut by an interrupt counts its cancelled requests as
         // failures; the tolerance judges only whole points.
         if whole {
             self.judge_tolerance(&label, &prow, &measured);
         }
-        Ok(())
+        Ok(figures(&prow, &measured))
     }
 
     /// Sends the warmups (closed loop, at most as many at once as the point
@@ -341,6 +347,19 @@ impl<B: Backend> PointRunner<'_, B> {
     ) -> (Vec<Job>, Vec<Job>) {
         let mut make = |index: u32| {
             let (mut prompt, mut plan) = self.prompts.request(trial, point, index);
+            let batch = self
+                .plan
+                .workload
+                .batch
+                .as_ref()
+                .map_or(1, |b| *b.get_ref());
+            if !self.prep.api.streams() {
+                // Every input (or query and document pair) is the prompt:
+                // the server counts them all, and nothing is generated.
+                plan.input_tokens *= batch;
+                plan.cached_tokens *= batch;
+                plan.output_tokens = 0;
+            }
             plan.length_forced =
                 crate::workload::forces_length(&self.prep.extra, plan.output_tokens);
             // The point's first measured requests ask the trial's graded items.
@@ -360,6 +379,7 @@ impl<B: Backend> PointRunner<'_, B> {
                     max_tokens: plan.output_tokens,
                     extra: self.prep.extra.clone(),
                     history: None,
+                    batch,
                 },
             }
         };
@@ -420,18 +440,29 @@ impl<B: Backend> PointRunner<'_, B> {
     }
 }
 
-fn point_line(label: &str, p: &PointRow, rows: &[RequestRow]) -> String {
-    let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_s).collect();
-    ttft.sort_by(f64::total_cmp);
-    let mid = ttft
-        .get(ttft.len() / 2)
-        .map_or("-".into(), |t| format!("{t:.3} s"));
-    let agg = p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}"));
-    let mut line = format!(
-        "{label}: {} ok, {} failed, {agg} tok/s aggregate, TTFT ~{mid}",
-        p.requests_done - p.failures,
-        p.failures
-    );
+fn point_line(label: &str, p: &PointRow, rows: &[RequestRow], streams: bool) -> String {
+    let latency = |f: fn(&RequestRow) -> Option<f64>| {
+        let mut v: Vec<f64> = rows.iter().filter_map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2)
+            .map_or("-".into(), |t| format!("{t:.3} s"))
+    };
+    let ok = p.requests_done - p.failures;
+    let mut line = match streams {
+        true => format!(
+            "{label}: {ok} ok, {} failed, {} tok/s aggregate, TTFT ~{}",
+            p.failures,
+            p.agg_output_tok_s.map_or("-".into(), |a| format!("{a:.1}")),
+            latency(|r| r.ttft_s)
+        ),
+        // An answer that does not stream: requests/s and E2E.
+        false => format!(
+            "{label}: {ok} ok, {} failed, {:.1} req/s, E2E ~{}",
+            p.failures,
+            f64::from(ok) / (p.window_end_unix_s - p.window_start_unix_s),
+            latency(|r| r.e2e_s)
+        ),
+    };
     if let Some(r) = &p.invalid_reason {
         line.push_str(&format!(" — INVALID: {r}"));
     }
@@ -454,4 +485,26 @@ fn failure_classes(rows: &[RequestRow]) -> String {
         .map(|(c, n)| format!("{n} {c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A measured point's output tok/s and median TTFT, for
+/// `[run] stop_past_saturation` (NaN where there is none).
+fn figures(prow: &PointRow, measured: &[RequestRow]) -> PointFigures {
+    let mut ttft: Vec<f64> = measured
+        .iter()
+        .filter(|r| r.error_class.is_none())
+        .filter_map(|r| r.ttft_s)
+        .filter(|t| t.is_finite())
+        .collect();
+    ttft.sort_by(f64::total_cmp);
+    let n = ttft.len();
+    let ttft_s = match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => ttft[n / 2],
+        _ => (ttft[n / 2 - 1] + ttft[n / 2]) / 2.0,
+    };
+    PointFigures {
+        tok_s: prow.agg_output_tok_s.unwrap_or(f64::NAN),
+        ttft_s,
+    }
 }

@@ -64,6 +64,46 @@ fn too_small(
     }
 }
 
+/// For an API that answers once (embeddings, rerank): one small request
+/// before any load, so a server without the endpoint is refused in one
+/// sentence instead of failing every measured request.
+// Called once per run, before any load: the error's size costs nothing.
+#[allow(clippy::result_large_err)]
+pub(crate) async fn check_endpoint(
+    client: &qexp_client::Client,
+    request: &qexp_client::GenRequest,
+) -> Result<(), RunError> {
+    if request.api.streams() {
+        return Ok(());
+    }
+    let path = match request.api {
+        qexp_plan::ApiKind::Rerank => "/v1/rerank",
+        _ => "/v1/embeddings",
+    };
+    let refused = |status: u16, message: String| RunError::NoEndpoint {
+        url: client.base_url().into(),
+        path,
+        api: request.api,
+        status,
+        message: message.into(),
+    };
+    let (status, answer) = client
+        .post_json(path, &request.body(false))
+        .await
+        .map_err(|e| refused(0, e.message))?;
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    let message = answer
+        .pointer("/error/message")
+        .or_else(|| answer.get("error"))
+        .or_else(|| answer.get("detail"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("no error message");
+    let message: String = message.chars().take(200).collect();
+    Err(refused(status, message.trim_end_matches('.').to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use crate::error::RunError;
 use crate::options::RunOptions;
-use crate::preflight::check_context;
+use crate::preflight::{check_context, check_endpoint};
 use crate::target::Target;
 use crate::workload::Prompts;
 use qexp_client::prompt::Filler;
@@ -70,6 +70,16 @@ pub(crate) async fn prepare(
     tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
     // Before any request that costs the server work: calibration already does.
     check_context(&points, &fingerprint, target.client.base_url())?;
+    let probe = qexp_client::GenRequest {
+        api,
+        model: model.clone(),
+        prompt: "hello".into(),
+        max_tokens: 1,
+        extra: extra.clone(),
+        history: None,
+        batch: 1,
+    };
+    check_endpoint(&target.client, &probe).await?;
     // A metrics URL the plan names is scraped even if the probe found nothing there yet.
     let metrics = metrics_url
         .or(info.metrics_url.as_deref())

@@ -5,6 +5,7 @@ use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
 use crate::point::{point_runner, PointRunner};
 use crate::prepare::{prepare, Prepared};
 use crate::resume::{ResumeOptions, Resuming};
+use crate::saturation::{PointFigures, Saturation};
 use crate::sharded::Meeting;
 use crate::stop::Stop;
 use crate::target::{resolve_target, Target};
@@ -40,6 +41,11 @@ async fn run_or_resume(
             ));
         }
         return crate::deployed::run(opts, resuming, cancel).await;
+    }
+    if opts.shard.is_some() && opts.plan.stop_past_saturation() {
+        return Err(RunError::Shard(
+            "[run] stop_past_saturation judges each point's whole load, which no shard sees; run the plan in one process or drop the key".into(),
+        ));
     }
     let given = opts
         .plan
@@ -226,19 +232,50 @@ async fn run_pairs<B: Backend>(
                 order
             }
         };
+        let mut saturation = Saturation::default();
         for (pos, &pid) in order.iter().enumerate() {
             if *cancel.borrow() {
                 return Ok(());
             }
-            if writer.is_complete(trial, pid) {
-                // Resumed: measured already.
+            if writer.is_complete(trial, pid)
+                || writer.manifest().skipped_past_saturation(trial, pid)
+            {
+                // Resumed: measured already, or left out past saturation.
                 continue;
             }
-            runner
-                .run(writer, trial, pos as u32, &points[pid as usize])
-                .await?;
+            let point = &points[pid as usize];
+            let figures = runner.run(writer, trial, pos as u32, point).await?;
+            if opts.plan.stop_past_saturation() {
+                stop_if_saturated(writer, &mut saturation, (trial, point, figures), points)?;
+            }
         }
     }
+    Ok(())
+}
+
+/// `[run] stop_past_saturation`: records the stop in the manifest when
+/// `point`'s series is now past saturation, and says so on the terminal.
+fn stop_if_saturated(
+    writer: &mut RunWriter,
+    saturation: &mut Saturation,
+    (trial, point, figures): (u32, &Point, PointFigures),
+    points: &[Point],
+) -> Result<(), RunError> {
+    let Some(stop) = saturation.after(trial, point, figures, points) else {
+        return Ok(());
+    };
+    let skipped: Vec<String> = stop
+        .skipped
+        .iter()
+        .filter_map(|&id| points.get(id as usize).map(Point::label))
+        .collect();
+    eprintln!(
+        "trial {trial}: {}; not measuring {}",
+        stop.reason,
+        skipped.join(", ")
+    );
+    writer.manifest_mut().saturation_stops.push(stop);
+    writer.save_manifest()?;
     Ok(())
 }
 

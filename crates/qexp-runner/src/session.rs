@@ -188,6 +188,7 @@ mod tests {
                     max_tokens: 5,
                     extra: Default::default(),
                     history: None,
+                    batch: 1,
                 },
             })
             .collect()

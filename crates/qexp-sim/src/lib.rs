@@ -38,6 +38,7 @@ mod jitter;
 mod metrics;
 mod mixed;
 mod openai;
+mod pooling;
 mod prefix_cache;
 mod profile;
 mod prose;

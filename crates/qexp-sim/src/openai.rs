@@ -137,6 +137,29 @@ impl Job {
     }
 }
 
+impl Job {
+    /// A job that only prefills `prompt_ids` (one token generated, not
+    /// streamed): what an embeddings or rerank request costs the engine.
+    pub(crate) fn prefill_only(
+        model: Option<String>,
+        default_model: &str,
+        prompt_ids: Vec<u32>,
+    ) -> Job {
+        let gen = GenOptions {
+            max_tokens: Some(1),
+            ..GenOptions::default()
+        };
+        Job::new(
+            Kind::Completion,
+            model,
+            default_model,
+            prompt_ids,
+            None,
+            gen,
+        )
+    }
+}
+
 /// Why a request's prompt cannot be turned into tokens; the text is the
 /// 400 answer's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

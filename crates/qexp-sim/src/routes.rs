@@ -36,6 +36,8 @@ pub(crate) fn router(engine: Arc<Engine>) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/embeddings", post(embeddings))
+        .route("/v1/rerank", post(rerank))
         .with_state(App {
             engine,
             next_id: Arc::new(AtomicU64::new(0)),
@@ -124,6 +126,29 @@ async fn chat_completions(State(app): State<App>, body: Bytes) -> Result<Respons
         .into_job(&p.model_id(), p.chat_template_tokens)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     generate(app, job).await
+}
+
+async fn embeddings(State(app): State<App>, body: Bytes) -> Result<Response, ApiError> {
+    let req: crate::pooling::EmbeddingsRequest = parse(&body)?;
+    let answer = crate::pooling::embeddings(&app.engine, req).await;
+    pooled(answer)
+}
+
+async fn rerank(State(app): State<App>, body: Bytes) -> Result<Response, ApiError> {
+    let req: crate::pooling::RerankRequest = parse(&body)?;
+    let answer = crate::pooling::rerank(&app.engine, req).await;
+    pooled(answer)
+}
+
+/// A pooling answer as JSON, or 503 when the server stopped before it.
+fn pooled(answer: Option<serde_json::Value>) -> Result<Response, ApiError> {
+    match answer {
+        Some(v) => Ok(Json(v).into_response()),
+        None => Err(ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "the simulated server is shutting down".to_owned(),
+        }),
+    }
 }
 
 /// Admits `job` to the engine and answers with an SSE stream or, once done, one JSON object.

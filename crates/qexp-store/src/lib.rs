@@ -24,8 +24,8 @@ pub use layout::{copy_rank, transient_file};
 pub use lock::RunLock;
 pub use manifest::{
     shard_folder_name, Comparability, DeploymentFailure, DeploymentRun, DeploymentStart, LostShard,
-    Manifest, MergeRecord, MergedShard, Resume, RunStatus, ScheduleCell, ShardRecord, TargetInfo,
-    MANIFEST_FILE, SCHEMA_VERSION, WENT_ON_ALONE,
+    Manifest, MergeRecord, MergedShard, Resume, RunStatus, SaturationStop, ScheduleCell,
+    ShardRecord, TargetInfo, MANIFEST_FILE, SCHEMA_VERSION, WENT_ON_ALONE,
 };
 pub use overrides::Overrides;
 pub use reader::{

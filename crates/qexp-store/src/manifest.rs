@@ -190,6 +190,33 @@ pub struct Manifest {
     /// figures beside qexp's recomputation. Absent for a run qexp measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<crate::ImportRecord>,
+    /// `[run] stop_past_saturation`: each trial's series that stopped
+    /// climbing, and the points it did not measure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub saturation_stops: Vec<SaturationStop>,
+}
+
+/// A series of a sweep that stopped climbing in one trial because the
+/// server was past saturation (`[run] stop_past_saturation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SaturationStop {
+    /// The trial.
+    pub trial: u32,
+    /// The point whose figures showed it.
+    pub point_id: u32,
+    /// The higher-load points of its series left unmeasured in that trial.
+    pub skipped: Vec<u32>,
+    /// Why, in a sentence with the figures.
+    pub reason: String,
+}
+
+impl Manifest {
+    /// Whether `[run] stop_past_saturation` left (trial, point) unmeasured.
+    pub fn skipped_past_saturation(&self, trial: u32, point_id: u32) -> bool {
+        self.saturation_stops
+            .iter()
+            .any(|s| s.trial == trial && s.skipped.contains(&point_id))
+    }
 }
 
 impl Manifest {

@@ -108,6 +108,7 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
         merged: None,
         power: Vec::new(),
         import: None,
+        saturation_stops: Vec::new(),
     };
     let mut writers: Vec<RunWriter> = (0..shards)
         .map(|k| {

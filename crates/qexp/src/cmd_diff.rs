@@ -62,8 +62,8 @@ pub struct DiffArgs {
     /// Compare even though this workload key differs (repeatable); the output says so.
     #[arg(long = "ignore", value_name = "KEY")]
     pub ignore: Vec<String>,
-    /// Compare only this metric (repeatable) [default: all].
-    #[arg(long = "metric", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(DiffMetric::NAMES))]
+    /// Compare only this metric (repeatable) [default: every metric of the run's API but steady_tok_s (the throughput over each point's steady-state window), compared only when named; req_s and input_tok_s are the defaults of embeddings and rerank runs].
+    #[arg(long = "metric", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(DiffMetric::DIFF_NAMES))]
     pub metrics: Vec<String>,
     /// Seed of the random permutations (only used beyond the exact test's size).
     #[arg(long, default_value_t = 0)]

@@ -63,6 +63,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         RunError::Target(_)
         | RunError::MissingApiKey(_)
         | RunError::ContextTooSmall { .. }
+        | RunError::NoEndpoint { .. }
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)

@@ -73,7 +73,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
         });
     }
     let mut warnings = run_warnings(a, b, &workload);
-    let mut metrics = chosen_metrics(opts);
+    let mut metrics = chosen_metrics(opts, a.manifest.target.api);
     let settings = compare::Settings {
         level: opts.level,
         min_change,
@@ -143,12 +143,13 @@ fn checked_limits(
     Ok((min_change, min_change_source))
 }
 
-/// The metrics the options ask for, in the canonical order; all when none.
-fn chosen_metrics(opts: &DiffOptions) -> Vec<DiffMetric> {
+/// The metrics the options ask for, in the canonical order; when none,
+/// every metric the run's API has ([`DiffMetric::of_api`]).
+fn chosen_metrics(opts: &DiffOptions, api: qexp_plan::ApiKind) -> Vec<DiffMetric> {
     if opts.metrics.is_empty() {
-        DiffMetric::ALL.to_vec()
+        DiffMetric::of_api(api).to_vec()
     } else {
-        DiffMetric::ALL
+        DiffMetric::DIFFABLE
             .into_iter()
             .filter(|m| opts.metrics.contains(m))
             .collect()

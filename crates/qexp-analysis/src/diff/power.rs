@@ -81,7 +81,11 @@ impl Rates {
 /// Trial-to-trial coefficient of variation of each metric in the simulation.
 pub fn cv(metric: DiffMetric) -> f64 {
     match metric {
-        DiffMetric::AggTokS | DiffMetric::E2eS => 0.015,
+        DiffMetric::AggTokS
+        | DiffMetric::SteadyTokS
+        | DiffMetric::ReqS
+        | DiffMetric::InputTokS
+        | DiffMetric::E2eS => 0.015,
         DiffMetric::DecodeTokS | DiffMetric::TtftS => 0.02,
         DiffMetric::ItlP99S | DiffMetric::JPerOutTok | DiffMetric::UsdPerMOut => 0.03,
         DiffMetric::Failures | DiffMetric::Accuracy => 0.0,

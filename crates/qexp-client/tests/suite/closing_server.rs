@@ -25,6 +25,7 @@ fn one_token(api: ApiKind) -> GenRequest {
         max_tokens: 1,
         extra: Default::default(),
         history: None,
+        batch: 1,
     }
 }
 

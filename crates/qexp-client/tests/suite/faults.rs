@@ -26,6 +26,7 @@ fn request(max_tokens: u32) -> GenRequest {
         max_tokens,
         extra: Default::default(),
         history: None,
+        batch: 1,
     }
 }
 

@@ -117,6 +117,7 @@ pub fn request() -> GenRequest {
         max_tokens: 8,
         extra: Default::default(),
         history: None,
+        batch: 1,
     }
 }
 

@@ -128,3 +128,52 @@ fn min_change_must_be_above_zero_as_qexp_diff_requires() {
     let plan = parse(&format!("{GOOD}\n[analysis]\nmin_change = 0.005\n")).unwrap();
     assert_eq!(plan.file.analysis.min_change, 0.005);
 }
+
+#[test]
+fn stop_past_saturation_needs_a_sweep_to_climb_in_order() {
+    let climb = GOOD.replace("concurrency = [1, 4]", "concurrency = [1, 4, 16]");
+    let on = |text: &str, extra: &str| text.replace("trials = 2", &format!("trials = 2\n{extra}"));
+    let plan = parse(&on(&climb, "stop_past_saturation = true")).unwrap();
+    assert!(plan.stop_past_saturation());
+    assert!(!parse(&climb).unwrap().stop_past_saturation());
+    assert_eq!(
+        err(&on(GOOD, "stop_past_saturation = true")),
+        "experiments/t.toml:23:24: `run.stop_past_saturation`: needs a sweep of at least 3 concurrency levels or rates to judge saturation by"
+    );
+    assert_eq!(
+        err(&on(&climb, "shuffle = true\nstop_past_saturation = true")),
+        "experiments/t.toml:24:24: `run.stop_past_saturation`: judges each series in increasing load; drop run.shuffle"
+    );
+    // Off, it asks nothing of the sweep.
+    assert!(parse(&on(GOOD, "stop_past_saturation = false")).is_ok());
+}
+
+#[test]
+fn batch_is_for_the_apis_that_answer_once() {
+    let with = |api: &str, extra: &str| {
+        GOOD.replace("api = \"completions\"", &format!("api = \"{api}\""))
+            .replace(
+                "output_tokens = 20",
+                &format!("output_tokens = 20\n{extra}"),
+            )
+    };
+    let plan = parse(&with("embeddings", "batch = 8")).unwrap();
+    assert!(plan.points().iter().all(|p| p.output_tokens == 0));
+    assert!(parse(&with("rerank", "batch = 4")).is_ok());
+    assert_eq!(
+        err(&with("completions", "batch = 8")),
+        "experiments/t.toml:15:9: `workload.batch`: is for api = \"embeddings\" or \"rerank\"; this plan's api is \"completions\""
+    );
+    assert_eq!(
+        err(&with("embeddings", "batch = 0")),
+        "experiments/t.toml:15:9: `workload.batch`: must be at least 1"
+    );
+    let swept = with("embeddings", "").replace(
+        "input_tokens = [100, 200, 300]",
+        "input_tokens = [100, 200, 300]\noutput_tokens = [10, 20]",
+    );
+    assert_eq!(
+        err(&swept),
+        "experiments/t.toml:20:17: `sweep.output_tokens`: api = \"embeddings\" answers once, without generated text: drop the output sweep"
+    );
+}

@@ -96,9 +96,14 @@ struct Spec {
 /// The signature every chart function shares.
 type MakeChart = fn(&[PointSummary], &[FlagMark]) -> Result<Option<Chart>, ChartError>;
 
-/// Every chart this run sweeps for, in report order.
-pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, ChartError> {
-    let makers: [MakeChart; 9] = [
+/// Every chart this run sweeps for, in report order: those of the
+/// metrics its API has ([`Metric::of_api`]).
+pub fn all(
+    points: &[PointSummary],
+    marks: &[FlagMark],
+    api: qexp_plan::ApiKind,
+) -> Result<Vec<Chart>, ChartError> {
+    let streamed: &[MakeChart] = &[
         pareto,
         cost_pareto,
         agg_vs_concurrency,
@@ -109,6 +114,11 @@ pub fn all(points: &[PointSummary], marks: &[FlagMark]) -> Result<Vec<Chart>, Ch
         ttft_vs_input,
         over_time,
     ];
+    let once: &[MakeChart] = &[req_vs_concurrency, e2e_vs_concurrency];
+    let makers = match api.streams() {
+        true => streamed,
+        false => once,
+    };
     let mut out = Vec::new();
     for make in makers {
         out.extend(make(points, marks)?);
@@ -167,6 +177,45 @@ pub fn agg_vs_concurrency(
             metric: Metric::AggTokS,
             y_log: false,
             legend: SeriesLabelPosition::LowerRight,
+        },
+        points,
+        marks,
+    )
+}
+
+/// Requests per second against concurrency (log x), for APIs that answer
+/// once (embeddings, rerank): where request throughput saturates.
+pub fn req_vs_concurrency(
+    points: &[PointSummary],
+    marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "req_vs_concurrency",
+            title: "Request throughput vs concurrency",
+            axis: Along::Param(Axis::Concurrency),
+            metric: Metric::ReqS,
+            y_log: false,
+            legend: SeriesLabelPosition::LowerRight,
+        },
+        points,
+        marks,
+    )
+}
+
+/// Median E2E against concurrency, both axes log, for APIs that answer once.
+pub fn e2e_vs_concurrency(
+    points: &[PointSummary],
+    marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "e2e_vs_concurrency",
+            title: "End-to-end latency vs concurrency",
+            axis: Along::Param(Axis::Concurrency),
+            metric: Metric::E2eS,
+            y_log: true,
+            legend: SeriesLabelPosition::UpperLeft,
         },
         points,
         marks,

@@ -78,7 +78,13 @@ impl PointView {
             Metric::TtftS => Some(&self.ttft),
             Metric::E2eS => Some(&self.e2e),
             Metric::ItlP99S => Some(&self.itl_p99),
-            Metric::Failures | Metric::Accuracy | Metric::JPerOutTok | Metric::UsdPerMOut => None,
+            Metric::Failures
+            | Metric::Accuracy
+            | Metric::JPerOutTok
+            | Metric::UsdPerMOut
+            | Metric::SteadyTokS
+            | Metric::ReqS
+            | Metric::InputTokS => None,
         }
     }
 
@@ -86,7 +92,11 @@ impl PointView {
     pub(super) fn has_metric(m: Metric) -> bool {
         !matches!(
             m,
-            Metric::Failures | Metric::Accuracy | Metric::JPerOutTok | Metric::UsdPerMOut
+            Metric::Failures
+                | Metric::Accuracy
+                | Metric::JPerOutTok
+                | Metric::UsdPerMOut
+                | Metric::SteadyTokS
         )
     }
 }

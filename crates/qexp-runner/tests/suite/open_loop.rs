@@ -63,6 +63,7 @@ fn jobs(n: u32) -> Vec<Job> {
                 max_tokens: index,
                 extra: Default::default(),
                 history: None,
+                batch: 1,
             },
         })
         .collect()

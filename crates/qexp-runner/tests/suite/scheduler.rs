@@ -43,6 +43,7 @@ fn jobs(n: u32) -> Vec<Job> {
                 max_tokens: 5,
                 extra: Default::default(),
                 history: None,
+                batch: 1,
             },
         })
         .collect()

@@ -30,7 +30,7 @@ pub(crate) fn server(var: &str) -> Option<String> {
                 Need::RealServer,
                 &format!(
                     "{var} is not set; start a server with \
-                     `scripts/real-servers/start.sh vllm|llamacpp|smollm2` and export {var}=<its URL>"
+                     `scripts/real-servers/start.sh vllm|llamacpp|smollm2|smollm2-embeddings` and export {var}=<its URL>"
                 ),
             );
             None
@@ -345,6 +345,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         max_tokens: 4,
         extra: Default::default(),
         history: None,
+        batch: 1,
     };
     let metrics = MetricsSource::new(&client, "/metrics");
     let before = metrics.scrape().await.expect("vLLM serves /metrics");

@@ -324,3 +324,59 @@ async fn smollm2_twice_and_with_ngram_speculation() {
         }
     }
 }
+
+/// Embeddings from SmolLM2's GGUF on a llama.cpp started with
+/// `--embeddings` (`start.sh smollm2-embeddings`, QEXP_SMOLLM2_EMBEDDINGS_URL):
+/// batches of 2 inputs of 24 tokens at 1 and 2 users (short: SmolLM2
+/// embeds about 150 tokens a second on the one thread it gets). Every request has an E2E and no
+/// TTFT, the server counted every input, and the run's metrics are
+/// requests/s, input tok/s and E2E.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smollm2_embeddings_have_e2e_and_no_ttft() {
+    let Some(url) = server("QEXP_SMOLLM2_EMBEDDINGS_URL") else {
+        return;
+    };
+    let _heavy = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "[experiment]\nname = \"smollm2-embeddings\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"embeddings\"\n\n\
+         [workload]\ninput_tokens = 24\noutput_tokens = 1\nbatch = 2\n\n\
+         [sweep]\nconcurrency = [1, 2]\n\n\
+         [run]\nrequests = 4\nwarmup_requests = 1\ntrials = 1\n"
+    );
+    let path = tmp.path().join("embeddings.toml");
+    std::fs::write(&path, plan).unwrap();
+    let r = run_plan_file(&path, tmp.path()).await;
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let rows = qexp_store::scan_requests(&a.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let n = rows.height();
+    assert_eq!(
+        rows.column("error_class").unwrap().null_count(),
+        n,
+        "every request answered"
+    );
+    assert_eq!(rows.column("ttft_s").unwrap().null_count(), n, "no TTFT");
+    let prompt = qexp_testkit::f64s(&rows, "prompt_tokens");
+    assert!(
+        prompt.iter().all(|&p| p == 48.0),
+        "2 inputs of 24 tokens: {prompt:?}"
+    );
+    for p in &a.points {
+        let (e2e, req_s) = (p.e2e_s.as_ref().unwrap(), p.req_s.as_ref().unwrap());
+        println!(
+            "{}: E2E {:.4} s, {:.2} req/s, {:.0} input tok/s",
+            p.point.label(),
+            e2e.median,
+            req_s.median,
+            p.input_tok_s.as_ref().unwrap().median
+        );
+        assert!(e2e.median > 0.0 && p.ttft_s.is_none() && p.agg_tok_s.is_none());
+    }
+    let d = qexp_analysis::diff(&a, &a, &Default::default()).unwrap();
+    let keys: Vec<&str> = d.pairs[0].metrics.iter().map(|m| m.metric.key()).collect();
+    assert_eq!(keys, ["req_s", "input_tok_s", "e2e_s", "failures"]);
+}
