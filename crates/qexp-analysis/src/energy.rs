@@ -133,6 +133,56 @@ fn price(manifest: &Manifest) -> Option<(Price, Option<u32>)> {
     Some((price, c.gpus))
 }
 
+/// The point-row columns [`add`] reads as numbers, in the order its row
+/// loop indexes them.
+const NUMBERS: [&str; 12] = [
+    pt::TRIAL,
+    pt::POINT_ID,
+    pt::WINDOW_START_UNIX_S,
+    pt::WINDOW_END_UNIX_S,
+    pt::OUTPUT_TOKENS,
+    pt::GPUS,
+    pt::ENERGY_J,
+    pt::POWER_AVG_W,
+    pt::GPU_POWER_CAPPED_SHARE,
+    pt::GPU_THERMAL_SHARE,
+    pt::GPU_SM_CLOCK_MIN_MHZ,
+    pt::GPU_SM_CLOCK_MAX_MHZ,
+];
+
+/// What [`add`] selects from the point rows: [`NUMBERS`] as floats, then the
+/// energy's invalid reason and note as text. A column a run made before it
+/// existed lacks reads as NaN (numbers) or null (text).
+fn selection(schema: &Schema) -> Vec<Expr> {
+    let or_nan = |name: &str| {
+        if schema.contains(name) {
+            col(name).cast(F)
+        } else {
+            lit(f64::NAN).alias(name)
+        }
+    };
+    let or_null = |name: &str| {
+        if schema.contains(name) {
+            col(name).cast(DataType::String)
+        } else {
+            lit(NULL).cast(DataType::String).alias(name)
+        }
+    };
+    let mut select: Vec<Expr> = NUMBERS.iter().map(|n| or_nan(n)).collect();
+    select.extend([or_null(pt::ENERGY_INVALID_REASON), or_null(pt::ENERGY_NOTE)]);
+    select
+}
+
+/// A text column; nulls stay `None`.
+fn strings(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
+    Ok(df
+        .column(name)?
+        .str()?
+        .iter()
+        .map(|s| s.map(str::to_string))
+        .collect())
+}
+
 /// Adds each (trial, point)'s energy and cost from the point rows, where
 /// the run measured power or its plan names a price.
 pub(crate) fn add(
@@ -150,53 +200,15 @@ pub(crate) fn add(
     if !schema.contains(pt::ENERGY_J) && priced.is_none() {
         return Ok(());
     }
-    let or_nan = |name: &str| {
-        if schema.contains(name) {
-            col(name).cast(F)
-        } else {
-            lit(f64::NAN).alias(name)
-        }
-    };
-    let or_null = |name: &str| {
-        if schema.contains(name) {
-            col(name).cast(DataType::String)
-        } else {
-            lit(NULL).cast(DataType::String).alias(name)
-        }
-    };
-    let numbers = [
-        pt::TRIAL,
-        pt::POINT_ID,
-        pt::WINDOW_START_UNIX_S,
-        pt::WINDOW_END_UNIX_S,
-        pt::OUTPUT_TOKENS,
-        pt::GPUS,
-        pt::ENERGY_J,
-        pt::POWER_AVG_W,
-        pt::GPU_POWER_CAPPED_SHARE,
-        pt::GPU_THERMAL_SHARE,
-        pt::GPU_SM_CLOCK_MIN_MHZ,
-        pt::GPU_SM_CLOCK_MAX_MHZ,
-    ];
-    let mut select: Vec<Expr> = numbers.iter().map(|n| or_nan(n)).collect();
-    select.extend([or_null(pt::ENERGY_INVALID_REASON), or_null(pt::ENERGY_NOTE)]);
-    let df = scan.select(select).collect().map_err(q)?;
-    let cols: Vec<Vec<f64>> = numbers
+    let df = scan.select(selection(&schema)).collect().map_err(q)?;
+    let cols: Vec<Vec<f64>> = NUMBERS
         .iter()
         .map(|n| f64s(&df, n))
         .collect::<PolarsResult<_>>()
         .map_err(q)?;
-    let text = |name: &str| -> PolarsResult<Vec<Option<String>>> {
-        Ok(df
-            .column(name)?
-            .str()?
-            .iter()
-            .map(|s| s.map(str::to_string))
-            .collect())
-    };
     let (why, note) = (
-        text(pt::ENERGY_INVALID_REASON).map_err(q)?,
-        text(pt::ENERGY_NOTE).map_err(q)?,
+        strings(&df, pt::ENERGY_INVALID_REASON).map_err(q)?,
+        strings(&df, pt::ENERGY_NOTE).map_err(q)?,
     );
     for i in 0..df.height() {
         let v = |c: usize| cols[c][i];

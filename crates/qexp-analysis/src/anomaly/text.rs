@@ -1,7 +1,7 @@
 //! The sentences flags print: what was seen, with units, and what to do.
 
 use super::direction::expectation;
-use super::{Flag, Metric};
+use super::{Flag, Metric, MetricCv, Queueing};
 use crate::format::{percent, seconds, sig3, thousands, tok_s};
 use crate::metrics::Axis;
 use crate::schedule::LagCause;
@@ -156,6 +156,22 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     else {
         return Ok(());
     };
+    disagreement(metrics, *threshold, *n, f)?;
+    host_tail(metrics, f)?;
+    match queueing {
+        Some(q) => queueing_advice(q, *n, f),
+        None => rerun_advice(metrics, *n, f),
+    }
+}
+
+/// What was seen: the metrics whose trials disagree beyond the CV limit,
+/// and why some are judged per token.
+fn disagreement(
+    metrics: &[MetricCv],
+    threshold: f64,
+    n: usize,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
     let list: Vec<String> = metrics
         .iter()
         .map(|m| {
@@ -170,7 +186,7 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(
         f,
         "Trials disagree beyond the {} CV limit: {} across {n} trials.",
-        percent(*threshold),
+        percent(threshold),
         list.join(", "),
     )?;
     if metrics.iter().any(|m| m.per_token) {
@@ -180,41 +196,56 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
              in length by design: TTFT and E2E are judged per token."
         )?;
     }
+    Ok(())
+}
+
+/// The metrics whose spread is within qexp's own event-loop lag: the
+/// client host's scheduling tail, said as such (nothing when none is).
+fn host_tail(metrics: &[MetricCv], f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let host: Vec<&str> = metrics
         .iter()
         .filter(|m| m.host_lag_s.is_some())
         .map(|m| m.metric.name())
         .collect();
+    if host.is_empty() {
+        return Ok(());
+    }
     let lag = metrics
         .iter()
         .filter_map(|m| m.host_lag_s)
         .fold(f64::NAN, f64::max);
-    if !host.is_empty() {
-        write!(
-            f,
-            " {} {} across trials by no more than qexp's own event loop woke late \
-             (p99 up to {}): that is the client host's scheduling tail (timer \
-             granularity, other processes, a simulator sharing qexp's cores), not the \
-             server.",
-            capitalised(&host.join(" and ")),
-            if host.len() == 1 { "differs" } else { "differ" },
-            seconds(lag)
-        )?;
-    }
-    if let Some(q) = queueing {
-        return write!(
-            f,
-            " Requests queue at this rate (a trial's TTFT of {}, past {}× the {} at {} req/s), \
-             and a queue follows each trial's arrivals: near capacity, trials differ without \
-             any interference. For a steadier median rerun with --trials {} or a longer \
-             [load] duration_s.",
-            seconds(q.ttft_s),
-            q.factor,
-            seconds(q.low_ttft_s),
-            sig3(q.low_rate),
-            (*n + 2).max(5)
-        );
-    }
+    write!(
+        f,
+        " {} {} across trials by no more than qexp's own event loop woke late \
+         (p99 up to {}): that is the client host's scheduling tail (timer \
+         granularity, other processes, a simulator sharing qexp's cores), not the \
+         server.",
+        capitalised(&host.join(" and ")),
+        if host.len() == 1 { "differs" } else { "differ" },
+        seconds(lag)
+    )
+}
+
+/// What to do at an open-loop point where requests queue: trials differ
+/// because each one's queue follows its own arrivals.
+fn queueing_advice(q: &Queueing, n: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        " Requests queue at this rate (a trial's TTFT of {}, past {}× the {} at {} req/s), \
+         and a queue follows each trial's arrivals: near capacity, trials differ without \
+         any interference. For a steadier median rerun with --trials {} or a longer \
+         [load] duration_s.",
+        seconds(q.ttft_s),
+        q.factor,
+        seconds(q.low_ttft_s),
+        sig3(q.low_rate),
+        (n + 2).max(5)
+    )
+}
+
+/// What to do otherwise: a quieter client host when its tail explains every
+/// metric, else more trials or finding the interference.
+fn rerun_advice(metrics: &[MetricCv], n: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     if metrics.iter().all(|m| m.host_lag_s.is_some()) {
         write!(
             f,
@@ -226,7 +257,7 @@ fn noisy_point(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f,
             " The medians are uncertain; rerun with --trials {} or find the interference \
              (other load on the server or client, throttling, a restart mid-point).",
-            (*n + 2).max(5)
+            (n + 2).max(5)
         )
     }
 }

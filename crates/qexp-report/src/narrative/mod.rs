@@ -50,7 +50,7 @@ pub(crate) mod query;
 use crate::charts::Chart;
 use crate::format::md_text;
 use crate::labels;
-use crate::views::{FlagView, NarrativeView, ReportContext};
+use crate::views::{FlagView, NarrativeView, ReportContext, Table};
 pub(crate) use functions::metric;
 use html::to_html;
 use points::point_views;
@@ -129,39 +129,8 @@ pub(crate) fn context(
     charts: &[Chart],
     prefix: &str,
 ) -> Context {
-    let flags: Vec<FlagView> = ctx
-        .flags
-        .iter()
-        .map(|f| FlagView {
-            message: md_text(&f.message),
-            title: md_text(&f.title),
-            ..f.clone()
-        })
-        .collect();
-    let flags_md = flags
-        .iter()
-        .map(|f| {
-            let at = f
-                .point
-                .as_deref()
-                .map_or(String::new(), |p| format!(" at {p}"));
-            format!(
-                "- **{} {}**{at} ({}): {}\n",
-                f.marker, f.title, f.severity, f.message
-            )
-        })
-        .collect::<String>();
-    let mut tables: BTreeMap<String, String> = BTreeMap::new();
-    for t in &ctx.tables {
-        let entry = tables.entry(t.axis.clone()).or_default();
-        if !entry.is_empty() {
-            entry.push('\n');
-        }
-        if !t.fixed.is_empty() {
-            entry.push_str(&format!("*{}*\n\n", t.fixed));
-        }
-        entry.push_str(&t.markdown);
-    }
+    let flags = inert_flags(&ctx.flags);
+    let flags_md = flags_markdown(&flags);
     let list = point_views(&a.points, &ctx.flags);
     let m = &a.manifest;
     Context {
@@ -192,29 +161,82 @@ pub(crate) fn context(
             .collect(),
         points: list.iter().map(|p| (p.label.clone(), p.clone())).collect(),
         point_list: list,
-        tables,
-        charts: charts
-            .iter()
-            .map(|c| {
-                let file = format!("{prefix}{}.svg", c.name);
-                let md = format!("![{}]({file})", c.title);
-                (
-                    c.name.to_string(),
-                    ChartRef {
-                        file,
-                        title: c.title.clone(),
-                        md,
-                    },
-                )
-            })
-            .collect(),
+        tables: tables_by_axis(&ctx.tables),
+        charts: chart_refs(charts, prefix),
         flags,
-        flags_md: if flags_md.is_empty() {
-            "No anomalies flagged.\n".into()
-        } else {
-            flags_md
-        },
+        flags_md,
     }
+}
+
+/// The report's flags with their server- and run-made text (title, message)
+/// made inert for Markdown and HTML.
+fn inert_flags(flags: &[FlagView]) -> Vec<FlagView> {
+    flags
+        .iter()
+        .map(|f| FlagView {
+            message: md_text(&f.message),
+            title: md_text(&f.title),
+            ..f.clone()
+        })
+        .collect()
+}
+
+/// `flags_md`: one Markdown list item per flag, or a sentence saying none
+/// was flagged.
+fn flags_markdown(flags: &[FlagView]) -> String {
+    if flags.is_empty() {
+        return "No anomalies flagged.\n".into();
+    }
+    flags
+        .iter()
+        .map(|f| {
+            let at = f
+                .point
+                .as_deref()
+                .map_or(String::new(), |p| format!(" at {p}"));
+            format!(
+                "- **{} {}**{at} ({}): {}\n",
+                f.marker, f.title, f.severity, f.message
+            )
+        })
+        .collect()
+}
+
+/// `tables.<axis>`: the report's Markdown tables of each swept axis, one
+/// after another, each under the parameters it holds fixed.
+fn tables_by_axis(tables: &[Table]) -> BTreeMap<String, String> {
+    let mut by_axis: BTreeMap<String, String> = BTreeMap::new();
+    for t in tables {
+        let entry = by_axis.entry(t.axis.clone()).or_default();
+        if !entry.is_empty() {
+            entry.push('\n');
+        }
+        if !t.fixed.is_empty() {
+            entry.push_str(&format!("*{}*\n\n", t.fixed));
+        }
+        entry.push_str(&t.markdown);
+    }
+    by_axis
+}
+
+/// `charts.<name>`: each chart's file `<prefix><name>.svg`, title, and a
+/// Markdown image of it.
+fn chart_refs(charts: &[Chart], prefix: &str) -> BTreeMap<String, ChartRef> {
+    charts
+        .iter()
+        .map(|c| {
+            let file = format!("{prefix}{}.svg", c.name);
+            let md = format!("![{}]({file})", c.title);
+            (
+                c.name.to_string(),
+                ChartRef {
+                    file,
+                    title: c.title.clone(),
+                    md,
+                },
+            )
+        })
+        .collect()
 }
 
 /// Evaluates a narrative's tera expressions against the run and converts the
