@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -13,7 +14,8 @@ use crate::ready::{Poller, Readiness};
 use crate::redact::redact;
 use crate::REDACTED;
 use crate::{
-    hide, logfile, net, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow, StopRecord,
+    hide, logfile, net, ApiKey, LaunchError, LaunchSpec, StartRecord, StartRequest, StopHow,
+    StopRecord,
 };
 
 /// How long the stop waits for a KILLed leader, the group, and the port.
@@ -28,7 +30,7 @@ pub struct Server {
     grace: Duration,
     host: String,
     /// The run's key, hidden from the log lines [`Server::log_tail`] quotes.
-    key: Option<crate::ApiKey>,
+    key: Option<ApiKey>,
 }
 
 /// Launches `spec`'s server for one start and returns once it is ready.
@@ -44,27 +46,8 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
         None => net::free_port(&spec.host)?,
     };
     let base_url = net::base_url(&spec.host, port);
-    let values = placeholder_values(spec, port.to_string());
-    let fill = |arg: &str| {
-        resolve(arg, &values).map_err(|e| match e {
-            LaunchError::BadPlaceholder { name, arg } if name == "api_key" => {
-                LaunchError::NoApiKey { arg }
-            }
-            e => e,
-        })
-    };
-    let argv = spec
-        .command
-        .iter()
-        .map(|arg| fill(arg))
-        .collect::<Result<Vec<_>, _>>()?;
-    let env = spec
-        .env
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), fill(v)?)))
-        .collect::<Result<BTreeMap<_, _>, LaunchError>>()?;
+    let (argv, env) = fill_command(spec, port)?;
     let key = spec.api_key.as_ref();
-    let tail = |log: &std::path::Path| hide(key, &logfile::tail(log));
     if net::accepts(&spec.host, port).await {
         return Err(LaunchError::PortBusy { port, base_url });
     }
@@ -74,37 +57,9 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
 
     let started_at = Utc::now();
     let spawned = Instant::now();
-    let mut group = ProcessGroup::spawn(&argv, &env, &log_file, spec.stop_grace, key)?;
+    let group = ProcessGroup::spawn(&argv, &env, &log_file, spec.stop_grace, key)?;
     tracing::info!(name = %spec.name, pid = group.pid(), %base_url, "server launched");
-    let polls = match poller.wait(&mut group, spec.ready_timeout).await {
-        Readiness::Ready { polls } => polls,
-        Readiness::Exited { status } => {
-            drop(group);
-            let tail = tail(&log);
-            return Err(LaunchError::Exited { status, log, tail });
-        }
-        Readiness::Refused { last } => {
-            drop(group);
-            let tail = tail(&log);
-            return Err(LaunchError::Unauthorized {
-                last,
-                key_sent: spec.api_key.is_some(),
-                log,
-                tail,
-            });
-        }
-        Readiness::TimedOut { last } => {
-            let waited_s = spawned.elapsed().as_secs_f64();
-            drop(group);
-            let tail = tail(&log);
-            return Err(LaunchError::NotReady {
-                waited_s,
-                last,
-                log,
-                tail,
-            });
-        }
-    };
+    let (group, polls) = wait_ready(&poller, group, spec.ready_timeout, key, &log, spawned).await?;
     let record = StartRecord {
         start_id: start.start_id.clone(),
         name: spec.name.clone(),
@@ -129,6 +84,87 @@ pub async fn launch(spec: &LaunchSpec, start: &StartRequest) -> Result<Server, L
         host: spec.host.clone(),
         key: spec.api_key.clone(),
     })
+}
+
+/// `spec`'s command and environment with every placeholder filled for a
+/// start on `port`; an `{api_key}` in a run without a key is
+/// [`LaunchError::NoApiKey`].
+fn fill_command(
+    spec: &LaunchSpec,
+    port: u16,
+) -> Result<(Vec<String>, BTreeMap<String, String>), LaunchError> {
+    let values = placeholder_values(spec, port.to_string());
+    let fill = |arg: &str| {
+        resolve(arg, &values).map_err(|e| match e {
+            LaunchError::BadPlaceholder { name, arg } if name == "api_key" => {
+                LaunchError::NoApiKey { arg }
+            }
+            e => e,
+        })
+    };
+    let argv = spec
+        .command
+        .iter()
+        .map(|arg| fill(arg))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = spec
+        .env
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), fill(v)?)))
+        .collect::<Result<BTreeMap<_, _>, LaunchError>>()?;
+    Ok((argv, env))
+}
+
+/// Waits up to `timeout` for the server in `group`, spawned at `spawned`,
+/// to answer ready, and gives the group back with the polls it took. A
+/// server that exits, refuses the key or is not ready in time is KILLed
+/// and reaped, and the error quotes `log`'s last lines with `key` hidden.
+async fn wait_ready(
+    poller: &Poller,
+    mut group: ProcessGroup,
+    timeout: Duration,
+    key: Option<&ApiKey>,
+    log: &Path,
+    spawned: Instant,
+) -> Result<(ProcessGroup, u32), LaunchError> {
+    let polls = match poller.wait(&mut group, timeout).await {
+        Readiness::Ready { polls } => polls,
+        Readiness::Exited { status } => {
+            let tail = kill_for_tail(group, key, log);
+            return Err(LaunchError::Exited {
+                status,
+                log: log.to_path_buf(),
+                tail,
+            });
+        }
+        Readiness::Refused { last } => {
+            let tail = kill_for_tail(group, key, log);
+            return Err(LaunchError::Unauthorized {
+                last,
+                key_sent: key.is_some(),
+                log: log.to_path_buf(),
+                tail,
+            });
+        }
+        Readiness::TimedOut { last } => {
+            let waited_s = spawned.elapsed().as_secs_f64();
+            let tail = kill_for_tail(group, key, log);
+            return Err(LaunchError::NotReady {
+                waited_s,
+                last,
+                log: log.to_path_buf(),
+                tail,
+            });
+        }
+    };
+    Ok((group, polls))
+}
+
+/// KILLs and reaps `group`, then reads the last lines of its `log`, `key`
+/// hidden: what the server wrote before it was stopped.
+fn kill_for_tail(group: ProcessGroup, key: Option<&ApiKey>, log: &Path) -> String {
+    drop(group);
+    hide(key, &logfile::tail(log))
 }
 
 /// The argv [`launch`] would run, for a dry run: every placeholder filled

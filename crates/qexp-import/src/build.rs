@@ -44,19 +44,7 @@ impl Run {
         plan: Option<&PlanMatch>,
     ) -> Result<Run, ImportError> {
         let first = sources.first().ok_or(ImportError::NoFiles)?;
-        let detailed = first.requests.is_some();
-        if let Some(odd) = sources.iter().find(|s| s.requests.is_some() != detailed) {
-            return Err(ImportError::Field {
-                path: odd.path.clone(),
-                field: "ttfts".into(),
-                problem: format!(
-                    "is {} where {} {}: import files with per-request data and files of summaries only separately",
-                    if detailed { "missing" } else { "present" },
-                    first.path.display(),
-                    if detailed { "has it" } else { "has none" }
-                ),
-            });
-        }
+        let detailed = per_request_data(first, &sources)?;
         let groups = group(&sources);
         let now = Utc::now();
         let run_id = qexp_store::new_run_id(now);
@@ -74,42 +62,15 @@ impl Run {
             let pid = point.id;
             for (t, i) in members.iter().enumerate() {
                 let (trial, s) = (t as u32 + 1, &sources[*i]);
-                let also = s.also.iter().map(|(p, sha)| (p, sha.clone()));
-                for (path, sha256) in std::iter::once((&s.path, s.sha256.clone())).chain(also) {
-                    files.push(SourceFile {
-                        name: path.display().to_string(),
-                        sha256,
-                        trial,
-                        point_id: pid,
-                    });
-                }
+                files.extend(source_files(s, trial, pid));
                 summaries.extend(s.summaries.iter().map(|m| (trial, pid, m.clone())));
                 pairs.push(rows(&run_id, trial, &point, s));
             }
             points.push(point);
         }
         let trials = groups.iter().map(Vec::len).max().unwrap_or(0) as u32;
-        let point_order = (1..=trials)
-            .map(|t| {
-                groups
-                    .iter()
-                    .zip(&points)
-                    .filter(|(m, _)| m.len() >= t as usize)
-                    .map(|(_, p)| p.id)
-                    .collect()
-            })
-            .collect();
-        let mut unknown: Vec<String> = Vec::new();
-        if points.iter().any(|p| p.open_loop.is_none()) {
-            unknown.push("the send lag of closed-loop requests: the tools' queue times include the wait for a free slot, so qexp records each such request as sent when scheduled".to_string());
-        }
-        for s in &sources {
-            for u in &s.unknown {
-                if !unknown.contains(u) {
-                    unknown.push(u.clone());
-                }
-            }
-        }
+        let point_order = point_order(&groups, &points, trials);
+        let unknown = unknowns(&points, &sources);
         let record = ImportRecord {
             format: opts.format.name().to_string(),
             tool: opts.format.tool().to_string(),
@@ -130,6 +91,73 @@ impl Run {
             summaries,
         })
     }
+}
+
+/// Whether the sources carry per-request data, as `first` does; a file
+/// that differs is an error: files with per-request data and files of
+/// summaries only are imported separately.
+fn per_request_data(first: &Source, sources: &[Source]) -> Result<bool, ImportError> {
+    let detailed = first.requests.is_some();
+    if let Some(odd) = sources.iter().find(|s| s.requests.is_some() != detailed) {
+        return Err(ImportError::Field {
+            path: odd.path.clone(),
+            field: "ttfts".into(),
+            problem: format!(
+                "is {} where {} {}: import files with per-request data and files of summaries only separately",
+                if detailed { "missing" } else { "present" },
+                first.path.display(),
+                if detailed { "has it" } else { "has none" }
+            ),
+        });
+    }
+    Ok(detailed)
+}
+
+/// The files source `s` was read from (its own and those read beside it),
+/// with their digests, as files of `trial` at point `point_id`.
+fn source_files(s: &Source, trial: u32, point_id: u32) -> impl Iterator<Item = SourceFile> + '_ {
+    let also = s.also.iter().map(|(p, sha)| (p, sha.clone()));
+    std::iter::once((&s.path, s.sha256.clone()))
+        .chain(also)
+        .map(move |(path, sha256)| SourceFile {
+            name: path.display().to_string(),
+            sha256,
+            trial,
+            point_id,
+        })
+}
+
+/// For each of the `trials`, the ids of the points that have it: a point
+/// of fewer files (`groups`, beside their `points`) has fewer trials.
+fn point_order(groups: &[Vec<usize>], points: &[Point], trials: u32) -> Vec<Vec<u32>> {
+    (1..=trials)
+        .map(|t| {
+            groups
+                .iter()
+                .zip(points)
+                .filter(|(m, _)| m.len() >= t as usize)
+                .map(|(_, p)| p.id)
+                .collect()
+        })
+        .collect()
+}
+
+/// What the imported run cannot tell, each once: the send lag of
+/// closed-loop requests when it has closed-loop points, then what each
+/// source's format leaves unknown.
+fn unknowns(points: &[Point], sources: &[Source]) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    if points.iter().any(|p| p.open_loop.is_none()) {
+        unknown.push("the send lag of closed-loop requests: the tools' queue times include the wait for a free slot, so qexp records each such request as sent when scheduled".to_string());
+    }
+    for s in sources {
+        for u in &s.unknown {
+            if !unknown.contains(u) {
+                unknown.push(u.clone());
+            }
+        }
+    }
+    unknown
 }
 
 /// Source indices grouped by configuration, in order of first appearance.

@@ -381,33 +381,12 @@ fn plan_volume(spec: &JobSpec, names: &Names) -> Value {
 /// The Indexed Job: pod K runs shard K; shard 0's pod is `<job>-0.<service>`.
 fn job(spec: &JobSpec, names: &Names, labels: &Value) -> Value {
     let n = spec.shards;
-    let mut args = vec![
-        "run".to_string(),
-        format!("{PLAN_MOUNT}/{}", spec.plan_path),
-        "--shard".into(),
-        format!("auto/{n}"),
-        "--run-id".into(),
-        spec.run_id.clone(),
-        "--rendezvous".into(),
-        format!("{}:{RENDEZVOUS_PORT}", names.shard0_host()),
-        "--rendezvous-bind".into(),
-        format!("[::]:{RENDEZVOUS_PORT}"),
-        "--out".into(),
-        RESULTS_MOUNT.into(),
-        "--no-report".into(),
-    ];
-    if let Some(t) = &spec.target {
-        args.extend(["--target".to_string(), t.clone()]);
-    }
     let (results, upload, env_from, grace) = results_volume(spec, names);
+    let mut args = shard_args(spec, names);
     args.extend(upload);
-    let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
-    let env: Vec<Value> = spec
-        .api_key
-        .iter()
-        .map(|k| json!({"name": k.env, "valueFrom": {"secretKeyRef": {"name": k.secret, "key": k.key}}}))
-        .collect();
-    let mut job = json!({
+    let container = container(spec, args, env_from);
+    let volumes = [plan_volume(spec, names), results];
+    json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": names.run, "namespace": spec.namespace, "labels": labels},
@@ -423,56 +402,99 @@ fn job(spec: &JobSpec, names: &Names, labels: &Value) -> Value {
             "maxFailedIndexes": n,
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "subdomain": names.run,
-                    "restartPolicy": "Never",
-                    // The image's user. fsGroup makes the claim writable for it
-                    // only where the volume's driver applies fsGroup (many NFS
-                    // drivers do not: docs/kubernetes.md). RuntimeDefault
-                    // seccomp, with the container's settings below, is what a
-                    // namespace enforcing Pod Security "restricted" asks for.
-                    "securityContext": {
-                        "runAsNonRoot": true,
-                        "runAsUser": 65532,
-                        "runAsGroup": 65532,
-                        "fsGroup": 65532,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "containers": [{
-                        "name": "qexp",
-                        "image": spec.image,
-                        "command": ["qexp"],
-                        "args": args,
-                        "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
-                        "resources": {"requests": resources, "limits": resources},
-                        "securityContext": {
-                            "allowPrivilegeEscalation": false,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
-                        "volumeMounts": [
-                            {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": true},
-                            {"name": "results", "mountPath": RESULTS_MOUNT},
-                        ],
-                    }],
-                    "volumes": [
-                        plan_volume(spec, names),
-                        results,
-                    ],
-                },
+                "spec": pod(&names.run, container, volumes, grace),
             },
         },
+    })
+}
+
+/// The arguments of `qexp run` in every pod: the mounted plan, the shard
+/// its index gives, the shared run id, shard 0's rendezvous, the results
+/// mount and the plan's target override.
+fn shard_args(spec: &JobSpec, names: &Names) -> Vec<String> {
+    let mut args = vec![
+        "run".to_string(),
+        format!("{PLAN_MOUNT}/{}", spec.plan_path),
+        "--shard".into(),
+        format!("auto/{}", spec.shards),
+        "--run-id".into(),
+        spec.run_id.clone(),
+        "--rendezvous".into(),
+        format!("{}:{RENDEZVOUS_PORT}", names.shard0_host()),
+        "--rendezvous-bind".into(),
+        format!("[::]:{RENDEZVOUS_PORT}"),
+        "--out".into(),
+        RESULTS_MOUNT.into(),
+        "--no-report".into(),
+    ];
+    if let Some(t) = &spec.target {
+        args.extend(["--target".to_string(), t.clone()]);
+    }
+    args
+}
+
+/// The shard's container: qexp with `args` and the spec's resources, the
+/// API key read from its Secret into the plan's variable, `env_from` (the
+/// object store's Secret), and no privilege it could gain.
+fn container(spec: &JobSpec, args: Vec<String>, env_from: Vec<Value>) -> Value {
+    let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
+    let env: Vec<Value> = spec
+        .api_key
+        .iter()
+        .map(|k| json!({"name": k.env, "valueFrom": {"secretKeyRef": {"name": k.secret, "key": k.key}}}))
+        .collect();
+    let mut container = json!({
+        "name": "qexp",
+        "image": spec.image,
+        "command": ["qexp"],
+        "args": args,
+        "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
+        "resources": {"requests": resources, "limits": resources},
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [
+            {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": true},
+            {"name": "results", "mountPath": RESULTS_MOUNT},
+        ],
     });
-    let pod = &mut job["spec"]["template"]["spec"];
     if !env.is_empty() {
-        pod["containers"][0]["env"] = json!(env);
+        container["env"] = json!(env);
     }
     if !env_from.is_empty() {
-        pod["containers"][0]["envFrom"] = json!(env_from);
+        container["envFrom"] = json!(env_from);
     }
+    container
+}
+
+/// Each shard's pod: `container` as the image's non-root user, with the
+/// plan and results `volumes`, under the Service `subdomain`, never
+/// restarted, and given `grace` seconds to stop where it has an upload to
+/// finish.
+fn pod(subdomain: &str, container: Value, volumes: [Value; 2], grace: Option<u32>) -> Value {
+    let mut pod = json!({
+        "subdomain": subdomain,
+        "restartPolicy": "Never",
+        // The image's user. fsGroup makes the claim writable for it
+        // only where the volume's driver applies fsGroup (many NFS
+        // drivers do not: docs/kubernetes.md). RuntimeDefault
+        // seccomp, with the container's settings, is what a
+        // namespace enforcing Pod Security "restricted" asks for.
+        "securityContext": {
+            "runAsNonRoot": true,
+            "runAsUser": 65532,
+            "runAsGroup": 65532,
+            "fsGroup": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": volumes,
+    });
     if let Some(grace) = grace {
         pod["terminationGracePeriodSeconds"] = json!(grace);
     }
-    job
+    pod
 }
 
 #[cfg(test)]

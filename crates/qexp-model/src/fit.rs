@@ -7,7 +7,7 @@
 //! replacement (the trial is the unit), joined with the regressions' own
 //! t-intervals.
 
-use crate::des::{quantile, simulate, Arrivals, Load, Outcome};
+use crate::des::{quantile, simulate, Arrivals, Load, Outcome, Seen};
 use crate::file::{
     BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
 };
@@ -631,76 +631,17 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
     let mut last = (Vec::new(), None);
     // Settles in a few rounds; the bound only guards against a cycle.
     for _ in 0..8 {
-        let seen = points.replay(&p);
-        // What the observed step saw in the replay: the median TPOT's
-        // request's steps, or the step at the median gap.
-        let at = |r: &Observation, gap: bool| {
-            let o = &seen[r.label.as_str()];
-            match o.median_gap {
-                Some((_, seen)) if gap => seen,
-                _ => o.median_request_seen(),
-            }
-        };
-        // The decode part of each observed step; a row whose step the
-        // replay's stalls already exceed tells nothing about decode.
-        let decode: Vec<(crate::des::Seen, f64)> = obs
-            .iter()
-            .map(|(r, s, gap)| {
-                let seen = at(r, *gap);
-                (seen, s - seen.stall_s)
-            })
-            .filter(|(_, y)| *y > 0.0)
-            .collect();
+        let decode = decode_samples(&obs, &points.replay(&p));
         if decode.is_empty() {
             break;
         }
-        let (mut coefs, mut warnings) = decode_columns(decode.iter().map(|(seen, _)| *seen));
-        let y: Vec<f64> = decode.iter().map(|(_, y)| *y).collect();
-        let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
-        let fit = loop {
-            let x: Vec<Vec<f64>> = decode
-                .iter()
-                .map(|(seen, _)| {
-                    coefs
-                        .iter()
-                        .map(|c| step_column(*c, seen.batch, seen.context))
-                        .collect()
-                })
-                .collect();
-            let Some(fit) = wls(&x, &y, &w) else {
-                // Too few distinct (batch, context) points for the columns:
-                // the last term is left unknown, not fitted as 0 unsaid.
-                match coefs.pop() {
-                    Some(coef) if !coefs.is_empty() => {
-                        warnings.push(FitWarning::DecodeUnresolved {
-                            coef,
-                            points: decode.len(),
-                        });
-                        continue;
-                    }
-                    _ => break None,
-                }
-            };
-            match (1..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
-                Some(j) => {
-                    warnings.push(FitWarning::NegativeTerm {
-                        coef: coefs[j],
-                        value: fit.beta[j],
-                    });
-                    coefs.remove(j);
-                }
-                None => break Some(fit),
-            }
+        let (coefs, mut warnings) = decode_columns(decode.iter().map(|(seen, _)| *seen));
+        let Some(reg) = regress_decode(&decode, coefs, &mut warnings) else {
+            break;
         };
-        let Some(fit) = fit else { break };
         let before = p;
-        p.step_base_s = 0.0;
-        p.step_per_seq_s = 0.0;
-        p.step_per_context_token_s = 0.0;
-        for (c, b) in coefs.iter().zip(&fit.beta) {
-            c.set(&mut p, b.max(0.0));
-        }
-        last = (warnings, Some((coefs, fit)));
+        p = with_decode_terms(p, &reg);
+        last = (warnings, Some(reg));
         if p == before {
             break;
         }
@@ -716,8 +657,90 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
     (p, warnings, reg.into_iter().collect())
 }
 
+/// The decode part of each observed step (`obs`: row, step, whether it is
+/// the median gap), with what that step saw in the replay `seen`: the
+/// median TPOT's request's steps, or the step at the median gap. A row
+/// whose step the replay's stalls already exceed tells nothing about
+/// decode and is left out.
+fn decode_samples(
+    obs: &[(&Observation, f64, bool)],
+    seen: &BTreeMap<&str, Outcome>,
+) -> Vec<(Seen, f64)> {
+    obs.iter()
+        .map(|(r, s, gap)| {
+            let o = &seen[r.label.as_str()];
+            let at = match o.median_gap {
+                Some((_, seen)) if *gap => seen,
+                _ => o.median_request_seen(),
+            };
+            (at, s - at.stall_s)
+        })
+        .filter(|(_, y)| *y > 0.0)
+        .collect()
+}
+
+/// Weighted least squares of the decode steps on `coefs`' columns (weights
+/// `1/y²`, as for the prefill). While the points have too few distinct
+/// (batch, context) pairs for the columns, the last term is dropped and
+/// left unknown rather than fitted as 0 unsaid; a term that comes out
+/// negative is dropped too; each drop is a warning. `None` when not even
+/// `d0` can be fitted.
+fn regress_decode(
+    decode: &[(Seen, f64)],
+    mut coefs: Vec<Coef>,
+    warnings: &mut Vec<FitWarning>,
+) -> Option<Regression> {
+    let y: Vec<f64> = decode.iter().map(|(_, y)| *y).collect();
+    let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
+    loop {
+        let x: Vec<Vec<f64>> = decode
+            .iter()
+            .map(|(seen, _)| {
+                coefs
+                    .iter()
+                    .map(|c| step_column(*c, seen.batch, seen.context))
+                    .collect()
+            })
+            .collect();
+        let Some(fit) = wls(&x, &y, &w) else {
+            match coefs.pop() {
+                Some(coef) if !coefs.is_empty() => {
+                    warnings.push(FitWarning::DecodeUnresolved {
+                        coef,
+                        points: decode.len(),
+                    });
+                    continue;
+                }
+                _ => return None,
+            }
+        };
+        match (1..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
+            Some(j) => {
+                warnings.push(FitWarning::NegativeTerm {
+                    coef: coefs[j],
+                    value: fit.beta[j],
+                });
+                coefs.remove(j);
+            }
+            None => return Some((coefs, fit)),
+        }
+    }
+}
+
+/// `p` with its decode terms taken from the regression (clamped at 0); a
+/// term the regression left out is 0.
+fn with_decode_terms(mut p: Params, (coefs, fit): &Regression) -> Params {
+    p.step_base_s = 0.0;
+    p.step_per_seq_s = 0.0;
+    p.step_per_context_token_s = 0.0;
+    for (c, b) in coefs.iter().zip(&fit.beta) {
+        c.set(&mut p, b.max(0.0));
+    }
+    p
+}
+
 /// The step regression's columns, by what the points' batches and contexts let it tell.
-fn decode_columns(seen: impl Iterator<Item = crate::des::Seen>) -> (Vec<Coef>, Vec<FitWarning>) {
+fn decode_columns(seen: impl Iterator<Item = Seen>) -> (Vec<Coef>, Vec<FitWarning>) {
     let seen: Vec<(f64, f64)> = seen.map(|s| (s.batch, s.context)).collect();
     let mut coefs = vec![Coef::StepBase];
     let mut warnings = Vec::new();

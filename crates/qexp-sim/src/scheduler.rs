@@ -198,96 +198,144 @@ impl Sequence {
             self.phase = Phase::Finished;
             return None;
         }
-        let engine = Arc::clone(&self.engine);
-        let p = engine.profile();
         match std::mem::replace(&mut self.phase, Phase::Finished) {
             Phase::Finished => return None,
-            Phase::Arrived { at } if engine.mixed.is_some() => {
-                until_stopped(
-                    &mut self.stop,
-                    sleep_until(at + p.scaled(p.prefill_fixed_s)),
-                )
-                .await?;
-                let (tx, rx) = mpsc::unbounded_channel();
-                let arrival = Arrival {
-                    prompt: Arc::clone(&self.prompt),
-                    cached: Arc::clone(&self.cached),
-                    batch: Arc::clone(&self.batch),
-                    remaining: self.remaining,
-                    chunks: tx,
-                };
-                engine.mixed.as_ref()?.send(arrival).ok()?;
-                self.phase = Phase::Mixed(rx);
-                return self.mixed_chunk().await;
+            Phase::Arrived { at } if self.engine.mixed.is_some() => {
+                return self.join_mixed(at).await;
             }
             Phase::Mixed(rx) => {
                 self.phase = Phase::Mixed(rx);
                 return self.mixed_chunk().await;
             }
-            Phase::Arrived { at } => {
-                let ready = at + p.scaled(p.prefill_fixed_s);
-                until_stopped(&mut self.stop, sleep_until(ready)).await?;
-                // Ready for the prefill unit when due, if a slot was free;
-                // else when the slot came (its holder's end is not known).
-                let (slot, ready) = match Arc::clone(&engine.slots).try_acquire_owned() {
-                    Ok(slot) => (slot, ready),
-                    Err(_) => {
-                        let slot = until_stopped(
-                            &mut self.stop,
-                            Arc::clone(&engine.slots).acquire_owned(),
-                        )
-                        .await?
-                        .ok()?;
-                        (slot, Instant::now())
-                    }
-                };
-                // Slots held now, this one's included: the batch it joins.
-                let held = p.max_batch.saturating_sub(engine.slots.available_permits());
-                self.batch
-                    .store(u32::try_from(held).unwrap_or(u32::MAX), Ordering::Relaxed);
-                let unit = match &engine.prefill {
-                    Some(units) => Some(
-                        until_stopped(&mut self.stop, Arc::clone(units).acquire_owned())
-                            .await?
-                            .ok()?,
-                    ),
-                    None => None,
-                };
-                let cached = engine.with_cache(|c| c.lookup(&self.prompt));
-                self.cached.store(cached, Ordering::Relaxed);
-                let uncached = u32::try_from(self.prompt.len())
-                    .unwrap_or(u32::MAX)
-                    .saturating_sub(cached);
-                let compute = p.scaled(p.prefill_compute_s(uncached));
-                let done = engine.claim_unit(ready, compute);
-                until_stopped(&mut self.stop, sleep_until(done)).await?;
-                engine.with_cache(|c| c.insert(&self.prompt));
-                drop(unit);
-                self.phase = Phase::Decoding {
-                    _slot: slot,
-                    active: Decoding::enter(&engine, self.prompt.len() as u64),
-                    last: done,
-                };
-            }
+            Phase::Arrived { at } => self.prefill(at).await?,
             Phase::Decoding {
                 _slot,
                 active,
                 last,
-            } => {
-                let step = p.scaled(p.step_s(
-                    engine.decoding.load(Ordering::SeqCst),
-                    engine.context.load(Ordering::SeqCst),
-                ));
-                let due = on_time_or_now(last + step, step);
-                self.phase = Phase::Decoding {
-                    _slot,
-                    active,
-                    last: due,
-                };
-                until_stopped(&mut self.stop, sleep_until(due)).await?;
-            }
+            } => self.decode_step(_slot, active, last).await?,
         }
-        let n = self.remaining.min(p.tokens_per_step);
+        Some(self.take_chunk())
+    }
+
+    /// Mixed schedule: waits out the fixed latency from arrival `at`,
+    /// hands the request to the engine loop and returns its first chunk.
+    async fn join_mixed(&mut self, at: Instant) -> Option<u32> {
+        let engine = Arc::clone(&self.engine);
+        let p = engine.profile();
+        until_stopped(
+            &mut self.stop,
+            sleep_until(at + p.scaled(p.prefill_fixed_s)),
+        )
+        .await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let arrival = Arrival {
+            prompt: Arc::clone(&self.prompt),
+            cached: Arc::clone(&self.cached),
+            batch: Arc::clone(&self.batch),
+            remaining: self.remaining,
+            chunks: tx,
+        };
+        engine.mixed.as_ref()?.send(arrival).ok()?;
+        self.phase = Phase::Mixed(rx);
+        self.mixed_chunk().await
+    }
+
+    /// Separate schedule: waits out the fixed latency from arrival `at`,
+    /// takes a batch slot and a prefill unit, prefills what the prefix
+    /// cache does not hold, and enters decoding with its first chunk due
+    /// at the prefill's end.
+    async fn prefill(&mut self, at: Instant) -> Option<()> {
+        let engine = Arc::clone(&self.engine);
+        let p = engine.profile();
+        let ready = at + p.scaled(p.prefill_fixed_s);
+        until_stopped(&mut self.stop, sleep_until(ready)).await?;
+        let (slot, ready) = self.admit(ready).await?;
+        let unit = match &engine.prefill {
+            Some(units) => Some(
+                until_stopped(&mut self.stop, Arc::clone(units).acquire_owned())
+                    .await?
+                    .ok()?,
+            ),
+            None => None,
+        };
+        let done = engine.claim_unit(ready, self.prefill_compute());
+        until_stopped(&mut self.stop, sleep_until(done)).await?;
+        engine.with_cache(|c| c.insert(&self.prompt));
+        drop(unit);
+        self.phase = Phase::Decoding {
+            _slot: slot,
+            active: Decoding::enter(&engine, self.prompt.len() as u64),
+            last: done,
+        };
+        Some(())
+    }
+
+    /// Takes a batch slot and records the batch it joins. Gives the slot
+    /// and when the sequence is ready for a prefill unit: `ready` if a
+    /// slot was free, else when the slot came (its holder's end is not
+    /// known).
+    async fn admit(&mut self, ready: Instant) -> Option<(OwnedSemaphorePermit, Instant)> {
+        let slots = Arc::clone(&self.engine.slots);
+        let (slot, ready) = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => (slot, ready),
+            Err(_) => {
+                let slot = until_stopped(&mut self.stop, Arc::clone(&slots).acquire_owned())
+                    .await?
+                    .ok()?;
+                (slot, Instant::now())
+            }
+        };
+        // Slots held now, this one's included: the batch it joins.
+        let held = self
+            .engine
+            .profile()
+            .max_batch
+            .saturating_sub(slots.available_permits());
+        self.batch
+            .store(u32::try_from(held).unwrap_or(u32::MAX), Ordering::Relaxed);
+        Some((slot, ready))
+    }
+
+    /// The prefill's compute time for the prompt tokens the prefix cache
+    /// does not hold; records how many it held.
+    fn prefill_compute(&self) -> std::time::Duration {
+        let cached = self.engine.with_cache(|c| c.lookup(&self.prompt));
+        self.cached.store(cached, Ordering::Relaxed);
+        let uncached = u32::try_from(self.prompt.len())
+            .unwrap_or(u32::MAX)
+            .saturating_sub(cached);
+        let p = self.engine.profile();
+        p.scaled(p.prefill_compute_s(uncached))
+    }
+
+    /// Waits out one decode step after the one due at `last`, as long as
+    /// the batch decoding now and its context make it; the sequence keeps
+    /// its `slot` and its place in the batch (`active`).
+    async fn decode_step(
+        &mut self,
+        slot: OwnedSemaphorePermit,
+        active: Decoding,
+        last: Instant,
+    ) -> Option<()> {
+        let engine = &self.engine;
+        let p = engine.profile();
+        let step = p.scaled(p.step_s(
+            engine.decoding.load(Ordering::SeqCst),
+            engine.context.load(Ordering::SeqCst),
+        ));
+        let due = on_time_or_now(last + step, step);
+        self.phase = Phase::Decoding {
+            _slot: slot,
+            active,
+            last: due,
+        };
+        until_stopped(&mut self.stop, sleep_until(due)).await
+    }
+
+    /// Takes the chunk now due off what remains: a step's tokens or fewer,
+    /// which grow the sequence's context; the last one frees the slot.
+    fn take_chunk(&mut self) -> u32 {
+        let n = self.remaining.min(self.engine.profile().tokens_per_step);
         self.remaining -= n;
         if let Phase::Decoding { active, .. } = &mut self.phase {
             active.grow(n);
@@ -296,7 +344,7 @@ impl Sequence {
             // Free the slot as soon as the last chunk is out.
             self.phase = Phase::Finished;
         }
-        Some(n)
+        n
     }
 }
 
