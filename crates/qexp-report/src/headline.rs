@@ -111,27 +111,52 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
     if let Some(v) = accuracy.as_ref().filter(|_| worse) {
         push("Accuracy", v.clone());
     }
-    let open_loop = !points.is_empty() && points.iter().all(|p| p.point.open_loop.is_some());
-    match a.schedule.as_ref().filter(|_| open_loop) {
-        Some(s) => {
-            for h in open_loop_lines(s, &swept) {
-                push(h.label.as_str(), h.value);
-            }
-        }
-        None => {
-            let agg = with(points, &swept, |p| p.agg_tok_s.as_ref());
-            if let Some((_, hi)) = extremes(&agg) {
-                let mut v = at("tok/s", hi);
-                let broken = points
-                    .iter()
-                    .any(|p| p.answers.broken() && labels::short(&p.point, &swept) == hi.0);
-                if broken {
-                    v.push_str(", measured on broken output");
-                }
-                push("Peak aggregate output", v);
-            }
-        }
+    for h in throughput_lines(a, &swept)
+        .into_iter()
+        .chain(range_lines(points, &swept))
+    {
+        push(h.label.as_str(), h.value);
     }
+    push("Requests", requests_line(a));
+    if let Some(v) = answers.filter(|_| !broken) {
+        push("Answers", v);
+    }
+    if let Some(v) = accuracy.filter(|_| !worse) {
+        push("Accuracy", v);
+    }
+    push("Flags", flags_line(flags));
+    out
+}
+
+/// The throughput line: the open-loop schedule's lines where every point
+/// ran open-loop, else the peak aggregate output (said to be measured on
+/// broken output where it was).
+fn throughput_lines(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Vec<Headline> {
+    let points = &a.points;
+    let open_loop = !points.is_empty() && points.iter().all(|p| p.point.open_loop.is_some());
+    if let Some(s) = a.schedule.as_ref().filter(|_| open_loop) {
+        return open_loop_lines(s, swept);
+    }
+    let agg = with(points, swept, |p| p.agg_tok_s.as_ref());
+    let Some((_, hi)) = extremes(&agg) else {
+        return Vec::new();
+    };
+    let mut value = at("tok/s", hi);
+    let broken = points
+        .iter()
+        .any(|p| p.answers.broken() && labels::short(&p.point, swept) == hi.0);
+    if broken {
+        value.push_str(", measured on broken output");
+    }
+    vec![Headline {
+        label: "Peak aggregate output".into(),
+        value,
+    }]
+}
+
+/// The lowest and highest per-request decode rate and TTFT, each with
+/// where it was measured.
+fn range_lines(points: &[PointSummary], swept: &[qexp_analysis::Axis]) -> Vec<Headline> {
     let range = |v: &[Labelled], unit: &str| {
         extremes(v).map(|(lo, hi)| {
             if lo.0 == hi.0 {
@@ -141,12 +166,26 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
             }
         })
     };
-    if let Some(v) = range(&with(points, &swept, |p| p.decode_tok_s.as_ref()), "tok/s") {
-        push("Per-request decode, lowest and highest", v);
-    }
-    if let Some(v) = range(&with(points, &swept, |p| p.ttft_s.as_ref()), "s") {
-        push("TTFT, lowest and highest", v);
-    }
+    let decode = range(&with(points, swept, |p| p.decode_tok_s.as_ref()), "tok/s");
+    let ttft = range(&with(points, swept, |p| p.ttft_s.as_ref()), "s");
+    [
+        ("Per-request decode, lowest and highest", decode),
+        ("TTFT, lowest and highest", ttft),
+    ]
+    .into_iter()
+    .filter_map(|(label, v)| {
+        v.map(|value| Headline {
+            label: label.into(),
+            value,
+        })
+    })
+    .collect()
+}
+
+/// How many requests were measured, in how many points and trials, how
+/// many failed, and how many points have no data.
+fn requests_line(a: &RunAnalysis) -> String {
+    let points = &a.points;
     let requests: u64 = points.iter().map(|p| p.requests).sum();
     let failures: u64 = points.iter().map(|p| p.failures).sum();
     let empty = points.iter().filter(|p| p.n == 0).count();
@@ -161,28 +200,21 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
             points.len()
         ));
     }
-    push("Requests", measured);
-    if let Some(v) = answers.filter(|_| !broken) {
-        push("Answers", v);
-    }
-    if let Some(v) = accuracy.filter(|_| !worse) {
-        push("Accuracy", v);
+    measured
+}
+
+/// The flags in a few words: none, or how many warnings and findings.
+fn flags_line(flags: &[FlagView]) -> String {
+    if flags.is_empty() {
+        return "none".into();
     }
     let warnings = flags.iter().filter(|f| f.severity == "warning").count();
-    push(
-        "Flags",
-        if flags.is_empty() {
-            "none".into()
-        } else {
-            let findings = flags.len() - warnings;
-            format!(
-                "{}, {} (listed below)",
-                plural(warnings, "warning"),
-                plural(findings, "finding")
-            )
-        },
-    );
-    out
+    let findings = flags.len() - warnings;
+    format!(
+        "{}, {} (listed below)",
+        plural(warnings, "warning"),
+        plural(findings, "finding")
+    )
 }
 
 /// What the answers say, first of all when any point's are broken: which

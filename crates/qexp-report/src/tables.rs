@@ -154,31 +154,37 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         failures: format!("{}/{}", p.failures, p.requests),
         flags: marks.join(" "),
         note: notes.join("; "),
-        values: RowValues {
-            axis: axis.value(&p.point),
-            agg: Stat::of(&p.agg_tok_s, "tok/s", 1.0),
-            req_s: Stat::of(&p.req_s, "req/s", 1.0),
-            input_tok_s: Stat::of(&p.input_tok_s, "tok/s", 1.0),
-            decode: Stat::of(&p.decode_tok_s, "tok/s", 1.0),
-            ttft: Stat::of(&p.ttft_s, "s", 1.0),
-            ttft_p90: Stat::of(&p.ttft_p90_s, "s", 1.0),
-            e2e: Stat::of(&p.e2e_s, "s", 1.0),
-            itl_p50: Stat::of(&p.itl_p50_s, "ms", 1e3),
-            itl_p90: Stat::of(&p.itl_p90_s, "ms", 1e3),
-            itl_p99: Stat::of(&p.itl_p99_s, "ms", 1e3),
-            input_planned: Stat::of(&p.input_planned, "tokens", 1.0),
-            input_sent: Stat::of(&p.prompt_tokens, "tokens", 1.0),
-            output_planned: Stat::of(&p.output_planned, "tokens", 1.0),
-            output_sent: Stat::of(&p.completion_tokens, "tokens", 1.0),
-            cached_share: Stat::of(&p.cached_share, "share", 1.0),
-            cached_share_expected: Stat::of(&p.cached_share_expected, "share", 1.0),
-            server: server_columns().iter().map(|c| c.stat(p)).collect(),
-            failures: p.failures,
-            requests: p.requests,
-            flags: marks.iter().map(|m| m.to_string()).collect(),
-            notes,
-            broken: p.answers.broken(),
-        },
+        values: row_values(axis, p, &marks, notes),
+    }
+}
+
+/// The numbers behind a row's cells (the HTML table's sort keys and the
+/// JSON's values), unrounded.
+fn row_values(axis: Along, p: &PointSummary, marks: &[&str], notes: Vec<String>) -> RowValues {
+    RowValues {
+        axis: axis.value(&p.point),
+        agg: Stat::of(&p.agg_tok_s, "tok/s", 1.0),
+        req_s: Stat::of(&p.req_s, "req/s", 1.0),
+        input_tok_s: Stat::of(&p.input_tok_s, "tok/s", 1.0),
+        decode: Stat::of(&p.decode_tok_s, "tok/s", 1.0),
+        ttft: Stat::of(&p.ttft_s, "s", 1.0),
+        ttft_p90: Stat::of(&p.ttft_p90_s, "s", 1.0),
+        e2e: Stat::of(&p.e2e_s, "s", 1.0),
+        itl_p50: Stat::of(&p.itl_p50_s, "ms", 1e3),
+        itl_p90: Stat::of(&p.itl_p90_s, "ms", 1e3),
+        itl_p99: Stat::of(&p.itl_p99_s, "ms", 1e3),
+        input_planned: Stat::of(&p.input_planned, "tokens", 1.0),
+        input_sent: Stat::of(&p.prompt_tokens, "tokens", 1.0),
+        output_planned: Stat::of(&p.output_planned, "tokens", 1.0),
+        output_sent: Stat::of(&p.completion_tokens, "tokens", 1.0),
+        cached_share: Stat::of(&p.cached_share, "share", 1.0),
+        cached_share_expected: Stat::of(&p.cached_share_expected, "share", 1.0),
+        server: server_columns().iter().map(|c| c.stat(p)).collect(),
+        failures: p.failures,
+        requests: p.requests,
+        flags: marks.iter().map(|m| m.to_string()).collect(),
+        notes,
+        broken: p.answers.broken(),
     }
 }
 

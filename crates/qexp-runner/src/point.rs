@@ -110,6 +110,15 @@ pub(crate) struct PointRunner<'a, B: Backend> {
     pub power: Option<&'a crate::power::Power>,
 }
 
+/// The point's name on its progress line: its trial, and its shard where
+/// the load is split.
+fn progress_label(index: u32, count: u32, trial: u32, trials: u32, point: &Point) -> String {
+    match count {
+        1 => format!("trial {trial}/{trials} {}", point.label()),
+        n => format!("shard {index}/{n} trial {trial}/{trials} {}", point.label()),
+    }
+}
+
 impl<B: Backend> PointRunner<'_, B> {
     /// Measures (`trial`, `point`) at position `pos` of its trial and writes it.
     pub(crate) async fn run(
@@ -144,15 +153,7 @@ impl<B: Backend> PointRunner<'_, B> {
         };
         let mut planned = BTreeMap::new();
         let jobs = self.jobs(trial, point, &share, &mut planned, &items);
-        let label = match shard.count {
-            1 => format!("trial {trial}/{} {}", self.trials, point.label()),
-            n => format!(
-                "shard {}/{n} trial {trial}/{} {}",
-                shard.index,
-                self.trials,
-                point.label()
-            ),
-        };
+        let label = progress_label(shard.index, shard.count, trial, self.trials, point);
         let total = share.warmup.len() + share.measured.len();
         let bar = PointProgress::new(&label, total as u64);
         writer.begin_point(trial, point.id)?;

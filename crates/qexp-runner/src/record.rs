@@ -114,16 +114,7 @@ pub(crate) fn request_row(
     planned: Planned,
 ) -> RequestRow {
     let o = &f.outcome;
-    let gaps = o.chunk_gaps_s();
-    let (itl_mean_s, itl_max_s) = if gaps.is_empty() {
-        (None, None)
-    } else {
-        let max = gaps.iter().copied().fold(f64::MIN, f64::max);
-        (
-            Some(gaps.iter().sum::<f64>() / gaps.len() as f64),
-            Some(max),
-        )
-    };
+    let (itl_mean_s, itl_max_s) = gap_mean_max(&o.chunk_gaps_s());
     let (deployment, deployment_hash, start_id) = ctx.deployment_columns();
     let shape = o.answer_shape;
     let item = planned.graded.and_then(|r| ctx.items.get(r as usize));
@@ -194,6 +185,19 @@ pub(crate) fn request_row(
             unhealthy(o, planned) || item.is_some(),
         ),
     }
+}
+
+/// The mean and the largest of a request's gaps between content chunks;
+/// none for a request with fewer than two chunks.
+fn gap_mean_max(gaps: &[f64]) -> (Option<f64>, Option<f64>) {
+    if gaps.is_empty() {
+        return (None, None);
+    }
+    let max = gaps.iter().copied().fold(f64::MIN, f64::max);
+    (
+        Some(gaps.iter().sum::<f64>() / gaps.len() as f64),
+        Some(max),
+    )
 }
 
 /// Whether a successful request's answer has an issue (qexp-types'

@@ -32,20 +32,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         }
     };
     let follow = match &args.upload {
-        Some(url) => {
-            let (experiment, folder) = job.followed()?;
-            let fresh = job.fresh_folder();
-            Some(
-                crate::cmd_objstore::follow(
-                    url,
-                    &experiment,
-                    fresh.as_deref(),
-                    folder,
-                    args.upload_every,
-                )
-                .await?,
-            )
-        }
+        Some(url) => Some(follow(url, &job, args.upload_every).await?),
         None => None,
     };
     let result = match job {
@@ -58,23 +45,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
         (Some(f), Some(url)) => crate::cmd_objstore::finish(f, url).await,
         _ => Ok(()),
     };
-    let result = result.map_err(|e| match e {
-        // Bad input: nothing was sent, or the run to resume is not resumable.
-        RunError::Target(_)
-        | RunError::MissingApiKey(_)
-        | RunError::ContextTooSmall { .. }
-        | RunError::NoEndpoint { .. }
-        | RunError::Plan(_)
-        | RunError::ResumeRefused { .. }
-        | RunError::Shard(_)
-        | RunError::Power(_)
-        | RunError::Store(
-            qexp_store::StoreError::NotARun { .. }
-            | qexp_store::StoreError::NewerSchema { .. }
-            | qexp_store::StoreError::Locked { .. },
-        ) => CliError::input(e),
-        other => CliError::failure(other),
-    });
+    let result = result.map_err(run_error);
     let result = match (result, &uploaded) {
         (Ok(r), _) => r,
         (Err(e), Err(_)) => {
@@ -104,6 +75,15 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
             .inspect_err(|_| say_upload(&uploaded))?;
         refresh_index(&result.dir, &args.reports);
     }
+    let code = said_at_the_end(&result);
+    uploaded?;
+    Ok(code)
+}
+
+/// The lines after the summary (the results folder, failures over the
+/// tolerance, deployments that failed, how to finish an incomplete run)
+/// and the exit code they come to.
+fn said_at_the_end(result: &qexp_runner::RunResult) -> u8 {
     let complete = result.manifest.status == qexp_store::RunStatus::Complete;
     println!("results: {}", result.dir.display());
     for line in &result.over_tolerance {
@@ -118,14 +98,41 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, CliError> {
             result.dir.display()
         );
     }
-    uploaded?;
-    Ok(if !complete {
+    if !complete {
         crate::EXIT_FAILURE
     } else if !result.over_tolerance.is_empty() {
         crate::EXIT_OVER_TOLERANCE
     } else {
         0
-    })
+    }
+}
+
+/// Starts following the run's folder into the object store at `url`.
+async fn follow(url: &str, job: &Job, every_s: f64) -> Result<qexp_objstore::Follow, CliError> {
+    let (experiment, folder) = job.followed()?;
+    let fresh = job.fresh_folder();
+    crate::cmd_objstore::follow(url, &experiment, fresh.as_deref(), folder, every_s).await
+}
+
+/// A run's error as the command's: bad input (nothing was sent, or the run
+/// to resume is not resumable) exits 2, anything else 1.
+fn run_error(e: RunError) -> CliError {
+    match e {
+        RunError::Target(_)
+        | RunError::MissingApiKey(_)
+        | RunError::ContextTooSmall { .. }
+        | RunError::NoEndpoint { .. }
+        | RunError::Plan(_)
+        | RunError::ResumeRefused { .. }
+        | RunError::Shard(_)
+        | RunError::Power(_)
+        | RunError::Store(
+            qexp_store::StoreError::NotARun { .. }
+            | qexp_store::StoreError::NewerSchema { .. }
+            | qexp_store::StoreError::Locked { .. },
+        ) => CliError::input(e),
+        other => CliError::failure(other),
+    }
 }
 
 /// The workspace index under `reports`, refreshed after the run's report

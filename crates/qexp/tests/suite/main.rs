@@ -8,6 +8,9 @@
 // Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
 // [workspace.lints]) is for the code qexp ships.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A test tells one story end to end; the 80-line limit is for the code
+// qexp ships.
+#![allow(clippy::too_many_lines)]
 
 mod advice;
 mod common;
