@@ -810,3 +810,28 @@ fn inference_perf_bad_inputs_name_file_and_field_and_write_nothing() {
         assert!(!out.exists(), "{name}: nothing written");
     }
 }
+
+/// A per-request report alone (its summary and stage report not beside it)
+/// still imports: recomputed, nothing to check against, and the manifest
+/// says what is missing.
+#[test]
+fn an_inference_perf_report_alone_imports_and_says_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let alone = tmp.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let report = alone.join("per_request_lifecycle_metrics.json");
+    std::fs::copy(&inference_perf_files()[0], &report).unwrap();
+    let out = tmp.path().join("results");
+    let (code, stdout, stderr) =
+        run_import("inference-perf", &out, &[report.display().to_string()], &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let m = manifest(&only_run(&out, "import-inference-perf"));
+    assert_eq!(m["import"]["checks"].as_array().unwrap().len(), 0);
+    assert!(m["import"]["tool_version"].is_null());
+    let unknown = m["import"]["unknown"].to_string();
+    assert!(
+        unknown.contains("summary_lifecycle_metrics.json was not beside"),
+        "{unknown}"
+    );
+    assert!(unknown.contains("the concurrency"), "{unknown}");
+}
