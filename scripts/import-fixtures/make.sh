@@ -19,17 +19,29 @@ guidellm_venv="$QEXP_REAL_CACHE/venvs/guidellm-$guidellm_version"
 # AIPerf from PyPI, pinned, likewise.
 aiperf_version=0.13.0
 aiperf_venv="$QEXP_REAL_CACHE/venvs/aiperf-$aiperf_version"
+# inference-perf from PyPI, pinned, likewise; it needs Python 3.12 or newer
+# (QEXP_PYTHON312 names one when uv finds none on the PATH).
+inference_perf_version=0.7.0
+inference_perf_venv="$QEXP_REAL_CACHE/venvs/inference-perf-$inference_perf_version"
+only="${1:-all}"
 [ -x "$qexp" ] || { echo "make.sh: no qexp binary at $qexp (cargo build first)" >&2; exit 2; }
-[ -x "$vllm" ] || { echo "make.sh: no vLLM at $vllm (scripts/real-servers/install.sh vllm)" >&2; exit 2; }
+[ "$only" = all ] || [ "$only" = inference-perf ] || { echo "make.sh: unknown argument $only (none, or inference-perf)" >&2; exit 2; }
+[ "$only" != all ] || [ -x "$vllm" ] || { echo "make.sh: no vLLM at $vllm (scripts/real-servers/install.sh vllm)" >&2; exit 2; }
 [ -f "$QEXP_TINY_MODEL_DIR/tokenizer.json" ] || { echo "make.sh: no tiny model tokenizer (scripts/real-servers/install.sh)" >&2; exit 2; }
 
-if [ ! -x "$guidellm_venv/bin/guidellm" ]; then
+if [ ! -x "$inference_perf_venv/bin/inference-perf" ]; then
+    [ -x "$QEXP_UV" ] || { echo "make.sh: no uv at $QEXP_UV (scripts/real-servers/install.sh)" >&2; exit 2; }
+    "$QEXP_UV" venv -q -p "${QEXP_PYTHON312:-3.12}" "$inference_perf_venv"
+    "$QEXP_UV" pip install -q -p "$inference_perf_venv/bin/python" "inference-perf==$inference_perf_version"
+fi
+
+if [ "$only" = all ] && [ ! -x "$guidellm_venv/bin/guidellm" ]; then
     [ -x "$QEXP_UV" ] || { echo "make.sh: no uv at $QEXP_UV (scripts/real-servers/install.sh)" >&2; exit 2; }
     "$QEXP_UV" venv -q -p 3.11 "$guidellm_venv"
     "$QEXP_UV" pip install -q -p "$guidellm_venv/bin/python" "guidellm==$guidellm_version"
 fi
 
-if [ ! -x "$aiperf_venv/bin/aiperf" ]; then
+if [ "$only" = all ] && [ ! -x "$aiperf_venv/bin/aiperf" ]; then
     "$QEXP_UV" venv -q -p 3.11 "$aiperf_venv"
     "$QEXP_UV" pip install -q -p "$aiperf_venv/bin/python" "aiperf==$aiperf_version"
 fi
@@ -44,6 +56,48 @@ sim_pid=$!
 for _ in $(seq 50); do grep -q 'serving on' "$work/sim.log" && break; sleep 0.1; done
 url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/sim.log" | head -1)"
 [ -n "$url" ] || { cat "$work/sim.log" >&2; exit 1; }
+
+# inference-perf: the same load (2 streams, 8 requests) on the completions
+# endpoint (its random-token prompts serve no other), 64 prompt and 16 output
+# tokens as the tiny model's tokenizer counts them, twice; only its
+# per-request, summary and stage reports are kept.
+inference_perf() {
+    rm -rf "$out/inference-perf"
+    for t in 1 2; do
+        mkdir -p "$out/inference-perf/trial$t"
+        cat >"$work/inference-perf$t.yaml" <<YAML
+api: {type: completion, streaming: true}
+data:
+  type: random
+  input_distribution: {type: fixed, min: 64, max: 64, mean: 64, std_dev: 0}
+  output_distribution: {type: fixed, min: 16, max: 16, mean: 16, std_dev: 0}
+load:
+  type: concurrent
+  num_workers: 1
+  base_seed: $t
+  stages: [{num_requests: 8, concurrency_level: 2}]
+server: {type: vllm, model_name: sim-exact, base_url: "$url", ignore_eos: true}
+tokenizer: {pretrained_model_name_or_path: "$QEXP_TINY_MODEL_DIR"}
+report:
+  request_lifecycle:
+    per_request: true
+    per_request_fields: {request: true, response: false, response_chunks: false, computed_metrics: false}
+storage: {local_storage: {path: "$work/inference-perf$t"}}
+YAML
+        HF_HUB_OFFLINE=1 "$inference_perf_venv/bin/inference-perf" --config_file "$work/inference-perf$t.yaml" \
+            >"$work/inference-perf$t.log" 2>&1 || { tail -30 "$work/inference-perf$t.log" >&2; exit 1; }
+        for f in per_request_lifecycle_metrics.json summary_lifecycle_metrics.json stage_0_lifecycle_metrics.json; do
+            cp "$work/inference-perf$t/$f" "$out/inference-perf/trial$t/"
+        done
+    done
+}
+if [ "$only" = inference-perf ]; then
+    inference_perf
+    sed -i '/^inference-perf=/d' "$out/VERSIONS"
+    echo "inference-perf=$inference_perf_version" >>"$out/VERSIONS"
+    echo "fixtures written under $out/inference-perf"
+    exit 0
+fi
 
 # ShareGPT-shaped prompts of 57 words: with the 7 chat-template tokens the
 # simulator adds, the 64 prompt tokens of plan.toml as the simulator counts
@@ -98,6 +152,8 @@ for t in 1 2; do
     cp "$work/aiperf$t/profile_export.jsonl" "$work/aiperf$t/profile_export_aiperf.json" "$out/aiperf/trial$t/"
 done
 
+inference_perf
+
 "$qexp" run "$here/plan.toml" --target "$url" --out "$out/qexp" --no-report >"$work/qexp.log" 2>&1 ||
     { tail -30 "$work/qexp.log" >&2; exit 1; }
 
@@ -106,6 +162,7 @@ done
     echo "vllm=$("$QEXP_VLLM_VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>/dev/null)"
     echo "guidellm=$("$guidellm_venv/bin/guidellm" --version | awk '{print $NF}')"
     echo "aiperf=$aiperf_version"
+    echo "inference-perf=$inference_perf_version"
     echo "qexp=$("$qexp" --version | awk '{print $2}')"
     echo "server=qexp sim --profile exact"
 } >"$out/VERSIONS"

@@ -92,7 +92,7 @@ pub(crate) fn read(path: &Path, bytes: &[u8], sha256: &str) -> Result<Source, Im
     })
 }
 
-fn hex_sha(bytes: &[u8]) -> String {
+pub(crate) fn hex_sha(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }

@@ -14,6 +14,7 @@ mod build;
 mod check;
 mod error;
 mod guidellm;
+mod inference_perf;
 pub mod llmd;
 mod plan;
 mod source;
@@ -56,6 +57,7 @@ pub struct Imported {
 /// Reads every file, then writes the run: bad input is refused before
 /// anything is written.
 pub fn import(opts: &ImportOptions) -> Result<Imported, ImportError> {
+    check_version(opts)?;
     let mut sources = Vec::new();
     for f in &opts.files {
         sources.extend(source::read(opts.format, f)?);
@@ -67,6 +69,27 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, ImportError> {
         .transpose()?;
     let run = build::Run::new(opts, sources, plan.as_ref())?;
     write(&opts.root, run)
+}
+
+/// inference-perf's reports do not say its version: one the user names
+/// must be the one whose layout qexp reads.
+fn check_version(opts: &ImportOptions) -> Result<(), ImportError> {
+    match (&opts.tool_version, opts.files.first()) {
+        (Some(v), Some(f))
+            if opts.format == Format::InferencePerf
+                && !v.starts_with(inference_perf::VERSION_PREFIX) =>
+        {
+            Err(ImportError::Field {
+                path: f.clone(),
+                field: "--tool-version".to_string(),
+                problem: format!(
+                    "is {v}, where qexp reads inference-perf {}x's reports",
+                    inference_perf::VERSION_PREFIX
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Writes the run's folder, recomputes, records the checks, finishes it.

@@ -17,11 +17,13 @@ pub enum Format {
     Guidellm,
     /// AIPerf's `profile_export.jsonl`, with `profile_export_aiperf.json` beside it.
     Aiperf,
+    /// inference-perf's `per_request_lifecycle_metrics.json`, its summary and stage reports beside it.
+    InferencePerf,
 }
 
 impl Format {
     /// Every format's name, as `qexp import` takes it.
-    pub const NAMES: &'static [&'static str] = &["vllm", "guidellm", "aiperf"];
+    pub const NAMES: &'static [&'static str] = &["vllm", "guidellm", "aiperf", "inference-perf"];
 
     /// The format named `name`.
     pub fn from_name(name: &str) -> Option<Format> {
@@ -29,6 +31,7 @@ impl Format {
             "vllm" => Some(Format::Vllm),
             "guidellm" => Some(Format::Guidellm),
             "aiperf" => Some(Format::Aiperf),
+            "inference-perf" => Some(Format::InferencePerf),
             _ => None,
         }
     }
@@ -39,6 +42,7 @@ impl Format {
             Format::Vllm => "vllm",
             Format::Guidellm => "guidellm",
             Format::Aiperf => "aiperf",
+            Format::InferencePerf => "inference-perf",
         }
     }
 
@@ -48,6 +52,7 @@ impl Format {
             Format::Vllm => "vllm bench serve",
             Format::Guidellm => "GuideLLM",
             Format::Aiperf => "AIPerf",
+            Format::InferencePerf => "inference-perf",
         }
     }
 }
@@ -180,6 +185,9 @@ pub(crate) fn read(format: Format, path: &Path) -> Result<Vec<Source>, ImportErr
         Format::Vllm => crate::vllm::read(path, &bytes, sha256).map(|s| vec![s]),
         Format::Guidellm => crate::guidellm::read(path, &bytes, &sha256),
         Format::Aiperf => crate::aiperf::read(path, &bytes, &sha256).map(|s| vec![s]),
+        Format::InferencePerf => {
+            crate::inference_perf::read(path, &bytes, &sha256).map(|s| vec![s])
+        }
     }
 }
 

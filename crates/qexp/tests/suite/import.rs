@@ -695,3 +695,143 @@ fn an_aiperf_export_without_its_summary_or_of_another_version_is_refused() {
     std::fs::write(alone.join("profile_export_aiperf.json"), doc.to_string()).unwrap();
     refused("profile_export_aiperf.json: field `schema_version` is 2.0");
 }
+
+fn inference_perf_files() -> Vec<String> {
+    fixture_files(2, |t| {
+        format!("inference-perf/trial{t}/per_request_lifecycle_metrics.json")
+    })
+}
+
+/// inference-perf keeps every chunk's arrival: TTFT and E2E are recomputed
+/// and agree with its summary; its TPOT and output throughput count the
+/// output by re-tokenizing the text client-side, not the server's count, and
+/// are reported as far from qexp's (the simulator's words are not the tiny
+/// tokenizer's tokens).
+#[test]
+fn inference_perf_reports_are_recomputed_and_its_token_count_is_told_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run_import(
+        "inference-perf",
+        tmp.path(),
+        &inference_perf_files(),
+        &["--tool-version", "0.7.0"],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let m = manifest(&only_run(tmp.path(), "import-inference-perf"));
+    assert_eq!(m["trials"], 2);
+    assert_eq!(m["import"]["tool_version"], "0.7.0");
+    let files = m["import"]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 6, "each report, its summary and stage report");
+    assert!(m["import"]["unknown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|u| u.as_str().unwrap().contains("inference-perf's version")));
+    let checks = m["import"]["checks"].as_array().unwrap();
+    let verdicts = |field: &str| -> Vec<bool> {
+        checks
+            .iter()
+            .filter(|c| c["source_field"] == field)
+            .map(|c| c["agrees"].as_bool().unwrap())
+            .collect()
+    };
+    for field in [
+        "successes.latency.time_to_first_token.median",
+        "successes.latency.time_to_first_token.p90",
+        "successes.latency.request_latency.median",
+    ] {
+        assert_eq!(verdicts(field), [true, true], "{field}");
+    }
+    for field in [
+        "successes.latency.time_per_output_token.median",
+        "successes.throughput.output_tokens_per_sec",
+    ] {
+        assert_eq!(verdicts(field), [false, false], "{field}");
+    }
+}
+
+/// inference-perf's bad inputs: another format, a truncated report, fields
+/// its 0.7 entries do not have, another version named: exit 2, one line
+/// naming the file and the field, nothing written.
+#[test]
+fn inference_perf_bad_inputs_name_file_and_field_and_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = inference_perf_files();
+    let base = json(&good[0]);
+    let text = base.to_string();
+    let mut newer = base.clone();
+    newer[0]["queue_time"] = Value::from(0.1);
+    let mut newer_info = base.clone();
+    newer_info[1]["info"]["cache_hit"] = Value::from(true);
+    let cases: [(&str, String, &[&str], &str); 5] = [
+        (
+            "wrong-format.json",
+            std::fs::read_to_string(vllm("detailed-trial1.json")).unwrap(),
+            &[],
+            "field `(top level)` is not a list of requests",
+        ),
+        (
+            "truncated.json",
+            text[..text.len() / 2].to_string(),
+            &[],
+            "not valid JSON",
+        ),
+        (
+            "newer.json",
+            newer.to_string(),
+            &[],
+            "field `[0].queue_time` is not in inference-perf 0.7's per-request entry",
+        ),
+        (
+            "newer-info.json",
+            newer_info.to_string(),
+            &[],
+            "field `[1].info.cache_hit` is not in inference-perf 0.7's per-request entry",
+        ),
+        (
+            "another-version.json",
+            text.clone(),
+            &["--tool-version", "0.8.0"],
+            "field `--tool-version` is 0.8.0",
+        ),
+    ];
+    for (name, body, extra, want) in cases {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, body).unwrap();
+        let out = tmp.path().join("results");
+        let (code, stdout, stderr) =
+            run_import("inference-perf", &out, &[file.display().to_string()], extra);
+        assert_eq!(code, 2, "{name}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(name) && stderr.contains(want),
+            "{name}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "{name}: {stderr}");
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+}
+
+/// A per-request report alone (its summary and stage report not beside it)
+/// still imports: recomputed, nothing to check against, and the manifest
+/// says what is missing.
+#[test]
+fn an_inference_perf_report_alone_imports_and_says_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let alone = tmp.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let report = alone.join("per_request_lifecycle_metrics.json");
+    std::fs::copy(&inference_perf_files()[0], &report).unwrap();
+    let out = tmp.path().join("results");
+    let (code, stdout, stderr) =
+        run_import("inference-perf", &out, &[report.display().to_string()], &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let m = manifest(&only_run(&out, "import-inference-perf"));
+    assert_eq!(m["import"]["checks"].as_array().unwrap().len(), 0);
+    assert!(m["import"]["tool_version"].is_null());
+    let unknown = m["import"]["unknown"].to_string();
+    assert!(
+        unknown.contains("summary_lifecycle_metrics.json was not beside"),
+        "{unknown}"
+    );
+    assert!(unknown.contains("the concurrency"), "{unknown}");
+}
