@@ -661,19 +661,20 @@ fn fit_decode(rows: &[&Observation], points: &Points, base: Params) -> DecodeFit
 /// the median gap), with what that step saw in the replay `seen`: the
 /// median TPOT's request's steps, or the step at the median gap. A row
 /// whose step the replay's stalls already exceed tells nothing about
-/// decode and is left out.
+/// decode and is left out, as is one the replay did not run (none: the
+/// replay is of the same rows).
 fn decode_samples(
     obs: &[(&Observation, f64, bool)],
     seen: &BTreeMap<&str, Outcome>,
 ) -> Vec<(Seen, f64)> {
     obs.iter()
-        .map(|(r, s, gap)| {
-            let o = &seen[r.label.as_str()];
+        .filter_map(|(r, s, gap)| {
+            let o = seen.get(r.label.as_str())?;
             let at = match o.median_gap {
                 Some((_, seen)) if *gap => seen,
                 _ => o.median_request_seen(),
             };
-            (at, s - at.stall_s)
+            Some((at, s - at.stall_s))
         })
         .filter(|(_, y)| *y > 0.0)
         .collect()

@@ -137,6 +137,17 @@ fn throughput_lines(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Vec<Headl
     if let Some(s) = a.schedule.as_ref().filter(|_| open_loop) {
         return open_loop_lines(s, swept);
     }
+    if !a.manifest.target.api.streams() {
+        // Embeddings and rerank answer once: requests per second is their throughput.
+        let req = with(points, swept, |p| p.req_s.as_ref());
+        return extremes(&req)
+            .map(|(_, hi)| Headline {
+                label: "Peak request throughput".into(),
+                value: at("req/s", hi),
+            })
+            .into_iter()
+            .collect();
+    }
     let agg = with(points, swept, |p| p.agg_tok_s.as_ref());
     let Some((_, hi)) = extremes(&agg) else {
         return Vec::new();

@@ -103,6 +103,10 @@ async fn embeddings_and_rerank_have_e2e_and_no_ttft() {
             md.contains("| Requests (req/s) |") && md.contains("| E2E (s) |"),
             "{md}"
         );
+        assert!(
+            md.contains("Peak request throughput") && !md.contains("Peak aggregate output"),
+            "{api}: the summary's throughput is requests/s\n{md}"
+        );
         for absent in ["TTFT (s)", "ITL p99", "Aggregate (tok/s)", "decode"] {
             let results = &md[md.find("## Results").unwrap()..md.find("## How to read").unwrap()];
             assert!(!results.contains(absent), "{api}: {absent} in\n{results}");
