@@ -6,6 +6,7 @@
 //! tokens where the plan has a price, joules per output token otherwise;
 //! drawn only where the run measured them.
 
+use super::deployments::{pareto_front, series_by, Notes};
 use super::draw::{self, AxisSpec, Extras, Mark, Plot, Series, Style};
 use super::{ticks, Chart, ChartError, FlagMark};
 use plotters::prelude::SeriesLabelPosition;
@@ -69,13 +70,9 @@ pub fn cost_pareto(
     }))
 }
 
-/// Text beside a point: (x, y, its load).
-type Notes = Vec<(f64, f64, String)>;
-
 /// One series per deployment (one for a run without): `metric` against
 /// per-request decode at each point, in the order of its load.
 fn curves(points: &[PointSummary], metric: Metric) -> (Vec<Series>, Notes) {
-    let swept = crate::labels::swept(points.iter().map(|p| &p.point));
     let mut by: BTreeMap<&str, Vec<&PointSummary>> = BTreeMap::new();
     for p in points {
         by.entry(p.point.deployment.as_deref().unwrap_or("this run"))
@@ -92,46 +89,12 @@ fn curves(points: &[PointSummary], metric: Metric) -> (Vec<Series>, Notes) {
             flag: None,
         })
     };
-    let mut notes = Notes::new();
-    let mut series = Vec::new();
-    for (d, mut ps) in by {
-        ps.sort_by_key(|p| {
-            (
-                p.point.concurrency,
-                p.point.rate().map(|r| (r * 1000.0) as u64),
-            )
-        });
-        let marks: Vec<Mark> = ps.iter().filter_map(|p| mark(p)).collect();
-        notes.extend(ps.iter().filter_map(|p| {
-            let m = mark(p)?;
-            Some((m.x, m.median, crate::labels::short(&p.point, &swept)))
-        }));
-        if !marks.is_empty() {
-            series.push(Series {
-                label: d.to_string(),
-                marks,
-            });
-        }
-    }
-    (series, notes)
+    series_by(points, by, mark)
 }
 
 /// The marks no other mark beats on both (faster and cheaper), left to right.
 fn front(all: &[Mark]) -> Vec<Mark> {
-    let mut out: Vec<Mark> = all
-        .iter()
-        .filter(|m| {
-            !all.iter()
-                .any(|o| o.x >= m.x && o.median <= m.median && (o.x > m.x || o.median < m.median))
-        })
-        .map(|m| Mark {
-            min: m.median,
-            max: m.median,
-            ..m.clone()
-        })
-        .collect();
-    out.sort_by(|a, b| a.x.total_cmp(&b.x));
-    out
+    pareto_front(all, true)
 }
 
 #[cfg(test)]

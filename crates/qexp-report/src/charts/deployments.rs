@@ -39,7 +39,10 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
     let extras = Extras {
         band: Some((
             "Pareto front (no point beats it on both)".into(),
-            pareto_front(&all).iter().map(|m| (m.x, m.median)).collect(),
+            pareto_front(&all, false)
+                .iter()
+                .map(|m| (m.x, m.median))
+                .collect(),
         )),
         notes,
     };
@@ -73,13 +76,13 @@ pub fn pareto(points: &[PointSummary], _marks: &[FlagMark]) -> Result<Option<Cha
     }))
 }
 
+/// Text beside a point: (x, y, its load, `c=8`).
+pub(super) type Notes = Vec<(f64, f64, String)>;
+
 /// One series per deployment: per-request decode against aggregate
 /// throughput at each of its points, in the order of their load; and each
-/// point's load (`c=8`) to write beside it.
-type Notes = Vec<(f64, f64, String)>;
+/// point's load to write beside it.
 fn deployment_curves(points: &[PointSummary]) -> (Vec<Series>, Notes) {
-    let swept = crate::labels::swept(points.iter().map(|p| &p.point));
-    let mut notes = Notes::new();
     let mut by: BTreeMap<&str, Vec<&PointSummary>> = BTreeMap::new();
     for p in points {
         if let Some(d) = &p.point.deployment {
@@ -96,6 +99,18 @@ fn deployment_curves(points: &[PointSummary]) -> (Vec<Series>, Notes) {
             flag: None,
         })
     };
+    series_by(points, by, mark)
+}
+
+/// One series per group of `by` (a deployment), its points marked by
+/// `mark` in the order of their load, with each mark's load as a note.
+pub(super) fn series_by(
+    points: &[PointSummary],
+    by: BTreeMap<&str, Vec<&PointSummary>>,
+    mark: impl Fn(&PointSummary) -> Option<Mark>,
+) -> (Vec<Series>, Notes) {
+    let swept = crate::labels::swept(points.iter().map(|p| &p.point));
+    let mut notes = Notes::new();
     let mut series: Vec<Series> = Vec::new();
     for (d, mut ps) in by {
         ps.sort_by_key(|p| {
@@ -119,14 +134,18 @@ fn deployment_curves(points: &[PointSummary]) -> (Vec<Series>, Notes) {
     (series, notes)
 }
 
-/// The marks no other mark beats on both axes, left to right, drawn as
-/// points (no whiskers).
-fn pareto_front(all: &[Mark]) -> Vec<Mark> {
+/// The marks no other mark beats on both axes (further right, and higher,
+/// or lower where `y_down`), left to right, drawn as points (no whiskers).
+pub(super) fn pareto_front(all: &[Mark], y_down: bool) -> Vec<Mark> {
+    let up = |y: f64| if y_down { -y } else { y };
     let mut front: Vec<Mark> = all
         .iter()
         .filter(|m| {
-            !all.iter()
-                .any(|o| o.x >= m.x && o.median >= m.median && (o.x > m.x || o.median > m.median))
+            !all.iter().any(|o| {
+                o.x >= m.x
+                    && up(o.median) >= up(m.median)
+                    && (o.x > m.x || up(o.median) > up(m.median))
+            })
         })
         .map(|m| Mark {
             min: m.median,
