@@ -1,11 +1,22 @@
 //! qexp-runner executes a plan: it resolves the target (starting the
 //! embedded simulator for `sim:` targets), probes and fingerprints it,
-//! refuses points that exceed its context window, calibrates prompt lengths, runs every point of every trial with
-//! closed-loop concurrency or open-loop arrivals (rates, stages, traces),
-//! and hands each finished request to qexp-store's journal as it finishes
-//! and each point's rows as it completes, with the deltas of the server's
-//! Prometheus counters and the GPUs' energy (`[power]`) around each point. It resumes interrupted runs. It
-//! computes no statistics beyond a point's window.
+//! refuses points that exceed its context window, calibrates prompt
+//! lengths, runs every point of every trial with closed-loop concurrency or
+//! open-loop arrivals (rates, stages, traces), and hands each finished
+//! request to qexp-store's journal as it finishes and each point's rows as
+//! it completes, with the deltas of the server's Prometheus counters and
+//! the GPUs' energy (`[power]`) around each point. It resumes interrupted
+//! runs. It computes no statistics beyond a point's window.
+//!
+//! Beside the single run it holds:
+//! - deployments (`[[deployment]]`): launches each one, interleaves their
+//!   blocks of points, and stops what it launched (deployed.rs, fleet.rs,
+//!   blocks.rs);
+//! - shards (`--shard K/N`): one share of a plan's load per process
+//!   (shard.rs, sharded.rs), the rendezvous where the shards take shard
+//!   0's clock and start each point together (`--rendezvous`,
+//!   rendezvous/), and the merge of their folders into the plan's run
+//!   (`qexp merge`, merge/).
 
 mod arrivals;
 mod backend;

@@ -1,3 +1,6 @@
+//! `run` and `resume`: a plan end to end, from the target's first answer to
+//! the last point on disk.
+
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;

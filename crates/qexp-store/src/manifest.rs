@@ -1,3 +1,6 @@
+//! The manifest of a run folder (`manifest.json`): what ran, where, when,
+//! from which plan, and how far it got.
+
 use chrono::{DateTime, Utc};
 use qexp_plan::{ApiKind, Point};
 use qexp_provenance::{GitInfo, HostInfo};

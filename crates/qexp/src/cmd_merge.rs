@@ -1,3 +1,5 @@
+//! `qexp merge`: a sharded run's shards merged into one run.
+
 use crate::{CliError, MergeArgs};
 use qexp_runner::{MergeError, MergeOptions};
 
