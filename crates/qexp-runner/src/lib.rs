@@ -13,10 +13,10 @@
 //!   blocks of points, and stops what it launched (deployed.rs, fleet.rs,
 //!   blocks.rs);
 //! - shards (`--shard K/N`): one share of a plan's load per process
-//!   (shard.rs, sharded.rs), the rendezvous where the shards take shard
-//!   0's clock and start each point together (`--rendezvous`,
-//!   rendezvous/), and the merge of their folders into the plan's run
-//!   (`qexp merge`, merge/).
+//!   (shard.rs, sharded.rs) and where they meet (`--rendezvous`: shard 0's
+//!   clock and a shared start for each point, the qexp-rendezvous crate).
+//!   Their folders are merged into the plan's run by qexp-merge, from the
+//!   rows this crate's [`record`] makes.
 
 mod arrivals;
 mod backend;
@@ -28,7 +28,6 @@ mod error;
 mod fleet;
 pub mod health;
 mod journaling;
-mod merge;
 mod open_loop;
 mod options;
 mod point;
@@ -36,8 +35,7 @@ mod power;
 mod preflight;
 mod prepare;
 mod progress;
-mod record;
-mod rendezvous;
+pub mod record;
 mod resume;
 mod run;
 pub mod saturation;
@@ -55,11 +53,9 @@ pub use backend::Backend;
 pub use comparability::plan_workload;
 pub use error::RunError;
 pub use fleet::launch_preview;
-pub use merge::error::MergeError;
-pub use merge::{merge, MergeOptions, Merged, MERGE_PIECE_ROWS};
 pub use open_loop::{run_open_loop, OpenLoopSpec, ORIGIN_LATE_MAX_S};
 pub use options::{RunOptions, RunResult};
-pub use rendezvous::wire::RendezvousOptions;
+pub use qexp_rendezvous::wire::RendezvousOptions;
 pub use resume::ResumeOptions;
 pub use run::{resume, run};
 pub use scheduler::{run_closed_loop, Finished, Job};
@@ -69,10 +65,7 @@ pub use stop::STOP_GRACE;
 pub use target::{resolve_target, Target};
 pub use timer::Timer;
 
-/// The `tracing` target of the runner's progress lines for people (the
-/// server found, where the run goes, one line per finished point): a CLI
-/// shows them plainly whatever `RUST_LOG` says.
-pub const PROGRESS_TARGET: &str = "qexp::progress";
+pub use qexp_types::PROGRESS_TARGET;
 
 /// A flag the CLI raises on Ctrl-C or SIGTERM; the runner stops sending,
 /// gives requests in flight [`STOP_GRACE`], and saves what finished.
