@@ -12,7 +12,8 @@
 #   make.sh failures         only the runs against a simulator that fails some requests
 #   make.sh vllm-bench       only the Rust vllm-bench's (QEXP_VLLM_BENCH names its
 #                            binary: it is on no package registry, so nothing here
-#                            installs it)
+#                            installs it; QEXP_VLLM_BENCH_COMMIT, the commit it was
+#                            built from, is recorded beside its version)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -192,7 +193,7 @@ versions() {
     done
 }
 vllm_version() { "$QEXP_VLLM_VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>/dev/null; }
-vllm_bench_version() { "$vllm_bench" --version | awk '{print $NF}'; }
+vllm_bench_version() { echo "$("$vllm_bench" --version | awk '{print $NF}')${QEXP_VLLM_BENCH_COMMIT:+ (commit $QEXP_VLLM_BENCH_COMMIT)}"; }
 
 case "$only" in
 inference-perf)
