@@ -1075,3 +1075,89 @@ fn an_inference_perf_import_matches_the_plan_it_ran() {
     );
     assert!(!out.exists());
 }
+
+/// The bad inputs of the other formats: a file of another format, a cut
+/// file, a field the tool's version does not write, per-request arrays of
+/// different lengths (vLLM's layout): exit 2, one sentence naming the file
+/// and the field (or line and column), nothing written.
+#[test]
+fn bad_inputs_of_every_format_name_file_and_field_and_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = |path: &str| {
+        let text = std::fs::read_to_string(path).unwrap();
+        text[..text.len() / 2].to_string()
+    };
+    let with = |path: &str, set: &dyn Fn(&mut Value)| {
+        let mut doc = json(path);
+        set(&mut doc);
+        doc.to_string()
+    };
+    let (guidellm, bench) = (
+        &guidellm_files()[0],
+        &fixtures()
+            .join("vllm-bench/detailed-trial1.json")
+            .display()
+            .to_string(),
+    );
+    let aiperf = std::fs::read_to_string(&aiperf_files()[0]).unwrap();
+    let first = aiperf.lines().next().unwrap();
+    let mut record: Value = serde_json::from_str(first).unwrap();
+    record["brand_new"] = Value::from(1);
+    let aiperf_newer = aiperf.replacen(first, &record.to_string(), 1);
+    let cases: Vec<(&str, &str, String, &str)> = vec![
+        ("guidellm", "cut.json", cut(guidellm), "cut.json:1:"),
+        (
+            "guidellm",
+            "vllm.json",
+            std::fs::read_to_string(vllm("detailed-trial1.json")).unwrap(),
+            "vllm.json: field `benchmarks` is missing: this is not a GuideLLM report",
+        ),
+        (
+            "guidellm",
+            "newer.json",
+            with(guidellm, &|d| d["brand_new"] = Value::from(1)),
+            "newer.json: field `brand_new` is not in the GuideLLM report layout",
+        ),
+        (
+            "aiperf",
+            "profile_export.jsonl",
+            aiperf[..aiperf.len() / 2].to_string(),
+            "not valid JSON",
+        ),
+        (
+            "aiperf",
+            "profile_export.jsonl",
+            aiperf_newer,
+            "field `line 1: brand_new` is not in AIPerf 0.13's per-request record",
+        ),
+        ("vllm-bench", "cut.json", cut(bench), "cut.json:1:"),
+        (
+            "vllm-bench",
+            "newer.json",
+            with(bench, &|d| d["brand_new"] = Value::from(1)),
+            "newer.json: field `brand_new` is not in the vllm-bench 0.1 format",
+        ),
+        (
+            "vllm-bench",
+            "uneven.json",
+            with(bench, &|d| {
+                d["itls"].as_array_mut().unwrap().pop();
+            }),
+            "uneven.json: field `itls` has 7 entries where `ttfts` has 8",
+        ),
+    ];
+    let summary = Path::new(&aiperf_files()[0]).with_file_name("profile_export_aiperf.json");
+    for (i, (format, name, body, want)) in cases.into_iter().enumerate() {
+        let dir = tmp.path().join(format!("case{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::copy(&summary, dir.join("profile_export_aiperf.json")).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, body).unwrap();
+        let out = tmp.path().join("results");
+        let (code, stdout, stderr) = run_import(format, &out, &[file.display().to_string()], &[]);
+        assert_eq!(code, 2, "{format} {name}: {stdout}{stderr}");
+        assert!(stderr.contains(want), "{format} {name}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one sentence: {stderr}");
+        assert!(!out.exists(), "{format} {name}: nothing written");
+    }
+}
