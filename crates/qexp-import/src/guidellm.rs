@@ -213,7 +213,7 @@ impl Benchmark<'_> {
             concurrency,
             open_loop,
             requests,
-            prompt_counted_by: "as GuideLLM recorded them",
+            prompt_counted_by: "by the server (its usage)",
             key,
         })
     }

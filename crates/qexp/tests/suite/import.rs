@@ -934,7 +934,8 @@ fn failed_requests_the_tools_recorded_are_failures_under_qexps_definition() {
         let tmp = tempfile::tempdir().unwrap();
         let file = fixtures().join(format).join("failures.json");
         let file = file.display().to_string();
-        let (code, stdout, stderr) = run_import(format, tmp.path(), &[file.clone()], &[]);
+        let (code, stdout, stderr) =
+            run_import(format, tmp.path(), std::slice::from_ref(&file), &[]);
         assert_eq!(code, 0, "{format}: {stdout}{stderr}");
         let src = json(&file);
         let failed = src["failed"].as_u64().unwrap() as usize;
