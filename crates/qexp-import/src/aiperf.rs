@@ -165,6 +165,7 @@ fn config(path: &Path, s: &Value) -> Result<Config, ImportError> {
         concurrency,
         open_loop: None,
         requests,
+        prompt_counted_by: "by the server (its usage)",
     })
 }
 
@@ -215,6 +216,7 @@ fn request(path: &Path, r: &Value, line: usize) -> Result<Request, ImportError> 
         chunk_offsets_s: offsets,
         first_last: None,
         prompt_tokens: count("usage_prompt_tokens"),
+        prompt_tokens_planned: None,
         completion_tokens: count("usage_completion_tokens"),
         text: None,
         error,

@@ -56,7 +56,10 @@ impl Run {
             let pid = pid as u32;
             let point = point_of(pid, members.iter().map(|i| &sources[*i]));
             let point = match plan {
-                Some(plan) => plan.matching(&point, &sources[members[0]].path)?,
+                Some(plan) => {
+                    let s = &sources[members[0]];
+                    plan.matching(&point, &s.config, &s.path)?
+                }
                 None => point,
             };
             let pid = point.id;
@@ -195,7 +198,10 @@ fn point_of<'a>(id: u32, members: impl Iterator<Item = &'a Source> + Clone) -> P
     Point {
         id,
         concurrency: config.as_ref().map_or(0, |c| c.concurrency),
-        input_tokens: median_count(ok().filter_map(|r| r.prompt_tokens).collect()),
+        input_tokens: median_count(
+            ok().filter_map(|r| r.prompt_tokens.or(r.prompt_tokens_planned))
+                .collect(),
+        ),
         output_tokens: median_count(ok().filter_map(|r| r.completion_tokens).collect()),
         requests: config.as_ref().map_or(0, |c| c.requests),
         warmup: 0,
@@ -289,7 +295,10 @@ fn request_row(run_id: &str, trial: u32, point: &Point, index: u32, r: &Request)
         concurrency: point.concurrency,
         input_tokens_target: point.input_tokens,
         output_tokens_target: point.output_tokens,
-        input_tokens_planned: r.prompt_tokens.unwrap_or(point.input_tokens),
+        input_tokens_planned: r
+            .prompt_tokens_planned
+            .or(r.prompt_tokens)
+            .unwrap_or(point.input_tokens),
         output_tokens_planned: point.output_tokens,
         scheduled_unix_s: r.sent_s - queue,
         sent_unix_s: r.sent_s,
@@ -319,18 +328,35 @@ fn request_row(run_id: &str, trial: u32, point: &Point, index: u32, r: &Request)
     }
 }
 
-/// qexp's failure class for a tool's error text (the tool keeps no status).
+/// The words of a tool's error text that say which of qexp's failure
+/// classes it is, first match first. vLLM's benchmarks keep an HTTP
+/// status's reason phrase (`Internal Server Error`; vllm-bench adds `HTTP
+/// 500`) and, for a stream cut short, the client library's exception.
+const ERROR_WORDS: &[(&str, ErrorClass)] = &[
+    ("never received a valid chunk", ErrorClass::NoOutput),
+    ("too many requests", ErrorClass::RateLimited),
+    ("service unavailable", ErrorClass::Unavailable),
+    ("payload is not completed", ErrorClass::StreamBroken),
+    ("error decoding response body", ErrorClass::StreamBroken),
+    ("connection reset", ErrorClass::StreamBroken),
+    ("internal server error", ErrorClass::HttpStatus),
+    ("bad gateway", ErrorClass::HttpStatus),
+    ("gateway timeout", ErrorClass::HttpStatus),
+    ("bad request", ErrorClass::HttpStatus),
+    ("not found", ErrorClass::HttpStatus),
+    ("timeout", ErrorClass::Timeout),
+    ("timed out", ErrorClass::Timeout),
+    ("connect", ErrorClass::Connect),
+];
+
+/// qexp's failure class for a tool's error text (the tool keeps no
+/// status); a text that names none is a server error.
 fn classify(message: &str) -> ErrorClass {
     let m = message.to_ascii_lowercase();
-    if m.contains("never received a valid chunk") {
-        ErrorClass::NoOutput
-    } else if m.contains("timeout") {
-        ErrorClass::Timeout
-    } else if m.contains("connect") {
-        ErrorClass::Connect
-    } else {
-        ErrorClass::ServerError
-    }
+    ERROR_WORDS
+        .iter()
+        .find(|(words, _)| m.contains(words))
+        .map_or(ErrorClass::ServerError, |(_, class)| *class)
 }
 
 /// The manifest: what the files say, and unknown for everything else.

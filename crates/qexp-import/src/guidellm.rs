@@ -213,6 +213,7 @@ impl Benchmark<'_> {
             concurrency,
             open_loop,
             requests,
+            prompt_counted_by: "by the server (its usage)",
             key,
         })
     }
@@ -283,6 +284,7 @@ impl Benchmark<'_> {
             },
             end_s: end - start,
             prompt_tokens: count("prompt_tokens"),
+            prompt_tokens_planned: None,
             completion_tokens: count("output_tokens"),
             text: r.get("output").and_then(Value::as_str).map(str::to_string),
             error,

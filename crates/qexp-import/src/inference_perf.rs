@@ -175,6 +175,7 @@ fn config(
         concurrency,
         open_loop: None,
         requests,
+        prompt_counted_by: "by the server (its usage)",
     })
 }
 
@@ -238,6 +239,7 @@ fn request(path: &Path, e: &Value, i: usize) -> Result<Request, ImportError> {
         chunk_offsets_s: offsets,
         first_last: None,
         prompt_tokens: usage("prompt_tokens"),
+        prompt_tokens_planned: None,
         completion_tokens: usage("completion_tokens"),
         text: None,
         error,

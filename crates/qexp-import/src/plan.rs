@@ -4,6 +4,7 @@
 //! joins the plan's history and `qexp diff` pairs it with qexp's runs.
 
 use crate::error::ImportError;
+use crate::source::Config;
 use qexp_plan::{Plan, Point};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,8 +26,26 @@ impl PlanMatch {
         Ok(PlanMatch { plan, workload })
     }
 
-    /// The plan's point that `imported` (read from `file`) matches, or why none does.
-    pub fn matching(&self, imported: &Point, file: &Path) -> Result<Point, ImportError> {
+    /// The plan's point that `imported` (read from `file`, sent to `api`)
+    /// matches, or why none does.
+    pub fn matching(
+        &self,
+        imported: &Point,
+        config: &Config,
+        file: &Path,
+    ) -> Result<Point, ImportError> {
+        let (api, planned) = (config.api, self.plan.file.target.api);
+        if api != planned {
+            // The same words are other token counts on another endpoint (a chat template).
+            return Err(self.mismatch(
+                file,
+                format!(
+                    "its requests went to the {} API, the plan's to the {} API",
+                    api.as_str(),
+                    planned.as_str()
+                ),
+            ));
+        }
         let points = self.plan.points();
         let same_load: Vec<&Point> = points.iter().filter(|p| same_load(p, imported)).collect();
         if same_load.is_empty() {
@@ -54,8 +73,8 @@ impl PlanMatch {
                 .map(|p| format!("in={} out={}", p.input_tokens, p.output_tokens))
                 .collect();
             return Err(self.mismatch(file, format!(
-                "its requests counted a median {} prompt and {} output tokens, where the plan's points at {} ask {} (tolerance {tolerance})",
-                imported.input_tokens, imported.output_tokens, imported.load_label(), dedup(planned).join(", ")
+                "its requests counted a median {} prompt tokens ({}) and {} output tokens, where the plan's points at {} ask {} (tolerance {tolerance})",
+                imported.input_tokens, config.prompt_counted_by, imported.output_tokens, imported.load_label(), dedup(planned).join(", ")
             )));
         };
         if p.requests != imported.requests {

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     /// `vllm bench serve --save-result [--save-detailed]` JSON.
     Vllm,
+    /// The Rust `vllm-bench --save-result [--save-detailed]` JSON: vLLM's
+    /// layout with a few fields of its own.
+    VllmBench,
     /// GuideLLM's `--output kind=json` benchmarks file.
     Guidellm,
     /// AIPerf's `profile_export.jsonl`, with `profile_export_aiperf.json` beside it.
@@ -23,12 +26,14 @@ pub enum Format {
 
 impl Format {
     /// Every format's name, as `qexp import` takes it.
-    pub const NAMES: &'static [&'static str] = &["vllm", "guidellm", "aiperf", "inference-perf"];
+    pub const NAMES: &'static [&'static str] =
+        &["vllm", "vllm-bench", "guidellm", "aiperf", "inference-perf"];
 
     /// The format named `name`.
     pub fn from_name(name: &str) -> Option<Format> {
         match name {
             "vllm" => Some(Format::Vllm),
+            "vllm-bench" => Some(Format::VllmBench),
             "guidellm" => Some(Format::Guidellm),
             "aiperf" => Some(Format::Aiperf),
             "inference-perf" => Some(Format::InferencePerf),
@@ -40,6 +45,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Vllm => "vllm",
+            Format::VllmBench => "vllm-bench",
             Format::Guidellm => "guidellm",
             Format::Aiperf => "aiperf",
             Format::InferencePerf => "inference-perf",
@@ -50,6 +56,7 @@ impl Format {
     pub fn tool(self) -> &'static str {
         match self {
             Format::Vllm => "vllm bench serve",
+            Format::VllmBench => "vllm-bench",
             Format::Guidellm => "GuideLLM",
             Format::Aiperf => "AIPerf",
             Format::InferencePerf => "inference-perf",
@@ -96,6 +103,9 @@ pub(crate) struct Config {
     pub open_loop: Option<OpenLoop>,
     /// Measured requests.
     pub requests: u32,
+    /// Whose count the requests' prompt lengths are (`the server's`, or
+    /// the tool's tokenizer's): what `--plan` compares.
+    pub prompt_counted_by: &'static str,
     /// Everything else that makes two files the same configuration, as one string.
     pub key: String,
 }
@@ -114,8 +124,11 @@ pub(crate) struct Request {
     pub first_last: Option<(f64, f64, u32)>,
     /// Sent → the tool's end of the request.
     pub end_s: f64,
-    /// Prompt tokens, as the tool counted them.
+    /// Prompt tokens, as the server reported them.
     pub prompt_tokens: Option<u32>,
+    /// Prompt tokens as the tool planned them with its own tokenizer, where
+    /// that is all it kept (the server's count then is unknown).
+    pub prompt_tokens_planned: Option<u32>,
     /// Output tokens, as the tool counted them.
     pub completion_tokens: Option<u32>,
     /// The generated text, where kept.
@@ -182,7 +195,9 @@ pub(crate) fn read(format: Format, path: &Path) -> Result<Vec<Source>, ImportErr
     })?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     match format {
-        Format::Vllm => crate::vllm::read(path, &bytes, sha256).map(|s| vec![s]),
+        Format::Vllm | Format::VllmBench => {
+            crate::vllm::read(path, &bytes, sha256, format).map(|s| vec![s])
+        }
         Format::Guidellm => crate::guidellm::read(path, &bytes, &sha256),
         Format::Aiperf => crate::aiperf::read(path, &bytes, &sha256).map(|s| vec![s]),
         Format::InferencePerf => {

@@ -3,15 +3,62 @@
 //! each request from `time.perf_counter()` just before it posts it; TTFT
 //! is the first SSE chunk with `choices` (content or not), each later such
 //! chunk adds a gap to `itls`, and `latencies` ends at the last of them.
+//!
+//! The Rust `vllm-bench` (vllm-project/vllm-bench 0.1.0, the standalone
+//! repository's last commit f3131823f167) writes the same layout and times
+//! a request the same way, with these differences: `input_lens` is its own
+//! tokenizer's count of the prompt text (chat template excluded), not the
+//! server's; it writes no `queue_times`; `date` is RFC 3339; and it adds
+//! `max_model_len`, `input_throughput`, `steady_state` (its figures over
+//! the saturated plateau), `failed_requests` (one entry per failure) and,
+//! for speculative decoding, `spec_decode_*`.
 
 use crate::error::ImportError;
-use crate::source::{parse_json, Config, Figure, Request, Source, Summary};
-use chrono::{NaiveDateTime, TimeZone, Utc};
+use crate::source::{parse_json, Config, Figure, Format, Request, Source, Summary};
+use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use qexp_plan::{ApiKind, Arrival, OpenLoop, Stage};
 use serde_json::{Map, Value};
 use std::path::Path;
 
-const TOOL: &str = "vllm bench serve";
+/// Which of the two tools wrote the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flavor {
+    /// Python's `vllm bench serve`.
+    Serve,
+    /// The Rust `vllm-bench`.
+    Rust,
+}
+
+impl Flavor {
+    fn tool(self) -> &'static str {
+        match self {
+            Flavor::Serve => "vllm bench serve",
+            Flavor::Rust => "vllm-bench",
+        }
+    }
+
+    /// The top-level fields this tool writes beyond [`KNOWN`].
+    fn own(self) -> &'static [&'static str] {
+        match self {
+            Flavor::Serve => &[],
+            Flavor::Rust => RUST_ONLY,
+        }
+    }
+}
+
+/// The fields only the Rust vllm-bench writes; `steady_state` always.
+const RUST_ONLY: &[&str] = &[
+    "max_model_len",
+    "input_throughput",
+    "steady_state",
+    "failed_requests",
+    "spec_decode_acceptance_rate",
+    "spec_decode_acceptance_length",
+    "spec_decode_num_drafts",
+    "spec_decode_draft_tokens",
+    "spec_decode_accepted_tokens",
+    "spec_decode_per_position_acceptance_rates",
+];
 
 /// The top-level fields vLLM 0.32 writes besides the per-metric statistics.
 const KNOWN: &[&str] = &[
@@ -84,15 +131,28 @@ fn is_statistic(key: &str) -> bool {
 }
 
 /// Reads one file.
-pub(crate) fn read(path: &Path, bytes: &[u8], sha256: String) -> Result<Source, ImportError> {
-    let doc = parse_json(path, bytes, TOOL)?;
+pub(crate) fn read(
+    path: &Path,
+    bytes: &[u8],
+    sha256: String,
+    format: Format,
+) -> Result<Source, ImportError> {
+    let flavor = match format {
+        Format::VllmBench => Flavor::Rust,
+        _ => Flavor::Serve,
+    };
+    let doc = parse_json(path, bytes, flavor.tool())?;
     let f = Fields {
         path,
+        flavor,
         doc: doc.as_object().ok_or_else(|| {
             field_error(
                 path,
                 "(top level)",
-                "is not a JSON object, so this is not a vllm bench serve result",
+                &format!(
+                    "is not a JSON object, so this is not a {} result",
+                    flavor.tool()
+                ),
             )
         })?,
     };
@@ -100,22 +160,18 @@ pub(crate) fn read(path: &Path, bytes: &[u8], sha256: String) -> Result<Source, 
     let config = f.config()?;
     let requests = f.requests()?;
     let summaries = f.summaries()?;
-    let mut unknown = vec![
-        "the vLLM version: vllm bench serve does not record it (give --tool-version)".to_string(),
-        "the host, the git commit and the server's fingerprint: vllm bench serve records none".to_string(),
-        "the wall-clock time of each send: start_times are a monotonic clock, kept as they are (differences hold)".to_string(),
-        "the time zone of `date` (taken as UTC); it is when the file was saved".to_string(),
-        "which chunks carried content: vllm bench serve times every chunk with choices, so an empty first or last chunk counts in its TTFT, ITL and E2E, and in this import's".to_string(),
-        "finish reasons and HTTP statuses, so answers' health is not judged".to_string(),
-        "warmup requests: vllm bench serve does not save them".to_string(),
-    ];
+    let mut unknown = f.unknowns();
     if requests.is_none() {
         unknown.push("per-request data: the file was saved without --save-detailed, so the run holds the tool's summaries only".to_string());
     }
-    let started_at = f
-        .opt_str("date")?
-        .and_then(|d| NaiveDateTime::parse_from_str(d, "%Y%m%d-%H%M%S").ok())
-        .map(|d| Utc.from_utc_datetime(&d));
+    let started_at = f.opt_str("date")?.and_then(|d| {
+        DateTime::parse_from_rfc3339(d)
+            .map(|t| t.with_timezone(&Utc))
+            .or_else(|_| {
+                NaiveDateTime::parse_from_str(d, "%Y%m%d-%H%M%S").map(|d| Utc.from_utc_datetime(&d))
+            })
+            .ok()
+    });
     Ok(Source {
         path: path.to_path_buf(),
         sha256,
@@ -140,6 +196,7 @@ fn field_error(path: &Path, field: &str, problem: &str) -> ImportError {
 /// The document's fields, each read with an error naming it.
 struct Fields<'a> {
     path: &'a Path,
+    flavor: Flavor,
     doc: &'a Map<String, Value>,
 }
 
@@ -148,22 +205,51 @@ impl Fields<'_> {
         field_error(self.path, field, problem)
     }
 
-    /// Refuses a field vLLM 0.32 does not write: a newer version's, or another tool's file.
+    /// Refuses a field the tool (vLLM 0.32, vllm-bench 0.1) does not
+    /// write: a newer version's, or another tool's file.
     fn check_known(&self) -> Result<(), ImportError> {
+        let tool = self.flavor.tool();
         if !self.doc.contains_key("ttfts") && !self.doc.contains_key("median_ttft_ms") {
             return Err(self.err(
                 "median_ttft_ms",
-                "is missing: this is not a vllm bench serve result",
+                &format!("is missing: this is not a {tool} result"),
             ));
         }
-        match self
-            .doc
-            .keys()
-            .find(|k| !(KNOWN.contains(&k.as_str()) || DETAILED.contains(&k.as_str()) || is_statistic(k)))
-        {
-            Some(k) => Err(self.err(k, "is not in the vllm bench serve 0.32 format qexp reads (a newer version, or --metadata?); qexp refuses rather than guess what it means")),
+        if self.flavor == Flavor::Rust && !self.doc.contains_key("steady_state") {
+            return Err(self.err("steady_state", "is missing, which vllm-bench always writes: this is not a vllm-bench result (vllm bench serve's? import it as `vllm`)"));
+        }
+        let known = |k: &str| {
+            KNOWN.contains(&k)
+                || DETAILED.contains(&k)
+                || self.flavor.own().contains(&k)
+                || is_statistic(k)
+        };
+        match self.doc.keys().find(|k| !known(k)) {
+            Some(k) if RUST_ONLY.contains(&k.as_str()) => Err(self.err(k, "is written by the Rust vllm-bench, not vllm bench serve: import the file as `vllm-bench`")),
+            Some(k) => Err(self.err(k, &format!("is not in the {tool} {} format qexp reads (a newer version, or --metadata?); qexp refuses rather than guess what it means", match self.flavor {
+                Flavor::Serve => "0.32",
+                Flavor::Rust => "0.1",
+            }))),
             None => Ok(()),
         }
+    }
+
+    /// What the file does not say, one sentence each.
+    fn unknowns(&self) -> Vec<String> {
+        let tool = self.flavor.tool();
+        let mut unknown = vec![
+            format!("the {tool} version: the file does not record it (give --tool-version)"),
+            format!("the host, the git commit and the server's fingerprint: {tool} records none"),
+            "the wall-clock time of each send: start_times are a monotonic clock, kept as they are (differences hold)".to_string(),
+            format!("which chunks carried content: {tool} times every chunk with choices, so an empty first or last chunk counts in its TTFT, ITL and E2E, and in this import's"),
+            "finish reasons and HTTP statuses, so answers' health is not judged".to_string(),
+            format!("warmup requests: {tool} does not save them"),
+        ];
+        match self.flavor {
+            Flavor::Serve => unknown.push("the time zone of `date` (taken as UTC); it is when the file was saved".to_string()),
+            Flavor::Rust => unknown.push("the server's prompt token counts: vllm-bench's input_lens are its own tokenizer's count of the prompt text, chat template excluded, kept as the planned lengths".to_string()),
+        }
+        unknown
     }
 
     fn opt_str(&self, key: &str) -> Result<Option<&str>, ImportError> {
@@ -234,6 +320,10 @@ impl Fields<'_> {
             concurrency,
             open_loop,
             requests,
+            prompt_counted_by: match self.flavor {
+                Flavor::Serve => "by the server (its usage)",
+                Flavor::Rust => "by vllm-bench's own tokenizer, chat template excluded",
+            },
             key,
         })
     }
@@ -334,7 +424,9 @@ impl Fields<'_> {
                     chunk_offsets_s: offsets,
                     first_last: None,
                     end_s: latency[i],
-                    prompt_tokens: count(input[i]),
+                    // vllm bench serve takes the server's usage; vllm-bench keeps its own count.
+                    prompt_tokens: count(input[i]).filter(|_| self.flavor == Flavor::Serve),
+                    prompt_tokens_planned: count(input[i]).filter(|_| self.flavor == Flavor::Rust),
                     completion_tokens: if error.is_none() {
                         count(output[i])
                     } else {

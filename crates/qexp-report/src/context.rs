@@ -58,7 +58,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         saturation_notes: saturation_notes(a),
         simulated: m.target.simulated,
         simulated_note: simulated_note(a),
-        target: m.target.base_url.clone(),
+        target: m.target_label(),
         model: m.target.model.clone(),
         api: m.target.api.as_str().to_string(),
         trials: m.trials,

@@ -232,6 +232,17 @@ impl Manifest {
             None => self.run_id.clone(),
         }
     }
+
+    /// The target as reports show it: its base URL, or, where the run was
+    /// imported from a tool that does not record the URL (vLLM's benchmark),
+    /// a sentence that says so instead of a blank.
+    pub fn target_label(&self) -> String {
+        match (&self.target.base_url, &self.import) {
+            (url, _) if !url.is_empty() => url.clone(),
+            (_, Some(import)) => format!("not recorded by {}", import.tool),
+            _ => "not recorded".to_string(),
+        }
+    }
 }
 
 /// The folder name of shard `index` of `count` of run `run_id`

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The files' format: vllm (vllm bench serve --save-result JSON), guidellm (GuideLLM's JSON report), aiperf (AIPerf's profile_export.jsonl, its summary beside it) or inference-perf (its per_request_lifecycle_metrics.json, its summary and stage reports beside it).
+    /// The files' format: vllm (vllm bench serve --save-result JSON), vllm-bench (the Rust vllm-bench's --save-result JSON), guidellm (GuideLLM's JSON report), aiperf (AIPerf's profile_export.jsonl, its summary beside it) or inference-perf (its per_request_lifecycle_metrics.json, its summary and stage reports beside it).
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(Format::NAMES))]
     pub format: String,
     /// The tool's result files; files of one configuration become trials of one point.
@@ -24,7 +24,7 @@ pub struct ImportArgs {
     /// The results root: the run goes to <DIR>/<experiment>/<run-id>/.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub out: PathBuf,
-    /// The tool's version, recorded in the manifest where the files do not say it (vllm bench serve's and inference-perf's do not).
+    /// The tool's version, recorded in the manifest where the files do not say it (vllm bench serve's, vllm-bench's and inference-perf's do not).
     #[arg(long, value_name = "VERSION")]
     pub tool_version: Option<String>,
     /// The qexp plan whose workload the files ran: each configuration must match one of its

@@ -104,11 +104,12 @@ Prints each coefficient with its 90% interval (trials resampled), a residual per
 (measured, fitted, error) and a warning for every coefficient the runs cannot identify.
 The model (docs/model.md) is written as JSON: RUN/model.json unless --out.")]
     Fit(FitArgs),
-    /// Import another tool's result files (vllm bench serve, GuideLLM, AIPerf, inference-perf) as a run, recomputed under qexp's definitions.
+    /// Import another tool's result files (vllm bench serve, vllm-bench, GuideLLM, AIPerf, inference-perf) as a run, recomputed under qexp's definitions.
     #[command(after_help = "\
 Examples:
   qexp import vllm bench-*.json                      # several files of one configuration: trials
   qexp import vllm run1.json run2.json --experiment baseline --tool-version 0.32.0
+  qexp import vllm-bench results/*.json              # the Rust vllm-bench's --save-result files
   qexp import guidellm benchmarks.json --plan experiments/throughput.toml
   qexp import aiperf artifacts/run1/profile_export.jsonl artifacts/run2/profile_export.jsonl
   qexp import inference-perf reports-*/per_request_lifecycle_metrics.json --tool-version 0.7.0

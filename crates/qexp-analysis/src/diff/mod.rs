@@ -38,7 +38,7 @@ impl RunSide {
             run_id: m.run_id.clone(),
             experiment: m.experiment.clone(),
             dir: r.dir.display().to_string(),
-            target: m.target.base_url.clone(),
+            target: m.target_label(),
             model: m.target.model.clone(),
             simulated: m.target.simulated,
             trials: m.trials,

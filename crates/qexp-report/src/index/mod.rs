@@ -373,7 +373,7 @@ fn row(r: &DigestedRun, reports: &Path, steps: &BTreeMap<String, Vec<String>>) -
             .as_ref()
             .and_then(|g| g.commit.as_deref())
             .map_or("–".into(), |c| c.chars().take(12).collect()),
-        target: format!("{} ({})", m.target.base_url, m.target.model),
+        target: format!("{} ({})", m.target_label(), m.target.model),
         engine: m.fingerprint.as_ref().map_or("–".into(), |f| {
             format!(
                 "{}{}",

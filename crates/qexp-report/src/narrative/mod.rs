@@ -138,7 +138,7 @@ pub(crate) fn context(
             experiment: md_text(&m.experiment),
             run_id: md_text(&m.run_id),
             model: md_text(&m.target.model),
-            target: md_text(&m.target.base_url),
+            target: md_text(&m.target_label()),
             trials: m.trials,
             simulated: m.target.simulated,
             time_factor: 1.0 / m.target.sim_time_scale.filter(|s| *s > 0.0).unwrap_or(1.0),

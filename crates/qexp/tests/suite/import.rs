@@ -835,3 +835,330 @@ fn an_inference_perf_report_alone_imports_and_says_what_is_missing() {
     );
     assert!(unknown.contains("the concurrency"), "{unknown}");
 }
+
+/// A plan whose experiment is not the import's default (`import-vllm`):
+/// the run is filed under the plan's experiment, joins the history of the
+/// plan's workload, and its report and the workspace index show the
+/// target as not recorded (vLLM's JSON has no URL) rather than a blank.
+#[test]
+fn an_import_with_a_plan_is_filed_under_the_plans_experiment_and_history() {
+    use qexp_analysis::history::{history, HistoryInput, StepOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let renamed = tmp.path().join("spring.toml");
+    let text = std::fs::read_to_string(plan()).unwrap();
+    assert!(text.contains("name = \"import-vllm\""));
+    std::fs::write(
+        &renamed,
+        text.replace("name = \"import-vllm\"", "name = \"spring-baseline\""),
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let (code, stdout, stderr) = import(&out, &detailed(), &["--plan", renamed.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(!out.join("import-vllm").exists(), "not under the default");
+    let run = only_run(&out, "spring-baseline");
+    let m = manifest(&run);
+    assert_eq!(m["experiment"], "spring-baseline");
+    assert_eq!(m["plan_path"], renamed.display().to_string());
+    assert_ne!(m["plan_hash"], manifest(&qexp_run())["plan_hash"]);
+    // One workload with qexp's run of the same workload: the history joins.
+    let input = |run: &Path| HistoryInput::of(&qexp_analysis::analyze(run).unwrap());
+    let metric = qexp_analysis::Metric::from_key("ttft_s").unwrap();
+    let joined = history(
+        &[&input(&qexp_run()), &input(&run)],
+        metric,
+        &StepOptions::default(),
+    );
+    assert_eq!(joined.len(), 1, "one workload: the plan's");
+    assert_eq!(joined[0].runs.len(), 2);
+
+    // --experiment still says where the run goes.
+    let other = tmp.path().join("other");
+    let args = [
+        "--plan",
+        renamed.to_str().unwrap(),
+        "--experiment",
+        "elsewhere",
+    ];
+    assert_eq!(import(&other, &detailed(), &args).0, 0);
+    assert_eq!(
+        manifest(&only_run(&other, "elsewhere"))["experiment"],
+        "elsewhere"
+    );
+
+    let reports = tmp.path().join("reports");
+    let o = qexp(&[
+        "report",
+        run.to_str().unwrap(),
+        "--results",
+        out.to_str().unwrap(),
+        "--out-dir",
+        reports.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let id = run.file_name().unwrap().to_str().unwrap();
+    let md = std::fs::read_to_string(reports.join("spring-baseline").join(id).join("report.md"))
+        .unwrap();
+    assert!(
+        md.contains("- Target: `not recorded by vllm bench serve`, model `sim-exact`"),
+        "{md}"
+    );
+    let index = std::fs::read_to_string(reports.join("index.md")).unwrap();
+    assert!(index.contains("spring-baseline"), "{index}");
+    assert!(
+        index.contains("not recorded by vllm bench serve (sim-exact)"),
+        "{index}"
+    );
+}
+
+/// The figures of a file, as f64s.
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Runs the simulator failed (HTTP 500, or the stream cut after 3
+/// chunks), as `vllm bench serve` and vllm-bench recorded them: each
+/// request with an error is a failure under qexp's definition, of the
+/// class its message names, counted as the tool counted it; figures are
+/// recomputed over the requests that succeeded, as the tools' are, and
+/// agree with theirs.
+#[test]
+fn failed_requests_the_tools_recorded_are_failures_under_qexps_definition() {
+    for format in ["vllm", "vllm-bench"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = fixtures().join(format).join("failures.json");
+        let file = file.display().to_string();
+        let (code, stdout, stderr) =
+            run_import(format, tmp.path(), std::slice::from_ref(&file), &[]);
+        assert_eq!(code, 0, "{format}: {stdout}{stderr}");
+        let src = json(&file);
+        let failed = src["failed"].as_u64().unwrap() as usize;
+        let completed = src["completed"].as_u64().unwrap() as usize;
+        assert!(
+            failed > 0 && completed > 0,
+            "{format}: the fixture has both"
+        );
+        let run = only_run(tmp.path(), &format!("import-{format}"));
+        let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+        let classes = qexp_testkit::strings(&df, "error_class");
+        let ttft = qexp_testkit::f64s(&df, "ttft_s");
+        let errors = src["errors"].as_array().unwrap();
+        assert_eq!(classes.len(), failed + completed);
+        for (i, e) in errors.iter().enumerate() {
+            let e = e.as_str().unwrap();
+            assert_eq!(e.is_empty(), classes[i].is_none(), "{format} #{i}: {e}");
+            // A failure has no TTFT, even one whose stream was cut after its first chunks.
+            assert_eq!(e.is_empty(), ttft[i].is_finite(), "{format} #{i}");
+        }
+        // The simulator's two faults, as the tools' messages name them.
+        let mut seen: Vec<&str> = classes.iter().flatten().map(String::as_str).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen, ["http_status", "stream_broken"], "{format}");
+        let points = qexp_store::scan_points(&run).unwrap().collect().unwrap();
+        assert_eq!(qexp_testkit::u32s(&points, "failures"), [failed as u32]);
+        let analysis = qexp_analysis::analyze(&run).unwrap();
+        let counted: u64 = analysis.failures.iter().map(|g| g.count).sum();
+        assert_eq!(counted, failed as u64, "{format}: the report's failures");
+        let checks = manifest(&run)["import"]["checks"].clone();
+        for c in checks.as_array().unwrap() {
+            assert_eq!(c["agrees"], true, "{format}: {c}");
+        }
+    }
+}
+
+/// The Rust vllm-bench's files (vLLM's layout, with fields of its own)
+/// import as `vllm-bench`: trials recomputed under qexp's definitions and
+/// set beside its figures, its own tokenizer's prompt lengths kept as the
+/// planned lengths (the server's are unknown), and a file of either tool
+/// given as the other's refused in one sentence naming the field.
+#[test]
+fn vllm_bench_files_are_recomputed_and_told_from_vllm_bench_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = fixture_files(3, |t| format!("vllm-bench/detailed-trial{t}.json"));
+    let (code, stdout, stderr) = run_import("vllm-bench", tmp.path(), &files, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let run = only_run(tmp.path(), "import-vllm-bench");
+    let m = manifest(&run);
+    assert_eq!(m["trials"], 3);
+    assert_eq!(m["import"]["tool"], "vllm-bench");
+    assert_eq!(m["started_at"], "2026-12-06T23:51:26Z", "its RFC 3339 date");
+    let unknown = m["import"]["unknown"].to_string();
+    assert!(
+        unknown.contains("the server's prompt token counts"),
+        "{unknown}"
+    );
+    let checks = m["import"]["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3 * 8, "eight figures per trial");
+    for c in checks {
+        assert_eq!(c["agrees"], true, "{c}");
+    }
+    let df = qexp_store::scan_requests(&run).unwrap().collect().unwrap();
+    assert_eq!(df.height(), 24);
+    let src = json(&files[0]);
+    let planned = qexp_testkit::u32s(&df, "input_tokens_planned");
+    let lens = numbers(&src["input_lens"]);
+    for i in 0..8 {
+        assert_eq!(f64::from(planned[i]), lens[i]);
+    }
+    assert!(
+        qexp_testkit::u32s(&df, "prompt_tokens")
+            .iter()
+            .all(|t| *t == 0),
+        "the server's prompt counts are unknown (null)"
+    );
+    let ttft = qexp_testkit::f64s(&df, "ttft_s");
+    for (i, t) in numbers(&src["ttfts"]).iter().enumerate() {
+        assert!((ttft[i] - t).abs() < 1e-12);
+    }
+    // Its prompt lengths are its tokenizer's, not the server's: --plan says whose.
+    let (code, _, stderr) = run_import(
+        "vllm-bench",
+        &tmp.path().join("p"),
+        &files,
+        &["--plan", &plan()],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("(by vllm-bench's own tokenizer, chat template excluded)"),
+        "{stderr}"
+    );
+
+    let out = tmp.path().join("wrong");
+    let (code, _, stderr) = import(&out, &files[..1], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("import the file as `vllm-bench`"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run_import("vllm-bench", &out, &[vllm("detailed-trial1.json")], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("field `steady_state` is missing"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
+/// inference-perf's fixtures ran the workload of plan-completions.toml
+/// (ShareGPT-shaped prompts of 64 words on the completions endpoint, 16
+/// output tokens): with that plan they match, by the server's counts, and
+/// join its experiment; the chat plan of the vLLM fixtures is refused for
+/// its API, before any length is compared.
+#[test]
+fn an_inference_perf_import_matches_the_plan_it_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts/import-fixtures/plan-completions.toml")
+        .display()
+        .to_string();
+    let files = inference_perf_files();
+    let (code, stdout, stderr) =
+        run_import("inference-perf", tmp.path(), &files, &["--plan", &plan]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let m = manifest(&only_run(tmp.path(), "import-inference-perf"));
+    assert_eq!(m["plan_path"], plan);
+    assert_eq!(m["comparability"]["workload"]["api"], "completions");
+    assert_eq!(m["points"][0]["input_tokens"], 64);
+
+    let out = tmp.path().join("chat");
+    let (code, _, stderr) = run_import("inference-perf", &out, &files, &["--plan", &self::plan()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("its requests went to the completions API, the plan's to the chat API"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
+/// The bad inputs of the other formats: a file of another format, a cut
+/// file, a field the tool's version does not write, per-request arrays of
+/// different lengths (vLLM's layout): exit 2, one sentence naming the file
+/// and the field (or line and column), nothing written.
+#[test]
+fn bad_inputs_of_every_format_name_file_and_field_and_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = |path: &str| {
+        let text = std::fs::read_to_string(path).unwrap();
+        text[..text.len() / 2].to_string()
+    };
+    let with = |path: &str, set: &dyn Fn(&mut Value)| {
+        let mut doc = json(path);
+        set(&mut doc);
+        doc.to_string()
+    };
+    let (guidellm, bench) = (
+        &guidellm_files()[0],
+        &fixtures()
+            .join("vllm-bench/detailed-trial1.json")
+            .display()
+            .to_string(),
+    );
+    let aiperf = std::fs::read_to_string(&aiperf_files()[0]).unwrap();
+    let first = aiperf.lines().next().unwrap();
+    let mut record: Value = serde_json::from_str(first).unwrap();
+    record["brand_new"] = Value::from(1);
+    let aiperf_newer = aiperf.replacen(first, &record.to_string(), 1);
+    let cases: Vec<(&str, &str, String, &str)> = vec![
+        ("guidellm", "cut.json", cut(guidellm), "cut.json:1:"),
+        (
+            "guidellm",
+            "vllm.json",
+            std::fs::read_to_string(vllm("detailed-trial1.json")).unwrap(),
+            "vllm.json: field `benchmarks` is missing: this is not a GuideLLM report",
+        ),
+        (
+            "guidellm",
+            "newer.json",
+            with(guidellm, &|d| d["brand_new"] = Value::from(1)),
+            "newer.json: field `brand_new` is not in the GuideLLM report layout",
+        ),
+        (
+            "aiperf",
+            "profile_export.jsonl",
+            aiperf[..aiperf.len() / 2].to_string(),
+            "not valid JSON",
+        ),
+        (
+            "aiperf",
+            "profile_export.jsonl",
+            aiperf_newer,
+            "field `line 1: brand_new` is not in AIPerf 0.13's per-request record",
+        ),
+        ("vllm-bench", "cut.json", cut(bench), "cut.json:1:"),
+        (
+            "vllm-bench",
+            "newer.json",
+            with(bench, &|d| d["brand_new"] = Value::from(1)),
+            "newer.json: field `brand_new` is not in the vllm-bench 0.1 format",
+        ),
+        (
+            "vllm-bench",
+            "uneven.json",
+            with(bench, &|d| {
+                d["itls"].as_array_mut().unwrap().pop();
+            }),
+            "uneven.json: field `itls` has 7 entries where `ttfts` has 8",
+        ),
+    ];
+    let summary = Path::new(&aiperf_files()[0]).with_file_name("profile_export_aiperf.json");
+    for (i, (format, name, body, want)) in cases.into_iter().enumerate() {
+        let dir = tmp.path().join(format!("case{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::copy(&summary, dir.join("profile_export_aiperf.json")).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, body).unwrap();
+        let out = tmp.path().join("results");
+        let (code, stdout, stderr) = run_import(format, &out, &[file.display().to_string()], &[]);
+        assert_eq!(code, 2, "{format} {name}: {stdout}{stderr}");
+        assert!(stderr.contains(want), "{format} {name}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one sentence: {stderr}");
+        assert!(!out.exists(), "{format} {name}: nothing written");
+    }
+}
