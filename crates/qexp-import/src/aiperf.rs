@@ -5,7 +5,7 @@
 //! recomputes every figure from the chunk arrivals.
 
 use crate::error::ImportError;
-use crate::source::{json_error, parse_json, Config, Figure, Request, Source, Summary};
+use crate::source::{hex_sha, json_error, parse_json, Config, Figure, Request, Source, Summary};
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use qexp_plan::ApiKind;
 use serde_json::Value;
@@ -90,11 +90,6 @@ pub(crate) fn read(path: &Path, bytes: &[u8], sha256: &str) -> Result<Source, Im
             .map(|t| Utc.from_utc_datetime(&t)),
         also: vec![(PathBuf::from(&summary_path), hex_sha(&summary_bytes))],
     })
-}
-
-pub(crate) fn hex_sha(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 fn config(path: &Path, s: &Value) -> Result<Config, ImportError> {

@@ -65,7 +65,7 @@ fn beside(path: &Path, name: &str) -> Result<Option<(PathBuf, Value, String)>, I
         return Ok(None);
     };
     let doc = parse_json(&p, &bytes, TOOL)?;
-    Ok(Some((p, doc, crate::aiperf::hex_sha(&bytes))))
+    Ok(Some((p, doc, crate::source::hex_sha(&bytes))))
 }
 
 /// Reads `per_request_lifecycle_metrics.json` and the reports beside it.

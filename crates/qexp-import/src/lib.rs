@@ -1,6 +1,7 @@
 //! qexp-import holds other tools' results in and qexp's out. Importing:
 //! one module per source format reads the tool's files into neutral
-//! per-request records and the tool's own summary figures (`source`);
+//! per-request records and the tool's own summary figures (`source`, whose
+//! types every format shares; this file picks the format's reader);
 //! `build` makes qexp's request and point rows and a manifest that records
 //! the tool, the files (SHA-256) and what the source did not record;
 //! `check` sets the tool's figures beside qexp's recomputation of the same
@@ -25,6 +26,7 @@ pub use error::ImportError;
 pub use source::Format;
 
 use qexp_store::{Manifest, RunStatus, RunWriter};
+use source::Source;
 use std::path::{Path, PathBuf};
 
 /// What `qexp import` was asked.
@@ -60,7 +62,7 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, ImportError> {
     check_version(opts)?;
     let mut sources = Vec::new();
     for f in &opts.files {
-        sources.extend(source::read(opts.format, f)?);
+        sources.extend(read(opts.format, f)?);
     }
     let plan = opts
         .plan
@@ -122,6 +124,25 @@ fn write(root: &Path, run: build::Run) -> Result<Imported, ImportError> {
             // Best effort: the error that stopped the import is the one to report.
             let _ = std::fs::remove_dir_all(&dir);
             Err(e)
+        }
+    }
+}
+
+/// Reads one file of `format`: one source per benchmark it holds.
+fn read(format: Format, path: &Path) -> Result<Vec<Source>, ImportError> {
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let sha256 = source::hex_sha(&bytes);
+    match format {
+        Format::Vllm | Format::VllmBench => {
+            crate::vllm::read(path, &bytes, sha256, format).map(|s| vec![s])
+        }
+        Format::Guidellm => crate::guidellm::read(path, &bytes, &sha256),
+        Format::Aiperf => crate::aiperf::read(path, &bytes, &sha256).map(|s| vec![s]),
+        Format::InferencePerf => {
+            crate::inference_perf::read(path, &bytes, &sha256).map(|s| vec![s])
         }
     }
 }

@@ -187,23 +187,9 @@ pub(crate) struct Summary {
     pub definition: &'static str,
 }
 
-/// Reads one file of `format`: one source per benchmark it holds.
-pub(crate) fn read(format: Format, path: &Path) -> Result<Vec<Source>, ImportError> {
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let sha256 = hex::encode(Sha256::digest(&bytes));
-    match format {
-        Format::Vllm | Format::VllmBench => {
-            crate::vllm::read(path, &bytes, sha256, format).map(|s| vec![s])
-        }
-        Format::Guidellm => crate::guidellm::read(path, &bytes, &sha256),
-        Format::Aiperf => crate::aiperf::read(path, &bytes, &sha256).map(|s| vec![s]),
-        Format::InferencePerf => {
-            crate::inference_perf::read(path, &bytes, &sha256).map(|s| vec![s])
-        }
-    }
+/// The SHA-256 of a file's bytes, in hex, as the manifest records it.
+pub(crate) fn hex_sha(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// A JSON document, or the error naming where it stops being JSON.
