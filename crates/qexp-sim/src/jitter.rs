@@ -47,7 +47,7 @@ impl Jitter {
     /// The factor in the period that `periods` (elapsed periods, fractional) falls in.
     fn factor_at(&self, periods: f64) -> f64 {
         let index = periods.max(0.0).floor() as u64;
-        1.0 + self.amplitude * (2.0 * crate::faults::unit(self.seed, index) - 1.0)
+        1.0 + self.amplitude * (2.0 * crate::draw::unit(self.seed, index) - 1.0)
     }
 
     /// Reads `jitter=A` (`period_s` comes separately, from `jitter_s=`).

@@ -33,6 +33,7 @@
 //! streamed generation requests by [`SimProfile::faults`], a [`FaultPlan`],
 //! which also carries [`Jitter`]: a server whose speed wanders over time.
 mod answer;
+mod draw;
 mod faults;
 mod jitter;
 mod metrics;
