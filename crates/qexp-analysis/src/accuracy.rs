@@ -10,14 +10,14 @@
 //! pairs are independent items. Only items answered on both sides count.
 
 use crate::diff::compare::{Method, MetricDiff, Scale, Test, Untested, Verdict};
+use crate::graded::of_trial;
+pub use crate::graded::Graded;
 use crate::metric::Metric;
 use crate::metrics::PointSummary;
 use crate::stats::mcnemar::Paired;
 use crate::stats::normal::normal_sf;
 use crate::stats::wilson::{normal_isf, wilson};
 use crate::stats::Summary;
-use polars::prelude::*;
-use qexp_store::requests as rq;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -27,43 +27,6 @@ pub const ACCURACY_MARGIN: f64 = 0.05;
 
 /// The confidence of the Wilson interval reported beside each accuracy.
 pub const ACCURACY_CONFIDENCE: f64 = 0.95;
-
-/// One graded request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Graded {
-    /// The item it asked.
-    pub item: String,
-    /// Right or wrong; None when the request failed (not graded).
-    pub correct: Option<bool>,
-}
-
-/// Adds the graded (non-warmup) rows of `df` (columns trial, point id,
-/// warmup, item id, correct) to their (trial, point)s.
-pub(crate) fn collect(
-    df: &DataFrame,
-    into: &mut BTreeMap<(u32, u32), Vec<Graded>>,
-) -> PolarsResult<()> {
-    let item = df.column(rq::ITEM_ID)?.str()?.clone();
-    if item.null_count() == item.len() {
-        return Ok(());
-    }
-    let (trial, point) = (
-        crate::columns::u32s(df, rq::TRIAL)?,
-        crate::columns::u32s(df, rq::POINT_ID)?,
-    );
-    let warmup = df.column(rq::WARMUP)?.bool()?.clone();
-    let correct = df.column(rq::CORRECT)?.bool()?.clone();
-    for i in 0..df.height() {
-        let (Some(id), false) = (item.get(i), warmup.get(i).unwrap_or(false)) else {
-            continue;
-        };
-        into.entry((trial[i], point[i])).or_default().push(Graded {
-            item: id.to_string(),
-            correct: correct.get(i),
-        });
-    }
-    Ok(())
-}
 
 /// The graded answers of one point, all trials.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -97,13 +60,6 @@ impl Accuracy {
             interval: wilson(right, answered, ACCURACY_CONFIDENCE),
         })
     }
-}
-
-/// A trial's accuracy (NaN when it graded nothing).
-pub(crate) fn of_trial(graded: &[Graded]) -> f64 {
-    let answered = graded.iter().filter(|g| g.correct.is_some()).count();
-    let right = graded.iter().filter(|g| g.correct == Some(true)).count();
-    right as f64 / answered as f64
 }
 
 /// The outcomes of the items both points answered, paired by (trial, item).
@@ -165,9 +121,9 @@ pub(crate) fn compare(a: &PointSummary, b: &PointSummary, level: f64) -> Option<
     };
     if n == 0 {
         let side = if Accuracy::of(a).is_none() {
-            crate::diff::Side::A
+            crate::diff::pairing::Side::A
         } else {
-            crate::diff::Side::B
+            crate::diff::pairing::Side::B
         };
         return Some(MetricDiff {
             untested: Some(Untested::NoData(side)),

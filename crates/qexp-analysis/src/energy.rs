@@ -7,13 +7,11 @@
 
 use crate::columns::{f64s, F};
 use crate::error::AnalysisError;
-use crate::metrics::TrialMetrics;
 use crate::stats::Summary;
 use polars::prelude::*;
 use qexp_store::{points as pt, scan_points, Manifest};
 use qexp_types::cost::{Price, Spent};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One (trial, point)'s energy, power, GPU health and cost.
@@ -81,9 +79,13 @@ pub struct EnergySummary {
 }
 
 impl EnergySummary {
-    /// The summary of `trials`; `None` when none has energy or cost.
-    pub fn of(trials: &[TrialMetrics]) -> Option<EnergySummary> {
-        let e: Vec<&TrialEnergy> = trials.iter().filter_map(|t| t.energy.as_ref()).collect();
+    /// The summary of a point's trials' energies, each with its trial;
+    /// `None` when none has energy or cost.
+    pub fn of<'a>(
+        trials: impl IntoIterator<Item = (u32, &'a TrialEnergy)>,
+    ) -> Option<EnergySummary> {
+        let trials: Vec<(u32, &TrialEnergy)> = trials.into_iter().collect();
+        let e: Vec<&TrialEnergy> = trials.iter().map(|(_, t)| *t).collect();
         if e.is_empty() {
             return None;
         }
@@ -106,11 +108,11 @@ impl EnergySummary {
             usd_per_m_tok: of(|t| t.usd_per_m_tok),
             invalid: trials
                 .iter()
-                .filter_map(|t| Some((t.trial, t.energy.as_ref()?.invalid_reason.clone()?)))
+                .filter_map(|(trial, t)| Some((*trial, t.invalid_reason.clone()?)))
                 .collect(),
             notes: trials
                 .iter()
-                .filter_map(|t| Some((t.trial, t.energy.as_ref()?.note.clone()?)))
+                .filter_map(|(trial, t)| Some((*trial, t.note.clone()?)))
                 .collect(),
             power_capped_share: max(|t| t.power_capped_share),
             thermal_share: max(|t| t.thermal_share),
@@ -183,13 +185,18 @@ fn strings(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
         .collect())
 }
 
-/// Adds each (trial, point)'s energy and cost from the point rows, where
-/// the run measured power or its plan names a price.
-pub(crate) fn add(
+/// A (trial, point)'s energy, keyed by (point id, trial) as the analysis
+/// keeps its trials' metrics.
+type Energies = Vec<((u32, u32), TrialEnergy)>;
+
+/// Each (trial, point)'s energy and cost from the point rows, where the run measured power or its plan names a price;
+/// `measured` gives a (trial, point)'s prompt tokens and throughput, and a
+/// row it knows nothing of is left out.
+pub(crate) fn of_points(
     dir: &Path,
-    by_key: &mut BTreeMap<(u32, u32), TrialMetrics>,
     manifest: &Manifest,
-) -> Result<(), AnalysisError> {
+    measured: impl Fn((u32, u32)) -> Option<Measured>,
+) -> Result<Energies, AnalysisError> {
     let q = |source| AnalysisError::Query {
         path: dir.to_path_buf(),
         source,
@@ -198,7 +205,7 @@ pub(crate) fn add(
     let schema = scan.collect_schema().map_err(q)?;
     let priced = price(manifest);
     if !schema.contains(pt::ENERGY_J) && priced.is_none() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let df = scan.select(selection(&schema)).collect().map_err(q)?;
     let cols: Vec<Vec<f64>> = NUMBERS
@@ -210,9 +217,11 @@ pub(crate) fn add(
         strings(&df, pt::ENERGY_INVALID_REASON).map_err(q)?,
         strings(&df, pt::ENERGY_NOTE).map_err(q)?,
     );
+    let mut out = Vec::new();
     for i in 0..df.height() {
         let v = |c: usize| cols[c][i];
-        let Some(m) = by_key.get_mut(&(v(1) as u32, v(0) as u32)) else {
+        let key = (v(1) as u32, v(0) as u32);
+        let Some(m) = measured(key) else {
             continue;
         };
         let gpus = Some(v(5))
@@ -226,15 +235,24 @@ pub(crate) fn add(
             energy_j: v(6),
             power_avg_w: v(7),
         };
-        let mut e = row.derive(m, priced.map(|(p, _)| p));
+        let mut e = row.derive(&m, priced.map(|(p, _)| p));
         e.invalid_reason = why[i].clone();
         e.note = note[i].clone();
         e.power_capped_share = v(8);
         e.thermal_share = v(9);
         e.sm_clock_mhz = (v(10), v(11));
-        m.energy = Some(e);
+        out.push((key, e));
     }
-    Ok(())
+    Ok(out)
+}
+
+/// What the requests of a (trial, point) measured that its energy is
+/// divided by.
+pub(crate) struct Measured {
+    /// Prompt tokens of its successful requests.
+    pub prompt_tokens_ok: f64,
+    /// Its aggregate output tokens per second.
+    pub agg_tok_s: f64,
 }
 
 /// What one point row says, read.
@@ -248,7 +266,7 @@ struct Row {
 
 impl Row {
     /// The derived figures of a (trial, point) (`m` gives its prompt tokens and throughput).
-    fn derive(&self, m: &TrialMetrics, price: Option<Price>) -> TrialEnergy {
+    fn derive(&self, m: &Measured, price: Option<Price>) -> TrialEnergy {
         let total = self.output + m.prompt_tokens_ok;
         let per = |num: f64, den: f64| if den > 0.0 { num / den } else { f64::NAN };
         let spent = Spent {
@@ -289,10 +307,9 @@ mod tests {
     /// 1.2 ($0.0027) $0.06 and $0.045.
     #[test]
     fn derived_figures_by_hand() {
-        let m = TrialMetrics {
+        let m = Measured {
             agg_tok_s: 500.0,
             prompt_tokens_ok: 15_000.0,
-            ..TrialMetrics::without_requests(1, 0)
         };
         let row = Row {
             window_s: 90.0,

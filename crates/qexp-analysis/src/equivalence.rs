@@ -12,8 +12,8 @@
 //! lower of its two baselines, not against 100%, and is a finding when it
 //! falls short of it by more than [`EQUIVALENCE_SLACK`].
 
+use crate::deployments::comparison::DeploymentComparison;
 use crate::error::AnalysisError;
-use crate::run::RunAnalysis;
 use polars::prelude::*;
 use qexp_store::requests as rq;
 use serde::Serialize;
@@ -74,8 +74,8 @@ type Graded = BTreeMap<(String, u32, String, u32), u64>;
 
 /// Whether the run's requests were sent at temperature 0 (its recorded
 /// `extra_body`): only then is an answer expected to repeat.
-pub fn greedy(run: &RunAnalysis) -> bool {
-    run.manifest
+pub fn greedy(manifest: &qexp_store::Manifest) -> bool {
+    manifest
         .comparability
         .workload
         .get("extra_body")
@@ -86,11 +86,15 @@ pub fn greedy(run: &RunAnalysis) -> bool {
 
 /// Each deployment against the baseline, for a run with deployments sent
 /// at temperature 0 whose rows carry answer hashes; empty otherwise.
-pub fn of_run(dir: &Path, run: &RunAnalysis) -> Result<Vec<PairEquivalence>, AnalysisError> {
-    let Some(c) = run.deployments.as_ref() else {
+pub fn of_run(
+    dir: &Path,
+    manifest: &qexp_store::Manifest,
+    deployments: Option<&DeploymentComparison>,
+) -> Result<Vec<PairEquivalence>, AnalysisError> {
+    let Some(c) = deployments else {
         return Ok(Vec::new());
     };
-    if !greedy(run) {
+    if !greedy(manifest) {
         return Ok(Vec::new());
     }
     let q = |source| AnalysisError::Query {

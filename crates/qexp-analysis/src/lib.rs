@@ -24,6 +24,7 @@ pub mod equivalence;
 mod error;
 mod failures;
 pub mod format;
+mod graded;
 pub mod history;
 mod load;
 mod metric;

@@ -125,7 +125,17 @@ pub fn analyze_bounded(
             .graded = g;
     }
     let with_rows = add_point_rows(dir, &mut by_key)?;
-    crate::energy::add(dir, &mut by_key, &manifest)?;
+    let energies = crate::energy::of_points(dir, &manifest, |key| {
+        by_key.get(&key).map(|m| crate::energy::Measured {
+            prompt_tokens_ok: m.prompt_tokens_ok,
+            agg_tok_s: m.agg_tok_s,
+        })
+    })?;
+    for (key, e) in energies {
+        if let Some(m) = by_key.get_mut(&key) {
+            m.energy = Some(e);
+        }
+    }
     mark_journal_only(&mut by_key, &with_rows, &manifest);
     if !manifest.target.api.streams() {
         // Nothing is generated: no output throughput (never a fake zero).
@@ -154,7 +164,7 @@ pub fn analyze_bounded(
     );
     anomaly::failures::name_classes(&mut run.flags, &failures);
     run.failures = failures;
-    run.equivalence = crate::equivalence::of_run(dir, &run)?;
+    run.equivalence = crate::equivalence::of_run(dir, &run.manifest, run.deployments.as_ref())?;
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
     run.distributions = frames.distributions(&ids);
     Ok((run, reads))

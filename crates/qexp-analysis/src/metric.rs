@@ -353,7 +353,7 @@ impl Metric {
             Metric::E2eS => t.e2e_s,
             Metric::ItlP99S => t.itl_p99_s,
             Metric::Failures => f64::from(t.failures),
-            Metric::Accuracy => crate::accuracy::of_trial(&t.graded),
+            Metric::Accuracy => crate::graded::of_trial(&t.graded),
             Metric::JPerOutTok => t.energy.as_ref().map_or(f64::NAN, |e| e.j_per_out_tok),
             Metric::UsdPerMOut => t.energy.as_ref().map_or(f64::NAN, |e| e.usd_per_m_out),
             Metric::SteadyTokS => t.steady.as_ref().map_or(f64::NAN, |w| w.tok_s),

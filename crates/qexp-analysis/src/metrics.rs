@@ -73,7 +73,7 @@ pub struct TrialMetrics {
     /// What the answers' texts say (loops, empty answers, lengths).
     pub answers: AnswerTally,
     /// The graded requests (`[accuracy]`), left out of every other metric.
-    pub graded: Vec<crate::accuracy::Graded>,
+    pub graded: Vec<crate::graded::Graded>,
     /// Energy, power, GPU health and cost (`[power]`, `[cost]`); `None` without either.
     pub energy: Option<crate::energy::TrialEnergy>,
     /// The steady-state window (closed-loop points where one opened).
@@ -232,7 +232,11 @@ impl PointSummary {
             requests: trials.iter().map(|t| u64::from(t.requests)).sum(),
             failures: trials.iter().map(|t| u64::from(t.failures)).sum(),
             answers: AnswerHealth::of(trials.iter().map(|t| &t.answers)),
-            energy: crate::energy::EnergySummary::of(&trials),
+            energy: crate::energy::EnergySummary::of(
+                trials
+                    .iter()
+                    .filter_map(|t| Some((t.trial, t.energy.as_ref()?))),
+            ),
             point,
             trials,
         }

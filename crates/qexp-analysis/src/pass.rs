@@ -33,7 +33,7 @@ pub(crate) struct Counted {
     pub(crate) reasoning: bool,
     /// The graded requests (`[accuracy]`) of each (trial, point), which
     /// the measured rows leave out.
-    pub(crate) graded: BTreeMap<TrialPoint, Vec<crate::accuracy::Graded>>,
+    pub(crate) graded: BTreeMap<TrialPoint, Vec<crate::graded::Graded>>,
 }
 
 /// Counts the measured rows of the run's (trial, point)s from the key
@@ -61,7 +61,7 @@ pub(crate) fn count(
     }
     qexp_store::for_each_request_batch(dir, &columns, batch_rows, |df| {
         if graded {
-            crate::accuracy::collect(&df, &mut counted.graded)?;
+            crate::graded::collect(&df, &mut counted.graded)?;
         }
         let df = measured(df)?;
         if turns && !counted.turns {
