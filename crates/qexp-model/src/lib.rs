@@ -17,6 +17,7 @@ mod file;
 mod fit;
 mod ols;
 mod params;
+mod power;
 mod predict;
 mod slo;
 mod table;
@@ -33,9 +34,11 @@ pub use fit::{
     PrefillForm, TRIALS_PER_RUN,
 };
 pub use params::{Coef, Params, Schedule};
+pub use power::{fit_power, CostPrediction, PowerGap, PowerModel, PowerObservation, Span};
 pub use predict::{
-    capacity, default_requests, extrapolated, is_tail, predict, predict_with, Axis, Capacity,
-    CapacityQuery, Predicted, Prediction, TailRefused, MIN_RATE, MIN_TAIL_REQUESTS,
+    capacity, cheapest, default_requests, extrapolated, is_tail, predict, predict_with, Axis,
+    Capacity, CapacityQuery, Cheapest, CostObjective, Predicted, Prediction, TailRefused, MIN_RATE,
+    MIN_TAIL_REQUESTS,
 };
 pub use slo::{Slo, SloError};
 pub use table::{

@@ -262,7 +262,7 @@ async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_
 /// A fake exporter for one deployment: 2 GPUs drawing 100 W idle and 40 W
 /// more per stream in flight on that deployment, no energy counter (the
 /// energy is the integrated power).
-fn load_following(
+pub(crate) fn load_following(
     in_flight: impl Fn() -> usize + Send + Sync + 'static,
 ) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
     move |_, _| {
