@@ -129,14 +129,14 @@ Writes one Benchmark Report (JSON, schema v0.2.1) per trial and point: the run, 
 (tool qexp, lengths, concurrency or rate) and the measured requests' statistics (TTFT, TPOT,
 chunk gaps, E2E, lengths, throughput), so llm-d-benchmark's analysis reads qexp's results.")]
     Export(ExportArgs),
-    /// Predict TTFT, TPOT, E2E and throughput (and cost) with intervals, and the capacity under an SLO.
+    /// Predict latency, throughput and cost with intervals, and the capacity under an SLO.
     #[command(after_help = "\
 Examples:
   qexp predict RUN/model.json --concurrency 1,8,64 --input 1000 --output 500
   qexp predict RUN/model.json --plan experiments/longctx.toml
   qexp predict founding --input 1000 --output 500 --slo ttft_p90=2s,tpot=50ms
   qexp predict founding --input 1000 --output 500 --set tokens_per_step=1 --step-scale 0.8
-  qexp predict RUN/model.json --input 1000 --output 500 --slo tpot=50ms --cheapest --kwh-usd 0.15 --pue 1.3
+  qexp predict RUN/model.json --input 1000 --output 500 --slo tpot=50ms --cheapest --kwh-usd 0.15
 MODEL is a `qexp fit` file or `founding` (the fit of the founding tables). Predictions
 outside the fitted ranges are labelled extrapolated. A model fitted on runs with [power]
 also predicts power, J per output token and, with a price, $ per 1M output tokens.")]

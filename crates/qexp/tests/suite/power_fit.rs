@@ -69,9 +69,7 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
             "[power]\nsource = \"dcgm\"\nurl = \"{}\"\ngpus = [0, 1]\ninterval_ms = 10\ngap_limit_s = 1.0\n\n[cost]\nkwh_usd = 0.15\npue = 1.3\n",
             dcgm.url
         ));
-    let t0 = std::time::Instant::now();
     let a = crate::common::run_plan(tmp.path(), &plan).await;
-    eprintln!("run: {:.1} s", t0.elapsed().as_secs_f64());
     drop((dcgm, proxy, sim));
     let held = a
         .points
@@ -87,12 +85,13 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
         &dir,
         "--hold-out",
         &held,
+        "--replicates",
+        "20",
         "--out",
         &file.to_string_lossy(),
     ])
     .output()
     .unwrap();
-    eprintln!("fit: {:.1} s", t0.elapsed().as_secs_f64());
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -152,7 +151,7 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
         axis: qexp_model::Axis::Concurrency,
         input_tokens: 50.0,
         output_tokens: 16.0,
-        bound: 16.0,
+        bound: 8.0,
         requests: None,
     };
     let capacity = qexp_model::capacity(&model, &model.params, &slo, &q)
@@ -208,6 +207,8 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
         "--slo",
         "tpot=16ms",
         "--cheapest",
+        "--max-concurrency",
+        "8",
     ])
     .output()
     .unwrap();
