@@ -461,6 +461,77 @@ async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_inval
     drop((sim, proxy, dcgm));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clock_drop_during_one_point_names_its_cause_there_only() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = qexp_testkit::sim("fast").await;
+    let proxy = crate::counting_proxy::CountingProxy::start(sim.addr()).await;
+    let in_flight = proxy.in_flight_counter();
+    // The SM clock falls from 1800 to 900 MHz while 3 or more streams are
+    // in flight, which only the c = 4 point reaches; nothing is capped.
+    let dcgm = FakeDcgm::start(move |_, _| {
+        let clock = if in_flight() >= 3 { 900.0 } else { 1800.0 };
+        Some(vec![FakeGpu {
+            index: 0,
+            power_w: Some(250.0),
+            power_violation_us: Some(0.0),
+            sm_clock_mhz: Some(clock),
+            ..FakeGpu::default()
+        }])
+    })
+    .await;
+    let plan = PlanFixture::new("clock-drop")
+        .target(&proxy.base_url)
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(60)
+        .concurrency(&[1, 2, 4])
+        .requests(8)
+        .warmup(0)
+        .trials(1)
+        .seed(3)
+        .raw(&format!(
+            "[power]\nurl = \"{}\"\ngpus = [0]\ninterval_ms = 10\ngap_limit_s = 1.0\n",
+            dcgm.url
+        ));
+    let r = run_plan(tmp.path(), &plan).await.unwrap();
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    drop((sim, proxy, dcgm));
+    let id = |c: u32| {
+        a.points
+            .iter()
+            .find(|p| p.point.concurrency == c)
+            .unwrap()
+            .point
+            .id
+    };
+    let held: Vec<_> = a
+        .flags
+        .iter()
+        .filter(|f| matches!(f, qexp_analysis::Flag::GpuHeldBack { .. }))
+        .collect();
+    assert_eq!(held.len(), 1, "{:?}", a.flags);
+    assert_eq!(held[0].point_id(), Some(id(4)));
+    let said = held[0].to_string();
+    eprintln!("{said}");
+    assert!(
+        said.starts_with("The GPU's SM clock fell to 900 MHz in this point, 50% below the run's usual 1800 MHz (trial 1)"),
+        "{said}"
+    );
+    for c in [1, 2] {
+        assert!(
+            a.flags
+                .iter()
+                .filter(|f| f.point_id() == Some(id(c)))
+                .all(|f| !f.to_string().contains("SM clock")),
+            "c={c}: {:?}",
+            a.flags
+        );
+    }
+}
+
 /// This process's CPU time (user + system), seconds, from /proc/self/stat.
 fn cpu_s() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
