@@ -157,7 +157,8 @@ Examples:
   qexp bench --quick --out /tmp/bench.json  # seconds; figures not comparable
 Measures output tok/s and CPU s per million tokens (C = 1..1024), TTFT and chunk-gap
 error against the server's own timestamps, peak RSS with 1,000 and 10,000 open
-streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
+streams, open-loop send lag and achieved rate at 100..10,000 req/s, and the client's
+CPU with and without sampling 8 GPUs' power every 100 ms (--power: that alone).")]
     Bench(BenchArgs),
     /// Put the shard folders of one run (`qexp run --shard K/N`) together into one run.
     #[command(after_help = "\
@@ -602,6 +603,9 @@ pub struct BenchArgs {
     /// Only the timing fidelity at C = 1, 100, 500 and 1,000 (about a minute).
     #[arg(long, conflicts_with = "quick")]
     pub fidelity: bool,
+    /// Only the client's cost of sampling GPU power ([power]): C = 64 without and with it, three times.
+    #[arg(long, conflicts_with_all = ["quick", "fidelity"])]
+    pub power: bool,
     /// Results file (JSON; a Markdown table is written beside it); default results/bench/bench-<UTC time>.json.
     #[arg(long)]
     pub out: Option<PathBuf>,
