@@ -202,6 +202,17 @@ pub async fn run_bench(
         ));
         res.open_loop.push(row);
     }
+    power_sampling(&env, scale, &mut res, &mut say).await?;
+    Ok(res)
+}
+
+/// The power-sampling pairs of `scale`, into `res`.
+async fn power_sampling(
+    env: &Env,
+    scale: &Scale,
+    res: &mut BenchResults,
+    say: &mut impl FnMut(&str),
+) -> Result<(), BenchError> {
     for &c in &scale.power_c {
         let paced = scenarios::Paced {
             concurrency: c,
@@ -209,7 +220,7 @@ pub async fn run_bench(
             itl_ms: scale.power_itl_ms,
             requests: scale.power_waves * c,
         };
-        let row = scenarios::power_sampling(&env, &paced, scale.power_interval_ms).await?;
+        let row = scenarios::power_sampling(env, &paced, scale.power_interval_ms).await?;
         say(&format!(
             "power sampling: C={c}, {} GPUs every {} ms: {:+.4} cores ({} scrapes, {:+.3} ms CPU per scrape)",
             row.gpus,
@@ -220,5 +231,5 @@ pub async fn run_bench(
         ));
         res.power.push(row);
     }
-    Ok(res)
+    Ok(())
 }
