@@ -517,7 +517,7 @@ pub struct PredictArgs {
     /// Highest rate (requests/s) the capacity search tries.
     #[arg(long, default_value_t = 1000.0)]
     pub max_rate: f64,
-    /// Price the GPUs at $ per GPU-hour (rent, power included) for $ per 1M output tokens [default: the fitted runs' [cost]].
+    /// Price the GPUs at $ per GPU-hour (rent, power included) for $ per 1M output tokens [default: the fitted runs' `[cost]`].
     #[arg(long, value_name = "USD", conflicts_with = "kwh_usd")]
     pub gpu_hour_usd: Option<f64>,
     /// Price the GPUs' energy at $ per kWh (times --pue) for $ per 1M output tokens.
@@ -529,7 +529,7 @@ pub struct PredictArgs {
     /// GPUs a price per GPU-hour multiplies [default: those the fitted runs measured].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub gpus: Option<u32>,
-    /// With --slo: also print the cheapest concurrency that holds it: the lowest $ per 1M output tokens with a price, else the lowest J per output token (needs a model fitted on runs with [power]).
+    /// With --slo: also print the cheapest concurrency that holds it: the lowest $ per 1M output tokens with a price, else the lowest J per output token (needs a model fitted on runs with `[power]`).
     #[arg(long, requires = "slo")]
     pub cheapest: bool,
 }
@@ -603,7 +603,7 @@ pub struct BenchArgs {
     /// Only the timing fidelity at C = 1, 100, 500 and 1,000 (about a minute).
     #[arg(long, conflicts_with = "quick")]
     pub fidelity: bool,
-    /// Only the client's cost of sampling GPU power ([power]): C = 64 without and with it, three times.
+    /// Only the client's cost of sampling GPU power (`[power]`): C = 64 without and with it, three times.
     #[arg(long, conflicts_with_all = ["quick", "fidelity"])]
     pub power: bool,
     /// Results file (JSON; a Markdown table is written beside it); default results/bench/bench-<UTC time>.json.
