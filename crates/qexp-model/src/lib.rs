@@ -4,7 +4,9 @@
 //! FIFO queue), the versioned model file ([`ModelFile`]), the fit of those
 //! coefficients to measured per-(trial, point) medians ([`fit()`]), and
 //! predictions with intervals ([`predict()`], [`capacity()`]) by replaying a
-//! point on the simulator's scheduler in virtual time ([`simulate`]).
+//! point on the simulator's scheduler in virtual time ([`simulate`]), and,
+//! where the runs measured power, the deployment's power against its load
+//! ([`PowerModel`]: what a token costs, and [`cheapest()`] load under an SLO).
 //!
 //! It sits at the bottom of the workspace so that the simulator (which
 //! serves a model file) and the analysis (which turns runs into
