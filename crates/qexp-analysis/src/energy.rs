@@ -122,7 +122,7 @@ impl EnergySummary {
 
 /// The price the recorded plan's `[cost]` gives, and the GPUs it rents
 /// where `[power]` does not count them.
-fn price(manifest: &Manifest) -> Option<(Price, Option<u32>)> {
+pub(crate) fn price(manifest: &Manifest) -> Option<(Price, Option<u32>)> {
     let c = qexp_plan::CostSection::from_plan_text(&manifest.plan_text)?;
     let price = match (c.gpu_hour_usd, c.kwh_usd) {
         (Some(usd), None) => Price::GpuHour { usd },

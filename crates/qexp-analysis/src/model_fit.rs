@@ -6,7 +6,8 @@
 
 use crate::metrics::PointSummary;
 use crate::run::RunAnalysis;
-use qexp_model::{Check, ModelFile, Observation, Source, TRIALS_PER_RUN};
+use qexp_model::{Check, ModelFile, Observation, PowerObservation, Source, TRIALS_PER_RUN};
+use qexp_types::cost::Price;
 
 /// A run's points as observations: one per (trial, point) with timing.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +18,13 @@ pub struct RunObservations {
     pub rows: Vec<Observation>,
     /// Points left out, with why (multi-stage or trace loads, another deployment).
     pub skipped: Vec<String>,
+    /// Each observed (trial, point)'s mean power, where it was measured
+    /// and its energy trusted (numbered as `rows`).
+    pub power: Vec<PowerObservation>,
+    /// GPUs measured (or rented, `[cost] gpus`), the most of any trial.
+    pub gpus: Option<u32>,
+    /// The price of the plan's `[cost]`.
+    pub price: Option<Price>,
 }
 
 /// The observations of `run` (the `index`-th of those fitted together),
@@ -29,12 +37,23 @@ pub fn run_observations(
     let m = &run.manifest;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
+    let mut power = Vec::new();
+    let mut gpus = None;
     for p in &run.points {
         if deployment.is_some() && p.point.deployment.as_deref() != deployment {
             continue;
         }
         match point_rows(p, index) {
-            Ok(r) => rows.extend(r),
+            Ok(r) => {
+                power.extend(power_rows(p, &r));
+                gpus = gpus.max(
+                    p.trials
+                        .iter()
+                        .filter_map(|t| t.energy.as_ref()?.gpus)
+                        .max(),
+                );
+                rows.extend(r);
+            }
             Err(why) => skipped.push(format!("{}: {why}", p.point.label())),
         }
     }
@@ -51,7 +70,29 @@ pub fn run_observations(
         },
         rows,
         skipped,
+        power,
+        gpus,
+        price: crate::energy::price(m).map(|(price, _)| price),
     }
+}
+
+/// The mean power of each of `rows` (the point's observations) whose
+/// trial measured it with a trusted energy.
+fn power_rows(p: &PointSummary, rows: &[Observation]) -> Vec<PowerObservation> {
+    rows.iter()
+        .filter_map(|o| {
+            let t = p
+                .trials
+                .iter()
+                .find(|t| t.trial == o.trial % TRIALS_PER_RUN)?;
+            let e = t.energy.as_ref().filter(|e| e.invalid_reason.is_none())?;
+            (e.power_avg_w.is_finite() && e.power_avg_w > 0.0).then(|| PowerObservation {
+                label: o.label.clone(),
+                trial: o.trial,
+                power_w: e.power_avg_w,
+            })
+        })
+        .collect()
 }
 
 /// The deployments of a run (empty for a run without `[[deployment]]`).

@@ -126,6 +126,50 @@ pub struct BenchResults {
     pub memory: Vec<MemoryRow>,
     /// Open-loop rows.
     pub open_loop: Vec<OpenLoopRow>,
+    /// What `[power]` sampling costs the client (absent in results from before).
+    #[serde(default)]
+    pub power: Vec<PowerRow>,
+}
+
+/// The client's cost of sampling GPU power: one paced closed-loop run
+/// without `[power]` and the same run sampling the bench server's DCGM
+/// exporter.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PowerRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// GPUs sampled.
+    pub gpus: u32,
+    /// Between reads, ms.
+    pub interval_ms: u32,
+    /// qexp CPU seconds without sampling.
+    pub cpu_s_without: f64,
+    /// Wall seconds without sampling.
+    pub wall_s_without: f64,
+    /// qexp CPU seconds with sampling.
+    pub cpu_s_with: f64,
+    /// Wall seconds with sampling.
+    pub wall_s_with: f64,
+    /// Client tok/s without sampling.
+    pub client_tok_s_without: f64,
+    /// Client tok/s with sampling.
+    pub client_tok_s_with: f64,
+    /// Exporter scrapes answered during the run with sampling.
+    pub scrapes: u64,
+    /// Failed requests, both runs.
+    pub failures: u64,
+}
+
+impl PowerRow {
+    /// Extra cores sampling took: CPU with per wall second − CPU without per wall second.
+    pub fn extra_cores(&self) -> f64 {
+        self.cpu_s_with / self.wall_s_with - self.cpu_s_without / self.wall_s_without
+    }
+
+    /// Extra CPU per scrape, ms (the run's CPU with − without, over the scrapes).
+    pub fn cpu_ms_per_scrape(&self) -> f64 {
+        (self.cpu_s_with - self.cpu_s_without) / self.scrapes as f64 * 1e3
+    }
 }
 
 /// What a figure missing from older results reads as.
@@ -161,7 +205,36 @@ impl BenchResults {
         self.fidelity_table(&mut s);
         self.memory_table(&mut s);
         self.open_loop_table(&mut s);
+        self.power_table(&mut s);
         s
+    }
+
+    /// The power-sampling table: the client's CPU with and without
+    /// `[power]`; nothing without rows.
+    fn power_table(&self, s: &mut String) {
+        if !self.power.is_empty() {
+            s.push_str("\n| C | GPUs | interval (ms) | CPU s without / with | wall s without / with | client tok/s without / with | scrapes | extra cores | extra CPU per scrape (ms) | failures |\n|---|---|---|---|---|---|---|---|---|---|\n");
+            for r in &self.power {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} / {} | {} / {} | {} / {} | {} | {} | {} | {} |",
+                    r.concurrency,
+                    r.gpus,
+                    r.interval_ms,
+                    f(r.cpu_s_without, 2),
+                    f(r.cpu_s_with, 2),
+                    f(r.wall_s_without, 2),
+                    f(r.wall_s_with, 2),
+                    f(r.client_tok_s_without, 0),
+                    f(r.client_tok_s_with, 0),
+                    r.scrapes,
+                    f(r.extra_cores(), 4),
+                    f(r.cpu_ms_per_scrape(), 3),
+                    r.failures
+                );
+            }
+            s.push_str("\nExtra cores: CPU per wall second with sampling − without (the exporter runs in the bench server's process, not counted); per scrape: the runs' CPU difference over the scrapes. The runs are paced by the server (tokens 10 ms apart) so that the client's own CPU stays low; two runs' CPU still differ by noise: compare several rows.\n");
+        }
     }
 
     /// The ceiling table: output tok/s qexp ingests and records at each

@@ -43,6 +43,18 @@ pub struct Scale {
     pub rates: Vec<f64>,
     /// Seconds of arrivals per rate.
     pub rate_duration_s: f64,
+    /// Concurrencies at which to measure `[power]` sampling's cost.
+    pub power_c: Vec<u32>,
+    /// Tokens per power stream, paced `power_itl_ms` apart by the server
+    /// (a paced run keeps the client's own CPU low and steady, so that
+    /// the sampler's share shows above the noise of two runs).
+    pub power_tokens: u32,
+    /// The server's gap between a power stream's tokens, ms.
+    pub power_itl_ms: f64,
+    /// Requests per stream slot (requests = waves × C).
+    pub power_waves: u32,
+    /// Between power reads, ms.
+    pub power_interval_ms: u32,
 }
 
 impl Scale {
@@ -59,6 +71,11 @@ impl Scale {
             memory_hold_ms: 4000.0,
             rates: vec![100.0, 1000.0, 10_000.0],
             rate_duration_s: 3.0,
+            power_c: vec![64, 64, 64],
+            power_tokens: 100,
+            power_itl_ms: 10.0,
+            power_waves: 5,
+            power_interval_ms: 100,
         }
     }
 
@@ -67,6 +84,19 @@ impl Scale {
     pub fn fidelity_only() -> Scale {
         Scale {
             ceiling_c: Vec::new(),
+            memory_c: Vec::new(),
+            rates: Vec::new(),
+            power_c: Vec::new(),
+            ..Scale::full()
+        }
+    }
+
+    /// Only the full benchmark's cost of power sampling (C = 64 three times, 8 GPUs
+    /// every 100 ms, against the same paced run without): seconds.
+    pub fn power_only() -> Scale {
+        Scale {
+            ceiling_c: Vec::new(),
+            fidelity_c: Vec::new(),
             memory_c: Vec::new(),
             rates: Vec::new(),
             ..Scale::full()
@@ -86,6 +116,11 @@ impl Scale {
             memory_hold_ms: 200.0,
             rates: vec![200.0],
             rate_duration_s: 0.5,
+            power_c: vec![8],
+            power_tokens: 8,
+            power_itl_ms: 5.0,
+            power_waves: 2,
+            power_interval_ms: 20,
         }
     }
 }
@@ -115,6 +150,7 @@ pub async fn run_bench(
         fidelity: Vec::new(),
         memory: Vec::new(),
         open_loop: Vec::new(),
+        power: Vec::new(),
     };
     // Memory first: peak RSS only grows, so later scenarios must not set it.
     process::raise_nofile();
@@ -166,5 +202,34 @@ pub async fn run_bench(
         ));
         res.open_loop.push(row);
     }
+    power_sampling(&env, scale, &mut res, &mut say).await?;
     Ok(res)
+}
+
+/// The power-sampling pairs of `scale`, into `res`.
+async fn power_sampling(
+    env: &Env,
+    scale: &Scale,
+    res: &mut BenchResults,
+    say: &mut impl FnMut(&str),
+) -> Result<(), BenchError> {
+    for &c in &scale.power_c {
+        let paced = scenarios::Paced {
+            concurrency: c,
+            tokens: scale.power_tokens,
+            itl_ms: scale.power_itl_ms,
+            requests: scale.power_waves * c,
+        };
+        let row = scenarios::power_sampling(env, &paced, scale.power_interval_ms).await?;
+        say(&format!(
+            "power sampling: C={c}, {} GPUs every {} ms: {:+.4} cores ({} scrapes, {:+.3} ms CPU per scrape)",
+            row.gpus,
+            row.interval_ms,
+            row.extra_cores(),
+            row.scrapes,
+            row.cpu_ms_per_scrape()
+        ));
+        res.power.push(row);
+    }
+    Ok(())
 }

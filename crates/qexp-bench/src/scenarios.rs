@@ -3,7 +3,7 @@
 //! rows back and sets them against the server's own account.
 
 use crate::error::BenchError;
-use crate::figures::{CeilingRow, FidelityRow, MemoryRow, OpenLoopRow};
+use crate::figures::{CeilingRow, FidelityRow, MemoryRow, OpenLoopRow, PowerRow};
 use crate::process::{cpu_s, peak_rss_mb};
 use crate::server::ServerReport;
 use polars::prelude::*;
@@ -326,5 +326,58 @@ pub async fn open_loop(env: &Env, rate: f64, duration_s: f64) -> Result<OpenLoop
         send_lag_p50_ms: q(&rows.queue_s, 0.5) * 1000.0,
         send_lag_p99_ms: q(&rows.queue_s, 0.99) * 1000.0,
         failures: rows.failures,
+    })
+}
+
+/// A closed-loop run of paced streams: `requests` at `concurrency`, each
+/// `tokens` tokens `itl_ms` apart.
+#[derive(Debug, Clone, Copy)]
+pub struct Paced {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Tokens per stream.
+    pub tokens: u32,
+    /// The server's gap between tokens, ms.
+    pub itl_ms: f64,
+    /// Requests in all.
+    pub requests: u32,
+}
+
+/// Power sampling: the same paced run without `[power]` and then sampling
+/// the bench server's DCGM exporter ([`crate::server::DCGM_GPUS`] GPUs)
+/// every `interval_ms`.
+pub async fn power_sampling(
+    env: &Env,
+    run: &Paced,
+    interval_ms: u32,
+) -> Result<PowerRow, BenchError> {
+    let c = run.concurrency;
+    let body = closed(c, run.requests, run.tokens);
+    let extra = format!(", bench_ttft_ms = {0}, bench_itl_ms = {0}", run.itl_ms);
+    let without = run_plan(env, &format!("power-off-c{c}"), &extra, &body).await?;
+    let rows_without = read_rows(&without.dir)?;
+    cleanup(&without.dir);
+    let gpus = crate::server::DCGM_GPUS;
+    let ids: Vec<String> = (0..gpus).map(|i| i.to_string()).collect();
+    let power = format!(
+        "{body}\n[power]\nsource = \"dcgm\"\nurl = \"{}/bench/dcgm\"\ngpus = [{}]\ninterval_ms = {interval_ms}\nrequired = true\n",
+        env.base_url,
+        ids.join(", ")
+    );
+    let with = run_plan(env, &format!("power-on-c{c}"), &extra, &power).await?;
+    let rows_with = read_rows(&with.dir)?;
+    cleanup(&with.dir);
+    Ok(PowerRow {
+        concurrency: c,
+        gpus,
+        interval_ms,
+        cpu_s_without: without.cpu_s,
+        wall_s_without: without.wall_s,
+        cpu_s_with: with.cpu_s,
+        wall_s_with: with.wall_s,
+        client_tok_s_without: rows_without.agg_tok_s,
+        client_tok_s_with: rows_with.agg_tok_s,
+        scrapes: with.server.scrapes,
+        failures: rows_without.failures + rows_with.failures,
     })
 }

@@ -54,6 +54,9 @@ pub struct ServerReport {
     /// client's too when both share one process, as in tests).
     #[serde(default)]
     pub cpu_s: f64,
+    /// Scrapes of its DCGM exporter (`/bench/dcgm`) answered.
+    #[serde(default)]
+    pub scrapes: u64,
 }
 
 #[derive(Default)]
@@ -65,6 +68,7 @@ struct Shared {
     records: Mutex<Vec<ServerRecord>>,
     /// The process's CPU seconds at the last drain.
     cpu_at_drain: Mutex<f64>,
+    scrapes: AtomicU64,
 }
 
 struct ServerState {
@@ -99,6 +103,7 @@ impl BenchServer {
             .route("/v1/chat/completions", post(chat))
             .route("/v1/completions", post(completions))
             .route("/bench/drain", get(drain))
+            .route("/bench/dcgm", get(dcgm))
             .with_state(state);
         let (stop, mut stopped) = watch::channel(false);
         // Every chunk goes out the moment it is written (no Nagle batching,
@@ -167,7 +172,39 @@ async fn drain(State(s): State<Arc<ServerState>>) -> Json<ServerReport> {
         tokens: sh.tokens.swap(0, Ordering::SeqCst),
         window_s: last.saturating_sub(first) as f64 / 1e9,
         records,
+        scrapes: sh.scrapes.swap(0, Ordering::SeqCst),
     })
+}
+
+/// GPUs the bench's DCGM exporter reports.
+pub const DCGM_GPUS: u32 = 8;
+
+/// A zero-compute DCGM exporter: [`DCGM_GPUS`] GPUs at a constant 300 W
+/// (energy counter, clocks, violation counters and XIDs as dcgm-exporter
+/// lays them out), so that `[power]` sampling costs qexp what a real
+/// exporter's answer would.
+async fn dcgm(State(s): State<Arc<ServerState>>) -> String {
+    s.shared.scrapes.fetch_add(1, Ordering::SeqCst);
+    let secs = s.epoch.elapsed().as_secs_f64();
+    use qexp_power::dcgm as f;
+    let fields: [(&str, &str, f64); 6] = [
+        (f::POWER, "gauge", 300.0),
+        (f::ENERGY, "counter", 300_000.0 * secs),
+        (f::POWER_VIOLATION, "counter", 0.0),
+        (f::THERMAL_VIOLATION, "counter", 0.0),
+        (f::SM_CLOCK, "gauge", 1800.0),
+        (f::XID, "gauge", 0.0),
+    ];
+    let mut out = String::new();
+    for (name, kind, v) in fields {
+        out.push_str(&format!("# TYPE {name} {kind}\n"));
+        for i in 0..DCGM_GPUS {
+            out.push_str(&format!(
+                "{name}{{gpu=\"{i}\",UUID=\"GPU-bench-{i}\",modelName=\"Bench GPU\",Hostname=\"bench\",DCGM_FI_DRIVER_VERSION=\"0\"}} {v}\n"
+            ));
+        }
+    }
+    out
 }
 
 async fn chat(

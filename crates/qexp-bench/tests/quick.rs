@@ -65,7 +65,7 @@ async fn quick_bench_measures_every_scenario() {
     })
     .await
     .unwrap();
-    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert_eq!(lines.len(), 7, "{lines:?}");
 
     assert_eq!(res.ceiling.len(), 2);
     for r in &res.ceiling {
@@ -112,7 +112,18 @@ async fn quick_bench_measures_every_scenario() {
     );
     assert!(o.send_lag_p50_ms >= 0.0, "{o:?}");
 
+    // Sampling ran beside the requests: the exporter was read about every
+    // 20 ms while the run lasted, and no request failed for it.
+    let p = &res.power[0];
+    assert_eq!((p.failures, p.gpus), (0, 8), "{p:?}");
+    assert!(
+        p.scrapes >= 2 && p.scrapes as f64 <= p.wall_s_with / 0.02 + 5.0,
+        "{p:?}"
+    );
+    assert!(p.extra_cores().is_finite(), "{p:?}");
+
     let md = res.markdown();
+    assert!(md.contains("| C | GPUs | interval (ms) |"), "{md}");
     assert!(
         md.contains("QUICK") && md.contains("| C | tokens/stream |"),
         "{md}"

@@ -67,6 +67,9 @@ pub struct Outcome {
     pub e2e_s: Vec<f64>,
     /// All output tokens / (first send → last completion).
     pub agg_tok_s: f64,
+    /// Mean requests in flight at the server (sent, not finished) over
+    /// first send → last completion: the sum of the E2Es over that window.
+    pub mean_in_flight: f64,
     /// Mean sequences decoding over every decode step.
     pub mean_batch: f64,
     /// Mean batch context (tokens) over every decode step.
@@ -433,6 +436,8 @@ impl Replay<'_> {
             ttft_s: self.reqs.iter().map(|r| r.first - r.sent).collect(),
             e2e_s: self.reqs.iter().map(|r| r.last - r.sent).collect(),
             agg_tok_s: tokens / (last_done - first_send).max(1e-12),
+            mean_in_flight: self.reqs.iter().map(|r| r.last - r.sent).sum::<f64>()
+                / (last_done - first_send).max(1e-12),
             mean_batch: if self.steps > 0.0 {
                 self.batch_sum / steps
             } else {

@@ -49,6 +49,11 @@ pub struct ModelFile {
     /// not searched, and in files written before it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<crate::fit::FormEvidence>,
+    /// Power against the load (`P = idle + per sequence × sequences in
+    /// flight`), where the runs measured the deployment's power. Absent
+    /// without power, and in files written before it was fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::power::PowerModel>,
 }
 
 /// Where a model's observations came from.

@@ -169,7 +169,7 @@ struct Estimate {
 pub const TRIALS_PER_RUN: u32 = 100_000;
 
 /// The trials of `rows` by run (see [`TRIALS_PER_RUN`]), each run's sorted.
-fn strata(rows: &[&Observation]) -> BTreeMap<u32, Vec<u32>> {
+pub(crate) fn strata(rows: &[&Observation]) -> BTreeMap<u32, Vec<u32>> {
     let mut by_run: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for r in rows {
         by_run
@@ -239,6 +239,7 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
         residuals,
         replicates,
         evidence: est.evidence,
+        power: None,
     })
 }
 
@@ -778,7 +779,25 @@ fn step_column(c: Coef, batch: f64, context: f64) -> f64 {
 /// [`TRIALS_PER_RUN`]), on the point estimate's schedule and intake window;
 /// none where no run has 2 trials.
 fn resample(rows: &[&Observation], opts: &FitOptions, point: &Params) -> Vec<Params> {
-    let strata = strata(rows);
+    draws(&strata(rows), opts)
+        .iter()
+        .filter_map(|drawn| {
+            let sample: Vec<&Observation> = drawn
+                .iter()
+                .flat_map(|t| rows.iter().copied().filter(move |r| r.trial == *t))
+                .collect();
+            estimate(&sample, Pin::Form(Form::of(point)))
+                .ok()
+                .map(|e| e.params)
+        })
+        .collect()
+}
+
+/// The trials of each resampled refit: every run's trials drawn with
+/// replacement from that run's (`strata`), `opts.replicates` times from
+/// `opts.seed`; none when no run has two trials. The power fit draws the
+/// same trials as the timing fit.
+pub(crate) fn draws(strata: &BTreeMap<u32, Vec<u32>>, opts: &FitOptions) -> Vec<Vec<u32>> {
     if strata.values().all(|t| t.len() < 2) {
         return Vec::new();
     }
@@ -791,22 +810,15 @@ fn resample(rows: &[&Observation], opts: &FitOptions, point: &Params) -> Vec<Par
         rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
     };
     (0..opts.replicates)
-        .filter_map(|_| {
-            let drawn: Vec<u32> = strata
+        .map(|_| {
+            strata
                 .values()
                 .flat_map(|trials| {
                     (0..trials.len())
                         .map(|_| trials[(next() % trials.len() as u64) as usize])
                         .collect::<Vec<u32>>()
                 })
-                .collect();
-            let sample: Vec<&Observation> = drawn
-                .iter()
-                .flat_map(|t| rows.iter().copied().filter(move |r| r.trial == *t))
-                .collect();
-            estimate(&sample, Pin::Form(Form::of(point)))
-                .ok()
-                .map(|e| e.params)
+                .collect()
         })
         .collect()
 }
@@ -835,25 +847,7 @@ fn intervals(
                     _ => coef.get(p),
                 })
                 .collect();
-            let (mut lo, mut hi) = if reps.is_empty() {
-                (value, value)
-            } else {
-                (
-                    quantile(&reps, 0.05).min(value),
-                    quantile(&reps, 0.95).max(value),
-                )
-            };
-            // Few trials: the bootstrap's spread with Student's t on
-            // (trials − runs) degrees of freedom, as for few clusters (Cameron,
-            // Gelbach & Miller 2008); percentiles alone are too narrow there.
-            if reps.len() > 1 && df > 0 {
-                let mean = reps.iter().sum::<f64>() / reps.len() as f64;
-                let var =
-                    reps.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (reps.len() - 1) as f64;
-                let half = t95(df) * var.sqrt();
-                lo = lo.min(value - half);
-                hi = hi.max(value + half);
-            }
+            let [mut lo, mut hi] = resampled_interval(value, &reps, df);
             // Each regression's own t-interval, around the estimate (which
             // differs from the regression's solution where a term was set
             // to 0, or `a` gave up the mixed schedule's intake window).
@@ -869,6 +863,31 @@ fn intervals(
             (reps.len() > 1 || lo < hi).then_some(Interval { coef, lo, hi })
         })
         .collect()
+}
+
+/// The 90% interval of an estimate `value` from its resampled refits
+/// `reps`: their 5th–95th percentiles, widened to ± t(`df`) times their
+/// standard deviation (with few trials, the bootstrap's spread with
+/// Student's t on trials − runs degrees of freedom, as for few clusters:
+/// Cameron, Gelbach & Miller 2008; percentiles alone are too narrow
+/// there), and always holding `value`.
+pub(crate) fn resampled_interval(value: f64, reps: &[f64], df: usize) -> [f64; 2] {
+    let (mut lo, mut hi) = if reps.is_empty() {
+        (value, value)
+    } else {
+        (
+            quantile(reps, 0.05).min(value),
+            quantile(reps, 0.95).max(value),
+        )
+    };
+    if reps.len() > 1 && df > 0 {
+        let mean = reps.iter().sum::<f64>() / reps.len() as f64;
+        let var = reps.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (reps.len() - 1) as f64;
+        let half = t95(df) * var.sqrt();
+        lo = lo.min(value - half);
+        hi = hi.max(value + half);
+    }
+    [lo, hi]
 }
 
 /// Measured medians across trials against the replayed model, per point.

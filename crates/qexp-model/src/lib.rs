@@ -5,7 +5,9 @@
 //! FIFO queue), the versioned model file ([`ModelFile`]), the fit of those
 //! coefficients to measured per-(trial, point) medians ([`fit()`]), and
 //! predictions with intervals ([`predict()`], [`capacity()`]) by replaying a
-//! point on the simulator's scheduler in virtual time ([`simulate`]).
+//! point on the simulator's scheduler in virtual time ([`simulate`]), and,
+//! where the runs measured power, the deployment's power against its load
+//! ([`PowerModel`]: what a token costs, and [`cheapest()`] load under an SLO).
 //!
 //! It sits at the bottom of the workspace so that the simulator (which
 //! serves a model file) and the analysis (which turns runs into
@@ -18,6 +20,7 @@ mod file;
 mod fit;
 mod ols;
 mod params;
+mod power;
 mod predict;
 mod slo;
 mod table;
@@ -34,9 +37,11 @@ pub use fit::{
     PrefillForm, TRIALS_PER_RUN,
 };
 pub use params::{Coef, Params, Schedule};
+pub use power::{fit_power, CostPrediction, PowerGap, PowerModel, PowerObservation, Span};
 pub use predict::{
-    capacity, default_requests, extrapolated, is_tail, predict, predict_with, Axis, Capacity,
-    CapacityQuery, Predicted, Prediction, TailRefused, MIN_RATE, MIN_TAIL_REQUESTS,
+    capacity, cheapest, default_requests, extrapolated, is_tail, predict, predict_with, Axis,
+    Capacity, CapacityQuery, Cheapest, CostObjective, Predicted, Prediction, TailRefused, MIN_RATE,
+    MIN_TAIL_REQUESTS,
 };
 pub use slo::{Slo, SloError};
 pub use table::{

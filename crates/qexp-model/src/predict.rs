@@ -9,6 +9,7 @@ use crate::file::{ModelFile, ModelMetric, Ranges};
 use crate::fit::predicted;
 use crate::params::{Coef, Params};
 use crate::slo::Slo;
+use qexp_types::cost::Price;
 
 /// Replicates replayed per prediction, at most (enough for a 5–95% interval).
 const MAX_REPLICATES: usize = 40;
@@ -62,6 +63,8 @@ pub struct Prediction {
     pub refused: Vec<TailRefused>,
     /// Axes outside the fitted ranges (empty: an interpolation).
     pub extrapolated: Vec<Axis>,
+    /// Power, energy and cost, where the model has power.
+    pub cost: Option<crate::power::CostPrediction>,
 }
 
 /// Requests a point needs for its 90th percentile to be predicted: with
@@ -159,11 +162,20 @@ pub fn predict_with(model: &ModelFile, params: &Params, load: &Load) -> Predicti
             }
         })
         .collect();
+    let cost = model.power.as_ref().map(|pw| {
+        pw.predict(
+            load,
+            &point,
+            &reps,
+            band(model, ModelMetric::AggTokS, &value_of),
+        )
+    });
     Prediction {
         load: *load,
         metrics,
         refused,
         extrapolated: extrapolated(&model.ranges, load),
+        cost,
     }
 }
 
@@ -299,33 +311,8 @@ pub const MIN_RATE: f64 = 1e-4;
 /// `q.bound`) holding `slo`, by bisection (the metrics grow with load).
 /// An SLO on a tail replays each load with at least [`MIN_TAIL_REQUESTS`].
 pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery) -> Capacity {
-    let CapacityQuery {
-        axis,
-        input_tokens: input,
-        output_tokens: output,
-        bound,
-        requests,
-    } = *q;
-    let at = |x: f64| {
-        let arrivals = match axis {
-            Axis::Rate => Arrivals::Rate { per_s: x, seed: 1 },
-            _ => Arrivals::Closed {
-                concurrency: x.round().max(1.0) as u32,
-            },
-        };
-        let mut requests = requests.unwrap_or_else(|| default_requests(arrivals));
-        // An SLO on a tail is judged where the tail is predicted.
-        if slo.limits.iter().any(|(m, _)| is_tail(*m)) {
-            requests = requests.max(MIN_TAIL_REQUESTS);
-        }
-        let load = Load {
-            arrivals,
-            input_tokens: input,
-            output_tokens: output,
-            requests,
-        };
-        predict_with(model, params, &load)
-    };
+    let CapacityQuery { axis, bound, .. } = *q;
+    let at = |x: f64| predict_with(model, params, &search_load(q, slo, x));
     let search = |end: End| match axis {
         Axis::Rate => bisect_rate(|x| holds(&at(x), slo, end), bound),
         _ => bisect_int(|x| holds(&at(x), slo, end), bound.max(1.0) as u32).map(f64::from),
@@ -352,6 +339,97 @@ pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery
         bound,
         extrapolated,
     }
+}
+
+/// The load a search along `q.axis` replays at `x`; an SLO on a tail is
+/// judged where the tail is predicted (at least [`MIN_TAIL_REQUESTS`]).
+fn search_load(q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
+    let arrivals = match q.axis {
+        Axis::Rate => Arrivals::Rate { per_s: x, seed: 1 },
+        _ => Arrivals::Closed {
+            concurrency: x.round().max(1.0) as u32,
+        },
+    };
+    let mut requests = q.requests.unwrap_or_else(|| default_requests(arrivals));
+    if slo.limits.iter().any(|(m, _)| is_tail(*m)) {
+        requests = requests.max(MIN_TAIL_REQUESTS);
+    }
+    Load {
+        arrivals,
+        input_tokens: q.input_tokens,
+        output_tokens: q.output_tokens,
+        requests,
+    }
+}
+
+/// What the cheapest load minimises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CostObjective {
+    /// Dollars per million output tokens (the model has a price).
+    UsdPerMOut,
+    /// Joules per output token (no price).
+    JPerOutTok,
+}
+
+/// The cheapest concurrency that holds an SLO, and its prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cheapest {
+    /// What was minimised.
+    pub objective: CostObjective,
+    /// The concurrency.
+    pub concurrency: u32,
+    /// Its prediction (with its cost).
+    pub prediction: Prediction,
+}
+
+/// Among the concurrencies from 1 to the capacity under `slo` (each
+/// holding it on the predictions' values), the one of the lowest $ per
+/// million output tokens, or of the lowest J per output token without a
+/// price; None without power in the model, on the rate axis, or when no
+/// load holds the SLO. Loads are compared on the fitted parameters; the
+/// chosen one is predicted with its intervals.
+pub fn cheapest(
+    model: &ModelFile,
+    params: &Params,
+    slo: &Slo,
+    q: &CapacityQuery,
+) -> Option<Cheapest> {
+    let power = model.power.as_ref()?;
+    if q.axis == Axis::Rate {
+        return None;
+    }
+    let top = capacity(model, params, slo, q).value? as u32;
+    let objective = match (power.price, power.gpus) {
+        (Some(Price::Energy { .. }), _) | (Some(Price::GpuHour { .. }), Some(_)) => {
+            CostObjective::UsdPerMOut
+        }
+        _ => CostObjective::JPerOutTok,
+    };
+    let mut best: Option<(u32, f64)> = None;
+    for c in 1..=top {
+        let load = search_load(q, slo, f64::from(c));
+        let o = simulate(params, &load);
+        let cost = power.predict(&load, &o, &[], 0.0);
+        let v = match objective {
+            CostObjective::UsdPerMOut => cost.usd_per_m_out.map_or(f64::NAN, |s| s.value),
+            CostObjective::JPerOutTok => cost.j_per_out_tok.value,
+        };
+        let fits = ModelMetric::ALL.into_iter().all(|m| {
+            slo.limits
+                .iter()
+                .filter(|(l, _)| *l == m)
+                .all(|(_, limit)| predicted(&o, load.output_tokens, m) <= *limit)
+        });
+        if fits && v.is_finite() && best.is_none_or(|(_, b)| v < b) {
+            best = Some((c, v));
+        }
+    }
+    let (concurrency, _) = best?;
+    Some(Cheapest {
+        objective,
+        concurrency,
+        prediction: predict_with(model, params, &search_load(q, slo, f64::from(concurrency))),
+    })
 }
 
 /// The largest `x` in `1..=bound` with `ok(x)`, given `ok` holds below a threshold only.

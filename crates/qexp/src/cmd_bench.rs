@@ -34,6 +34,8 @@ pub(crate) async fn bench(args: BenchArgs) -> Result<u8, CliError> {
         Scale::quick()
     } else if args.fidelity {
         Scale::fidelity_only()
+    } else if args.power {
+        Scale::power_only()
     } else {
         Scale::full()
     };

@@ -4,7 +4,7 @@
 use crate::model_text::{coefficients, metric_value, residuals};
 use crate::{CliError, FitArgs};
 use anyhow::anyhow;
-use qexp_model::{FitOptions, MedianTable, ModelFile, Observation, Source};
+use qexp_model::{FitOptions, MedianTable, ModelFile, Observation, PowerObservation, Source};
 use std::path::PathBuf;
 
 /// What is fitted: observations, their sources, and the default output.
@@ -13,6 +13,10 @@ struct Input {
     sources: Vec<Source>,
     out: PathBuf,
     share: Option<f64>,
+    /// Mean power per (trial, point), the GPUs and the price, where the runs measured power.
+    power: Vec<PowerObservation>,
+    gpus: Option<u32>,
+    price: Option<qexp_types::cost::Price>,
 }
 
 /// `qexp fit`: fits the model, writes the file, prints coefficients,
@@ -47,13 +51,59 @@ pub(crate) fn fit(args: FitArgs) -> Result<u8, CliError> {
     };
     let mut model = qexp_model::fit(&fitted, &opts).map_err(CliError::input)?;
     model.sources = input.sources;
+    let measured = Measured {
+        power: input.power,
+        gpus: input.gpus,
+        price: input.price,
+    };
+    let power_gap = fit_power(&mut model, &fitted, &measured, &args.hold_out, &opts);
     let out = args.out.clone().unwrap_or(input.out);
     model.write(&out).map_err(CliError::failure)?;
     print_fit(&model, fitted.len(), &out);
+    if let Some(gap) = power_gap {
+        println!("Power: not fitted: {gap}.\n");
+    }
     if !held.is_empty() {
         print!("{}", held_out(&model, &held));
     }
     Ok(0)
+}
+
+/// What the runs measured of power, and their price.
+struct Measured {
+    power: Vec<PowerObservation>,
+    gpus: Option<u32>,
+    price: Option<qexp_types::cost::Price>,
+}
+
+/// Fits the power model where the runs measured power (the held-out
+/// points left out, as from the timing fit); why not, when they measured
+/// some but too little.
+fn fit_power(
+    model: &mut ModelFile,
+    fitted: &[Observation],
+    input: &Measured,
+    hold_out: &[String],
+    opts: &FitOptions,
+) -> Option<qexp_model::PowerGap> {
+    if input.power.is_empty() {
+        return None;
+    }
+    let power: Vec<PowerObservation> = input
+        .power
+        .iter()
+        .filter(|p| !hold_out.contains(&p.label))
+        .cloned()
+        .collect();
+    match qexp_model::fit_power(model, fitted, &power, opts) {
+        Ok(mut p) => {
+            p.gpus = input.gpus;
+            p.price = input.price;
+            model.power = Some(p);
+            None
+        }
+        Err(gap) => Some(gap),
+    }
 }
 
 fn from_table(path: &std::path::Path) -> Result<Input, CliError> {
@@ -69,6 +119,9 @@ fn from_table(path: &std::path::Path) -> Result<Input, CliError> {
         }],
         out: path.with_extension("model.json"),
         share: table.full_attention_share,
+        power: Vec::new(),
+        gpus: None,
+        price: None,
     })
 }
 
@@ -86,6 +139,7 @@ fn from_runs(args: &FitArgs) -> Result<Input, CliError> {
     };
     let mut rows = Vec::new();
     let mut sources = Vec::new();
+    let (mut power, mut gpus, mut price) = (Vec::new(), None, None);
     for (i, dir) in dirs.iter().enumerate() {
         qexp_store::read_manifest(dir).map_err(CliError::input)?;
         let run = qexp_analysis::analyze(dir).map_err(CliError::failure)?;
@@ -105,12 +159,18 @@ fn from_runs(args: &FitArgs) -> Result<Input, CliError> {
         }
         rows.extend(obs.rows);
         sources.push(obs.source);
+        power.extend(obs.power);
+        gpus = gpus.or(obs.gpus);
+        price = price.or(obs.price);
     }
     Ok(Input {
         rows,
         sources,
         out: first.join("model.json"),
         share: None,
+        power,
+        gpus,
+        price,
     })
 }
 
@@ -123,6 +183,9 @@ fn print_fit(model: &ModelFile, rows: usize, out: &std::path::Path) {
         out.display()
     );
     println!("{}", coefficients(model));
+    if let Some(p) = &model.power {
+        println!("{}", crate::model_text::power(p));
+    }
     println!("Residuals (median across trials; error = fitted / measured − 1):");
     println!("{}", residuals(model));
     if !model.warnings.is_empty() {

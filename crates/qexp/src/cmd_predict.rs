@@ -12,7 +12,8 @@ use std::path::Path;
 /// `qexp predict`: the model's predictions at the points asked, and the
 /// capacity under an SLO.
 pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
-    let model = load_model(&args.model)?;
+    let mut model = load_model(&args.model)?;
+    price(&mut model, &args)?;
     let params = what_if(&model.params, &args.set, args.step_scale)?;
     let slo = args
         .slo
@@ -39,6 +40,10 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
             .map(|l| qexp_model::predict_with(&model, &params, l))
             .collect();
         print!("{}", table(&preds));
+        print!(
+            "{}",
+            crate::model_text::cost_table(&preds, model.power.as_ref())
+        );
     }
     if let Some(slo) = slo {
         let axis = if args.rate.is_empty() {
@@ -66,9 +71,65 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
             };
             let c = qexp_model::capacity(&model, &params, &slo, &query);
             println!("{}", capacity_line(&slo, &c, input, output));
+            if args.cheapest {
+                println!("{}", cheapest_line(&model, &params, &slo, &query)?);
+            }
         }
     }
     Ok(0)
+}
+
+/// The price and GPU count of the flags, over those the fitted runs recorded.
+fn price(model: &mut ModelFile, args: &PredictArgs) -> Result<(), CliError> {
+    use qexp_types::cost::Price;
+    let asked = match (args.gpu_hour_usd, args.kwh_usd) {
+        (Some(usd), _) => Some(Price::GpuHour { usd }),
+        (None, Some(usd_per_kwh)) => Some(Price::Energy {
+            usd_per_kwh,
+            pue: args.pue,
+        }),
+        (None, None) => None,
+    };
+    let bad = [args.gpu_hour_usd, args.kwh_usd]
+        .into_iter()
+        .flatten()
+        .any(|v| !(v.is_finite() && v >= 0.0));
+    if bad || !(args.pue.is_finite() && args.pue >= 1.0) {
+        return Err(CliError::input(anyhow!(
+            "a price is a number of dollars ≥ 0, and --pue a number ≥ 1"
+        )));
+    }
+    let wants_cost = asked.is_some() || args.gpus.is_some() || args.cheapest;
+    match model.power.as_mut() {
+        Some(p) => {
+            p.price = asked.or(p.price);
+            p.gpus = args.gpus.or(p.gpus);
+            Ok(())
+        }
+        None if wants_cost => Err(CliError::input(anyhow!(
+            "{}: the model has no power (fit it on runs with [power] in their plan), so it cannot price a token",
+            args.model
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The cheapest concurrency holding `slo`, as one line.
+fn cheapest_line(
+    model: &ModelFile,
+    params: &Params,
+    slo: &Slo,
+    q: &qexp_model::CapacityQuery,
+) -> Result<String, CliError> {
+    if q.axis == Axis::Rate {
+        return Err(CliError::input(anyhow!(
+            "--cheapest searches concurrencies; leave out --rate"
+        )));
+    }
+    let Some(c) = qexp_model::cheapest(model, params, slo, q) else {
+        return Ok("cheapest: none: no concurrency holds it".to_owned());
+    };
+    Ok(crate::model_text::cheapest(&c))
 }
 
 /// A model file, or `founding`: the embedded fit of the founding tables.
@@ -214,7 +275,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
     Ok(out)
 }
 
-fn load_label(l: &Load) -> String {
+pub(crate) fn load_label(l: &Load) -> String {
     let lead = match l.arrivals {
         Arrivals::Closed { concurrency } => format!("c={concurrency}"),
         Arrivals::Rate { per_s, .. } => format!("rate={per_s}/s"),

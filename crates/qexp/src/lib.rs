@@ -130,15 +130,17 @@ Writes one Benchmark Report (JSON, schema v0.2.1) per trial and point: the run, 
 (tool qexp, lengths, concurrency or rate) and the measured requests' statistics (TTFT, TPOT,
 chunk gaps, E2E, lengths, throughput), so llm-d-benchmark's analysis reads qexp's results.")]
     Export(ExportArgs),
-    /// Predict TTFT, TPOT, E2E and throughput with intervals, and the capacity under an SLO.
+    /// Predict latency, throughput and cost with intervals, and the capacity under an SLO.
     #[command(after_help = "\
 Examples:
   qexp predict RUN/model.json --concurrency 1,8,64 --input 1000 --output 500
   qexp predict RUN/model.json --plan experiments/longctx.toml
   qexp predict founding --input 1000 --output 500 --slo ttft_p90=2s,tpot=50ms
   qexp predict founding --input 1000 --output 500 --set tokens_per_step=1 --step-scale 0.8
+  qexp predict RUN/model.json --input 1000 --output 500 --slo tpot=50ms --cheapest --kwh-usd 0.15
 MODEL is a `qexp fit` file or `founding` (the fit of the founding tables). Predictions
-outside the fitted ranges are labelled extrapolated.")]
+outside the fitted ranges are labelled extrapolated. A model fitted on runs with [power]
+also predicts power, J per output token and, with a price, $ per 1M output tokens.")]
     Predict(PredictArgs),
     /// Serve the embedded simulated OpenAI-compatible server until Ctrl-C.
     #[command(after_help = sim_after_help())]
@@ -150,7 +152,8 @@ Examples:
   qexp bench --quick --out /tmp/bench.json  # seconds; figures not comparable
 Measures output tok/s and CPU s per million tokens (C = 1..1024), TTFT and chunk-gap
 error against the server's own timestamps, peak RSS with 1,000 and 10,000 open
-streams, and open-loop send lag and achieved rate at 100..10,000 req/s.")]
+streams, open-loop send lag and achieved rate at 100..10,000 req/s, and the client's
+CPU with and without sampling 8 GPUs' power every 100 ms (--power: that alone).")]
     Bench(BenchArgs),
     /// Put the shard folders of one run (`qexp run --shard K/N`) together into one run.
     #[command(after_help = "\
@@ -509,6 +512,21 @@ pub struct PredictArgs {
     /// Highest rate (requests/s) the capacity search tries.
     #[arg(long, default_value_t = 1000.0)]
     pub max_rate: f64,
+    /// Price the GPUs at $ per GPU-hour (rent, power included) for $ per 1M output tokens [default: the fitted runs' `[cost]`].
+    #[arg(long, value_name = "USD", conflicts_with = "kwh_usd")]
+    pub gpu_hour_usd: Option<f64>,
+    /// Price the GPUs' energy at $ per kWh (times --pue) for $ per 1M output tokens.
+    #[arg(long, value_name = "USD")]
+    pub kwh_usd: Option<f64>,
+    /// The facility's power usage effectiveness, with --kwh-usd.
+    #[arg(long, default_value_t = 1.0, requires = "kwh_usd")]
+    pub pue: f64,
+    /// GPUs a price per GPU-hour multiplies [default: those the fitted runs measured].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub gpus: Option<u32>,
+    /// With --slo: also print the cheapest concurrency that holds it: the lowest $ per 1M output tokens with a price, else the lowest J per output token (needs a model fitted on runs with `[power]`).
+    #[arg(long, requires = "slo")]
+    pub cheapest: bool,
 }
 
 /// `qexp sim`.
@@ -599,6 +617,9 @@ pub struct BenchArgs {
     /// Only the timing fidelity at C = 1, 100, 500 and 1,000 (about a minute).
     #[arg(long, conflicts_with = "quick")]
     pub fidelity: bool,
+    /// Only the client's cost of sampling GPU power (`[power]`): C = 64 without and with it, three times.
+    #[arg(long, conflicts_with_all = ["quick", "fidelity"])]
+    pub power: bool,
     /// Results file (JSON; a Markdown table is written beside it); default results/bench/bench-<UTC time>.json.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -34,6 +34,35 @@ pub(crate) fn metric_value(m: ModelMetric, v: f64) -> String {
 }
 
 /// The coefficient table: value and 90% interval, or why it is unknown.
+/// The power model's two coefficients with their intervals, its GPUs and price.
+pub(crate) fn power(p: &qexp_model::PowerModel) -> String {
+    let [a, b] = p.idle_interval;
+    let [c, d] = p.per_seq_interval;
+    let [lo, hi] = p.in_flight_range;
+    let price = match p.price {
+        Some(qexp_types::cost::Price::GpuHour { usd }) => format!("${usd} per GPU-hour"),
+        Some(qexp_types::cost::Price::Energy { usd_per_kwh, pue }) => {
+            format!("${usd_per_kwh} per kWh at PUE {pue}")
+        }
+        None => "none (give one to qexp predict)".to_owned(),
+    };
+    let gpus = p
+        .gpus
+        .map_or_else(|| "not recorded".to_owned(), |g| g.to_string());
+    format!(
+        "Power (the deployment's GPUs together: P = idle + per sequence × sequences in flight):\n\
+         {:<4} {:<44} {:>20}   {a:.1} … {b:.1}\n\
+         {:<4} {:<44} {:>20}   {c:.2} … {d:.2}\n\
+         \u{20}    fitted at {lo:.2} … {hi:.2} sequences in flight; GPUs: {gpus}; price: {price}\n",
+        "P0",
+        "idle power (idle_w)",
+        format!("{:.1} W", p.idle_w),
+        "Ps",
+        "power per sequence in flight (per_seq_w)",
+        format!("{:.2} W", p.per_seq_w),
+    )
+}
+
 pub(crate) fn coefficients(model: &ModelFile) -> String {
     let mut out = format!(
         "{:<4} {:<44} {:>20}   {}\n",
@@ -117,4 +146,84 @@ pub(crate) fn residuals(model: &ModelFile) -> String {
         ));
     }
     out
+}
+
+/// A value with its 90% interval, `digits` after the point.
+fn span(s: &qexp_model::Span, digits: usize) -> String {
+    format!("{:.d$} [{:.d$} … {:.d$}]", s.value, s.lo, s.hi, d = digits)
+}
+
+/// The cost of each prediction (power, J per output token, $ per 1M output
+/// tokens), when the model has power; empty otherwise.
+pub(crate) fn cost_table(
+    preds: &[qexp_model::Prediction],
+    power: Option<&qexp_model::PowerModel>,
+) -> String {
+    let Some(power) = power else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\n{:<28} {:>9} {:>28} {:>28} {:>30}\n",
+        "point", "in flight", "power (W)", "J per output token", "$ per 1M output tokens"
+    );
+    let mut extrapolated = false;
+    for p in preds {
+        let Some(c) = &p.cost else { continue };
+        let usd = c
+            .usd_per_m_out
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |u| span(u, 4));
+        out.push_str(&format!(
+            "{:<28} {:>9.2} {:>28} {:>28} {:>30}{}\n",
+            crate::cmd_predict::load_label(&p.load),
+            c.in_flight,
+            span(&c.power_w, 1),
+            span(&c.j_per_out_tok, 4),
+            usd,
+            if c.extrapolated {
+                "  extrapolated (load)"
+            } else {
+                ""
+            }
+        ));
+        extrapolated |= c.extrapolated;
+    }
+    if power.price.is_none() {
+        out.push_str("$ per 1M output tokens: no price; give --gpu-hour-usd or --kwh-usd.\n");
+    } else if power.gpus.is_none() {
+        out.push_str(
+            "$ per 1M output tokens: the runs did not record their GPU count; give --gpus.\n",
+        );
+    }
+    if extrapolated {
+        let [lo, hi] = power.in_flight_range;
+        out.push_str(&format!(
+            "extrapolated (load): outside the {lo:.2} … {hi:.2} sequences in flight that power was fitted at.\n"
+        ));
+    }
+    out
+}
+
+/// The cheapest concurrency under an SLO, as one line.
+pub(crate) fn cheapest(c: &qexp_model::Cheapest) -> String {
+    let Some(cost) = &c.prediction.cost else {
+        return "cheapest: not predicted (the model has no power)".to_owned();
+    };
+    let (what, figure) = match (c.objective, &cost.usd_per_m_out) {
+        (qexp_model::CostObjective::UsdPerMOut, Some(u)) => (
+            "the lowest $ per 1M output tokens",
+            format!("${}", span(u, 4)),
+        ),
+        _ => (
+            "the lowest J per output token",
+            format!("{} J", span(&cost.j_per_out_tok, 4)),
+        ),
+    };
+    format!(
+        "cheapest holding it ({what} among the concurrencies up to the capacity): {} concurrent, {figure} per {}, {} W{}",
+        c.concurrency,
+        if matches!(c.objective, qexp_model::CostObjective::UsdPerMOut) { "1M output tokens" } else { "output token" },
+        span(&cost.power_w, 1),
+        if cost.extrapolated { ", extrapolated (load)" } else { "" }
+    )
 }

@@ -56,6 +56,9 @@ pub struct HistoryValue {
     pub summary: Summary,
     /// Set on the first run of a new level.
     pub step: Option<Step>,
+    /// The run's GPUs were held back or their clock dropped at this point
+    /// (the sentence of its "GPU held back" flag): a likely cause of a step.
+    pub gpu: Option<String>,
 }
 
 /// One point across the runs of a workload.
@@ -123,12 +126,17 @@ pub struct HistoryPoint {
     /// Every request measured at the point failed ([`crate::PointSummary::lost`]).
     #[serde(default)]
     pub lost: bool,
+    /// Why the point's GPUs ran slower than they could, if they did
+    /// (power cap, temperature, a clock drop), as a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 impl HistoryInput {
     /// What the history takes of `a`.
     pub fn of(a: &RunAnalysis) -> HistoryInput {
         let m = &a.manifest;
+        let usual = crate::anomaly::gpu::usual_sm_clock(&a.points);
         HistoryInput {
             run_id: m.run_id.clone(),
             started_unix_s: m.started_at.timestamp_millis() as f64 / 1000.0,
@@ -146,6 +154,7 @@ impl HistoryInput {
                         })
                         .collect(),
                     lost: p.lost(),
+                    gpu: crate::anomaly::gpu::GpuCause::of(p, usual).map(|c| c.to_string()),
                 })
                 .collect(),
         }
@@ -226,6 +235,7 @@ fn workload(
                     run: r,
                     summary: summary.clone(),
                     step: None,
+                    gpu: p.gpu.clone(),
                 }),
                 None => entry.lost.push(r),
             }
@@ -283,5 +293,49 @@ mod tests {
             .filter(|m| m.summary(&p).is_some())
             .collect();
         assert_eq!(summarised, METRICS.to_vec());
+    }
+
+    /// Eight runs whose TTFT steps from 1 s to 1.5 s at the sixth, whose
+    /// GPU was power-capped there: the step carries the cause, no other
+    /// run's value does.
+    #[test]
+    fn a_step_whose_run_was_held_back_carries_the_cause() {
+        let point = Point {
+            id: 0,
+            concurrency: 1,
+            input_tokens: 10,
+            output_tokens: 10,
+            requests: 1,
+            warmup: 0,
+            open_loop: None,
+            deployment: None,
+        };
+        let cause = "the GPU was power-capped for 40% of this point (trial 2)";
+        let runs: Vec<HistoryInput> = (0..8)
+            .map(|i| {
+                let level = if i < 5 { 1.0 } else { 1.5 };
+                let s = Summary::of(&[level, level * 1.01, level * 0.99]).expect("values");
+                HistoryInput {
+                    run_id: format!("run-{i}"),
+                    started_unix_s: f64::from(i),
+                    complete: true,
+                    workload_hash: "w".into(),
+                    points: vec![HistoryPoint {
+                        point: point.clone(),
+                        summaries: [(Metric::TtftS.key().to_string(), s)].into(),
+                        lost: false,
+                        gpu: (i == 5).then(|| cause.to_string()),
+                    }],
+                }
+            })
+            .collect();
+        let refs: Vec<&HistoryInput> = runs.iter().collect();
+        let h = history(&refs, Metric::TtftS, &StepOptions::default());
+        let values = &h[0].points[0].values;
+        let stepped: Vec<&HistoryValue> = values.iter().filter(|v| v.step.is_some()).collect();
+        assert_eq!(stepped.len(), 1, "{values:?}");
+        assert_eq!(stepped[0].run, 5);
+        assert_eq!(stepped[0].gpu.as_deref(), Some(cause));
+        assert_eq!(values.iter().filter(|v| v.gpu.is_some()).count(), 1);
     }
 }

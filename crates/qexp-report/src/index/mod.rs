@@ -317,7 +317,15 @@ fn history_view(
                     point: label.clone(),
                     change: signed(s.relative),
                     verdict: if worse { "worse" } else { "better" }.into(),
-                    levels: format!("{} → {}", metric.format(s.before), metric.format(s.after)),
+                    levels: match &v.gpu {
+                        // A step whose run was held back there says so.
+                        Some(cause) => format!(
+                            "{} → {}; likely cause: {cause}",
+                            metric.format(s.before),
+                            metric.format(s.after)
+                        ),
+                        None => format!("{} → {}", metric.format(s.before), metric.format(s.after)),
+                    },
                     p: format!("{:.1e}", s.p_value),
                 })
             });
@@ -420,6 +428,7 @@ mod tests {
             run,
             summary: Summary::of(&[0.5, 0.51, 0.49]).expect("values"),
             step: None,
+            gpu: None,
         };
         let points = names
             .iter()

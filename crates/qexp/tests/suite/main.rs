@@ -31,6 +31,7 @@ mod open_loop_noise;
 mod paths;
 mod pooling;
 mod power;
+mod power_fit;
 mod readme;
 mod real_fit;
 mod real_servers;

@@ -262,7 +262,7 @@ async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_
 /// A fake exporter for one deployment: 2 GPUs drawing 100 W idle and 40 W
 /// more per stream in flight on that deployment, no energy counter (the
 /// energy is the integrated power).
-fn load_following(
+pub(crate) fn load_following(
     in_flight: impl Fn() -> usize + Send + Sync + 'static,
 ) -> impl Fn(f64, u64) -> Option<Vec<FakeGpu>> {
     move |_, _| {
@@ -461,68 +461,73 @@ async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_inval
     drop((sim, proxy, dcgm));
 }
 
-/// This process's CPU time (user + system), seconds, from /proc/self/stat.
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<f64> = rest
-        .split(' ')
-        .skip(11)
-        .take(2)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    (f[0] + f[1]) / 100.0
-}
-
-/// What sampling costs qexp: CPU seconds per second of a DCGM sampler of 8
-/// GPUs every 100 ms (five times the default rate), over the same idle time
-/// without it. A measurement, not a check: run it with
-/// `cargo test --workspace --test suite -- --ignored power::sampling_cost --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement of qexp's own cost, run by hand"]
-async fn sampling_cost() {
+async fn a_clock_drop_during_one_point_names_its_cause_there_only() {
     let _serial = crate::common::heavy().await;
-    let t0 = qexp_testkit::unix_now();
-    let dcgm = FakeDcgm::start(move |now, _| {
-        Some(
-            (0..8)
-                .map(|index| FakeGpu {
-                    index,
-                    power_w: Some(300.0),
-                    energy_mj: Some(300.0 * (now - t0) * 1000.0),
-                    power_violation_us: Some(0.0),
-                    sm_clock_mhz: Some(1800.0),
-                    xid: Some(0.0),
-                })
-                .collect(),
-        )
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = qexp_testkit::sim("fast").await;
+    let proxy = crate::counting_proxy::CountingProxy::start(sim.addr()).await;
+    let in_flight = proxy.in_flight_counter();
+    // The SM clock falls from 1800 to 900 MHz while 3 or more streams are
+    // in flight, which only the c = 4 point reaches; nothing is capped.
+    let dcgm = FakeDcgm::start(move |_, _| {
+        let clock = if in_flight() >= 3 { 900.0 } else { 1800.0 };
+        Some(vec![FakeGpu {
+            index: 0,
+            power_w: Some(250.0),
+            power_violation_us: Some(0.0),
+            sm_clock_mhz: Some(clock),
+            ..FakeGpu::default()
+        }])
     })
     .await;
-    let secs = 10.0;
-    let idle = {
-        let c = cpu_s();
-        tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
-        cpu_s() - c
+    let plan = PlanFixture::new("clock-drop")
+        .target(&proxy.base_url)
+        .api(ApiKind::Chat)
+        .ignore_eos()
+        .input(100)
+        .output(60)
+        .concurrency(&[1, 2, 4])
+        .requests(8)
+        .warmup(0)
+        .trials(1)
+        .seed(3)
+        .raw(&format!(
+            "[power]\nurl = \"{}\"\ngpus = [0]\ninterval_ms = 10\ngap_limit_s = 1.0\n",
+            dcgm.url
+        ));
+    let r = run_plan(tmp.path(), &plan).await.unwrap();
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    drop((sim, proxy, dcgm));
+    let id = |c: u32| {
+        a.points
+            .iter()
+            .find(|p| p.point.concurrency == c)
+            .unwrap()
+            .point
+            .id
     };
-    let cfg = qexp_power::SamplerConfig {
-        source: qexp_power::SourceKind::Dcgm {
-            url: dcgm.url.clone(),
-        },
-        gpus: (0..8).map(|i| i.to_string()).collect(),
-        interval: std::time::Duration::from_millis(100),
-    };
-    let c = cpu_s();
-    let sampler = qexp_power::Sampler::start(&cfg).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
-    let used = cpu_s() - c;
-    let scrapes = dcgm.scrapes();
-    sampler.stop().await;
-    // The fake exporter runs in this process too: its share is in `used`.
-    eprintln!(
-        "sampling 8 GPUs every 100 ms: {:.2} ms CPU per second over {:.2} ms idle ({scrapes} scrapes; {:.3} ms CPU per scrape, exporter included)",
-        used / secs * 1e3,
-        idle / secs * 1e3,
-        (used - idle) / scrapes as f64 * 1e3
+    let held: Vec<_> = a
+        .flags
+        .iter()
+        .filter(|f| matches!(f, qexp_analysis::Flag::GpuHeldBack { .. }))
+        .collect();
+    assert_eq!(held.len(), 1, "{:?}", a.flags);
+    assert_eq!(held[0].point_id(), Some(id(4)));
+    let said = held[0].to_string();
+    eprintln!("{said}");
+    assert!(
+        said.starts_with("The GPU's SM clock fell to 900 MHz in this point, 50% below the run's usual 1800 MHz (trial 1)"),
+        "{said}"
     );
+    for c in [1, 2] {
+        assert!(
+            a.flags
+                .iter()
+                .filter(|f| f.point_id() == Some(id(c)))
+                .all(|f| !f.to_string().contains("SM clock")),
+            "c={c}: {:?}",
+            a.flags
+        );
+    }
 }
