@@ -22,8 +22,8 @@ pub use energy::{over_window, GpuEnergy, Window, WindowEnergy};
 /// The cost arithmetic, declared with the vocabulary results hold.
 pub use qexp_types::cost::{self, j_per_token, Price, Spent};
 pub use sample::{unix_now, Reading, Sample, Throttle};
-pub use sampler::{Sampler, SamplerConfig};
-pub use source::{PowerGpu, SourceInfo, SourceKind};
+pub use sampler::Sampler;
+pub use source::{PowerGpu, SamplerConfig, SourceInfo, SourceKind};
 
 /// Why a power source could not be started, one sentence each.
 #[derive(Debug, thiserror::Error)]

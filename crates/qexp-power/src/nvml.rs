@@ -7,8 +7,7 @@
 //! block).
 
 use crate::sample::{Reading, Throttle};
-use crate::sampler::{push, Buffer, SamplerConfig};
-use crate::source::{missing, PowerGpu, SourceInfo, Started};
+use crate::source::{missing, push, Buffer, PowerGpu, SamplerConfig, SourceInfo, Started};
 use crate::PowerError;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::{Device, Nvml};

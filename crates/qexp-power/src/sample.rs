@@ -67,8 +67,4 @@ pub struct Sample {
 }
 
 /// Now, Unix seconds.
-pub fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
+pub use qexp_types::unix_now;

@@ -4,26 +4,12 @@
 //! around a window once the window has ended; a read that fails is logged
 //! and left as a gap, which the window's arithmetic judges.
 
-use crate::sample::{unix_now, Sample};
-use crate::source::{SourceInfo, SourceKind, Started};
+use crate::sample::Sample;
+use crate::source::{Buffer, SamplerConfig, SourceInfo, SourceKind, Started};
 use crate::PowerError;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-
-/// Where samples come from and which GPUs, every how often.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SamplerConfig {
-    /// The source.
-    pub source: SourceKind,
-    /// The deployment's GPUs: indices (`0`) or UUIDs (`GPU-…`).
-    pub gpus: Vec<String>,
-    /// Time between reads.
-    pub interval: Duration,
-}
-
-/// The samples kept so far, shared with the sampling task.
-pub(crate) type Buffer = Arc<Mutex<Vec<Sample>>>;
 
 /// A running sampler.
 pub struct Sampler {
@@ -39,7 +25,7 @@ impl Sampler {
     /// or this says in one sentence why it could not.
     pub async fn start(cfg: &SamplerConfig) -> Result<Sampler, PowerError> {
         let buf: Buffer = Arc::default();
-        let Started { task, child, info } = crate::source::start(cfg, buf.clone()).await?;
+        let Started { task, child, info } = start_source(cfg, buf.clone()).await?;
         let sampler = Sampler {
             buf,
             task,
@@ -134,11 +120,11 @@ impl Drop for Sampler {
     }
 }
 
-/// Adds readings taken now to the buffer.
-pub(crate) fn push(buf: &Buffer, readings: Vec<crate::Reading>) {
-    let t = unix_now();
-    let mut b = buf
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    b.extend(readings.into_iter().map(|reading| Sample { t, reading }));
+/// Starts the configured source.
+async fn start_source(cfg: &SamplerConfig, buf: Buffer) -> Result<Started, PowerError> {
+    match &cfg.source {
+        SourceKind::Dcgm { url } => crate::source::start_dcgm(cfg, url, buf).await,
+        SourceKind::NvidiaSmi { command } => crate::source::start_smi(cfg, command, buf).await,
+        SourceKind::Nvml => crate::nvml::start(cfg, buf).await,
+    }
 }

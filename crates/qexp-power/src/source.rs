@@ -1,15 +1,41 @@
-//! Starting each source: a first read that proves it answers for every GPU
-//! the plan names (and records what it is), then the task that keeps
-//! reading.
+//! What every source is given (the configuration, the buffer its readings
+//! go to) and starting the DCGM and nvidia-smi sources: a first read that
+//! proves the source answers for every GPU the plan names (and records what
+//! it is), then the task that keeps reading. NVML's start is nvml.rs's; the
+//! sampler picks the configured one.
 
-use crate::sampler::{push, Buffer, SamplerConfig};
+use crate::sample::{unix_now, Sample};
 use crate::PowerError;
 pub use qexp_types::{PowerGpu, PowerSourceInfo as SourceInfo};
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
+
+/// Where samples come from and which GPUs, every how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplerConfig {
+    /// The source.
+    pub source: SourceKind,
+    /// The deployment's GPUs: indices (`0`) or UUIDs (`GPU-…`).
+    pub gpus: Vec<String>,
+    /// Time between reads.
+    pub interval: Duration,
+}
+
+/// The samples kept so far, shared with the sampling task.
+pub(crate) type Buffer = Arc<Mutex<Vec<Sample>>>;
+
+/// Adds readings taken now to the buffer.
+pub(crate) fn push(buf: &Buffer, readings: Vec<crate::Reading>) {
+    let t = unix_now();
+    let mut b = buf
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    b.extend(readings.into_iter().map(|reading| Sample { t, reading }));
+}
 
 /// A power source.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,15 +64,6 @@ pub(crate) struct Started {
 /// How long one read may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Starts the configured source.
-pub(crate) async fn start(cfg: &SamplerConfig, buf: Buffer) -> Result<Started, PowerError> {
-    match &cfg.source {
-        SourceKind::Dcgm { url } => start_dcgm(cfg, url, buf).await,
-        SourceKind::NvidiaSmi { command } => start_smi(cfg, command, buf).await,
-        SourceKind::Nvml => crate::nvml::start(cfg, buf).await,
-    }
-}
-
 /// A missing GPU, said once for every source.
 pub(crate) fn missing(source: &str, cfg: &SamplerConfig, has: &[String]) -> Result<(), PowerError> {
     Err(PowerError::NoSuchGpu {
@@ -60,7 +77,11 @@ pub(crate) fn missing(source: &str, cfg: &SamplerConfig, has: &[String]) -> Resu
     })
 }
 
-async fn start_dcgm(cfg: &SamplerConfig, url: &str, buf: Buffer) -> Result<Started, PowerError> {
+pub(crate) async fn start_dcgm(
+    cfg: &SamplerConfig,
+    url: &str,
+    buf: Buffer,
+) -> Result<Started, PowerError> {
     let client = reqwest::Client::builder()
         .timeout(READ_TIMEOUT)
         .build()
@@ -139,7 +160,11 @@ fn gpu_named(name: &str, text: &str) -> PowerGpu {
     }
 }
 
-async fn start_smi(cfg: &SamplerConfig, command: &str, buf: Buffer) -> Result<Started, PowerError> {
+pub(crate) async fn start_smi(
+    cfg: &SamplerConfig,
+    command: &str,
+    buf: Buffer,
+) -> Result<Started, PowerError> {
     let source = format!("nvidia-smi (`{command}`)");
     let fail = |why: String| PowerError::Unreachable {
         what: source.clone(),

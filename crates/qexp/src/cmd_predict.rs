@@ -275,14 +275,6 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
     Ok(out)
 }
 
-pub(crate) fn load_label(l: &Load) -> String {
-    let lead = match l.arrivals {
-        Arrivals::Closed { concurrency } => format!("c={concurrency}"),
-        Arrivals::Rate { per_s, .. } => format!("rate={per_s}/s"),
-    };
-    format!("{lead} in={} out={}", l.input_tokens, l.output_tokens)
-}
-
 /// The prediction table: value [90% interval] per metric.
 fn table(preds: &[Prediction]) -> String {
     let mut out = format!("{:<28}", "point");
@@ -292,7 +284,7 @@ fn table(preds: &[Prediction]) -> String {
     out.push('\n');
     let mut extrapolated = false;
     for p in preds {
-        out.push_str(&format!("{:<28}", load_label(&p.load)));
+        out.push_str(&format!("{:<28}", crate::model_text::load_label(&p.load)));
         for metric in ModelMetric::ALL {
             let cell = match p.get(metric) {
                 Some(m) => format!(
@@ -318,7 +310,7 @@ fn table(preds: &[Prediction]) -> String {
         .flat_map(|p| {
             p.refused
                 .iter()
-                .map(|r| format!("at {}, {r}.", load_label(&p.load)))
+                .map(|r| format!("at {}, {r}.", crate::model_text::load_label(&p.load)))
         })
         .collect();
     refused.dedup();

@@ -175,7 +175,7 @@ pub(crate) fn cost_table(
             .map_or_else(|| "-".to_owned(), |u| span(u, 4));
         out.push_str(&format!(
             "{:<28} {:>9.2} {:>28} {:>28} {:>30}{}\n",
-            crate::cmd_predict::load_label(&p.load),
+            load_label(&p.load),
             c.in_flight,
             span(&c.power_w, 1),
             span(&c.j_per_out_tok, 4),
@@ -226,4 +226,13 @@ pub(crate) fn cheapest(c: &qexp_model::Cheapest) -> String {
         span(&cost.power_w, 1),
         if cost.extrapolated { ", extrapolated (load)" } else { "" }
     )
+}
+
+/// A predicted load as qexp prints it: `c=4 in=1000 out=200` or `rate=2/s in=… out=…`.
+pub(crate) fn load_label(l: &qexp_model::Load) -> String {
+    let lead = match l.arrivals {
+        qexp_model::Arrivals::Closed { concurrency } => format!("c={concurrency}"),
+        qexp_model::Arrivals::Rate { per_s, .. } => format!("rate={per_s}/s"),
+    };
+    format!("{lead} in={} out={}", l.input_tokens, l.output_tokens)
 }
