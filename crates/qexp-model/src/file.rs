@@ -48,7 +48,7 @@ pub struct ModelFile {
     /// chose it: every form tried with its error. Absent when the form was
     /// not searched, and in files written before it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<crate::fit::FormEvidence>,
+    pub evidence: Option<crate::fit::form::FormEvidence>,
     /// Power against the load (`P = idle + per sequence × sequences in
     /// flight`), where the runs measured the deployment's power. Absent
     /// without power, and in files written before it was fitted.
@@ -290,4 +290,15 @@ impl ModelFile {
             _ => None,
         })
     }
+}
+
+/// Requests a point needs for its 90th percentile to be predicted: with
+/// fewer, linear interpolation puts it between the two slowest requests,
+/// so it says how slow the slowest one or two were, not where the
+/// slowest tenth begins.
+pub const MIN_TAIL_REQUESTS: u32 = 10;
+
+/// Whether `m` is a tail (a percentile above the median).
+pub fn is_tail(m: ModelMetric) -> bool {
+    m == ModelMetric::TtftP90S
 }

@@ -18,7 +18,7 @@ use form::Form;
 pub use form::{form_label, FormError, FormEvidence, PrefillForm};
 use std::collections::BTreeMap;
 
-mod form;
+pub(crate) mod form;
 
 /// One (trial, point) of measured medians; NaN where not measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -899,7 +899,7 @@ fn residuals(rows: &[&Observation], p: &Params) -> Vec<Residual> {
         let mine: Vec<&&Observation> = rows.iter().filter(|r| &r.label == label).collect();
         for m in ModelMetric::ALL {
             // A tail of too few requests is not predicted, nor judged.
-            if crate::predict::is_tail(m) && load.requests < crate::predict::MIN_TAIL_REQUESTS {
+            if crate::file::is_tail(m) && load.requests < crate::file::MIN_TAIL_REQUESTS {
                 continue;
             }
             let v: Vec<f64> = mine.iter().map(|r| r.measured(m)).collect();

@@ -21,6 +21,7 @@ mod fit;
 mod ols;
 mod params;
 mod power;
+mod power_fit;
 mod predict;
 mod slo;
 mod table;
@@ -28,6 +29,7 @@ mod warning;
 
 pub use check::{check, summarize, Check, ErrorSummary, CHECK_TOLERANCE};
 pub use des::{quantile, simulate, Arrivals, Load, Outcome, Seen, INTAKE_S};
+pub use file::{is_tail, MIN_TAIL_REQUESTS};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
     SCHEMA_VERSION,
@@ -37,11 +39,11 @@ pub use fit::{
     PrefillForm, TRIALS_PER_RUN,
 };
 pub use params::{Coef, Params, Schedule};
-pub use power::{fit_power, CostPrediction, PowerGap, PowerModel, PowerObservation, Span};
+pub use power::{CostPrediction, PowerGap, PowerModel, PowerObservation, Span};
+pub use power_fit::fit_power;
 pub use predict::{
-    capacity, cheapest, default_requests, extrapolated, is_tail, predict, predict_with, Axis,
-    Capacity, CapacityQuery, Cheapest, CostObjective, Predicted, Prediction, TailRefused, MIN_RATE,
-    MIN_TAIL_REQUESTS,
+    capacity, cheapest, default_requests, extrapolated, predict, predict_with, Axis, Capacity,
+    CapacityQuery, Cheapest, CostObjective, Predicted, Prediction, TailRefused, MIN_RATE,
 };
 pub use slo::{Slo, SloError};
 pub use table::{

@@ -5,6 +5,7 @@
 //! trials leave uncertain and what the model's form misses.
 
 use crate::des::{simulate, Arrivals, Load};
+use crate::file::{is_tail, MIN_TAIL_REQUESTS};
 use crate::file::{ModelFile, ModelMetric, Ranges};
 use crate::fit::predicted;
 use crate::params::{Coef, Params};
@@ -67,12 +68,6 @@ pub struct Prediction {
     pub cost: Option<crate::power::CostPrediction>,
 }
 
-/// Requests a point needs for its 90th percentile to be predicted: with
-/// fewer, linear interpolation puts it between the two slowest requests,
-/// so it says how slow the slowest one or two were, not where the
-/// slowest tenth begins.
-pub const MIN_TAIL_REQUESTS: u32 = 10;
-
 /// A tail the model does not predict at a point: too few requests there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{} not predicted: {requests} requests per point are too few for a 90th percentile (at least {MIN_TAIL_REQUESTS}; give --requests)", metric.name())]
@@ -81,11 +76,6 @@ pub struct TailRefused {
     pub metric: ModelMetric,
     /// The requests of the point.
     pub requests: u32,
-}
-
-/// Whether `m` is a tail (a percentile above the median).
-pub fn is_tail(m: ModelMetric) -> bool {
-    m == ModelMetric::TtftP90S
 }
 
 impl Prediction {
