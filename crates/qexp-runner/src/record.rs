@@ -12,6 +12,8 @@ use qexp_types::AnswerFacts;
 pub(crate) struct Context<'a> {
     /// The trial's graded items (`[accuracy]`; empty without).
     pub items: &'a [Item],
+    /// The tools and response schema answers are checked against.
+    pub structured: &'a qexp_plan::structured::Structured,
     pub run_id: &'a str,
     pub client_host: &'a str,
     pub trial: u32,
@@ -124,6 +126,15 @@ pub(crate) fn request_row(
     RequestRow {
         item_id: item.map(|i| i.id.clone()),
         correct,
+        parsed: o
+            .ok()
+            .then(|| {
+                ctx.structured
+                    .parses(o.text.as_deref().unwrap_or_default(), &o.tool_calls)
+            })
+            .flatten(),
+        ttft_tool_s: o.first_tool_s,
+        tool_calls: o.tool_calls.len() as u32,
         deployment,
         deployment_hash,
         start_id,
