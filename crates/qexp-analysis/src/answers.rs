@@ -341,9 +341,16 @@ mod tests {
         assert_eq!((p.checked, p.parsed, p.share), (20, 19, 0.95));
         let (lo, hi) = p.interval.unwrap();
         // statsmodels: proportion_confint(19, 20, method="wilson")
-        assert!((lo - 0.763_869).abs() < 1e-5 && (hi - 0.991_119).abs() < 1e-5, "{lo} {hi}");
+        assert!(
+            (lo - 0.763_869).abs() < 1e-5 && (hi - 0.991_119).abs() < 1e-5,
+            "{lo} {hi}"
+        );
         assert!(!h.broken(), "a parse rate alone breaks nothing");
-        assert_eq!(AnswerHealth::of([&tally(10, 0)]).parse, None, "no form asked");
+        assert_eq!(
+            AnswerHealth::of([&tally(10, 0)]).parse,
+            None,
+            "no form asked"
+        );
     }
 
     #[test]

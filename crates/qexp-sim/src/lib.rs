@@ -34,6 +34,7 @@
 //! which also carries [`Jitter`]: a server whose speed wanders over time.
 mod answer;
 mod faults;
+mod form;
 mod jitter;
 mod metrics;
 mod mixed;

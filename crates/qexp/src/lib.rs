@@ -553,6 +553,13 @@ pub struct SimArgs {
     /// Added to --wrong-share per sequence in the batch beyond the first [default: the profile's].
     #[arg(long, value_name = "F")]
     pub wrong_share_per_seq: Option<f64>,
+    /// Share of tool calls and JSON answers (asked by `tools` or
+    /// `response_format`) sent malformed [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub malformed_share: Option<f64>,
+    /// Added to --malformed-share per sequence in the batch beyond the first [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub malformed_share_per_seq: Option<f64>,
 }
 
 /// `--profile`'s help, naming the simulator's built-in profiles.

@@ -60,7 +60,12 @@ pub fn accuracy_drops(run: &crate::RunAnalysis) -> Vec<Flag> {
 pub fn parse_drops(points: &[PointSummary]) -> Vec<Flag> {
     let mut flags = Vec::new();
     for p in points {
-        let Some(rate) = p.answers.parse.as_ref().filter(|_| p.point.open_loop.is_none()) else {
+        let Some(rate) = p
+            .answers
+            .parse
+            .as_ref()
+            .filter(|_| p.point.open_loop.is_none())
+        else {
             continue;
         };
         let Some((base, base_rate)) = points
@@ -197,7 +202,11 @@ mod tests {
     #[test]
     fn a_parse_rate_that_falls_beyond_the_noise_is_flagged() {
         // 40/40 at c=1; 37/40 at c=8 is within the noise; 20/40 at c=64 is not.
-        let pts = vec![parsing(0, 1, 40, 40), parsing(1, 8, 37, 40), parsing(2, 64, 20, 40)];
+        let pts = vec![
+            parsing(0, 1, 40, 40),
+            parsing(1, 8, 37, 40),
+            parsing(2, 64, 20, 40),
+        ];
         let flags = parse_drops(&pts);
         assert_eq!(flags.len(), 1, "{flags:?}");
         let Flag::ParseRateFalls {
@@ -211,10 +220,18 @@ mod tests {
             panic!("{flags:?}")
         };
         assert_eq!((*point_id, *baseline_concurrency), (2, 1));
-        assert!(change_interval.1 < 0.0 && change_interval.0 > -1.0, "{change_interval:?}");
+        assert!(
+            change_interval.1 < 0.0 && change_interval.0 > -1.0,
+            "{change_interval:?}"
+        );
         assert_eq!(trend, &[(1, 1.0), (8, 0.925), (64, 0.5)]);
         let text = flags[0].to_string();
-        assert!(text.starts_with("50% of answers parsed at concurrency 64 (20/40) against 100% at 1 (40/40)"), "{text}");
+        assert!(
+            text.starts_with(
+                "50% of answers parsed at concurrency 64 (20/40) against 100% at 1 (40/40)"
+            ),
+            "{text}"
+        );
         assert_eq!(flags[0].title(), "Parse rate falls under load");
         // Rising or level rates, or one point alone, are not flagged.
         assert!(parse_drops(&[parsing(0, 1, 20, 40), parsing(1, 64, 40, 40)]).is_empty());

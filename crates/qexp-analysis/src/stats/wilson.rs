@@ -47,11 +47,7 @@ pub fn wilson(successes: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
 /// Statistics in Medicine 1998, method 10): as statsmodels'
 /// `confint_proportions_2indep(…, method="newcomb")`. None when either
 /// side has no interval.
-pub fn newcombe_difference(
-    a: (u64, u64),
-    b: (u64, u64),
-    confidence: f64,
-) -> Option<(f64, f64)> {
+pub fn newcombe_difference(a: (u64, u64), b: (u64, u64), confidence: f64) -> Option<(f64, f64)> {
     let (la, ua) = wilson(a.0, a.1, confidence)?;
     let (lb, ub) = wilson(b.0, b.1, confidence)?;
     let (pa, pb) = (a.0 as f64 / a.1 as f64, b.0 as f64 / b.1 as f64);
@@ -182,7 +178,10 @@ mod tests {
         // Newcombe (1998), Table II example (a): 56/70 − 48/80, method 10
         // gives 0.0524 to 0.3339.
         let (lo, hi) = newcombe_difference((48, 80), (56, 70), 0.95).unwrap();
-        assert!((lo - 0.0524).abs() < 5e-5 && (hi - 0.3339).abs() < 5e-5, "{lo} {hi}");
+        assert!(
+            (lo - 0.0524).abs() < 5e-5 && (hi - 0.3339).abs() < 5e-5,
+            "{lo} {hi}"
+        );
         // Every success on one side, none on the other: still inside [−1, 1].
         let (lo, hi) = newcombe_difference((10, 10), (3, 10), 0.95).unwrap();
         assert!(-1.0 < lo && hi < 0.0, "{lo} {hi}");
