@@ -97,6 +97,25 @@ impl Schema {
         let (schemas, index) = &*self.compiled;
         serde_json::from_str::<Value>(text).is_ok_and(|v| schemas.validate(&v, *index).is_ok())
     }
+
+    /// Whether an answer's text is JSON matching the schema, alone or as
+    /// the one Markdown code block the answer is (models asked for JSON in
+    /// the prompt often fence it).
+    pub fn matches_answer(&self, text: &str) -> bool {
+        self.matches_text(unfenced(text))
+    }
+}
+
+/// The inside of `text` when the whole of it is one fenced code block
+/// (its info string, such as `json`, left out); else `text`.
+fn unfenced(text: &str) -> &str {
+    let t = text.trim();
+    match t.strip_prefix("```").and_then(|r| r.strip_suffix("```")) {
+        Some(inner) if !inner.contains("```") => {
+            inner.split_once('\n').map_or(inner, |(_, body)| body)
+        }
+        _ => t,
+    }
 }
 
 /// One tool of the `tools` file.
@@ -200,7 +219,8 @@ impl Structured {
     /// arguments are JSON matching the tool's parameters; without a tool
     /// call, the text is JSON matching the response schema. None when the
     /// plan asks nothing of this answer's form (no response schema, and a
-    /// tool call was optional or forbidden and none came).
+    /// tool call was optional or forbidden and none came). Text may be
+    /// fenced as one Markdown code block; tool arguments may not.
     pub fn parses(&self, text: &str, calls: &[ToolCall]) -> Option<bool> {
         if !calls.is_empty() {
             return Some(calls.iter().all(|c| {
@@ -215,7 +235,7 @@ impl Structured {
         );
         match &self.response {
             _ if must_call => Some(false),
-            Some(schema) => Some(schema.matches_text(text)),
+            Some(schema) => Some(schema.matches_answer(text)),
             None => None,
         }
     }
@@ -374,6 +394,9 @@ mod tests {
         assert_eq!(s.parses(" {\"age\": 3} ", &[]), Some(true));
         assert_eq!(s.parses("{\"age\": \"3\"}", &[]), Some(false));
         assert_eq!(s.parses("Sure! {\"age\": 3}", &[]), Some(false));
+        assert_eq!(s.parses("```json\n{\"age\": 3}\n```", &[]), Some(true), "fenced");
+        assert_eq!(s.parses("```\n{\"age\": 3}\n```\nand ```x```", &[]), Some(false));
+        assert_eq!(s.parses("```json\n{\"age\": 3", &[]), Some(false), "cut");
         assert_eq!(
             s.body_fields()["response_format"]["json_schema"]["schema"]["required"],
             json!(["age"])
