@@ -229,11 +229,10 @@ mod tests {
         let form = Form::of(Some(&tools), Some(&choice), None).unwrap();
         assert_eq!(form.tool_name(), Some("get_weather"));
         let text = answer(&form, false);
-        assert_eq!(
-            text.chars().count(),
-            200,
-            "one piece per token, spaces after"
-        );
+        let a = FormAnswer::new(&form, &Prose::new(7), false);
+        assert_eq!(a.text(0, 2).chars().count(), 2 * CHARS_PER_TOKEN);
+        assert_eq!(a.text(199, 1), " ", "spaces after the value");
+        assert_eq!(text, a.text(0, 120) + &a.text(120, 80), "any stretch on its own");
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             (v["days"].clone(), v["unit"].clone()),
