@@ -28,9 +28,10 @@ pub(crate) const COLUMNS: &[&str] = &[
     rq::ANSWER_TEXT,
 ];
 
-/// The request column of whether an answer parsed (`[workload.tools]`,
-/// `[workload.response_format]`); a run made before it lacks it.
-pub(crate) const PARSE_COLUMNS: &[&str] = &[rq::PARSED];
+/// The request columns of whether an answer parsed (`[workload.tools]`,
+/// `[workload.response_format]`) and of its tool calls (an answer that
+/// called a tool is not empty); a run made before them lacks them.
+pub(crate) const PARSE_COLUMNS: &[&str] = &[rq::PARSED, rq::TOOL_CALLS];
 
 /// The confidence of the Wilson interval beside a parse rate: the one
 /// accuracy's rates have.
@@ -107,6 +108,11 @@ impl AnswerTally {
         let reasoned = rows.column(rq::REASONING_HASH)?.is_not_null();
         let finish = rows.column(rq::FINISH_REASON)?.str()?.clone();
         let text = rows.column(rq::ANSWER_TEXT)?.str()?.clone();
+        // A run made before tool calls were read has none.
+        let calls = match schema.contains(rq::TOOL_CALLS) {
+            true => u64s(rows, rq::TOOL_CALLS)?,
+            false => vec![None; rows.height()],
+        };
         let as_u32 = |v: Option<u64>| v.unwrap_or(0).min(u64::from(u32::MAX)) as u32;
         for (i, ok) in ok.iter().enumerate() {
             let Some(chars) = chars[i] else { continue };
@@ -129,6 +135,7 @@ impl AnswerTally {
                 length_forced: forced.get(i).unwrap_or(false),
                 output_tokens: as_u32(output),
                 output_planned: as_u32(planned[i]),
+                called_tools: calls[i].is_some_and(|n| n > 0),
             };
             self.checked += 1;
             self.output_tokens += output.unwrap_or(0) as f64;

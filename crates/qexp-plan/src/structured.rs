@@ -394,8 +394,15 @@ mod tests {
         assert_eq!(s.parses(" {\"age\": 3} ", &[]), Some(true));
         assert_eq!(s.parses("{\"age\": \"3\"}", &[]), Some(false));
         assert_eq!(s.parses("Sure! {\"age\": 3}", &[]), Some(false));
-        assert_eq!(s.parses("```json\n{\"age\": 3}\n```", &[]), Some(true), "fenced");
-        assert_eq!(s.parses("```\n{\"age\": 3}\n```\nand ```x```", &[]), Some(false));
+        assert_eq!(
+            s.parses("```json\n{\"age\": 3}\n```", &[]),
+            Some(true),
+            "fenced"
+        );
+        assert_eq!(
+            s.parses("```\n{\"age\": 3}\n```\nand ```x```", &[]),
+            Some(false)
+        );
         assert_eq!(s.parses("```json\n{\"age\": 3", &[]), Some(false), "cut");
         assert_eq!(
             s.body_fields()["response_format"]["json_schema"]["schema"]["required"],

@@ -223,6 +223,7 @@ fn unhealthy(o: &qexp_client::Outcome, planned: Planned) -> bool {
                 length_forced: planned.length_forced,
                 output_tokens: o.output_tokens(),
                 output_planned: planned.output_tokens,
+                called_tools: !o.tool_calls.is_empty(),
             }
             .issues()
             .is_empty()

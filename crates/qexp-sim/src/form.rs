@@ -232,7 +232,11 @@ mod tests {
         let a = FormAnswer::new(&form, &Prose::new(7), false);
         assert_eq!(a.text(0, 2).chars().count(), 2 * CHARS_PER_TOKEN);
         assert_eq!(a.text(199, 1), " ", "spaces after the value");
-        assert_eq!(text, a.text(0, 120) + &a.text(120, 80), "any stretch on its own");
+        assert_eq!(
+            text,
+            a.text(0, 120) + &a.text(120, 80),
+            "any stretch on its own"
+        );
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             (v["days"].clone(), v["unit"].clone()),

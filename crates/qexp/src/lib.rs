@@ -146,7 +146,7 @@ Examples:
   qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
   qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
   qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse in big batches
-  qexp sim --profile fast --malformed-share-per-seq 0.01   # tool calls and JSON break in big batches
+  qexp sim --profile fast --malformed-share-per-seq 0.01   # tool calls break in big batches
   curl http://127.0.0.1:8000/v1/models")]
     Sim(SimArgs),
     /// Benchmark qexp itself as a load generator against a zero-compute local server.

@@ -381,22 +381,25 @@ async fn smollm2_embeddings_have_e2e_and_no_ttft() {
     assert_eq!(keys, ["req_s", "input_tok_s", "e2e_s", "failures"]);
 }
 
-/// Prompts that ask for a person as JSON with a name and an age, each in
-/// its own words (SmolLM2 fences some answers as a code block, writes
-/// Python for others).
+/// Prompts that ask for a person as JSON with a name and an age. SmolLM2
+/// fences its answer as a code block; after some it goes on with a sentence
+/// about the JSON, so the answer is no longer JSON (at temperature 0 the
+/// same prompts every time: the sailor and the astronaut).
 const ASK_JSON: &[&str] = &[
-    "Describe a person as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
-    "Give me a JSON object for a fictional cat: {\"name\": string, \"age\": integer}. Reply in JSON only.",
-    "Return JSON with keys name (string) and age (integer) for the president of a club.",
-    "Invent a character. Output only JSON like {\"name\": \"...\", \"age\": 0}.",
+    "Describe a teacher as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a sailor as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a baker as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a child as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe an astronaut as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a doctor as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
 ];
 
 /// The schema those prompts ask for.
 const PERSON: &str = r#"{"type": "object", "required": ["name", "age"],
   "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}"#;
 
-/// Runs [`ASK_JSON`] once each (no nonce, temperature 0, up to 64 tokens,
-/// one user) with [`PERSON`] as the response schema, sent as
+/// Runs 8 requests drawn from [`ASK_JSON`] (no nonce, temperature 0, up
+/// to 64 tokens, one user) with [`PERSON`] as the response schema, sent as
 /// `response_format` when `enforce`, else only checked.
 async fn run_structured(dir: &Path, url: &str, enforce: bool) -> RunAnalysis {
     std::fs::create_dir_all(dir).unwrap();
@@ -414,7 +417,7 @@ async fn run_structured(dir: &Path, url: &str, enforce: bool) -> RunAnalysis {
          [workload.dataset]\npath = \"prompts.jsonl\"\nnonce = false\n\n\
          [workload.response_format]\nschema = \"person.json\"\nenforce = {enforce}\n\n\
          [sweep]\nconcurrency = [1]\n\n\
-         [run]\nrequests = 4\nwarmup_requests = 0\ntrials = 1\nseed = 3\nkeep_answers = \"all\"\n"
+         [run]\nrequests = 8\nwarmup_requests = 0\ntrials = 1\nseed = 3\nkeep_answers = \"all\"\n"
     );
     let path = dir.join("structured.toml");
     std::fs::write(&path, plan).unwrap();
@@ -438,7 +441,7 @@ async fn smollm2_structured_output_parses_when_the_schema_is_enforced() {
         "parse rate: {}/{} with response_format, {}/{} asked in the prompt only",
         enforced.parsed, enforced.checked, asked.parsed, asked.checked
     );
-    assert_eq!((enforced.parsed, enforced.checked), (4, 4), "{enforced:?}");
-    assert_eq!(asked.checked, 4, "{asked:?}");
+    assert_eq!((enforced.parsed, enforced.checked), (8, 8), "{enforced:?}");
+    assert_eq!(asked.checked, 8, "{asked:?}");
     assert!(asked.parsed > 0, "{asked:?}");
 }

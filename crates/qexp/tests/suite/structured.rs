@@ -77,9 +77,11 @@ fn a_tool_schema_that_is_not_json_schema_stops_the_run_before_anything_is_sent()
 async fn tool_calls_that_break_under_load_are_flagged() {
     let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
-    // Alone every call parses; each other sequence in the batch makes 3%
-    // of calls malformed (45% at a batch of 16).
-    let plan = tools_plan(tmp.path(), "tools", "sim:exact?malformed_per_seq=0.03")
+    // Alone every call parses; each other sequence in the batch at a
+    // request's admission makes 10% of calls malformed. `exact` prefills
+    // one prompt at a time (50 ms each) and decodes 12 tokens in 120 ms,
+    // so at 16 users a request joins a batch of a few, not of 16.
+    let plan = tools_plan(tmp.path(), "tools", "sim:exact?malformed_per_seq=0.1")
         .concurrency(&[1, 16])
         .requests(32);
     let run = run_plan(tmp.path(), &plan).await;
@@ -88,7 +90,7 @@ async fn tool_calls_that_break_under_load_are_flagged() {
     eprintln!("parse rate: {alone:?} at c=1, {loaded:?} at c=16");
     assert_eq!((alone.parsed, alone.checked), (32, 32));
     assert_eq!(loaded.checked, 32);
-    assert!((8..=24).contains(&loaded.parsed), "{loaded:?}");
+    assert!((8..=28).contains(&loaded.parsed), "{loaded:?}");
     let (lo, hi) = loaded.interval.unwrap();
     assert!(lo < loaded.share && loaded.share < hi, "{loaded:?}");
     let flag = run
@@ -99,7 +101,10 @@ async fn tool_calls_that_break_under_load_are_flagged() {
     assert_eq!(flag.point_id(), Some(run.points[1].point.id));
     assert_eq!(run.flags[0].title(), "Parse rate falls under load", "first");
     // Every request carries its tool call, and its time to the first tool token.
-    let df = qexp_store::scan_requests(&run.dir).unwrap().collect().unwrap();
+    let df = qexp_store::scan_requests(&run.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
     let calls = qexp_testkit::u32s(&df, "tool_calls");
     assert!(calls.iter().all(|c| *c == 1), "{calls:?}");
     let (ttft, tool) = (
