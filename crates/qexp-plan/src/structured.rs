@@ -77,15 +77,16 @@ impl Schema {
         const LOC: &str = "qexp:schema.json";
         let mut compiler = boon::Compiler::new();
         let mut schemas = boon::Schemas::new();
-        let compiled = compiler
-            .add_resource(LOC, value.clone())
-            .and_then(|()| compiler.compile(LOC, &mut schemas));
-        let index = compiled.map_err(|e| match e {
+        let not_schema = |e: boon::CompileError| match e {
             boon::CompileError::ValidationError { src, .. } => {
                 format!("is not JSON Schema ({})", first_cause(&src))
             }
             other => format!("is not JSON Schema ({other})"),
-        })?;
+        };
+        compiler
+            .add_resource(LOC, value.clone())
+            .map_err(not_schema)?;
+        let index = compiler.compile(LOC, &mut schemas).map_err(not_schema)?;
         Ok(Schema {
             value,
             compiled: Arc::new((schemas, index)),

@@ -97,6 +97,15 @@ pub(crate) struct DeploymentTag {
 }
 
 impl Context<'_> {
+    /// Whether a successful request's answer parsed (None when the plan
+    /// asks nothing of its form, or the request failed).
+    fn parsed(&self, o: &qexp_client::Outcome) -> Option<bool> {
+        let text = o.text.as_deref().unwrap_or_default();
+        o.ok()
+            .then(|| self.structured.parses(text, &o.tool_calls))
+            .flatten()
+    }
+
     fn deployment_columns(&self) -> (Option<String>, Option<String>, Option<String>) {
         match self.deployment {
             Some(d) => (
@@ -126,13 +135,7 @@ pub(crate) fn request_row(
     RequestRow {
         item_id: item.map(|i| i.id.clone()),
         correct,
-        parsed: o
-            .ok()
-            .then(|| {
-                ctx.structured
-                    .parses(o.text.as_deref().unwrap_or_default(), &o.tool_calls)
-            })
-            .flatten(),
+        parsed: ctx.parsed(o),
         ttft_tool_s: o.first_tool_s,
         tool_calls: o.tool_calls.len() as u32,
         deployment,
