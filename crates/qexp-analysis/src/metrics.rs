@@ -1,3 +1,6 @@
+//! The figures of one (trial, point) from its measured requests, and of
+//! one point across trials (each metric summarized over its trials).
+
 use crate::answers::{AnswerHealth, AnswerTally};
 use crate::server::{CounterValues, ServerMetric};
 use crate::stats::Summary;

@@ -169,17 +169,6 @@ pub(crate) fn error_text(text: &str, redact: &Redactor) -> String {
         .unwrap_or_else(|| redact.excerpt(text))
 }
 
-/// `s` on one line, cut to 300 characters. Server text goes through
-/// [`Redactor::excerpt`] instead, which takes the key out before the cut.
-pub(crate) fn excerpt(s: &str) -> String {
-    const MAX: usize = 300;
-    let s = s.trim().replace(['\n', '\r'], " ");
-    match s.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,3 +1,6 @@
+//! The request qexp sends (which endpoint, which body) and the HTTP client
+//! that sends it and times its stream.
+
 use crate::classify::{classify, header_text, stale_connection};
 use crate::measure::{measure, Attempt, Body, Head, Transport};
 use crate::outcome::{ErrorClass, Outcome, RequestError};

@@ -3,7 +3,7 @@
 //! incremental body decoder (chunked, by length, or to the connection's
 //! close) that hands out the body's bytes as slices of its input.
 
-use crate::classify::excerpt;
+use crate::secret::excerpt;
 
 /// How a response body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

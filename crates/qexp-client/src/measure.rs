@@ -19,8 +19,9 @@ use crate::outcome::{ErrorClass, Outcome, RequestError};
 use crate::secret::Redactor;
 use crate::sse::SseParser;
 use crate::timeouts::{Limit, StreamDeadline, Timeouts};
+use qexp_types::unix_now;
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// What a response head says, as far as the procedure checks it.
 #[derive(Debug)]
@@ -374,11 +375,4 @@ fn settle(out: &mut Outcome, done: bool) {
             message: message.into(),
         });
     }
-}
-
-/// The wall-clock time, in seconds since the Unix epoch.
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -1,3 +1,6 @@
+//! What one request came to: its timings, the server's token counts, the
+//! answer, and the failure with its class when it failed.
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

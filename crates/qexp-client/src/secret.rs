@@ -45,7 +45,7 @@ impl Redactor {
     /// then cut to an excerpt. Cut first, a secret across the cut would
     /// keep its first part, which no later redaction recognises.
     pub fn excerpt(&self, text: &str) -> String {
-        crate::classify::excerpt(&self.text(text))
+        excerpt(&self.text(text))
     }
 
     /// Every string (and key) of `value` with the secret replaced.
@@ -63,6 +63,17 @@ impl Redactor {
             ),
             other => other,
         }
+    }
+}
+
+/// `s` on one line, cut to 300 characters. Server text goes through
+/// [`Redactor::excerpt`] instead, which takes the key out before the cut.
+pub(crate) fn excerpt(s: &str) -> String {
+    const MAX: usize = 300;
+    let s = s.trim().replace(['\n', '\r'], " ");
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
     }
 }
 

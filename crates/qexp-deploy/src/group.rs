@@ -20,6 +20,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::logcopy::Copier;
+use crate::proc::{proc_pids, state_and_pgrp};
 use crate::tag::{self, TAG_VAR};
 use crate::{ApiKey, LaunchError};
 
@@ -248,13 +249,6 @@ fn only_zombies_in(pgid: Pid) -> bool {
     true
 }
 
-/// The pids listed in `/proc`.
-pub(crate) fn proc_pids() -> io::Result<impl Iterator<Item = i32>> {
-    Ok(fs::read_dir("/proc")?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok()))
-}
-
 /// Where the server's stdout and stderr go.
 enum Output {
     /// The log file itself.
@@ -272,28 +266,9 @@ impl Output {
     }
 }
 
-/// The state letter and process group of a `/proc/<pid>/stat` line.
-pub(crate) fn state_and_pgrp(stat: &str) -> Option<(char, i32)> {
-    // The command name may contain spaces and parentheses; it ends at the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_stat_with_odd_command_names() {
-        let stat = "4242 (my (odd) srv) S 1 4242 4242 0 -1 4194560";
-        assert_eq!(state_and_pgrp(stat), Some(('S', 4242)));
-        assert_eq!(state_and_pgrp("1 (x) Z 0 77 77"), Some(('Z', 77)));
-        assert_eq!(state_and_pgrp("garbage"), None);
-    }
 
     #[test]
     fn own_group_is_not_only_zombies() {

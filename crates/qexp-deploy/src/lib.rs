@@ -22,6 +22,7 @@ mod logcopy;
 mod logfile;
 mod net;
 mod placeholder;
+mod proc;
 mod ready;
 mod redact;
 mod server;

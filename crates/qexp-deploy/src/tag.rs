@@ -37,7 +37,7 @@ pub(crate) fn new_tag() -> String {
 /// are not found: qexp could not signal them either.
 pub(crate) fn escaped(tag: &str, pgid: Pid) -> Vec<Pid> {
     let entry = format!("{TAG_VAR}={tag}");
-    let Ok(pids) = crate::group::proc_pids() else {
+    let Ok(pids) = crate::proc::proc_pids() else {
         return Vec::new();
     };
     pids.filter(|&pid| {
@@ -47,7 +47,7 @@ pub(crate) fn escaped(tag: &str, pgid: Pid) -> Vec<Pid> {
     .filter(|&pid| {
         fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
-            .and_then(|stat| crate::group::state_and_pgrp(&stat))
+            .and_then(|stat| crate::proc::state_and_pgrp(&stat))
             .is_some_and(|(state, pgrp)| state != 'Z' && pgrp != pgid.as_raw())
     })
     .map(Pid::from_raw)

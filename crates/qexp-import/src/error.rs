@@ -1,3 +1,5 @@
+//! Why an import could not be made, naming the file and the field.
+
 use std::path::PathBuf;
 
 /// Why an import could not be made. Each names the file and, where the

@@ -1,4 +1,5 @@
-//! qexp-model: a physical model of an LLM deployment (docs/model.md). It
+//! qexp-model: a performance model of an LLM deployment, of how fast it
+//! serves, not of the language model it serves (docs/model.md). It
 //! owns the model's equations ([`Params`]: prefill `a + b·L + c·f·L²`,
 //! decode step `d0 + d1·(B−1) + d2·K`, tokens per step, a batch limit with a
 //! FIFO queue), the versioned model file ([`ModelFile`]), the fit of those

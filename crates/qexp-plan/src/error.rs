@@ -1,3 +1,5 @@
+//! Why a plan could not be used, at file:line:col and key.
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

@@ -1,3 +1,5 @@
+//! A plan's points: the swept axes combined, once per deployment.
+
 use crate::deploy::DeploymentSpec;
 use crate::open_loop::{requests_for, OpenLoop, TraceRef};
 use crate::schema::{PlanFile, Requests};

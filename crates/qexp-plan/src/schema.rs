@@ -1,3 +1,6 @@
+//! The plan file as TOML: every section and key, with its default and its
+//! check.
+
 use crate::limits::{TimeoutsSection, ToleranceSection};
 use crate::open_loop::{LoadSection, TraceRef};
 use crate::slo::SloSection;

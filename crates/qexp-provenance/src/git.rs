@@ -1,3 +1,6 @@
+//! The git state (commit, branch, dirty, remote without credentials) of the
+//! repository that holds a plan.
+
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

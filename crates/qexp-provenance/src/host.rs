@@ -1,3 +1,5 @@
+//! The client's host: name, OS, kernel, CPU, memory and the GPUs `nvidia-smi` lists.
+
 use serde::{Deserialize, Serialize};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -23,6 +23,7 @@ mod context;
 mod deployments;
 pub mod diff;
 mod energy;
+mod error;
 mod filters;
 pub mod format;
 mod headline;
@@ -41,11 +42,11 @@ mod views;
 
 pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
+pub use error::RenderError;
 pub use model_check::ModelBeside;
 pub use open_loop::{OpenLoopRow, OpenLoopView};
 pub use render::{
-    render, render_beside, render_run, render_run_with, write_files, Narrative, RenderError,
-    Rendered, Templates,
+    render, render_beside, render_run, render_run_with, write_files, Narrative, Rendered, Templates,
 };
 pub use steady::SteadyRow;
 pub use turns::{ReasoningRow, TurnRow};

@@ -6,7 +6,7 @@
 //! this renders them.
 
 use crate::charts::{model_charts, Chart};
-use crate::render::RenderError;
+use crate::error::RenderError;
 use crate::views::{FitRow, FitView};
 use qexp_analysis::RunAnalysis;
 use qexp_model::{Check, ModelFile};
@@ -101,7 +101,7 @@ fn fit_view(m: ModelBeside, checks: &[Check], charts: &[Chart]) -> FitView {
             })
             .collect(),
         widened: widened(),
-        charts: charts.iter().map(crate::render::chart_view).collect(),
+        charts: charts.iter().map(crate::views::chart_view).collect(),
     }
 }
 

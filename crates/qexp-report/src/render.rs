@@ -2,40 +2,15 @@
 //! SVG per chart, all derived from the run alone so that rendering a run
 //! twice gives the same bytes.
 
-use crate::charts::{self, Chart, ChartError, FlagMark, PointCharts};
+use crate::charts::{self, Chart, FlagMark, PointCharts};
 use crate::context::report_context;
+use crate::error::RenderError;
 use crate::model_check::ModelBeside;
 use crate::narrative;
 use crate::tera_error::chain;
-use crate::views::{ChartView, DistributionView, ReportContext};
+use crate::views::{chart_view, DistributionView, ReportContext};
 use qexp_analysis::RunAnalysis;
 use std::path::{Path, PathBuf};
-
-/// Why a report could not be rendered.
-#[derive(Debug, thiserror::Error)]
-pub enum RenderError {
-    /// A template failed to parse or render.
-    #[error("template {name}: {message}")]
-    Template {
-        /// Template name.
-        name: String,
-        /// The cause, with tera's chain.
-        message: String,
-    },
-    /// A chart could not be drawn.
-    #[error(transparent)]
-    Chart(#[from] ChartError),
-    /// A file could not be written or read.
-    #[error("{action} {}: {source}", path.display())]
-    Io {
-        /// What qexp was doing.
-        action: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-}
 
 const REPORT_MD: &str = "report.md.tera";
 const REPORT_HTML: &str = "report.html.tera";
@@ -256,15 +231,6 @@ fn draw_charts(
         })
         .collect();
     Ok((charts, per_point))
-}
-
-pub(crate) fn chart_view(c: &Chart) -> ChartView {
-    ChartView {
-        name: c.name.clone(),
-        file: format!("{}.svg", c.name),
-        title: c.title.clone(),
-        svg: c.svg.clone(),
-    }
 }
 
 fn render_one(t: &Templates, name: &str, ctx: &ReportContext) -> Result<String, RenderError> {

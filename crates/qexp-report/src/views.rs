@@ -8,6 +8,7 @@
 //! [`crate::filters`] format the same way. Only types live here, below the
 //! modules that build them.
 
+use crate::charts::Chart;
 use crate::deployments::DeploymentsView;
 use crate::open_loop::OpenLoopView;
 use crate::turns::{ReasoningRow, TurnRow};
@@ -468,4 +469,14 @@ pub struct NarrativeView {
     pub html: String,
     /// Why it could not be rendered, when it could not (the rest of the report still is).
     pub error: Option<String>,
+}
+
+/// What a template shows of a drawn chart: its name, file, title and SVG.
+pub(crate) fn chart_view(c: &Chart) -> ChartView {
+    ChartView {
+        name: c.name.clone(),
+        file: format!("{}.svg", c.name),
+        title: c.title.clone(),
+        svg: c.svg.clone(),
+    }
 }

@@ -1,3 +1,6 @@
+//! What the runner sends requests through: the HTTP client, or a fake with
+//! known timing in tests.
+
 use qexp_client::{Client, GenRequest, Outcome};
 use std::future::Future;
 

@@ -1,3 +1,5 @@
+//! Why a run could not start or had to stop.
+
 use std::path::PathBuf;
 
 /// Why a run could not start or had to stop.

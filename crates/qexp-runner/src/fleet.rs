@@ -325,7 +325,7 @@ impl<'a> Fleet<'a> {
 /// Stops a live deployment and records how; a sentence when the stop left
 /// something behind (a process of its group, or its port still answering).
 async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) -> Option<String> {
-    crate::run::record_timing(writer, &live.target.client);
+    crate::record::record_timing(writer, &live.target.client);
     live.target.shutdown().await;
     let server = live.server?;
     let pgid = server.record().pid;

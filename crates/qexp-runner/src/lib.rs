@@ -1,11 +1,22 @@
 //! qexp-runner executes a plan: it resolves the target (starting the
 //! embedded simulator for `sim:` targets), probes and fingerprints it,
-//! refuses points that exceed its context window, calibrates prompt lengths, runs every point of every trial with
-//! closed-loop concurrency or open-loop arrivals (rates, stages, traces),
-//! and hands each finished request to qexp-store's journal as it finishes
-//! and each point's rows as it completes, with the deltas of the server's
-//! Prometheus counters and the GPUs' energy (`[power]`) around each point. It resumes interrupted runs. It
-//! computes no statistics beyond a point's window.
+//! refuses points that exceed its context window, calibrates prompt
+//! lengths, runs every point of every trial with closed-loop concurrency or
+//! open-loop arrivals (rates, stages, traces), and hands each finished
+//! request to qexp-store's journal as it finishes and each point's rows as
+//! it completes, with the deltas of the server's Prometheus counters and
+//! the GPUs' energy (`[power]`) around each point. It resumes interrupted
+//! runs. It computes no statistics beyond a point's window.
+//!
+//! Beside the single run it holds:
+//! - deployments (`[[deployment]]`): launches each one, interleaves their
+//!   blocks of points, and stops what it launched (deployed.rs, fleet.rs,
+//!   blocks.rs);
+//! - shards (`--shard K/N`): one share of a plan's load per process
+//!   (shard.rs, sharded.rs) and where they meet (`--rendezvous`: shard 0's
+//!   clock and a shared start for each point, the qexp-rendezvous crate).
+//!   Their folders are merged into the plan's run by qexp-merge, from the
+//!   rows this crate's [`record`] makes.
 
 mod arrivals;
 mod backend;
@@ -17,7 +28,6 @@ mod error;
 mod fleet;
 pub mod health;
 mod journaling;
-mod merge;
 mod open_loop;
 mod options;
 mod point;
@@ -25,8 +35,7 @@ mod power;
 mod preflight;
 mod prepare;
 mod progress;
-mod record;
-mod rendezvous;
+pub mod record;
 mod resume;
 mod run;
 pub mod saturation;
@@ -44,11 +53,9 @@ pub use backend::Backend;
 pub use comparability::plan_workload;
 pub use error::RunError;
 pub use fleet::launch_preview;
-pub use merge::error::MergeError;
-pub use merge::{merge, MergeOptions, Merged, MERGE_PIECE_ROWS};
 pub use open_loop::{run_open_loop, OpenLoopSpec, ORIGIN_LATE_MAX_S};
 pub use options::{RunOptions, RunResult};
-pub use rendezvous::wire::RendezvousOptions;
+pub use qexp_rendezvous::wire::RendezvousOptions;
 pub use resume::ResumeOptions;
 pub use run::{resume, run};
 pub use scheduler::{run_closed_loop, Finished, Job};
@@ -58,10 +65,7 @@ pub use stop::STOP_GRACE;
 pub use target::{resolve_target, Target};
 pub use timer::Timer;
 
-/// The `tracing` target of the runner's progress lines for people (the
-/// server found, where the run goes, one line per finished point): a CLI
-/// shows them plainly whatever `RUST_LOG` says.
-pub const PROGRESS_TARGET: &str = "qexp::progress";
+pub use qexp_types::PROGRESS_TARGET;
 
 /// A flag the CLI raises on Ctrl-C or SIGTERM; the runner stops sending,
 /// gives requests in flight [`STOP_GRACE`], and saves what finished.

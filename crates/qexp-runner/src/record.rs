@@ -1,4 +1,6 @@
-//! Turns measured outcomes into rows for qexp-store.
+//! Turns measured outcomes into rows for qexp-store: a request's row, and
+//! a (trial, point)'s row added up from its requests' rows ([`Tally`]),
+//! which qexp-merge also uses to recompute a merged run's points.
 
 use crate::scheduler::Finished;
 use crate::workload::Planned;
@@ -9,15 +11,20 @@ use qexp_types::AnswerFacts;
 
 /// Identifies the (trial, point) rows belong to.
 #[derive(Debug, Clone)]
-pub(crate) struct Context<'a> {
+pub struct Context<'a> {
     /// The trial's graded items (`[accuracy]`; empty without).
     pub items: &'a [Item],
     /// The tools and response schema answers are checked against.
     pub structured: &'a qexp_plan::structured::Structured,
+    /// The run's id.
     pub run_id: &'a str,
+    /// The host that sent the requests.
     pub client_host: &'a str,
+    /// The trial, from 1.
     pub trial: u32,
+    /// The point.
     pub point: &'a Point,
+    /// Position of the point within its trial, from 0.
     pub point_order: u32,
     /// The deployment and start that answered, in a run with deployments.
     pub deployment: Option<&'a DeploymentTag>,
@@ -34,7 +41,7 @@ pub(crate) struct Context<'a> {
 /// Which answers' texts a (trial, point)'s rows keep: decided from the
 /// request alone, so that its journal line and its final row agree.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct AnswerKeeping {
+pub struct AnswerKeeping {
     keep: KeepAnswers,
     /// Measured requests below this index (graded ones aside) are the
     /// sample kept whole.
@@ -45,7 +52,7 @@ impl AnswerKeeping {
     /// `keep` over a (trial, point) whose measured requests (of this
     /// process) are `measured`, in sending order; the sample is taken from
     /// index `ungraded_from` on (graded items' answers are kept anyway).
-    pub(crate) fn new(keep: KeepAnswers, measured: &[u32], ungraded_from: u32) -> AnswerKeeping {
+    pub fn new(keep: KeepAnswers, measured: &[u32], ungraded_from: u32) -> AnswerKeeping {
         let sampled_below = measured
             .iter()
             .filter(|i| **i >= ungraded_from)
@@ -87,7 +94,7 @@ fn tail(text: &str, n: usize) -> String {
 
 /// What every row of a deployment's start carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DeploymentTag {
+pub struct DeploymentTag {
     /// The deployment's name.
     pub name: String,
     /// Its definition's hash.
@@ -249,7 +256,7 @@ pub(crate) fn point_row(
 /// request by request, in any order: a merge adds a (trial, point) up a
 /// piece at a time and never holds all its requests.
 #[derive(Debug, Clone)]
-pub(crate) struct Tally {
+pub struct Tally {
     measured: usize,
     ok: usize,
     cancelled: usize,
@@ -267,7 +274,8 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    pub(crate) fn new(tolerance: InputTolerance) -> Tally {
+    /// Nothing counted yet; prompts are judged against `tolerance`.
+    pub fn new(tolerance: InputTolerance) -> Tally {
         Tally {
             tolerance,
             measured: 0,
@@ -282,7 +290,7 @@ impl Tally {
     }
 
     /// One measured request.
-    pub(crate) fn add(&mut self, r: &RequestRow) {
+    pub fn add(&mut self, r: &RequestRow) {
         self.measured += 1;
         self.start = self.start.min(r.sent_unix_s);
         self.end = self.end.max(r.sent_unix_s + r.end_s);
@@ -310,12 +318,12 @@ impl Tally {
     }
 
     /// Measured requests added.
-    pub(crate) fn measured(&self) -> usize {
+    pub fn measured(&self) -> usize {
         self.measured
     }
 
     /// The point row of the requests added.
-    pub(crate) fn point_row(&self, ctx: &Context<'_>, prompt_units: u32) -> PointRow {
+    pub fn point_row(&self, ctx: &Context<'_>, prompt_units: u32) -> PointRow {
         let (start, end) = (self.start, self.end);
         let window = end - start;
         let agg = (window > 0.0 && self.ok > 0).then(|| self.output_tokens as f64 / window);
@@ -369,6 +377,25 @@ impl Tally {
                 self.tolerance
             )
         })
+    }
+}
+
+/// The timing the run's reads actually had: a run recorded as timed by the
+/// kernel's receive stamps whose client read without one (the option
+/// refused on a connection, a read without its stamp) records the fallback.
+/// Nothing else changes here (a resumed run keeps what it started with).
+/// A run with deployments calls it as each server stops, with that start's client.
+pub(crate) fn record_timing(writer: &mut qexp_store::RunWriter, client: &qexp_client::Client) {
+    use qexp_client::ClientTiming::{Http1FromWire, Http1KernelStamps};
+    let recorded = &mut writer.manifest_mut().client_timing;
+    if *recorded == Some(Http1KernelStamps) && client.client_timing() == Http1FromWire {
+        let (kernel, user) = client.read_stamps();
+        tracing::warn!(
+            "qexp: {user} of {} reads came without the kernel's receive stamp and were stamped \
+             when they returned; the run records its timing as `{Http1FromWire}`",
+            kernel + user
+        );
+        *recorded = Some(Http1FromWire);
     }
 }
 

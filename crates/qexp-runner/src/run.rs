@@ -1,3 +1,6 @@
+//! `run` and `resume`: a plan end to end, from the target's first answer to
+//! the last point on disk.
+
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
 use crate::error::RunError;
@@ -158,27 +161,8 @@ async fn run_prepared(
         &stop,
     )
     .await;
-    record_timing(&mut writer, &target.client);
+    crate::record::record_timing(&mut writer, &target.client);
     finish(writer, outcome, &cancel, Vec::new())
-}
-
-/// The timing the run's reads actually had: a run recorded as timed by the
-/// kernel's receive stamps whose client read without one (the option
-/// refused on a connection, a read without its stamp) records the fallback.
-/// Nothing else changes here (a resumed run keeps what it started with).
-/// A run with deployments calls it as each server stops, with that start's client.
-pub(crate) fn record_timing(writer: &mut RunWriter, client: &qexp_client::Client) {
-    use qexp_client::ClientTiming::{Http1FromWire, Http1KernelStamps};
-    let recorded = &mut writer.manifest_mut().client_timing;
-    if *recorded == Some(Http1KernelStamps) && client.client_timing() == Http1FromWire {
-        let (kernel, user) = client.read_stamps();
-        tracing::warn!(
-            "qexp: {user} of {} reads came without the kernel's receive stamp and were stamped \
-             when they returned; the run records its timing as `{Http1FromWire}`",
-            kernel + user
-        );
-        *recorded = Some(Http1FromWire);
-    }
 }
 
 /// Runs every (trial, point) of a plan without deployments against one

@@ -8,7 +8,7 @@ use crate::Cancel;
 use qexp_client::{ErrorClass, GenRequest, Outcome, RequestError};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+
 use tokio::sync::mpsc;
 
 /// One request to send, with its index within the point.
@@ -142,8 +142,4 @@ pub(crate) fn cancelled(scheduled: f64) -> Outcome {
     }
 }
 
-pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
+pub(crate) use qexp_types::unix_now;

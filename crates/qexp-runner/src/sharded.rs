@@ -4,11 +4,11 @@
 //! every step here is then a no-op.
 
 use crate::error::RunError;
-use crate::rendezvous::hall::{Hall, Serving};
-use crate::rendezvous::member::{Clock, Member};
-use crate::rendezvous::wire::{Identity, RendezvousOptions};
 use crate::shard::Shard;
 use crate::Cancel;
+use qexp_rendezvous::hall::{Hall, Serving};
+use qexp_rendezvous::member::{Clock, Member};
+use qexp_rendezvous::wire::{Identity, RendezvousOptions};
 use qexp_store::{LostShard, Manifest, ShardRecord};
 
 /// `qexp run --shard K/N`: which shard, under which shared run id, meeting where.

@@ -1,3 +1,6 @@
+//! The target a plan names, resolved: an HTTP URL, or the embedded
+//! simulator (`sim:PROFILE`, `sim:fit=MODEL`) started on 127.0.0.1:0.
+
 use crate::error::RunError;
 use qexp_client::{Client, Timeouts};
 use qexp_sim::{FaultPlan, SimProfile, SimServer};

@@ -140,6 +140,20 @@ const NAMES: &[&str] = &[
     "known-mixed",
 ];
 
+/// What each built-in profile is, in the order of [`NAMES`].
+const ABOUT: &[&str] = &[
+    "the fit of the founding tables (docs/model.md, The founding profile)",
+    "founding at 20x speed",
+    "fast without speculative decoding: a second deployment to diff against",
+    "fast with a broken verifier: 6 tokens per step, not 4; every answer loops",
+    "fast as a reasoning model that streams its thinking first",
+    "fixed, exactly known timing, for tests",
+    "exact with 10% longer decode steps: a known difference for qexp diff",
+    "every model term known and non-zero: what qexp fit must recover",
+    "known with prompts prefilled in the decode step (the mixed schedule)",
+];
+const _: () = assert!(NAMES.len() == ABOUT.len(), "one phrase per profile");
+
 /// A profile name that names nothing, or a model file that cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
@@ -252,6 +266,12 @@ impl SimProfile {
     /// Names of the built-in profiles.
     pub fn names() -> &'static [&'static str] {
         NAMES
+    }
+
+    /// What the built-in profile `name` is, in a phrase; `None` for a name
+    /// that is not one.
+    pub fn about(name: &str) -> Option<&'static str> {
+        NAMES.iter().position(|n| *n == name).map(|i| ABOUT[i])
     }
 
     /// The model id the server reports: the one it was given, else `sim-<name>`.

@@ -1,3 +1,5 @@
+//! Why a results folder could not be written or read.
+
 use std::path::PathBuf;
 
 /// Why a results directory could not be written or read.

@@ -1,3 +1,6 @@
+//! The manifest of a run folder (`manifest.json`): what ran, where, when,
+//! from which plan, and how far it got.
+
 use chrono::{DateTime, Utc};
 use qexp_plan::{ApiKind, Point};
 use qexp_provenance::{GitInfo, HostInfo};
@@ -271,9 +274,9 @@ pub struct LostShard {
 }
 
 /// How a shard's [`LostShard`] sentence about shard 0 ends when the shard
-/// could not reach shard 0 and went on alone (its barriers skipped), as
-/// opposed to shard 0 stopping while its rendezvous still served.
-pub const WENT_ON_ALONE: &str = "this shard went on alone";
+/// went on alone (declared in qexp-types, where the rendezvous that writes
+/// it finds it too).
+pub use qexp_types::WENT_ON_ALONE;
 
 /// What `qexp merge` put together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

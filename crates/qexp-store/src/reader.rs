@@ -1,3 +1,6 @@
+//! Reading run folders: the manifest, and the rows of requests and points
+//! from the merged Parquet files, their parts and the journal.
+
 use crate::error::StoreError;
 use crate::journal::read_journal;
 use crate::layout::{files_of, merged, parse_pair, INCOMPLETE, JOURNAL, PARTS, POINTS, REQUESTS};

@@ -1,3 +1,6 @@
+//! Writing a run folder as the run goes, so that a crash loses nothing
+//! already measured.
+
 use crate::error::StoreError;
 use crate::journal::Journal;
 use crate::layout::{

@@ -16,6 +16,7 @@
 //! hold them.
 
 pub mod answer;
+mod clock;
 pub mod cost;
 pub mod counters;
 mod error_class;
@@ -26,6 +27,7 @@ mod server;
 mod timing;
 
 pub use answer::{AnswerFacts, AnswerIssue, AnswerShape};
+pub use clock::unix_now;
 pub use counters::{acceptance_length, CounterSpec, Counters, ServerCounter, ServerCounters};
 pub use error_class::ErrorClass;
 pub use fingerprint::Fingerprint;
@@ -33,3 +35,14 @@ pub use power::{PowerGpu, PowerSourceInfo};
 pub use record::{StartRecord, StopHow, StopRecord, REDACTED};
 pub use server::ServerInfo;
 pub use timing::ClientTiming;
+
+/// The `tracing` target of qexp's progress lines for people (the server
+/// found, where the run goes, one line per finished point, a shard lost):
+/// a CLI shows them plainly whatever `RUST_LOG` says.
+pub const PROGRESS_TARGET: &str = "qexp::progress";
+
+/// How a shard's sentence about a lost shard 0 (the manifest's lost
+/// shards) ends when the shard could not reach shard 0 and went on alone
+/// (its barriers skipped), as opposed to shard 0 stopping while its
+/// rendezvous still served.
+pub const WENT_ON_ALONE: &str = "this shard went on alone";

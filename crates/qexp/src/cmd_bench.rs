@@ -1,3 +1,6 @@
+//! `qexp bench`: qexp's own cost (CPU, memory, timing error) against its bench
+//! server, run in a process of its own.
+
 use crate::{BenchArgs, CliError};
 use anyhow::Context;
 use qexp_bench::{run_bench, BenchServer, Scale};

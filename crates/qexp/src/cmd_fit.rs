@@ -1,3 +1,6 @@
+//! `qexp fit`: the performance model fitted on runs or a table of
+//! measurements.
+
 use crate::model_text::{coefficients, metric_value, residuals};
 use crate::{CliError, FitArgs};
 use anyhow::anyhow;

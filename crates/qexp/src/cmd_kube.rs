@@ -1,3 +1,5 @@
+//! `qexp kube`: the Kubernetes objects of a sharded run.
+
 use crate::{CliError, KubeArgs};
 use anyhow::Context as _;
 use qexp_plan::Plan;

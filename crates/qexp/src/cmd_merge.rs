@@ -1,5 +1,7 @@
+//! `qexp merge`: a sharded run's shards merged into one run.
+
 use crate::{CliError, MergeArgs};
-use qexp_runner::{MergeError, MergeOptions};
+use qexp_merge::{MergeError, MergeOptions};
 
 /// `qexp merge`: exit 0 when merged, 2 when refused. Shards given as
 /// URLs are downloaded first.
@@ -13,9 +15,9 @@ pub(crate) async fn merge(args: MergeArgs) -> Result<u8, CliError> {
         shards: crate::cmd_objstore::local_shards(&args.shards, &cache).await?,
         out: args.out,
         partial: args.partial,
-        piece_rows: qexp_runner::MERGE_PIECE_ROWS,
+        piece_rows: qexp_merge::MERGE_PIECE_ROWS,
     };
-    let merged = qexp_runner::merge(&opts).map_err(|e| match e {
+    let merged = qexp_merge::merge(&opts).map_err(|e| match e {
         MergeError::Refused(_)
         | MergeError::Store(
             qexp_store::StoreError::NotARun { .. }

@@ -1,3 +1,6 @@
+//! `qexp predict`: the performance model's predictions, what-ifs and the
+//! capacity under an SLO.
+
 use crate::model_text::metric_value;
 use crate::{CliError, PredictArgs};
 use anyhow::anyhow;

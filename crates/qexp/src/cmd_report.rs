@@ -1,3 +1,5 @@
+//! `qexp report`: reports of runs and notebooks, and the workspace index.
+
 use crate::{CliError, ReportArgs};
 use anyhow::Context as _;
 use qexp_analysis::RunAnalysis;

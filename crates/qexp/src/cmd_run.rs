@@ -1,3 +1,6 @@
+//! `qexp run`: a plan measured, with progress, Ctrl-C and the summary at
+//! the end.
+
 use crate::{cmd_report, summary, CliError, RunArgs};
 use anyhow::Context as _;
 use qexp_plan::Plan;

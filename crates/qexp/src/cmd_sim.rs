@@ -1,3 +1,5 @@
+//! `qexp sim`: the simulated server, until Ctrl-C.
+
 use crate::{CliError, SimArgs};
 use qexp_sim::{FaultPlan, SimProfile, SimServer};
 

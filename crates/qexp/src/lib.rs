@@ -140,14 +140,7 @@ MODEL is a `qexp fit` file or `founding` (the fit of the founding tables). Predi
 outside the fitted ranges are labelled extrapolated.")]
     Predict(PredictArgs),
     /// Serve the embedded simulated OpenAI-compatible server until Ctrl-C.
-    #[command(after_help = "\
-Examples:
-  qexp sim --profile founding --port 8000
-  qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
-  qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
-  qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse in big batches
-  qexp sim --profile fast --malformed-share-per-seq 0.01   # tool calls break in big batches
-  curl http://127.0.0.1:8000/v1/models")]
+    #[command(after_help = sim_after_help())]
     Sim(SimArgs),
     /// Benchmark qexp itself as a load generator against a zero-compute local server.
     #[command(after_help = "\
@@ -566,10 +559,30 @@ pub struct SimArgs {
 /// `--profile`'s help, naming the simulator's built-in profiles.
 fn profile_help() -> String {
     format!(
-        "Simulator profile: {} (the README's `qexp sim` row says what each is), or fit=PATH (a \
-         `qexp fit` model file)",
+        "Simulator profile: {} (listed below), or fit=PATH (a `qexp fit` model file)",
         qexp_sim::SimProfile::names().join(", ")
     )
+}
+
+/// `qexp sim --help`'s text after the options: what each built-in profile
+/// is, then examples.
+fn sim_after_help() -> String {
+    let mut text = String::from("Profiles:\n");
+    for name in qexp_sim::SimProfile::names() {
+        let about = qexp_sim::SimProfile::about(name).unwrap_or_default();
+        text.push_str(&format!("  {name:<18}{about}\n"));
+    }
+    text.push_str(
+        "  fit=PATH          the deployment a `qexp fit` model file describes (--model-file PATH)
+Examples:
+  qexp sim --profile founding --port 8000
+  qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
+  qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
+  qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse in big batches
+  qexp sim --profile fast --malformed-share-per-seq 0.01   # tool calls break in big batches
+  curl http://127.0.0.1:8000/v1/models",
+    );
+    text
 }
 
 /// `--faults`' help, naming the faults the simulator can inject.

@@ -1,3 +1,5 @@
+//! The graders against answers they must take and answers they must refuse.
+
 use super::*;
 use std::io::Write;
 

@@ -13,8 +13,9 @@
 mod digest;
 
 use crate::charts::{self, signed, Chart};
+use crate::error::RenderError;
 use crate::labels;
-use crate::render::{load_templates, tera_err, RenderError, Rendered};
+use crate::render::{load_templates, tera_err, Rendered};
 pub use digest::{digests, CacheUse, DigestedRun, RunDigest};
 use qexp_analysis::history::{history, HistoryInput, StepOptions, WorkloadHistory};
 use qexp_analysis::{Direction, Metric};

@@ -19,8 +19,9 @@ mod cells;
 pub mod front;
 
 use crate::charts::Chart;
+use crate::error::RenderError;
 use crate::narrative::{self, html::to_html, query::query_md, Context, PointView};
-use crate::render::{load_templates, prepare, tera_err, RenderError, Rendered};
+use crate::render::{load_templates, prepare, tera_err, Rendered};
 use crate::tera_error::chain;
 pub use front::{FrontMatterError, RunSpec};
 use qexp_analysis::workspace::{find_run, newest_complete};

@@ -1,3 +1,6 @@
+//! The simulator's answers: healthy over many prompts and lengths, the
+//! same for the same prompt, whole across chunks.
+
 use std::sync::atomic::Ordering;
 
 use qexp_types::AnswerShape;

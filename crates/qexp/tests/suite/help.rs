@@ -102,3 +102,64 @@ fn a_command_broken_across_lines_is_seen() {
     );
     assert_eq!(broken("  AWS_REGION=x qexp upload A B"), None);
 }
+
+/// Where the CLI reference lives, from this crate.
+const CLI_REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/", "cli.md");
+
+/// docs/cli.md as the command line renders it: every command's `--help`
+/// at [`WIDTH`] columns, under a heading the README's table links to.
+fn cli_reference() -> String {
+    let mut cli = Cli::command().term_width(WIDTH);
+    cli.build();
+    let mut all = Vec::new();
+    helps(&mut cli, "qexp", &mut all);
+    let mut text = String::from(
+        "# Command-line reference\n\n\
+         Every command's `--help`, generated from the command line itself by\n\
+         `QEXP_WRITE_CLI_REFERENCE=1 cargo test --workspace --test suite -- help::`;\n\
+         a test fails when this file and `--help` differ. The README's Commands\n\
+         table says in one line what each command is for.\n",
+    );
+    for (path, _, help) in &all {
+        let help: Vec<&str> = help.lines().map(str::trim_end).collect();
+        text.push_str(&format!(
+            "\n## {path}\n\n```text\n{}\n```\n",
+            help.join("\n")
+        ));
+    }
+    text
+}
+
+#[test]
+fn the_cli_reference_is_every_commands_help() {
+    let generated = cli_reference();
+    if std::env::var_os("QEXP_WRITE_CLI_REFERENCE").is_some() {
+        std::fs::write(CLI_REFERENCE, &generated).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(CLI_REFERENCE).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/cli.md differs from --help: regenerate it with \
+         QEXP_WRITE_CLI_REFERENCE=1 cargo test --workspace --test suite -- help::"
+    );
+}
+
+#[test]
+fn sim_help_says_what_every_profile_is() {
+    let mut cli = Cli::command().term_width(WIDTH);
+    cli.build();
+    let sim = cli
+        .find_subcommand_mut("sim")
+        .expect("qexp sim")
+        .render_long_help()
+        .to_string();
+    for name in qexp_sim::SimProfile::names() {
+        let about = qexp_sim::SimProfile::about(name).expect("every built-in profile has a phrase");
+        assert!(
+            sim.lines()
+                .any(|l| l.trim_start().starts_with(name) && l.ends_with(about)),
+            "`qexp sim --help` does not say what `{name}` is"
+        );
+    }
+}

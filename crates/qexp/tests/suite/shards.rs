@@ -503,7 +503,7 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
     // Read a few rows at a time instead of a row group (each (trial,
     // point) cut into many pieces), the merge writes the same run.
     let pieces = s.tmp.path().join("merged-in-pieces");
-    qexp_runner::merge(&qexp_runner::MergeOptions {
+    qexp_merge::merge(&qexp_merge::MergeOptions {
         shards: dirs.clone(),
         out: pieces.clone(),
         partial: false,

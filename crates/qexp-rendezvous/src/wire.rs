@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// How far ahead of the last arrival at a barrier shard 0 names the
 /// start: enough for the answer to reach every shard first.
-pub(crate) const LEAD_S: f64 = 0.25;
+pub const LEAD_S: f64 = 0.25;
 
 /// How the shards of a run meet.
 #[derive(Debug, Clone)]
@@ -24,14 +24,14 @@ pub struct RendezvousOptions {
 
 /// A shard's clock as read by the rendezvous.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub(crate) struct ClockReading {
+pub struct ClockReading {
     /// Unix seconds on shard 0's clock.
     pub unix_s: f64,
 }
 
 /// A shard saying it is alive, or arriving at a barrier.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Arrival {
+pub struct Arrival {
     /// The shard.
     pub shard: u32,
     /// The barrier (absent for a heartbeat).
@@ -42,7 +42,7 @@ pub(crate) struct Arrival {
 /// A shard that stops before the end (its run failed): the others stop
 /// waiting for it at once.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Departure {
+pub struct Departure {
     /// The shard.
     pub shard: u32,
     /// Why it stops, in one sentence.
@@ -52,7 +52,7 @@ pub(crate) struct Departure {
 /// Who a joining shard is: the run it belongs to and the process running
 /// it. Shard 0 admits one process per shard, of its own run only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Identity {
+pub struct Identity {
     /// The shard.
     pub shard: u32,
     /// Shards in the run.
@@ -70,7 +70,7 @@ pub(crate) struct Identity {
 
 /// Shard 0's answer to a shard that joins.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct Admission {
+pub struct Admission {
     /// Why the shard may not join (absent: admitted).
     #[serde(default)]
     pub refused: Option<String>,
@@ -78,7 +78,7 @@ pub(crate) struct Admission {
 
 /// Shard 0's answer at a barrier or to a heartbeat.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct Answer {
+pub struct Answer {
     /// The named start, on shard 0's clock; absent while shards are still
     /// expected (the member asks again).
     #[serde(default)]

@@ -10,11 +10,11 @@
 //! arrival times. With a single shard (a partial merge of one) the window
 //! is the point's first send to its last completion, as in any run.
 
-use crate::merge::error::MergeError;
-use crate::record::{Context, Tally};
+use crate::error::MergeError;
 use polars::prelude::*;
 use qexp_client::{ErrorClass, ServerCounter, ServerCounters};
 use qexp_plan::Point;
+use qexp_runner::record::{Context, Tally};
 use qexp_store::{points as pt, requests as rq, server_column, PointRow, RequestRow};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,11 +2,11 @@
 //! one barrier per point. State is in memory: a restarted shard 0 is a new
 //! rendezvous (a resumed shard runs alone).
 
-use super::wire::{Admission, Answer, Arrival, ClockReading, Departure, Identity, LEAD_S};
-use crate::scheduler::unix_now;
+use crate::wire::{Admission, Answer, Arrival, ClockReading, Departure, Identity, LEAD_S};
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use qexp_types::unix_now;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 const HOLD: Duration = Duration::from_secs(10);
 
 /// The rendezvous of `count` shards, served by shard 0.
-pub(crate) struct Hall {
+pub struct Hall {
     count: u32,
     run_id: String,
     plan_hash: String,
@@ -48,7 +48,7 @@ struct Barrier {
 }
 
 /// A hall being served; dropping it stops the server.
-pub(crate) struct Serving {
+pub struct Serving {
     /// Where it listens.
     pub addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -64,7 +64,7 @@ impl Drop for Serving {
 
 impl Hall {
     /// A hall for the `count` shards of run `run_id` of the plan hashed `plan_hash`.
-    pub(crate) fn new(
+    pub fn new(
         count: u32,
         run_id: &str,
         plan_hash: &str,
@@ -86,7 +86,7 @@ impl Hall {
     }
 
     /// Binds `bind` and serves the hall on the current runtime.
-    pub(crate) async fn serve(self: Arc<Hall>, bind: &str) -> std::io::Result<Serving> {
+    pub async fn serve(self: Arc<Hall>, bind: &str) -> std::io::Result<Serving> {
         let listener = listen(bind).await?;
         let addr = listener.local_addr()?;
         let app = Router::new()
@@ -130,7 +130,7 @@ impl Hall {
                 ),
                 _ => continue,
             };
-            tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {why}; the other shards go on");
+            tracing::warn!(target: qexp_types::PROGRESS_TARGET, "qexp: {why}; the other shards go on");
             roll.lost.insert(k, why);
         }
         roll.lost.iter().map(|(k, w)| (*k, w.clone())).collect()
@@ -193,7 +193,7 @@ impl Hall {
                 "shard {} of {} stopped before the end: {}",
                 d.shard, self.count, d.why
             );
-            tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {why}; the other shards go on");
+            tracing::warn!(target: qexp_types::PROGRESS_TARGET, "qexp: {why}; the other shards go on");
             roll.lost.entry(d.shard).or_insert(why);
         }
         self.changed.notify_waiters();

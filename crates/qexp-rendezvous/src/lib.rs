@@ -1,4 +1,4 @@
-//! Where the shards of a run meet (`--rendezvous HOST:PORT`): shard 0
+//! qexp-rendezvous: where the shards of a run meet (`--rendezvous HOST:PORT`): shard 0
 //! serves a small HTTP endpoint ([`hall`]), every shard, shard 0 included,
 //! talks to it as a [`member`].
 //!
@@ -13,15 +13,15 @@
 //!   When every shard not lost has arrived, shard 0 names a start time a
 //!   little ahead (`LEAD_S`) on its clock, and every shard starts then.
 
-pub(crate) mod hall;
-pub(crate) mod member;
-pub(crate) mod wire;
+pub mod hall;
+pub mod member;
+pub mod wire;
 
 #[cfg(test)]
 mod tests {
     use super::hall::{Hall, Serving};
     use super::member::{JoinError, Member};
-    use super::wire::{Identity, RendezvousOptions};
+    use crate::wire::{Identity, RendezvousOptions};
     use std::time::Duration;
 
     fn who(shard: u32, instance: u64) -> Identity {

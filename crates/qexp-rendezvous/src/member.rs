@@ -3,10 +3,10 @@
 //! the start shard 0 names. When shard 0 cannot be reached for
 //! `lost_after`, it is declared lost and the shard goes on alone.
 
-use super::wire::{
+use crate::wire::{
     Admission, Answer, Arrival, ClockReading, Departure, Identity, RendezvousOptions,
 };
-use crate::scheduler::unix_now;
+use qexp_types::unix_now;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +19,7 @@ const CLOCK_SAMPLES: usize = 64;
 /// that only tests set (`--clock-skew-s`, to make a host whose clock is
 /// off), then corrected to shard 0's by the measured offset.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Clock {
+pub struct Clock {
     /// Test-only: seconds this host's clock reads ahead of the system's.
     pub skew_s: f64,
     /// Seconds added to this host's clock to read shard 0's.
@@ -28,18 +28,18 @@ pub(crate) struct Clock {
 
 impl Clock {
     /// This host's clock, Unix seconds.
-    pub(crate) fn local(&self) -> f64 {
+    pub fn local(&self) -> f64 {
         unix_now() + self.skew_s
     }
 
     /// What to add to a system-clock time to put it on shard 0's clock.
-    pub(crate) fn shift_s(&self) -> f64 {
+    pub fn shift_s(&self) -> f64 {
         self.skew_s + self.offset_s
     }
 }
 
 /// A shard at the rendezvous.
-pub(crate) struct Member {
+pub struct Member {
     http: reqwest::Client,
     base: String,
     shard: u32,
@@ -99,7 +99,7 @@ pub enum JoinError {
 impl Member {
     /// Joins the rendezvous at `opts.addr` as `who` (trying until
     /// `join_timeout`), measures the clock offset and starts beating.
-    pub(crate) async fn join(
+    pub async fn join(
         opts: &RendezvousOptions,
         who: &Identity,
         skew_s: f64,
@@ -183,7 +183,7 @@ impl Member {
     }
 
     /// Shards lost so far, each with its sentence.
-    pub(crate) fn lost(&self) -> Vec<(u32, String)> {
+    pub fn lost(&self) -> Vec<(u32, String)> {
         self.lost
             .lock()
             .map(|l| l.iter().map(|(k, v)| (*k, v.clone())).collect())
@@ -194,7 +194,7 @@ impl Member {
     /// that start on this shard's corrected clock; gives that start on the
     /// system clock (Unix seconds, as the scheduler reads it). Returns at
     /// once, with None, once shard 0 is lost.
-    pub(crate) async fn meet(&self, key: &str) -> Option<f64> {
+    pub async fn meet(&self, key: &str) -> Option<f64> {
         let mut last_reached = Instant::now();
         while !self.alone.load(Ordering::Relaxed) {
             let a = Arrival {
@@ -229,7 +229,7 @@ impl Member {
     /// others stop waiting for it, and stops beating. Best effort: when
     /// shard 0 cannot be told, the others declare this shard lost once its
     /// beats stop.
-    pub(crate) async fn leave(&self, why: &str) {
+    pub async fn leave(&self, why: &str) {
         self.stop_beating();
         if self.alone.load(Ordering::Relaxed) {
             return;
@@ -252,9 +252,9 @@ impl Member {
             "shard 0 (the rendezvous at {}) could not be reached for {:.1} s; {}",
             self.base.trim_start_matches("http://"),
             silent.as_secs_f64(),
-            qexp_store::WENT_ON_ALONE
+            qexp_types::WENT_ON_ALONE
         );
-        tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {why}");
+        tracing::warn!(target: qexp_types::PROGRESS_TARGET, "qexp: {why}");
         if let Ok(mut l) = self.lost.lock() {
             l.insert(0, why);
         }

@@ -1,4 +1,4 @@
-//! `qexp merge SHARD_DIR… --out RUN`: the shards of one run (`qexp run
+//! qexp-merge, `qexp merge SHARD_DIR… --out RUN`: the shards of one run (`qexp run
 //! --shard K/N`) put together into one ordinary run folder that `report`,
 //! `diff` and `--resume` read like any other.
 //!
@@ -11,13 +11,14 @@
 //! (see `rows.rs`).
 
 mod check;
-pub(crate) mod error;
+mod error;
 mod rows;
 
-use crate::merge::error::MergeError;
-use crate::record::{AnswerKeeping, Context, Tally};
+pub use error::MergeError;
+
 use qexp_client::ClientTiming;
 use qexp_plan::{InputTolerance, Plan};
+use qexp_runner::record::{AnswerKeeping, Context, Tally};
 use qexp_store::{
     LostShard, Manifest, MergeRecord, MergeWriter, MergedShard, PointRow, RequestIndex, RunStatus,
 };

@@ -2,7 +2,7 @@
 //! count, trial count, target, model and workload, each shard once; which
 //! are complete and which are missing.
 
-use crate::merge::error::MergeError;
+use crate::error::MergeError;
 use qexp_store::{Manifest, RunStatus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
