@@ -28,6 +28,15 @@ pub(crate) const COLUMNS: &[&str] = &[
     rq::ANSWER_TEXT,
 ];
 
+/// The request columns of whether an answer parsed (`[workload.tools]`,
+/// `[workload.response_format]`) and of its tool calls (an answer that
+/// called a tool is not empty); a run made before them lacks them.
+pub(crate) const PARSE_COLUMNS: &[&str] = &[rq::PARSED, rq::TOOL_CALLS];
+
+/// The confidence of the Wilson interval beside a parse rate: the one
+/// accuracy's rates have.
+pub const PARSE_CONFIDENCE: f64 = crate::accuracy::ACCURACY_CONFIDENCE;
+
 /// Characters of an answer shown in a flag.
 const EXCERPT_CHARS: usize = 120;
 
@@ -46,6 +55,11 @@ pub struct AnswerTally {
     pub forced: u64,
     /// The kept text of the first answer with an issue, and its first issue.
     pub excerpt: Option<(AnswerIssue, String)>,
+    /// Successful measured requests whose answer's form was checked
+    /// (the plan has tools or a response schema).
+    pub parse_checked: u64,
+    /// Of those, answers that parsed.
+    pub parsed: u64,
 }
 
 /// Each row's value of a column as u64 (null: None).
@@ -69,6 +83,15 @@ impl AnswerTally {
         planned_output: &str,
         schema: &Schema,
     ) -> PolarsResult<()> {
+        if schema.contains(rq::PARSED) {
+            let parsed = rows.column(rq::PARSED)?.bool()?.clone();
+            for (ok, parsed) in ok.iter().zip(parsed.iter()) {
+                if let (Some(true), Some(p)) = (ok, parsed) {
+                    self.parse_checked += 1;
+                    self.parsed += u64::from(p);
+                }
+            }
+        }
         if !COLUMNS.iter().all(|c| schema.contains(c)) {
             return Ok(());
         }
@@ -85,6 +108,11 @@ impl AnswerTally {
         let reasoned = rows.column(rq::REASONING_HASH)?.is_not_null();
         let finish = rows.column(rq::FINISH_REASON)?.str()?.clone();
         let text = rows.column(rq::ANSWER_TEXT)?.str()?.clone();
+        // A run made before tool calls were read has none.
+        let calls = match schema.contains(rq::TOOL_CALLS) {
+            true => u64s(rows, rq::TOOL_CALLS)?,
+            false => vec![None; rows.height()],
+        };
         let as_u32 = |v: Option<u64>| v.unwrap_or(0).min(u64::from(u32::MAX)) as u32;
         for (i, ok) in ok.iter().enumerate() {
             let Some(chars) = chars[i] else { continue };
@@ -107,6 +135,7 @@ impl AnswerTally {
                 length_forced: forced.get(i).unwrap_or(false),
                 output_tokens: as_u32(output),
                 output_planned: as_u32(planned[i]),
+                called_tools: calls[i].is_some_and(|n| n > 0),
             };
             self.checked += 1;
             self.output_tokens += output.unwrap_or(0) as f64;
@@ -161,9 +190,37 @@ pub struct LengthOff {
     pub forced: bool,
 }
 
+/// The share of a point's answers that parsed (a tool call whose
+/// arguments match its tool's schema, or text matching the response schema).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParseRate {
+    /// Answers whose form was checked, all trials.
+    pub checked: u64,
+    /// Of those, answers that parsed.
+    pub parsed: u64,
+    /// `parsed / checked`.
+    pub share: f64,
+    /// Its [`PARSE_CONFIDENCE`] Wilson interval.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl ParseRate {
+    fn of(checked: u64, parsed: u64) -> Option<ParseRate> {
+        (checked > 0).then(|| ParseRate {
+            checked,
+            parsed,
+            share: parsed as f64 / checked as f64,
+            interval: crate::stats::wilson::wilson(parsed, checked, PARSE_CONFIDENCE),
+        })
+    }
+}
+
 /// The answers of one point, all trials.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AnswerHealth {
+    /// The share of answers that parsed, where the plan asks answers for a
+    /// form (tools, a response schema); None otherwise.
+    pub parse: Option<ParseRate>,
     /// Successful measured requests whose answer was measured (0: the run
     /// has no answer health, e.g. recorded before it existed).
     pub checked: u64,
@@ -190,15 +247,22 @@ impl AnswerHealth {
             if all.excerpt.is_none() {
                 all.excerpt.clone_from(&t.excerpt);
             }
+            all.parse_checked += t.parse_checked;
+            all.parsed += t.parsed;
         }
+        let parse = ParseRate::of(all.parse_checked, all.parsed);
         if all.checked == 0 {
-            return AnswerHealth::default();
+            return AnswerHealth {
+                parse,
+                ..AnswerHealth::default()
+            };
         }
         let n = all.checked as f64;
         let (mean_output, mean_planned) = (all.output_tokens / n, all.output_planned / n);
         // Lengths are judged forced when most answers were.
         let forced = all.forced * 2 > all.checked;
         AnswerHealth {
+            parse,
             checked: all.checked,
             issues: AnswerIssue::ALL
                 .into_iter()
@@ -268,7 +332,32 @@ mod tests {
             output_planned: 100.0 * checked as f64,
             forced: checked,
             excerpt: (loops > 0).then(|| (AnswerIssue::Loop, "lambda\nlambda".into())),
+            parse_checked: 0,
+            parsed: 0,
         }
+    }
+
+    #[test]
+    fn the_parse_rate_adds_up_the_trials_with_its_interval() {
+        let mut a = tally(10, 0);
+        (a.parse_checked, a.parsed) = (10, 9);
+        let mut b = tally(10, 0);
+        (b.parse_checked, b.parsed) = (10, 10);
+        let h = AnswerHealth::of([&a, &b]);
+        let p = h.parse.clone().expect("a parse rate");
+        assert_eq!((p.checked, p.parsed, p.share), (20, 19, 0.95));
+        let (lo, hi) = p.interval.unwrap();
+        // statsmodels: proportion_confint(19, 20, method="wilson")
+        assert!(
+            (lo - 0.763_869).abs() < 1e-5 && (hi - 0.991_119).abs() < 1e-5,
+            "{lo} {hi}"
+        );
+        assert!(!h.broken(), "a parse rate alone breaks nothing");
+        assert_eq!(
+            AnswerHealth::of([&tally(10, 0)]).parse,
+            None,
+            "no form asked"
+        );
     }
 
     #[test]

@@ -323,6 +323,7 @@ impl TrialFrames {
         if self.read == 1 {
             want(FIRST_READ_COLUMNS);
             want(crate::answers::COLUMNS);
+            want(crate::answers::PARSE_COLUMNS);
             want(&self.whole_columns());
             want(&Selections::COLUMNS.concat());
         } else {

@@ -118,7 +118,12 @@ impl<'a> Counter<'a> {
         }
         let body = match self.api {
             ApiKind::Chat => {
-                json!({"model": self.model, "messages": [{"role": "user", "content": prompt}], "add_generation_prompt": true})
+                let mut body = json!({"model": self.model, "messages": [{"role": "user", "content": prompt}], "add_generation_prompt": true});
+                // Tools are part of the prompt the chat template renders.
+                if let (Some(tools), Value::Object(m)) = (self.extra.get("tools"), &mut body) {
+                    m.insert("tools".into(), tools.clone());
+                }
+                body
             }
             ApiKind::Completions | ApiKind::Embeddings | ApiKind::Rerank => {
                 json!({"model": self.model, "prompt": prompt})

@@ -97,8 +97,25 @@ struct ChoiceText<'a> {
     /// `delta.reasoning_content` and `delta.reasoning` (a server sends
     /// one or the other).
     reasoning: [Cow<'a, str>; 2],
+    /// `delta.tool_calls`: pieces of tool calls.
+    tools: Vec<ToolDelta<'a>>,
     finish_reason: Option<Cow<'a, str>>,
 }
+
+/// One piece of a streamed tool call.
+#[derive(Debug, Default, PartialEq)]
+struct ToolDelta<'a> {
+    /// Which call of the answer it belongs to (0 when not said).
+    index: u32,
+    /// `function.name`, sent with the call's first piece.
+    name: Option<Cow<'a, str>>,
+    /// A piece of `function.arguments`.
+    arguments: Cow<'a, str>,
+}
+
+/// Tool calls an answer may make that qexp keeps (a server sending a
+/// higher index is folded into the last).
+const MAX_TOOL_CALLS: usize = 64;
 
 impl<'a> Chunk<'a> {
     /// Reads one event's JSON: the typed reading, or the whole value when
@@ -117,19 +134,21 @@ impl<'a> Chunk<'a> {
         }
         let choice = v.get("choices").and_then(|c| c.get(0)).map(|c| {
             let owned = |s: &str| Cow::Owned(s.to_string());
-            let (answer, reasoning) = match c.get("delta") {
+            let (answer, reasoning, tools) = match c.get("delta") {
                 Some(d) => (
                     text(d.get("content")),
                     [
                         owned(text(d.get("reasoning_content"))),
                         owned(text(d.get("reasoning"))),
                     ],
+                    tool_deltas(d.get("tool_calls")),
                 ),
-                None => (text(c.get("text")), Default::default()),
+                None => (text(c.get("text")), Default::default(), Vec::new()),
             };
             ChoiceText {
                 answer: owned(answer),
                 reasoning,
+                tools,
                 finish_reason: c
                     .get("finish_reason")
                     .and_then(Value::as_str)
@@ -143,6 +162,27 @@ impl<'a> Chunk<'a> {
             error: v.get("error").cloned(),
         }
     }
+}
+
+/// The tool-call pieces of a delta's `tool_calls`, read from a whole value.
+fn tool_deltas(calls: Option<&Value>) -> Vec<ToolDelta<'static>> {
+    let list = calls
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    list.iter()
+        .map(|c| {
+            let f = c.get("function");
+            let s = |k: &str| f.and_then(|f| f.get(k)).and_then(Value::as_str);
+            ToolDelta {
+                index: c
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX)),
+                name: s("name").map(|n| Cow::Owned(n.to_string())),
+                arguments: Cow::Owned(s("arguments").unwrap_or_default().to_string()),
+            }
+        })
+        .collect()
 }
 
 /// The typed reading of an OpenAI-compatible stream chunk. Every field is
@@ -181,6 +221,24 @@ mod wire {
         reasoning_content: Option<Text<'a>>,
         #[serde(borrow, default)]
         reasoning: Option<Text<'a>>,
+        #[serde(borrow, default)]
+        tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    struct ToolCallDelta<'a> {
+        #[serde(default)]
+        index: Option<u64>,
+        #[serde(borrow, default)]
+        function: Option<FunctionDelta<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct FunctionDelta<'a> {
+        #[serde(borrow, default)]
+        name: Option<Text<'a>>,
+        #[serde(borrow, default)]
+        arguments: Option<Text<'a>>,
     }
 
     /// A JSON string, borrowed from the event unless it holds escapes
@@ -246,11 +304,28 @@ mod wire {
                         text(d.reasoning).unwrap_or_default(),
                     ],
                     answer: text(d.content).unwrap_or_default(),
+                    tools: d
+                        .tool_calls
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|c| {
+                            let (name, arguments) = match c.function {
+                                Some(f) => (text(f.name), text(f.arguments)),
+                                None => (None, None),
+                            };
+                            super::ToolDelta {
+                                index: c.index.map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX)),
+                                name,
+                                arguments: arguments.unwrap_or_default(),
+                            }
+                        })
+                        .collect(),
                     finish_reason: text(ch.finish_reason),
                 },
                 None => super::ChoiceText {
                     answer: text(ch.text).unwrap_or_default(),
                     reasoning: Default::default(),
+                    tools: Vec::new(),
                     finish_reason: text(ch.finish_reason),
                 },
             });
@@ -267,6 +342,29 @@ mod wire {
 /// Characters (Unicode scalar values) of `s`: what `output_chars` counts.
 fn chars(s: &str) -> usize {
     s.chars().count()
+}
+
+/// Adds a delta's tool-call pieces to their calls; returns the characters
+/// they carried (names and arguments), noting when the first came.
+fn tool_pieces(out: &mut Outcome, tools: &[ToolDelta<'_>], arrived: f64) -> usize {
+    let mut carried = 0;
+    for t in tools {
+        let i = (t.index as usize).min(MAX_TOOL_CALLS - 1);
+        if out.tool_calls.len() <= i {
+            out.tool_calls.resize_with(i + 1, Default::default);
+        }
+        let call = &mut out.tool_calls[i];
+        if let Some(name) = &t.name {
+            call.name.push_str(name);
+            carried += chars(name);
+        }
+        call.arguments.push_str(&t.arguments);
+        carried += chars(&t.arguments);
+    }
+    if carried > 0 {
+        out.first_tool_s.get_or_insert(arrived);
+    }
+    carried
 }
 
 impl StreamState {
@@ -322,14 +420,15 @@ impl StreamState {
                     text.push_str(&choice.answer);
                 }
             }
-            if answer_len + reasoning_len > 0 {
+            let tool_len = tool_pieces(out, &choice.tools, arrived);
+            if answer_len + reasoning_len + tool_len > 0 {
                 out.first_token_s.get_or_insert(arrived);
                 out.last_token_s = Some(arrived);
                 out.chunk_offsets_s.push(arrived);
                 out.content_chunks += 1;
                 out.client_tokens += 1;
                 let reasoning_chars = chars(&choice.reasoning[0]) + chars(&choice.reasoning[1]);
-                out.output_chars += (chars(&choice.answer) + reasoning_chars) as u64;
+                out.output_chars += (chars(&choice.answer) + reasoning_chars + tool_len) as u64;
             }
             if let Some(fr) = choice.finish_reason {
                 out.finish_reason = Some(fr.into_owned());
@@ -428,6 +527,48 @@ mod tests {
     }
 
     #[test]
+    fn tool_calls_are_gathered_and_timed() {
+        let mut out = Outcome::default();
+        let mut state = StreamState::default();
+        let steps = [
+            (
+                0.1,
+                r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
+            ),
+            (
+                0.2,
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}}]}"#,
+            ),
+            (
+                0.3,
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Oslo\"}"}}]}}]}"#,
+            ),
+            (
+                0.4,
+                r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            ),
+        ];
+        for (at, data) in steps {
+            assert!(state.apply(&mut out, event(data), at).is_none());
+        }
+        assert_eq!(out.tool_calls.len(), 1);
+        assert_eq!(out.tool_calls[0].name, "get_weather");
+        assert_eq!(out.tool_calls[0].arguments, r#"{"city": "Oslo"}"#);
+        assert_eq!(
+            out.first_tool_s,
+            Some(0.1),
+            "the name is the first tool token"
+        );
+        assert_eq!(
+            (out.first_token_s, out.last_token_s),
+            (Some(0.1), Some(0.3))
+        );
+        assert_eq!(out.first_answer_s, None, "no answer text");
+        assert_eq!(out.content_chunks, 3);
+        assert_eq!(out.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
     fn plain_completions_have_no_reasoning() {
         let mut out = Outcome::default();
         let mut state = StreamState::default();
@@ -466,6 +607,12 @@ mod tests {
             r#"[]"#,
             r#"{"choices":[{}]}"#,
             r#""text""#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":null}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":-1,"function":{"arguments":"x"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":null}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[5]}}]}"#,
         ];
         for data in cases {
             let value: Value = serde_json::from_str(data).unwrap();

@@ -47,6 +47,13 @@ pub struct Outcome {
     /// Offset of the first chunk with answer text (`content`, or a completion's `text`).
     #[serde(default)]
     pub first_answer_s: Option<f64>,
+    /// Offset of the first chunk with a tool call's name or arguments.
+    #[serde(default)]
+    pub first_tool_s: Option<f64>,
+    /// The tool calls the answer made, their arguments as streamed (empty
+    /// when it made none).
+    #[serde(default)]
+    pub tool_calls: Vec<qexp_plan::structured::ToolCall>,
     /// Chunks that carried reasoning text (counted apart from the answer's).
     #[serde(default)]
     pub reasoning_chunks: u32,

@@ -151,8 +151,10 @@ fn point_rows(
     for trial in 1..=base.trials {
         for point in &base.points {
             let key = (trial, point.id);
+            let structured = qexp_plan::structured::Structured::default();
             let ctx = Context {
                 items: &[],
+                structured: &structured,
                 run_id: &base.run_id,
                 client_host: "",
                 trial,

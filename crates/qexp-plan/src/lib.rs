@@ -17,6 +17,7 @@ mod power;
 mod schema;
 mod secrets;
 mod slo;
+pub mod structured;
 mod trace;
 mod workload;
 
@@ -108,6 +109,12 @@ impl Plan {
             };
             file.trace = Some((tref, trace));
         }
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let w = &file.workload;
+        file.workload.structured =
+            structured::load(w.tools.as_ref(), w.response_format.as_ref(), dir).map_err(
+                |((span, key), message)| PlanError::at(path, text, span, Some(key.into()), message),
+            )?;
         if let Some(a) = &mut file.accuracy {
             let span = a.items.span();
             a.load(path.parent().unwrap_or(Path::new("")))
@@ -129,9 +136,13 @@ impl Plan {
     }
 
     /// The files the plan reads, as it names them (relative to its folder
-    /// unless absolute): the dataset, the trace, the graded items.
+    /// unless absolute): the dataset, the trace, the graded items, the
+    /// tools and the response schema.
     pub fn files_read(&self) -> Vec<String> {
-        let dataset = self.file.workload.dataset.as_ref().map(|d| &d.path);
+        let w = &self.file.workload;
+        let dataset = w.dataset.as_ref().map(|d| &d.path);
+        let tools = w.tools.as_ref().map(|t| &t.file);
+        let schema = w.response_format.as_ref().map(|r| &r.schema);
         let trace = self.file.load.trace.as_ref().map(|t| &t.path);
         let items = self
             .file
@@ -143,6 +154,8 @@ impl Plan {
             .into_iter()
             .chain(trace)
             .chain(items)
+            .chain(tools)
+            .chain(schema)
             .map(|p| p.get_ref().clone())
             .collect()
     }

@@ -228,6 +228,15 @@ pub struct Workload {
     /// Conversations of several turns, each carrying the turns before it.
     #[serde(default)]
     pub multi_turn: Option<crate::multi_turn::MultiTurn>,
+    /// Tools sent with every request (`tools`, `tool_choice`).
+    #[serde(default)]
+    pub tools: Option<crate::structured::ToolsSection>,
+    /// The JSON Schema answers must match (`response_format`).
+    #[serde(default)]
+    pub response_format: Option<crate::structured::ResponseFormatSection>,
+    /// The tools and response schema, read and compiled when the plan loads.
+    #[serde(skip)]
+    pub structured: crate::structured::Structured,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -805,6 +814,22 @@ impl PlanFile {
                      `load.stages` and `load.trace`",
                 );
             }
+        }
+        let structured = w
+            .tools
+            .as_ref()
+            .map(|t| (t.file.span(), "workload.tools"))
+            .or_else(|| {
+                w.response_format
+                    .as_ref()
+                    .map(|r| (r.schema.span(), "workload.response_format"))
+            });
+        if let Some((span, key)) = structured.filter(|_| self.target.api != ApiKind::Chat) {
+            return invalid(
+                span,
+                key,
+                "tools and response formats are chat requests' fields; set target.api = \"chat\"",
+            );
         }
         if let Some(shared) = &w.shared_prefix {
             shared.validate()?;

@@ -111,6 +111,14 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
     if let Some(v) = accuracy.as_ref().filter(|_| worse) {
         push("Accuracy", v.clone());
     }
+    let parsed = parse_line(a, &swept);
+    let falls = a
+        .flags
+        .iter()
+        .any(|f| matches!(f, qexp_analysis::Flag::ParseRateFalls { .. }));
+    if let Some(v) = parsed.as_ref().filter(|_| falls) {
+        push("Parsed", v.clone());
+    }
     for h in throughput_lines(a, &swept)
         .into_iter()
         .chain(range_lines(points, &swept))
@@ -123,6 +131,9 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
     }
     if let Some(v) = accuracy.filter(|_| !worse) {
         push("Accuracy", v);
+    }
+    if let Some(v) = parsed.filter(|_| !falls) {
+        push("Parsed", v);
     }
     push("Flags", flags_line(flags));
     out
@@ -306,6 +317,58 @@ fn accuracy_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<Strin
         line.push_str(&format!(
             "; significantly LESS ACCURATE than at the lowest load at {}",
             worse.join(", ")
+        ));
+    }
+    Some(line)
+}
+
+/// The share of answers that parsed (tool calls, a response schema) at
+/// the lowest and highest load, with its interval, and the points where it
+/// fell under load (flagged); None where the plan asked no form.
+fn parse_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<String> {
+    let rated: Vec<(&PointSummary, &qexp_analysis::answers::ParseRate)> = a
+        .points
+        .iter()
+        .filter_map(|p| Some((p, p.answers.parse.as_ref()?)))
+        .collect();
+    let at = |(p, r): &(&PointSummary, &qexp_analysis::answers::ParseRate)| {
+        let interval = r.interval.map_or(String::new(), |(lo, hi)| {
+            format!(" [{} – {}]", percent(lo), percent(hi))
+        });
+        format!(
+            "{}{interval} at {} ({}/{})",
+            percent(r.share),
+            labels::with_deployment(&p.point, swept),
+            r.parsed,
+            r.checked
+        )
+    };
+    let lo = rated
+        .iter()
+        .min_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
+    let hi = rated
+        .iter()
+        .max_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
+    let mut line = if lo.0.point.id == hi.0.point.id {
+        at(lo)
+    } else {
+        format!("{}; {}", at(lo), at(hi))
+    };
+    let falls: Vec<String> = a
+        .flags
+        .iter()
+        .filter_map(|f| match f {
+            qexp_analysis::Flag::ParseRateFalls { point_id, .. } => {
+                a.points.iter().find(|p| p.point.id == *point_id)
+            }
+            _ => None,
+        })
+        .map(|p| labels::with_deployment(&p.point, swept))
+        .collect();
+    if !falls.is_empty() {
+        line.push_str(&format!(
+            "; FALLS under load at {} (beyond the noise of both points)",
+            falls.join(", ")
         ));
     }
     Some(line)

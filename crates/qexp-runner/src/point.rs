@@ -136,6 +136,7 @@ impl<B: Backend> PointRunner<'_, B> {
         let items = self.graded_items(trial, point);
         let ctx = Context {
             items: &items,
+            structured: &self.plan.workload.structured,
             run_id: &self.run_id,
             client_host: &self.host,
             trial,

@@ -61,10 +61,15 @@ pub(crate) async fn prepare(
     let model = model_for(opts, model, &info)
         .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
     let api = f.target.api;
-    let extra = match serde_json::to_value(&f.target.extra_body) {
+    let mut extra = match serde_json::to_value(&f.target.extra_body) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     };
+    // `tools`, `tool_choice`, `response_format`, unless the plan's
+    // `extra_body` sends its own.
+    for (k, v) in f.workload.structured.body_fields() {
+        extra.entry(k).or_insert(v);
+    }
     let points = opts.plan.points();
     let fingerprint = Fingerprint::from_info(&info, Some(&model));
     tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());

@@ -14,6 +14,8 @@ use qexp_types::AnswerFacts;
 pub struct Context<'a> {
     /// The trial's graded items (`[accuracy]`; empty without).
     pub items: &'a [Item],
+    /// The tools and response schema answers are checked against.
+    pub structured: &'a qexp_plan::structured::Structured,
     /// The run's id.
     pub run_id: &'a str,
     /// The host that sent the requests.
@@ -102,6 +104,15 @@ pub struct DeploymentTag {
 }
 
 impl Context<'_> {
+    /// Whether a successful request's answer parsed (None when the plan
+    /// asks nothing of its form, or the request failed).
+    fn parsed(&self, o: &qexp_client::Outcome) -> Option<bool> {
+        let text = o.text.as_deref().unwrap_or_default();
+        o.ok()
+            .then(|| self.structured.parses(text, &o.tool_calls))
+            .flatten()
+    }
+
     fn deployment_columns(&self) -> (Option<String>, Option<String>, Option<String>) {
         match self.deployment {
             Some(d) => (
@@ -131,6 +142,9 @@ pub(crate) fn request_row(
     RequestRow {
         item_id: item.map(|i| i.id.clone()),
         correct,
+        parsed: ctx.parsed(o),
+        ttft_tool_s: o.first_tool_s,
+        tool_calls: o.tool_calls.len() as u32,
         deployment,
         deployment_hash,
         start_id,
@@ -219,6 +233,7 @@ fn unhealthy(o: &qexp_client::Outcome, planned: Planned) -> bool {
                 length_forced: planned.length_forced,
                 output_tokens: o.output_tokens(),
                 output_planned: planned.output_tokens,
+                called_tools: !o.tool_calls.is_empty(),
             }
             .issues()
             .is_empty()

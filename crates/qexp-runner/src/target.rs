@@ -24,7 +24,7 @@ impl Target {
     }
 }
 
-/// Resolves `sim:<profile>[?faults=…&seed=N]` or `sim:fit=PATH` (a model file; starting the simulator on
+/// Resolves `sim:<profile>[?faults=…&seed=N&malformed_per_seq=F]` or `sim:fit=PATH` (a model file; starting the simulator on
 /// 127.0.0.1:0, with the faults injected) or an HTTP URL.
 pub async fn resolve_target(
     given: &str,
@@ -34,9 +34,30 @@ pub async fn resolve_target(
     if let Some(spec) = given.strip_prefix("sim:") {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
         let mut profile = SimProfile::lookup(name).map_err(|e| RunError::Target(e.to_string()))?;
-        // `drift=F` (per second, for tests of run orders); the rest is faults.
+        // `drift=F` (per second, for tests of run orders), `malformed=F`
+        // and `malformed_per_seq=F` (the profile's malformed shares); the
+        // rest is faults.
+        let (knobs, faults): (Vec<&str>, Vec<&str>) = query
+            .split('&')
+            .partition(|p| p.starts_with("malformed=") || p.starts_with("malformed_per_seq="));
+        for knob in knobs {
+            let (key, value) = knob.split_once('=').unwrap_or((knob, ""));
+            let share = value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| (0.0..=1.0).contains(v));
+            let share = share.ok_or_else(|| {
+                RunError::Target(format!(
+                    "target `{given}`: {key}= takes a share from 0 to 1"
+                ))
+            })?;
+            match key {
+                "malformed" => profile.malformed_share = share,
+                _ => profile.malformed_share_per_seq = share,
+            }
+        }
         let (drift, faults): (Vec<&str>, Vec<&str>) =
-            query.split('&').partition(|p| p.starts_with("drift="));
+            faults.into_iter().partition(|p| p.starts_with("drift="));
         if let Some(d) = drift.last() {
             profile.drift_per_s = d["drift=".len()..]
                 .parse::<f64>()

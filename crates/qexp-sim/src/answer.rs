@@ -9,6 +9,7 @@
 //! off by one with the probability [`SimProfile::wrong_share`] and
 //! [`SimProfile::wrong_share_per_seq`] set.
 
+use crate::form::FormAnswer;
 use crate::openai::Job;
 use crate::prose::{mix, Prose};
 use crate::SimProfile;
@@ -25,6 +26,7 @@ const SALT_REASONING: u64 = 0x7265_6173;
 const SALT_LOOP: u64 = 0x6c6f_6f70;
 const SALT_LOOP_AFTER: u64 = 0x6166_7465;
 const SALT_WRONG: u64 = 0x7772_6f6e;
+const SALT_MALFORMED: u64 = 0x6d61_6c66;
 
 /// A request's seed: FNV-1a over its prompt's token ids, chat template
 /// included.
@@ -100,6 +102,10 @@ pub(crate) struct Knobs {
     pub(crate) wrong_share: f64,
     /// [`SimProfile::wrong_share_per_seq`].
     pub(crate) wrong_share_per_seq: f64,
+    /// [`SimProfile::malformed_share`].
+    pub(crate) malformed_share: f64,
+    /// [`SimProfile::malformed_share_per_seq`].
+    pub(crate) malformed_share_per_seq: f64,
 }
 
 impl Knobs {
@@ -109,6 +115,8 @@ impl Knobs {
             loop_share: profile.loop_share,
             wrong_share: profile.wrong_share,
             wrong_share_per_seq: profile.wrong_share_per_seq,
+            malformed_share: profile.malformed_share,
+            malformed_share_per_seq: profile.malformed_share_per_seq,
         }
     }
 }
@@ -126,6 +134,10 @@ pub(crate) struct Answer {
     lead: Option<String>,
     /// Prose words of the answer before it loops (None: it never does).
     loop_after: Option<u32>,
+    /// The answer in the form the request asked for (a tool call, JSON), instead of prose.
+    form: Option<FormAnswer>,
+    /// The tool it calls, for a tool call.
+    tool: Option<String>,
 }
 
 impl Answer {
@@ -138,9 +150,21 @@ impl Answer {
         let batch = job.batch.load(std::sync::atomic::Ordering::Relaxed).max(1);
         let wrong_p = knobs.wrong_share + knobs.wrong_share_per_seq * f64::from(batch - 1);
         let wrong = share(seed, SALT_WRONG) < wrong_p.clamp(0.0, 1.0);
+        let malformed_p =
+            knobs.malformed_share + knobs.malformed_share_per_seq * f64::from(batch - 1);
+        let malformed = share(seed, SALT_MALFORMED) < malformed_p.clamp(0.0, 1.0);
+        let prose = Prose::new(seed);
         Answer {
+            form: job
+                .form
+                .as_ref()
+                .map(|f| FormAnswer::new(f, &prose, malformed)),
+            tool: job
+                .form
+                .as_ref()
+                .and_then(|f| f.tool_name().map(str::to_string)),
             reasoning: Prose::new(seed ^ mix(SALT_REASONING)),
-            prose: Prose::new(seed),
+            prose,
             start,
             lead: job
                 .arithmetic
@@ -148,6 +172,11 @@ impl Answer {
             loop_after: loops
                 .then(|| (LOOP_AFTER_MIN + mix(seed ^ SALT_LOOP_AFTER) % LOOP_AFTER_SPAN) as u32),
         }
+    }
+
+    /// The tool the answer calls (its text is the call's arguments), if it calls one.
+    pub(crate) fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
     }
 
     /// The text of tokens `from..from + n`, one word with a leading space each.
@@ -163,6 +192,10 @@ impl Answer {
             from.max(self.start) - self.start,
             end.max(self.start) - self.start,
         );
+        if let Some(form) = &self.form {
+            out.push_str(&form.text(from, end - from));
+            return out;
+        }
         let lead = u32::from(self.lead.is_some());
         if let (Some(lead), true) = (&self.lead, from == 0 && end > 0) {
             out.push(' ');

@@ -35,6 +35,7 @@
 mod answer;
 mod draw;
 mod faults;
+mod form;
 mod jitter;
 mod metrics;
 mod mixed;

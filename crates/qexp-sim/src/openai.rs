@@ -27,6 +27,9 @@ pub(crate) struct CompletionRequest {
 pub(crate) struct ChatRequest {
     model: Option<String>,
     messages: Vec<Message>,
+    tools: Option<Value>,
+    tool_choice: Option<Value>,
+    response_format: Option<Value>,
     #[serde(flatten)]
     gen: GenOptions,
 }
@@ -107,6 +110,8 @@ pub(crate) struct Job {
     pub max_tokens: u32,
     pub stream: bool,
     pub include_usage: bool,
+    /// The answer's form (a tool call, JSON), when the request asks one.
+    pub form: Option<crate::form::Form>,
 }
 
 impl Job {
@@ -133,6 +138,7 @@ impl Job {
                 .unwrap_or(DEFAULT_MAX_TOKENS),
             stream: gen.stream,
             include_usage: gen.stream_options.is_some_and(|o| o.include_usage),
+            form: None,
         }
     }
 }
@@ -207,14 +213,22 @@ impl ChatRequest {
             .flat_map(Message::texts)
             .rev()
             .find_map(answer::arithmetic);
-        Ok(Job::new(
-            Kind::Chat,
-            self.model,
-            default_model,
-            ids,
-            arithmetic,
-            self.gen,
-        ))
+        let form = crate::form::Form::of(
+            self.tools.as_ref(),
+            self.tool_choice.as_ref(),
+            self.response_format.as_ref(),
+        );
+        Ok(Job {
+            form,
+            ..Job::new(
+                Kind::Chat,
+                self.model,
+                default_model,
+                ids,
+                arithmetic,
+                self.gen,
+            )
+        })
     }
 }
 
@@ -311,7 +325,34 @@ impl Envelope {
     /// A streamed chunk carrying `reasoning` (chat only) and `text`; `first`
     /// adds the chat role, `last` the finish reason.
     pub(crate) fn chunk(&self, reasoning: &str, text: &str, first: bool, last: bool) -> Value {
-        let finish = last.then_some("length");
+        self.chunk_of(reasoning, text, None, (first, last))
+    }
+
+    /// A streamed chunk whose `text` is a piece of the arguments of a call
+    /// of `tool` (`opens`: the call's first piece, which names it).
+    pub(crate) fn tool_chunk(
+        &self,
+        reasoning: &str,
+        text: &str,
+        (tool, opens): (&str, bool),
+        first: bool,
+        last: bool,
+    ) -> Value {
+        self.chunk_of(reasoning, text, Some((tool, opens)), (first, last))
+    }
+
+    fn chunk_of(
+        &self,
+        reasoning: &str,
+        text: &str,
+        tool: Option<(&str, bool)>,
+        (first, last): (bool, bool),
+    ) -> Value {
+        let finish = last.then_some(if tool.is_some() {
+            "tool_calls"
+        } else {
+            "length"
+        });
         let choice = match self.job.kind {
             Kind::Chat => {
                 let mut delta = serde_json::Map::new();
@@ -321,8 +362,22 @@ impl Envelope {
                 if !reasoning.is_empty() {
                     delta.insert("reasoning_content".into(), json!(reasoning));
                 }
-                if reasoning.is_empty() || !text.is_empty() {
-                    delta.insert("content".into(), json!(text));
+                match tool {
+                    Some((name, opens)) if !text.is_empty() => {
+                        let call = match opens {
+                            true => {
+                                json!({"index": 0, "id": format!("call-{}", self.id), "type": "function",
+                                           "function": {"name": name, "arguments": text}})
+                            }
+                            false => json!({"index": 0, "function": {"arguments": text}}),
+                        };
+                        delta.insert("tool_calls".into(), json!([call]));
+                    }
+                    Some(_) => {}
+                    None if reasoning.is_empty() || !text.is_empty() => {
+                        delta.insert("content".into(), json!(text));
+                    }
+                    None => {}
                 }
                 json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
             }

@@ -101,6 +101,14 @@ pub struct SimProfile {
     /// this one included, when the request was admitted; the sum is clamped
     /// to [0, 1]. The same prompt can be right alone and wrong at 64 users.
     pub wrong_share_per_seq: f64,
+    /// Share of answers with a form (a tool call when the request sends
+    /// `tools`, JSON when it sends a `response_format`) that are malformed:
+    /// the JSON's last character is left out (0 = none).
+    pub malformed_share: f64,
+    /// Added to `malformed_share` per sequence in the batch beyond the
+    /// first, as `wrong_share_per_seq` is to `wrong_share`: a parse rate
+    /// that falls with load.
+    pub malformed_share_per_seq: f64,
 }
 
 /// When the first drifting simulator of this process started: every
@@ -322,10 +330,14 @@ impl SimProfile {
         for (field, value) in [
             ("loop_share", self.loop_share),
             ("wrong_share", self.wrong_share),
+            ("malformed_share", self.malformed_share),
         ] {
             if !(0.0..=1.0).contains(&value) {
                 return bad(field, "must be between 0 and 1");
             }
+        }
+        if !self.malformed_share_per_seq.is_finite() {
+            return bad("malformed_share_per_seq", "must be finite");
         }
         if !self.wrong_share_per_seq.is_finite() {
             return bad("wrong_share_per_seq", "must be finite");
@@ -419,6 +431,8 @@ fn exact() -> SimProfile {
         loop_share: 0.0,
         wrong_share: 0.0,
         wrong_share_per_seq: 0.0,
+        malformed_share: 0.0,
+        malformed_share_per_seq: 0.0,
     }
 }
 

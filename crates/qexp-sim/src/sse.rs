@@ -36,6 +36,8 @@ struct State {
     knobs: Knobs,
     /// Decided at the first chunk, once the engine has admitted the request.
     answer: Option<Answer>,
+    /// Whether a tool call's first piece (with its name) has gone out.
+    tool_opened: bool,
     stage: Stage,
 }
 
@@ -57,6 +59,7 @@ pub(crate) fn body(
         reasoning_tokens,
         knobs,
         answer: None,
+        tool_opened: false,
         stage: Stage::Content,
     };
     stream::unfold(state, |mut st| async move {
@@ -81,7 +84,17 @@ pub(crate) fn body(
                         Stage::Done
                     };
                 }
-                frame(&st.env.chunk(&reasoning, &text, first, last))
+                match answer.tool() {
+                    Some(tool) => {
+                        let opens = !st.tool_opened && !text.is_empty();
+                        st.tool_opened |= opens;
+                        frame(
+                            &st.env
+                                .tool_chunk(&reasoning, &text, (tool, opens), first, last),
+                        )
+                    }
+                    None => frame(&st.env.chunk(&reasoning, &text, first, last)),
+                }
             }
             Stage::Usage => {
                 st.stage = Stage::Done;

@@ -271,6 +271,16 @@ stored_row! {
         ITEM_ID item_id: Option<String>,
         /// Whether the graded answer was right; null when not graded or failed.
         CORRECT correct: Option<bool>,
+        /// Whether the answer parsed (`[workload.tools]`,
+        /// `[workload.response_format]`): its tool calls' arguments are JSON
+        /// matching their tools' schemas, or its text is JSON matching the
+        /// response schema; null when the plan asks nothing of the answer's
+        /// form or the request failed.
+        PARSED parsed: Option<bool>,
+        /// Sent → first chunk of a tool call (its name or arguments); null without one.
+        TTFT_TOOL_S ttft_tool_s: Option<f64>,
+        /// Tool calls the answer made.
+        TOOL_CALLS tool_calls: u32,
     }
 
     /// Column names of `requests.parquet`.
@@ -413,7 +423,7 @@ mod tests {
              finish_reason,http_status,error_class,error_message,retries,deployment,\
              deployment_hash,start_id,shard,answer_hash,reasoning_hash,answer_chars,\
              answer_nonblank_chars,answer_replacement_chars,repeat_period_words,repeat_words,\
-             repeat_chars,length_forced,answer_text,item_id,correct"
+             repeat_chars,length_forced,answer_text,item_id,correct,parsed,ttft_tool_s,tool_calls"
         );
         assert_eq!(
             names(requests_frame(&[])),

@@ -267,6 +267,8 @@ pub struct AnswerFacts<'a> {
     pub output_tokens: u32,
     /// `max_tokens` asked for.
     pub output_planned: u32,
+    /// Whether the answer made a tool call (whose arguments are not its text).
+    pub called_tools: bool,
 }
 
 impl AnswerFacts<'_> {
@@ -276,7 +278,10 @@ impl AnswerFacts<'_> {
         let ran_out_reasoning = self.reasoned && self.finish_reason == Some("length");
         [
             (AnswerIssue::Loop, s.loops()),
-            (AnswerIssue::Empty, s.blank() && !ran_out_reasoning),
+            (
+                AnswerIssue::Empty,
+                s.blank() && !ran_out_reasoning && !self.called_tools,
+            ),
             (AnswerIssue::Garbled, s.garbled()),
             (
                 AnswerIssue::EarlyStop,
@@ -486,6 +491,11 @@ mod tests {
             ..empty
         };
         assert!(thought_to_the_end.issues().is_empty());
+        let called = AnswerFacts {
+            called_tools: true,
+            ..empty
+        };
+        assert!(called.issues().is_empty(), "a tool call is the answer");
     }
 
     #[test]

@@ -220,6 +220,9 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
                     answer_text: None,
                     item_id: None,
                     correct: None,
+                    parsed: None,
+                    ttft_tool_s: None,
+                    tool_calls: 0,
                     shard: (shards > 1).then_some(i as u32 % shards),
                 });
             }

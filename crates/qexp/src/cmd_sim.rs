@@ -18,6 +18,10 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
     profile.wrong_share_per_seq = args
         .wrong_share_per_seq
         .unwrap_or(profile.wrong_share_per_seq);
+    profile.malformed_share = args.malformed_share.unwrap_or(profile.malformed_share);
+    profile.malformed_share_per_seq = args
+        .malformed_share_per_seq
+        .unwrap_or(profile.malformed_share_per_seq);
     profile.validate().map_err(CliError::input)?;
     let profile_name = profile.name.clone();
     let server = SimServer::start_at(profile, (args.host, args.port).into())

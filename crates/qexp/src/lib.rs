@@ -566,6 +566,13 @@ pub struct SimArgs {
     /// Added to --wrong-share per sequence in the batch beyond the first [default: the profile's].
     #[arg(long, value_name = "F")]
     pub wrong_share_per_seq: Option<f64>,
+    /// Share of tool calls and JSON answers (asked by `tools` or
+    /// `response_format`) sent malformed [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub malformed_share: Option<f64>,
+    /// Added to --malformed-share per sequence in the batch beyond the first [default: the profile's].
+    #[arg(long, value_name = "F")]
+    pub malformed_share_per_seq: Option<f64>,
 }
 
 /// `--profile`'s help, naming the simulator's built-in profiles.
@@ -591,6 +598,7 @@ Examples:
   qexp sim --profile fast --faults reset=3:0.1,http_503=5:0.05 --fault-seed 7
   qexp sim --model-file results/throughput/RUN/model.json   # the deployment as fitted
   qexp sim --profile fast --wrong-share 0.01 --wrong-share-per-seq 0.002   # worse in big batches
+  qexp sim --profile fast --malformed-share-per-seq 0.01   # tool calls break in big batches
   curl http://127.0.0.1:8000/v1/models",
     );
     text

@@ -53,20 +53,72 @@ pub fn accuracy_drops(run: &crate::RunAnalysis) -> Vec<Flag> {
         .collect()
 }
 
-/// The worst issue's share along concurrency among the points that differ
-/// from `p` only in it (empty when `p` is the only one).
-fn trend(points: &[PointSummary], p: &PointSummary) -> Vec<(u32, f64)> {
-    let like = |q: &&PointSummary| {
-        q.point.input_tokens == p.point.input_tokens
-            && q.point.output_tokens == p.point.output_tokens
-            && q.point.deployment == p.point.deployment
-            && q.point.open_loop.is_none()
-            && q.answers.checked > 0
-    };
+/// A parse-rate flag per closed-loop point whose answers parsed less
+/// often than at the lowest concurrency of the same lengths and
+/// deployment, the whole interval of the change (Newcombe's, at the parse
+/// rate's confidence) below zero.
+pub fn parse_drops(points: &[PointSummary]) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    for p in points {
+        let Some(rate) = p
+            .answers
+            .parse
+            .as_ref()
+            .filter(|_| p.point.open_loop.is_none())
+        else {
+            continue;
+        };
+        let Some((base, base_rate)) = points
+            .iter()
+            .filter(|q| like(p, q) && q.answers.parse.is_some())
+            .min_by_key(|q| (q.point.concurrency, q.point.id))
+            .and_then(|q| Some((q, q.answers.parse.as_ref()?)))
+        else {
+            continue;
+        };
+        if base.point.concurrency >= p.point.concurrency {
+            continue;
+        }
+        let Some(interval) = crate::stats::wilson::newcombe_difference(
+            (base_rate.parsed, base_rate.checked),
+            (rate.parsed, rate.checked),
+            crate::answers::PARSE_CONFIDENCE,
+        ) else {
+            continue;
+        };
+        if interval.1 < 0.0 {
+            flags.push(Flag::ParseRateFalls {
+                point_id: p.point.id,
+                concurrency: p.point.concurrency,
+                baseline_concurrency: base.point.concurrency,
+                rate: rate.clone(),
+                baseline_rate: base_rate.clone(),
+                change_interval: interval,
+                trend: along(points, p, |q| q.answers.parse.as_ref().map(|r| r.share)),
+            });
+        }
+    }
+    flags
+}
+
+/// Whether `q` differs from `p` at most in its concurrency (closed loop both).
+fn like(p: &PointSummary, q: &PointSummary) -> bool {
+    q.point.input_tokens == p.point.input_tokens
+        && q.point.output_tokens == p.point.output_tokens
+        && q.point.deployment == p.point.deployment
+        && q.point.open_loop.is_none()
+}
+
+/// `value` of the points like `p`, by concurrency (empty when `p` is the only one).
+fn along(
+    points: &[PointSummary],
+    p: &PointSummary,
+    value: impl Fn(&PointSummary) -> Option<f64>,
+) -> Vec<(u32, f64)> {
     let mut along: Vec<(u32, f64)> = points
         .iter()
-        .filter(like)
-        .map(|q| (q.point.concurrency, q.answers.worst_share()))
+        .filter(|q| like(p, q))
+        .filter_map(|q| Some((q.point.concurrency, value(q)?)))
         .collect();
     along.sort_by_key(|(c, _)| *c);
     along.dedup_by_key(|(c, _)| *c);
@@ -74,6 +126,14 @@ fn trend(points: &[PointSummary], p: &PointSummary) -> Vec<(u32, f64)> {
         along.clear();
     }
     along
+}
+
+/// The worst issue's share along concurrency among the points that differ
+/// from `p` only in it (empty when `p` is the only one).
+fn trend(points: &[PointSummary], p: &PointSummary) -> Vec<(u32, f64)> {
+    along(points, p, |q| {
+        (q.answers.checked > 0).then(|| q.answers.worst_share())
+    })
 }
 
 #[cfg(test)]
@@ -95,6 +155,8 @@ mod tests {
             output_planned: 2000.0,
             forced: 20,
             excerpt: (loops > 0).then(|| (AnswerIssue::Loop, "lambda lambda".into())),
+            parse_checked: 0,
+            parsed: 0,
         };
         let p = point(id, concurrency, 1000, 100, vec![t]);
         PointSummary::new(p.point, p.trials)
@@ -128,6 +190,52 @@ mod tests {
             Some("lambda lambda")
         );
         assert!(detect(&[with_loops(0, 1, 0)]).is_empty());
+    }
+
+    fn parsing(id: u32, concurrency: u32, parsed: u64, checked: u64) -> PointSummary {
+        let mut p = with_loops(id, concurrency, 0);
+        p.trials[0].answers.parse_checked = checked;
+        p.trials[0].answers.parsed = parsed;
+        PointSummary::new(p.point, p.trials)
+    }
+
+    #[test]
+    fn a_parse_rate_that_falls_beyond_the_noise_is_flagged() {
+        // 40/40 at c=1; 37/40 at c=8 is within the noise; 20/40 at c=64 is not.
+        let pts = vec![
+            parsing(0, 1, 40, 40),
+            parsing(1, 8, 37, 40),
+            parsing(2, 64, 20, 40),
+        ];
+        let flags = parse_drops(&pts);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        let Flag::ParseRateFalls {
+            point_id,
+            baseline_concurrency,
+            change_interval,
+            trend,
+            ..
+        } = &flags[0]
+        else {
+            panic!("{flags:?}")
+        };
+        assert_eq!((*point_id, *baseline_concurrency), (2, 1));
+        assert!(
+            change_interval.1 < 0.0 && change_interval.0 > -1.0,
+            "{change_interval:?}"
+        );
+        assert_eq!(trend, &[(1, 1.0), (8, 0.925), (64, 0.5)]);
+        let text = flags[0].to_string();
+        assert!(
+            text.starts_with(
+                "50% of answers parsed at concurrency 64 (20/40) against 100% at 1 (40/40)"
+            ),
+            "{text}"
+        );
+        assert_eq!(flags[0].title(), "Parse rate falls under load");
+        // Rising or level rates, or one point alone, are not flagged.
+        assert!(parse_drops(&[parsing(0, 1, 20, 40), parsing(1, 64, 40, 40)]).is_empty());
+        assert!(parse_drops(&[parsing(0, 64, 20, 40)]).is_empty());
     }
 
     #[test]

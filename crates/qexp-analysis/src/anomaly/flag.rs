@@ -101,6 +101,27 @@ pub enum Flag {
         /// Holm-adjusted p over the run's load comparisons.
         p_holm: f64,
     },
+    /// The share of the point's answers that parsed (tool calls, a
+    /// response schema) is lower than at the lowest load of the same
+    /// workload, beyond both points' noise.
+    ParseRateFalls {
+        /// The point.
+        point_id: u32,
+        /// Its concurrency.
+        concurrency: u32,
+        /// The lowest load's concurrency.
+        baseline_concurrency: u32,
+        /// The parse rate here.
+        rate: crate::answers::ParseRate,
+        /// The parse rate at the lowest load.
+        baseline_rate: crate::answers::ParseRate,
+        /// The interval of the change (here − there) at the parse rate's
+        /// confidence (Newcombe's hybrid score); wholly below 0.
+        change_interval: (f64, f64),
+        /// The parse rate at each concurrency of the points like this one
+        /// (same lengths and deployment), by concurrency.
+        trend: Vec<(u32, f64)>,
+    },
     /// A metric moved against its expected direction between neighbours on a swept axis.
     WrongDirection {
         /// The later point on the axis (where the flag is shown).
@@ -307,6 +328,7 @@ impl Flag {
         Some(match self {
             Flag::BrokenAnswers { point_id, .. }
             | Flag::AccuracyDrop { point_id, .. }
+            | Flag::ParseRateFalls { point_id, .. }
             | Flag::WrongDirection { point_id, .. }
             | Flag::NoisyPoint { point_id, .. }
             | Flag::OutlierTrial { point_id, .. }
@@ -341,6 +363,7 @@ impl Flag {
         match self {
             Flag::BrokenAnswers { .. } => "Broken answers",
             Flag::AccuracyDrop { .. } => "Accuracy drops under load",
+            Flag::ParseRateFalls { .. } => "Parse rate falls under load",
             Flag::WrongDirection { .. } => "Wrong direction",
             Flag::NoisyPoint { .. } => "Noisy point",
             Flag::OutlierTrial { .. } => "Outlier trial",
@@ -369,13 +392,18 @@ impl Flag {
     /// those come before every other, since every number of their point
     /// was measured on those answers.
     pub fn about_answers(&self) -> bool {
-        matches!(self, Flag::BrokenAnswers { .. } | Flag::AccuracyDrop { .. })
+        matches!(
+            self,
+            Flag::BrokenAnswers { .. } | Flag::AccuracyDrop { .. } | Flag::ParseRateFalls { .. }
+        )
     }
 
     /// Order of kinds within a point (declaration order).
     pub(crate) fn rank(&self) -> u8 {
         match self {
-            Flag::BrokenAnswers { .. } | Flag::AccuracyDrop { .. } => 0,
+            Flag::BrokenAnswers { .. }
+            | Flag::AccuracyDrop { .. }
+            | Flag::ParseRateFalls { .. } => 0,
             Flag::WrongDirection { .. } => 1,
             Flag::NoisyPoint { .. } => 2,
             Flag::OutlierTrial { .. } => 3,

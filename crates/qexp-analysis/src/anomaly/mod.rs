@@ -62,6 +62,7 @@ pub fn detect(run: &RunAnalysis, t: &Thresholds) -> Vec<Flag> {
 pub fn detect_points(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let mut flags = Vec::new();
     flags.extend(answers::detect(points));
+    flags.extend(answers::parse_drops(points));
     flags.extend(direction::detect(points, t));
     flags.extend(noise::detect_noisy(points, t));
     flags.extend(noise::detect_outliers(points, t));

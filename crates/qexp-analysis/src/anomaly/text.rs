@@ -58,6 +58,7 @@ impl fmt::Display for Flag {
                 sig3(-change * 100.0),
                 sig3(*p_holm)
             ),
+            Flag::ParseRateFalls { .. } => parse_rate_falls(self, f),
             Flag::WrongDirection { .. } => wrong_direction(self, f),
             Flag::NoisyPoint { .. } => noisy_point(self, f),
             Flag::OutlierTrial { .. } => outlier_trial(self, f),
@@ -591,6 +592,46 @@ fn point_invalid(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         "{} {was} marked invalid: {reason}. {its} numbers are still in this point's \
          statistics; fix the cause and rerun the point.",
         capitalised(&trials(ts))
+    )
+}
+
+fn parse_rate_falls(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let Flag::ParseRateFalls {
+        concurrency,
+        baseline_concurrency,
+        rate,
+        baseline_rate,
+        change_interval: (lo, hi),
+        trend,
+        ..
+    } = flag
+    else {
+        return Ok(());
+    };
+    let along = trend
+        .iter()
+        .map(|(c, r)| format!("{} at {c}", percent(*r)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    write!(
+        f,
+        "{} of answers parsed at concurrency {concurrency} ({}/{}) against {} at \
+         {baseline_concurrency} ({}/{}): a fall of {} to {} points (95% Newcombe interval), \
+         beyond both points' noise{}. Tool calls or structured answers break under batching; \
+         check the server's parser and constrained decoding at this load before serving it",
+        percent(rate.share),
+        rate.parsed,
+        rate.checked,
+        percent(baseline_rate.share),
+        baseline_rate.parsed,
+        baseline_rate.checked,
+        sig3(-hi * 100.0),
+        sig3(-lo * 100.0),
+        if along.is_empty() {
+            String::new()
+        } else {
+            format!(" (along concurrency: {along})")
+        }
     )
 }
 

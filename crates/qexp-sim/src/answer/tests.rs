@@ -21,6 +21,8 @@ const HEALTHY: Knobs = Knobs {
     loop_share: 0.0,
     wrong_share: 0.0,
     wrong_share_per_seq: 0.0,
+    malformed_share: 0.0,
+    malformed_share_per_seq: 0.0,
 };
 
 fn answer(prompt: &str, knobs: Knobs, n: u32) -> String {
@@ -172,6 +174,32 @@ fn an_arithmetic_answer_leads_with_the_number() {
         ..HEALTHY
     };
     assert_eq!(lead(&answer("What is 6 * 7?", wrong, 5)), Some(43));
+}
+
+#[test]
+fn malformed_tool_calls_grow_with_the_batch() {
+    let knobs = Knobs {
+        malformed_share_per_seq: 0.02,
+        ..HEALTHY
+    };
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "f",
+        "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}]);
+    let malformed_at = |batch: u32| -> usize {
+        (0..500)
+            .filter(|i| {
+                let mut j = job(&format!("Call it, {i}."), batch);
+                j.form = crate::form::Form::of(Some(&tools), None, None);
+                let a = Answer::new(&j, knobs, 0);
+                assert_eq!(a.tool(), Some("f"));
+                serde_json::from_str::<serde_json::Value>(&a.text(0, 40)).is_err()
+            })
+            .count()
+    };
+    assert_eq!(malformed_at(1), 0, "alone: malformed_share, 0");
+    let (at11, at33) = (malformed_at(11), malformed_at(33));
+    // 20% and 64% of 500.
+    assert!((70..130).contains(&at11), "{at11}");
+    assert!((280..360).contains(&at33), "{at33}");
 }
 
 #[test]

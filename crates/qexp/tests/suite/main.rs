@@ -43,5 +43,6 @@ mod run_e2e;
 mod rx_timestamps;
 mod shards;
 mod steady;
+mod structured;
 mod workloads;
 mod workspace;

@@ -380,3 +380,68 @@ async fn smollm2_embeddings_have_e2e_and_no_ttft() {
     let keys: Vec<&str> = d.pairs[0].metrics.iter().map(|m| m.metric.key()).collect();
     assert_eq!(keys, ["req_s", "input_tok_s", "e2e_s", "failures"]);
 }
+
+/// Prompts that ask for a person as JSON with a name and an age. SmolLM2
+/// fences its answer as a code block; after some it goes on with a sentence
+/// about the JSON, so the answer is no longer JSON (at temperature 0 the
+/// same prompts every time: the sailor and the astronaut).
+const ASK_JSON: &[&str] = &[
+    "Describe a teacher as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a sailor as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a baker as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a child as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe an astronaut as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+    "Describe a doctor as a JSON object with a string \"name\" and an integer \"age\". Answer with the JSON object only.",
+];
+
+/// The schema those prompts ask for.
+const PERSON: &str = r#"{"type": "object", "required": ["name", "age"],
+  "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}"#;
+
+/// Runs 8 requests drawn from [`ASK_JSON`] (no nonce, temperature 0, up
+/// to 64 tokens, one user) with [`PERSON`] as the response schema, sent as
+/// `response_format` when `enforce`, else only checked.
+async fn run_structured(dir: &Path, url: &str, enforce: bool) -> RunAnalysis {
+    std::fs::create_dir_all(dir).unwrap();
+    let lines: Vec<String> = ASK_JSON
+        .iter()
+        .map(|p| serde_json::json!({ "prompt": p }).to_string())
+        .collect();
+    std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join("person.json"), PERSON).unwrap();
+    let plan = format!(
+        "[experiment]\nname = \"structured-{enforce}\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\
+         extra_body = {{ temperature = 0 }}\n\n\
+         [workload]\ninput_tokens = 40\noutput_tokens = 64\n\n\
+         [workload.dataset]\npath = \"prompts.jsonl\"\nnonce = false\n\n\
+         [workload.response_format]\nschema = \"person.json\"\nenforce = {enforce}\n\n\
+         [sweep]\nconcurrency = [1]\n\n\
+         [run]\nrequests = 8\nwarmup_requests = 0\ntrials = 1\nseed = 3\nkeep_answers = \"all\"\n"
+    );
+    let path = dir.join("structured.toml");
+    std::fs::write(&path, plan).unwrap();
+    let r = run_plan_file(&path, dir).await;
+    qexp_analysis::analyze(&r.dir).unwrap()
+}
+
+/// llama.cpp turns `response_format`'s schema into a grammar: every answer
+/// parses. Asked only in the prompt, SmolLM2 gets some right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smollm2_structured_output_parses_when_the_schema_is_enforced() {
+    let Some(url) = server("QEXP_SMOLLM2_URL") else {
+        return;
+    };
+    let _heavy = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let rate = |a: &RunAnalysis| a.points[0].answers.parse.clone().expect("a parse rate");
+    let enforced = rate(&run_structured(&tmp.path().join("enforced"), &url, true).await);
+    let asked = rate(&run_structured(&tmp.path().join("asked"), &url, false).await);
+    eprintln!(
+        "parse rate: {}/{} with response_format, {}/{} asked in the prompt only",
+        enforced.parsed, enforced.checked, asked.parsed, asked.checked
+    );
+    assert_eq!((enforced.parsed, enforced.checked), (8, 8), "{enforced:?}");
+    assert_eq!(asked.checked, 8, "{asked:?}");
+    assert!(asked.parsed > 0, "{asked:?}");
+}
