@@ -93,7 +93,9 @@ pub struct CostPrediction {
 impl PowerModel {
     /// The power at `in_flight` sequences, W.
     pub fn power_w(&self, in_flight: f64) -> f64 {
-        self.idle_w + self.per_seq_w * in_flight
+        // A line fitted on noisy points can reach below zero when it is
+        // carried far from them; a GPU draws nothing less than nothing.
+        (self.idle_w + self.per_seq_w * in_flight).max(0.0)
     }
 
     /// What `load` costs, from its replay on the fitted parameters
@@ -130,7 +132,8 @@ impl PowerModel {
             .collect();
         let j_band = (self.band * self.band + agg_band * agg_band).sqrt();
         let span = |value: f64, v: Vec<f64>, rel: f64| {
-            let (mut lo, mut hi) = (value * (1.0 - rel).max(0.0), value * (1.0 + rel));
+            let (a, b) = (value * (1.0 - rel).max(0.0), value * (1.0 + rel));
+            let (mut lo, mut hi) = (a.min(b), a.max(b));
             if !v.is_empty() {
                 lo = lo.min(quantile(&v, 0.05));
                 hi = hi.max(quantile(&v, 0.95));

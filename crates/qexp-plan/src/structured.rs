@@ -124,7 +124,7 @@ fn unfenced(text: &str) -> &str {
 pub struct Tool {
     /// `function.name`.
     pub name: String,
-    /// `function.parameters` (an empty schema when absent: any object).
+    /// `function.parameters` (an empty schema when absent: any JSON value).
     pub parameters: Schema,
 }
 
@@ -224,11 +224,7 @@ impl Structured {
     /// fenced as one Markdown code block; tool arguments may not.
     pub fn parses(&self, text: &str, calls: &[ToolCall]) -> Option<bool> {
         if !calls.is_empty() {
-            return Some(calls.iter().all(|c| {
-                self.tools
-                    .iter()
-                    .any(|t| t.name == c.name && t.parameters.matches_text(&c.arguments))
-            }));
+            return Some(calls.iter().all(|c| self.call_parses(c)));
         }
         let must_call = matches!(
             self.choice,
@@ -239,6 +235,29 @@ impl Structured {
             Some(schema) => Some(schema.matches_answer(text)),
             None => None,
         }
+    }
+
+    /// Whether one tool call is well formed for this plan: it names a tool
+    /// of the file (the one `tool_choice` names, when it names one; none
+    /// when it forbids calls), and its arguments are JSON matching that
+    /// tool's parameters. Arguments left empty are the empty object, as a
+    /// tool without parameters is called.
+    fn call_parses(&self, c: &ToolCall) -> bool {
+        let allowed = match &self.choice {
+            Some(ToolChoice::None) => false,
+            Some(ToolChoice::Named(name)) => &c.name == name,
+            _ => true,
+        };
+        let arguments = if c.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &c.arguments
+        };
+        allowed
+            && self
+                .tools
+                .iter()
+                .any(|t| t.name == c.name && t.parameters.matches_text(arguments))
     }
 }
 
@@ -371,6 +390,36 @@ mod tests {
             s.parses("It is sunny.", &[]),
             Some(false),
             "required, not called"
+        );
+        let named = Structured {
+            choice: Some(ToolChoice::Named("get_time".into())),
+            tools: vec![
+                weather().tools.remove(0),
+                Tool {
+                    name: "get_time".into(),
+                    parameters: schema(json!({})),
+                },
+            ],
+            ..weather()
+        };
+        assert_eq!(
+            named.parses("", &[call("get_weather", r#"{"city":"Oslo"}"#)]),
+            Some(false),
+            "another tool than the one named"
+        );
+        assert_eq!(
+            named.parses("", &[call("get_time", "")]),
+            Some(true),
+            "no arguments: the empty object"
+        );
+        let none = Structured {
+            choice: Some(ToolChoice::None),
+            ..weather()
+        };
+        assert_eq!(
+            none.parses("", &[call("get_weather", r#"{"city":"Oslo"}"#)]),
+            Some(false),
+            "a call where calls are forbidden"
         );
         let auto = Structured {
             choice: Some(ToolChoice::Auto),

@@ -105,7 +105,7 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
     let model = ModelFile::read(&file).unwrap();
     let power = model.power.clone().expect("a power model");
     eprintln!("{power:?}");
-    // Within 10% of the truth, and each interval holds it.
+    // Within 10% of the truth.
     assert!(
         (power.idle_w / IDLE_W - 1.0).abs() < 0.10,
         "idle {}",
@@ -116,8 +116,15 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
         "per sequence {}",
         power.per_seq_w
     );
+    // The resampling worked: a finite interval around the estimate, narrower
+    // than half of it (whether a 90% interval holds the truth in one run is
+    // chance, so that is printed, not asserted).
     let [lo, hi] = power.per_seq_interval;
-    assert!(lo < power.per_seq_w && power.per_seq_w < hi, "{lo} … {hi}");
+    assert!(
+        lo.is_finite() && hi.is_finite() && lo < power.per_seq_w && power.per_seq_w < hi,
+        "{lo} … {hi}"
+    );
+    assert!(hi - lo < 0.5 * power.per_seq_w, "{lo} … {hi}");
     assert!(matches!(
         power.price,
         Some(qexp_types::cost::Price::Energy { .. })
