@@ -273,39 +273,53 @@ fn answers_line(points: &[PointSummary], swept: &[qexp_analysis::Axis]) -> Optio
     })
 }
 
+/// A share of a point's answers: the share, its interval, and the count
+/// of the whole (right of answered, parsed of checked).
+type Share = (f64, Option<(f64, f64)>, u64, u64);
+
+/// `share [lo – hi] at POINT (k/n)` at the lowest load and, where it is
+/// another point, at the highest; None without points.
+fn lowest_and_highest(
+    points: &[(&PointSummary, Share)],
+    swept: &[qexp_analysis::Axis],
+) -> Option<String> {
+    let at = |(p, (share, interval, k, n)): &(&PointSummary, Share)| {
+        let interval = interval.map_or(String::new(), |(lo, hi)| {
+            format!(" [{} – {}]", percent(lo), percent(hi))
+        });
+        format!(
+            "{}{interval} at {} ({k}/{n})",
+            percent(*share),
+            labels::with_deployment(&p.point, swept),
+        )
+    };
+    let lo = points
+        .iter()
+        .min_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
+    let hi = points
+        .iter()
+        .max_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
+    Some(if lo.0.point.id == hi.0.point.id {
+        at(lo)
+    } else {
+        format!("{}; {}", at(lo), at(hi))
+    })
+}
+
 /// The graded answers' accuracy at the lowest and highest load, and the
 /// loads where it is significantly worse than at the lowest; None without
 /// graded items.
 fn accuracy_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<String> {
     use qexp_analysis::accuracy::Accuracy;
-    let graded: Vec<(&PointSummary, Accuracy)> = a
+    let graded: Vec<(&PointSummary, Share)> = a
         .points
         .iter()
-        .filter_map(|p| Some((p, Accuracy::of(p)?)))
+        .filter_map(|p| {
+            let acc = Accuracy::of(p)?;
+            Some((p, (acc.share, acc.interval, acc.right, acc.answered)))
+        })
         .collect();
-    let at = |(p, acc): &(&PointSummary, Accuracy)| {
-        let interval = acc.interval.map_or(String::new(), |(lo, hi)| {
-            format!(" [{} – {}]", percent(lo), percent(hi))
-        });
-        format!(
-            "{}{interval} at {} ({}/{})",
-            percent(acc.share),
-            labels::with_deployment(&p.point, swept),
-            acc.right,
-            acc.answered
-        )
-    };
-    let lo = graded
-        .iter()
-        .min_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
-    let hi = graded
-        .iter()
-        .max_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
-    let mut line = if lo.0.point.id == hi.0.point.id {
-        at(lo)
-    } else {
-        format!("{}; {}", at(lo), at(hi))
-    };
+    let mut line = lowest_and_highest(&graded, swept)?;
     let worse: Vec<String> = a
         .accuracy_by_load
         .iter()
@@ -326,34 +340,15 @@ fn accuracy_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<Strin
 /// the lowest and highest load, with its interval, and the points where it
 /// fell under load (flagged); None where the plan asked no form.
 fn parse_line(a: &RunAnalysis, swept: &[qexp_analysis::Axis]) -> Option<String> {
-    let rated: Vec<(&PointSummary, &qexp_analysis::answers::ParseRate)> = a
+    let rated: Vec<(&PointSummary, Share)> = a
         .points
         .iter()
-        .filter_map(|p| Some((p, p.answers.parse.as_ref()?)))
+        .filter_map(|p| {
+            let r = p.answers.parse.as_ref()?;
+            Some((p, (r.share, r.interval, r.parsed, r.checked)))
+        })
         .collect();
-    let at = |(p, r): &(&PointSummary, &qexp_analysis::answers::ParseRate)| {
-        let interval = r.interval.map_or(String::new(), |(lo, hi)| {
-            format!(" [{} – {}]", percent(lo), percent(hi))
-        });
-        format!(
-            "{}{interval} at {} ({}/{})",
-            percent(r.share),
-            labels::with_deployment(&p.point, swept),
-            r.parsed,
-            r.checked
-        )
-    };
-    let lo = rated
-        .iter()
-        .min_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
-    let hi = rated
-        .iter()
-        .max_by_key(|(p, _)| (p.point.concurrency, p.point.id))?;
-    let mut line = if lo.0.point.id == hi.0.point.id {
-        at(lo)
-    } else {
-        format!("{}; {}", at(lo), at(hi))
-    };
+    let mut line = lowest_and_highest(&rated, swept)?;
     let falls: Vec<String> = a
         .flags
         .iter()
