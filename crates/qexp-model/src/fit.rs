@@ -411,11 +411,17 @@ impl Points {
     }
 }
 
-/// Distinct values of `v`, rounded to a token.
+/// How far apart two prompt lengths must be to count as two: a run of
+/// dataset prompts samples them with replacement, so its trials' mean
+/// lengths differ by a few tokens without the plan sweeping anything.
+const SAME_LENGTH: f64 = 0.10;
+
+/// The distinct lengths of `v`: sorted, each the first of a cluster whose
+/// members lie within [`SAME_LENGTH`] (and a token) of it.
 fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut d: Vec<f64> = v.map(f64::round).collect();
     d.sort_by(f64::total_cmp);
-    d.dedup();
+    d.dedup_by(|x, first| *x <= *first * (1.0 + SAME_LENGTH) + 1.0);
     d
 }
 
@@ -1035,6 +1041,17 @@ mod tests {
             ]
         );
     }
+    /// Trials of dataset prompts differ in their mean length by a few
+    /// tokens; that is one length, not a sweep. A sweep's lengths stay apart.
+    #[test]
+    fn lengths_a_few_tokens_apart_are_one_length() {
+        let sampled = [52.4, 49.8, 55.1, 229.0, 231.6, 226.2];
+        assert_eq!(distinct(sampled.into_iter()), [50.0, 226.0]);
+        let swept = [1000.0, 4000.0, 16000.0, 8000.0];
+        assert_eq!(distinct(swept.into_iter()), [1000.0, 4000.0, 8000.0, 16000.0]);
+        assert_eq!(distinct([38.0, 38.4, 39.0].into_iter()), [38.0]);
+    }
+
     use crate::table::{FOUNDING_MODEL, FOUNDING_MODEL_PATH};
 
     /// Refits that found no batch limit widen N's interval up to the

@@ -1,13 +1,16 @@
 //! `qexp fit` on a real model answering real prompts: SmolLM2-135M-Instruct
 //! served by llama.cpp on CPU (scripts/real-servers, `.ci/run` exports
-//! QEXP_SMOLLM2_URL). Two runs of the same questions at concurrency 1–4,
-//! one with the answers' lengths forced (`ignore_eos`) and one where the
-//! model stops when it is done; each is fitted on concurrency 1 and 2 and
-//! predicts 3 and 4. The held-out error table and the intervals' coverage
-//! are printed; TPOT and E2E must be within 20%, TTFT and its p90 within
-//! 30% (docs/model.md "Measured against SmolLM2"). Skips without the
-//! server. The model misses these bounds today, so the test is ignored
-//! (run it with `--ignored`): it takes about 5 minutes on 2 cores.
+//! QEXP_SMOLLM2_URL). The same questions are asked bare (about 50 tokens
+//! with the chat template) and after a passage of context (about 230), each
+//! at concurrency 1–4, once with the answers' lengths forced (`ignore_eos`)
+//! and once where the model stops when it is done. Each kind is fitted on
+//! concurrency 1 and 2 at both lengths (two lengths, so prefill compute is
+//! told from fixed latency) and predicts 3 and 4. The held-out error table
+//! and the intervals' coverage are printed; TPOT and E2E must be within
+//! 20%, TTFT and its p90 within 30% (docs/model.md "Measured against
+//! SmolLM2"). Skips without the server. The model misses these bounds
+//! today, so the test is ignored (run it with `--ignored`): it takes about
+//! 13 minutes on 2 cores.
 
 use crate::real_servers::server;
 use qexp_model::{Check, FitOptions, ModelMetric, Observation};
@@ -31,34 +34,49 @@ const PROMPTS: &[&str] = &[
     "What is photosynthesis?",
 ];
 
+/// A passage read before each question in the long runs: it makes the
+/// prompt about 230 tokens with the chat template.
+const CONTEXT: &str = "Background for the question below. A small town library keeps a \
+notebook of the questions its visitors ask at the front desk. Over the years the librarians \
+noticed that most questions fall into a few groups: facts about science and nature, help with \
+words in other languages, advice about everyday habits such as sleep and cooking, and requests \
+for short pieces of writing like poems or names for a new shop. The librarians answer briefly \
+and clearly, and when they are not sure they say so. Children ask about animals and the sky; \
+older visitors ask about computers and how the machines in their homes work. Each answer is \
+written on a card and filed by topic, so the next visitor with the same question can find it \
+quickly. The cards are plain, short and friendly, and they never use more words than the \
+question needs. Now answer the visitor's question in the same spirit.\n\nQuestion: ";
+
 /// Answer tokens: the forced run's length, the unforced run's cap.
 const OUTPUT: u32 = 48;
 
-/// The plan of one run: every question at concurrency 1–4, four requests
-/// per user (12 and 16 at the held-out points: enough for a p90), three
-/// trials, each in its own shuffled order.
-fn plan(url: &str, name: &str, forced: bool) -> String {
+/// The plan of one run: every question (after the context when `long`) at
+/// concurrency 1–4, four requests per user (12 and 16 at the held-out
+/// points: enough for a p90), three trials, each in its own shuffled order.
+fn plan(url: &str, name: &str, forced: bool, long: bool) -> String {
     let extra = if forced {
         "{ ignore_eos = true, temperature = 0 }"
     } else {
         "{ temperature = 0 }"
     };
+    let label = if long { 200 } else { 20 };
     format!(
         "[experiment]\nname = \"{name}\"\nversion = 1\n\n\
          [target]\nbase_url = \"{url}\"\nmodel = \"smollm2\"\napi = \"chat\"\n\
          extra_body = {extra}\n\n\
-         [workload]\ninput_tokens = 20\noutput_tokens = {OUTPUT}\n\n\
+         [workload]\ninput_tokens = {label}\noutput_tokens = {OUTPUT}\n\n\
          [workload.dataset]\npath = \"prompts.jsonl\"\n\n\
          [sweep]\nconcurrency = [1, 2, 3, 4]\n\n\
          [run]\nrequests = \"4x\"\nwarmup_requests = 1\ntrials = 3\nseed = 11\nshuffle = true\n"
     )
 }
 
-async fn run_plan(dir: &Path, text: &str) -> std::path::PathBuf {
+async fn run_plan(dir: &Path, text: &str, long: bool) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).unwrap();
+    let context = if long { CONTEXT } else { "" };
     let lines: Vec<String> = PROMPTS
         .iter()
-        .map(|p| serde_json::json!({ "prompt": p }).to_string())
+        .map(|p| serde_json::json!({ "prompt": format!("{context}{p}") }).to_string())
         .collect();
     std::fs::write(dir.join("prompts.jsonl"), lines.join("\n") + "\n").unwrap();
     let path = dir.join("plan.toml");
@@ -85,7 +103,7 @@ fn bound(m: ModelMetric) -> Option<f64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known miss: TTFT at 3-4 users 25-70% low and TTFT p90 58-75% low on both runs, TPOT up to +46% on the forced one (docs/model.md, Measured against SmolLM2); run with --ignored"]
+#[ignore = "known miss: forced answers 16-23% off in the median but single points up to 54%, unforced TPOT at long prompts 65% low and TTFT up to 166% high (docs/model.md, Measured against SmolLM2); run with --ignored"]
 async fn smollm2_fit_predicts_more_users_on_real_prompts() {
     let Some(url) = server("QEXP_SMOLLM2_URL") else {
         return;
@@ -94,8 +112,13 @@ async fn smollm2_fit_predicts_more_users_on_real_prompts() {
     let tmp = tempfile::tempdir().unwrap();
     let mut misses = Vec::new();
     for (name, forced) in [("forced", true), ("unforced", false)] {
-        let dir = run_plan(&tmp.path().join(name), &plan(&url, name, forced)).await;
-        misses.extend(fit_and_check(name, &dir));
+        let mut dirs = Vec::new();
+        for long in [false, true] {
+            let run = format!("{name}-{}", if long { "long" } else { "short" });
+            let text = plan(&url, &run, forced, long);
+            dirs.push(run_plan(&tmp.path().join(&run), &text, long).await);
+        }
+        misses.extend(fit_and_check(name, &dirs));
     }
     assert!(
         misses.is_empty(),
@@ -104,11 +127,16 @@ async fn smollm2_fit_predicts_more_users_on_real_prompts() {
     );
 }
 
-/// Fits `dir`'s run on concurrency 1 and 2, prints the held-out table (3
-/// and 4 users) with its coverage, and says what misses its bound.
-fn fit_and_check(name: &str, dir: &Path) -> Vec<String> {
-    let a = qexp_analysis::analyze(dir).unwrap();
-    let rows = qexp_analysis::run_observations(&a, 0, None).rows;
+/// Fits the runs in `dirs` on concurrency 1 and 2, prints the held-out
+/// table (3 and 4 users) with its coverage, and says what misses its bound.
+fn fit_and_check(name: &str, dirs: &[std::path::PathBuf]) -> Vec<String> {
+    let rows: Vec<Observation> = dirs
+        .iter()
+        .flat_map(|d| {
+            let a = qexp_analysis::analyze(d).unwrap();
+            qexp_analysis::run_observations(&a, 0, None).rows
+        })
+        .collect();
     let (grid, held): (Vec<Observation>, Vec<Observation>) =
         rows.into_iter().partition(|r| r.concurrency <= 2);
     let model = qexp_model::fit(&grid, &FitOptions::default()).unwrap();
@@ -159,8 +187,8 @@ fn fit_and_check(name: &str, dir: &Path) -> Vec<String> {
         .iter()
         .filter(|c| c.metric == ModelMetric::TtftP90S)
         .count();
-    if p90s != 2 {
-        misses.push(format!("{name}: {p90s} TTFT p90s predicted, not 2"));
+    if p90s != 4 {
+        misses.push(format!("{name}: {p90s} TTFT p90s predicted, not 4"));
     }
     misses
 }
