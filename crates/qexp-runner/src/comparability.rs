@@ -47,9 +47,16 @@ pub(crate) fn workload(
     if let Some(sha) = dataset_sha256 {
         w.insert("dataset_sha256".into(), sha.to_string());
     }
+    // What the requests carry: `tools`, `tool_choice` and `response_format`
+    // join the body as they do when a run prepares it, so every way a run
+    // is fingerprinted (one target, deployments, an import's plan) agrees.
+    let mut body = extra.clone();
+    for (k, v) in f.workload.structured.body_fields() {
+        body.entry(k).or_insert(v);
+    }
     w.insert(
         "extra_body".into(),
-        serde_json::to_string(extra).unwrap_or_default(),
+        serde_json::to_string(&body).unwrap_or_default(),
     );
     w
 }
@@ -121,6 +128,29 @@ pub(crate) fn comparability(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// The tools a plan sends are part of what was asked however the run
+    /// is fingerprinted (an import's plan and deployments read the plan
+    /// alone), and a tool of the plan's `extra_body` wins as it does in the
+    /// request.
+    #[test]
+    fn the_plans_tools_are_workload_keys() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let plan = Plan::load(&dir.join("tools.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let w = plan_workload(&plan);
+        let body = &w["extra_body"];
+        assert!(body.contains("\"tools\":[") && body.contains("get_weather"), "{body}");
+        assert!(body.contains("\"tool_choice\":\"required\""), "{body}");
+        let mut extra = Map::new();
+        extra.insert("tool_choice".into(), Value::String("auto".into()));
+        let own = workload(&plan, &extra, None);
+        assert!(own["extra_body"].contains("\"tool_choice\":\"auto\""));
+        assert_ne!(
+            Comparability::new(w, BTreeMap::new()).workload_hash,
+            Comparability::new(own, BTreeMap::new()).workload_hash
+        );
+    }
 
     /// A plan's workload keys and hash as qexp recorded them before they
     /// were built from explicit strings (the values `{:?}` printed then):
