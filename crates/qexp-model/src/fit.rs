@@ -1048,7 +1048,10 @@ mod tests {
         let sampled = [52.4, 49.8, 55.1, 229.0, 231.6, 226.2];
         assert_eq!(distinct(sampled.into_iter()), [50.0, 226.0]);
         let swept = [1000.0, 4000.0, 16000.0, 8000.0];
-        assert_eq!(distinct(swept.into_iter()), [1000.0, 4000.0, 8000.0, 16000.0]);
+        assert_eq!(
+            distinct(swept.into_iter()),
+            [1000.0, 4000.0, 8000.0, 16000.0]
+        );
         assert_eq!(distinct([38.0, 38.4, 39.0].into_iter()), [38.0]);
     }
 

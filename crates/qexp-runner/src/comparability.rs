@@ -140,7 +140,10 @@ mod tests {
         let plan = Plan::load(&dir.join("tools.toml")).unwrap_or_else(|e| panic!("{e}"));
         let w = plan_workload(&plan);
         let body = &w["extra_body"];
-        assert!(body.contains("\"tools\":[") && body.contains("get_weather"), "{body}");
+        assert!(
+            body.contains("\"tools\":[") && body.contains("get_weather"),
+            "{body}"
+        );
         assert!(body.contains("\"tool_choice\":\"required\""), "{body}");
         let mut extra = Map::new();
         extra.insert("tool_choice".into(), Value::String("auto".into()));
