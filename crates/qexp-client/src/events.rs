@@ -64,6 +64,9 @@ pub(crate) struct StreamState {
     pub redact: Redactor,
     /// The reasoning's hash so far.
     pub digest: AnswerDigest,
+    /// The server's `index` of each tool call kept, in the order the calls
+    /// began (None where the server sent none).
+    tool_index: Vec<Option<u32>>,
 }
 
 impl StreamState {
@@ -105,8 +108,8 @@ struct ChoiceText<'a> {
 /// One piece of a streamed tool call.
 #[derive(Debug, Default, PartialEq)]
 struct ToolDelta<'a> {
-    /// Which call of the answer it belongs to (0 when not said).
-    index: u32,
+    /// Which call of the answer it belongs to, as the server numbers them.
+    index: Option<u32>,
     /// `function.name`, sent with the call's first piece.
     name: Option<Cow<'a, str>>,
     /// A piece of `function.arguments`.
@@ -177,7 +180,7 @@ fn tool_deltas(calls: Option<&Value>) -> Vec<ToolDelta<'static>> {
                 index: c
                     .get("index")
                     .and_then(Value::as_u64)
-                    .map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX)),
+                    .map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
                 name: s("name").map(|n| Cow::Owned(n.to_string())),
                 arguments: Cow::Owned(s("arguments").unwrap_or_default().to_string()),
             }
@@ -314,7 +317,7 @@ mod wire {
                                 None => (None, None),
                             };
                             super::ToolDelta {
-                                index: c.index.map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX)),
+                                index: c.index.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
                                 name,
                                 arguments: arguments.unwrap_or_default(),
                             }
@@ -345,14 +348,32 @@ fn chars(s: &str) -> usize {
 }
 
 /// Adds a delta's tool-call pieces to their calls; returns the characters
-/// they carried (names and arguments), noting when the first came.
-fn tool_pieces(out: &mut Outcome, tools: &[ToolDelta<'_>], arrived: f64) -> usize {
+/// they carried (names and arguments), noting when the first came. A piece
+/// joins the call of its `index`; the server's numbers need not start at 0
+/// nor run without gaps. Without an index, a piece that names a tool begins
+/// a call and one that does not goes on with the last.
+fn tool_pieces(
+    out: &mut Outcome,
+    index: &mut Vec<Option<u32>>,
+    tools: &[ToolDelta<'_>],
+    arrived: f64,
+) -> usize {
     let mut carried = 0;
     for t in tools {
-        let i = (t.index as usize).min(MAX_TOOL_CALLS - 1);
-        if out.tool_calls.len() <= i {
-            out.tool_calls.resize_with(i + 1, Default::default);
-        }
+        let known = match t.index {
+            Some(_) => index.iter().position(|i| *i == t.index),
+            None if t.name.is_some() => None,
+            None => index.len().checked_sub(1),
+        };
+        let i = match known {
+            Some(i) => i,
+            None if out.tool_calls.len() < MAX_TOOL_CALLS => {
+                out.tool_calls.push(Default::default());
+                index.push(t.index);
+                out.tool_calls.len() - 1
+            }
+            None => MAX_TOOL_CALLS - 1,
+        };
         let call = &mut out.tool_calls[i];
         if let Some(name) = &t.name {
             call.name.push_str(name);
@@ -420,7 +441,7 @@ impl StreamState {
                     text.push_str(&choice.answer);
                 }
             }
-            let tool_len = tool_pieces(out, &choice.tools, arrived);
+            let tool_len = tool_pieces(out, &mut self.tool_index, &choice.tools, arrived);
             if answer_len + reasoning_len + tool_len > 0 {
                 out.first_token_s.get_or_insert(arrived);
                 out.last_token_s = Some(arrived);
@@ -524,6 +545,33 @@ mod tests {
             assert!(state.apply(&mut out, event(data), 0.1).is_none());
         }
         assert_eq!(out.output_chars, 3 + 1 + 2 + 1, "characters, not bytes");
+    }
+
+    /// Calls are told apart by the server's index wherever its numbers
+    /// start; without one, a named piece begins a call.
+    #[test]
+    fn tool_calls_without_index_or_with_gaps_stay_apart() {
+        let mut out = Outcome::default();
+        let mut state = StreamState::default();
+        let steps = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":3,"function":{"name":"a","arguments":"{"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":7,"function":{"name":"b","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":3,"function":{"arguments":"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"c","arguments":"{\"x\":"}},{"function":{"name":"d","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}"#,
+        ];
+        for data in steps {
+            assert!(state.apply(&mut out, event(data), 0.1).is_none());
+        }
+        let calls: Vec<(&str, &str)> = out
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [("a", "{}"), ("b", "{}"), ("c", "{\"x\":"), ("d", "{}1}")]
+        );
     }
 
     #[test]
