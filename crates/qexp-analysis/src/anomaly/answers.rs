@@ -55,50 +55,49 @@ pub fn accuracy_drops(run: &crate::RunAnalysis) -> Vec<Flag> {
 
 /// A parse-rate flag per closed-loop point whose answers parsed less
 /// often than at the lowest concurrency of the same lengths and
-/// deployment, the whole interval of the change (Newcombe's, at the parse
-/// rate's confidence) below zero.
+/// deployment, the whole interval of the change (Newcombe's) below zero.
+/// The points compared with one lowest load share the parse rate's
+/// confidence (Bonferroni: each interval at 1 − (1 − confidence)/m), so a
+/// sweep of many points is not flagged by chance more often than one.
 pub fn parse_drops(points: &[PointSummary]) -> Vec<Flag> {
-    let mut flags = Vec::new();
-    for p in points {
-        let Some(rate) = p
-            .answers
-            .parse
-            .as_ref()
-            .filter(|_| p.point.open_loop.is_none())
-        else {
-            continue;
-        };
-        let Some((base, base_rate)) = points
-            .iter()
-            .filter(|q| like(p, q) && q.answers.parse.is_some())
-            .min_by_key(|q| (q.point.concurrency, q.point.id))
-            .and_then(|q| Some((q, q.answers.parse.as_ref()?)))
-        else {
-            continue;
-        };
-        if base.point.concurrency >= p.point.concurrency {
-            continue;
-        }
-        let Some(interval) = crate::stats::wilson::newcombe_difference(
-            (base_rate.parsed, base_rate.checked),
-            (rate.parsed, rate.checked),
-            crate::answers::PARSE_CONFIDENCE,
-        ) else {
-            continue;
-        };
-        if interval.1 < 0.0 {
-            flags.push(Flag::ParseRateFalls {
+    let pairs: Vec<(&PointSummary, &PointSummary)> = points
+        .iter()
+        .filter(|p| p.answers.parse.is_some() && p.point.open_loop.is_none())
+        .filter_map(|p| {
+            let base = points
+                .iter()
+                .filter(|q| like(p, q) && q.answers.parse.is_some())
+                .min_by_key(|q| (q.point.concurrency, q.point.id))?;
+            (base.point.concurrency < p.point.concurrency).then_some((p, base))
+        })
+        .collect();
+    let compared = |base: u32| {
+        let m = pairs.iter().filter(|(_, b)| b.point.id == base).count();
+        u32::try_from(m).unwrap_or(u32::MAX)
+    };
+    pairs
+        .iter()
+        .filter_map(|&(p, base)| {
+            let (rate, base_rate) = (p.answers.parse.as_ref()?, base.answers.parse.as_ref()?);
+            let m = compared(base.point.id);
+            let confidence = 1.0 - (1.0 - crate::answers::PARSE_CONFIDENCE) / f64::from(m);
+            let interval = crate::stats::wilson::newcombe_difference(
+                (base_rate.parsed, base_rate.checked),
+                (rate.parsed, rate.checked),
+                confidence,
+            )?;
+            (interval.1 < 0.0).then(|| Flag::ParseRateFalls {
                 point_id: p.point.id,
                 concurrency: p.point.concurrency,
                 baseline_concurrency: base.point.concurrency,
                 rate: rate.clone(),
                 baseline_rate: base_rate.clone(),
                 change_interval: interval,
+                compared: m,
                 trend: along(points, p, |q| q.answers.parse.as_ref().map(|r| r.share)),
-            });
-        }
-    }
-    flags
+            })
+        })
+        .collect()
 }
 
 /// Whether `q` differs from `p` at most in its concurrency (closed loop both).
@@ -233,6 +232,13 @@ mod tests {
             "{text}"
         );
         assert_eq!(flags[0].title(), "Parse rate falls under load");
+        // A fall the interval of one comparison excludes zero for is not
+        // flagged when it is one of many compared with the same lowest load.
+        let one = vec![parsing(0, 1, 40, 40), parsing(1, 8, 33, 40)];
+        assert_eq!(parse_drops(&one).len(), 1, "one comparison");
+        let mut many = one.clone();
+        many.extend((2..8).map(|i| parsing(i, 8 * i, 40, 40)));
+        assert!(parse_drops(&many).is_empty(), "seven comparisons");
         // Rising or level rates, or one point alone, are not flagged.
         assert!(parse_drops(&[parsing(0, 1, 20, 40), parsing(1, 64, 40, 40)]).is_empty());
         assert!(parse_drops(&[parsing(0, 64, 20, 40)]).is_empty());

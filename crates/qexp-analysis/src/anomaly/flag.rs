@@ -115,9 +115,12 @@ pub enum Flag {
         rate: crate::answers::ParseRate,
         /// The parse rate at the lowest load.
         baseline_rate: crate::answers::ParseRate,
-        /// The interval of the change (here − there) at the parse rate's
-        /// confidence (Newcombe's hybrid score); wholly below 0.
+        /// The interval of the change (here − there), Newcombe's hybrid
+        /// score at the parse rate's confidence shared by the `compared`
+        /// points (Bonferroni); wholly below 0.
         change_interval: (f64, f64),
+        /// How many points were compared with the same lowest load.
+        compared: u32,
         /// The parse rate at each concurrency of the points like this one
         /// (same lengths and deployment), by concurrency.
         trend: Vec<(u32, f64)>,

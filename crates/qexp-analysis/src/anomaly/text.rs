@@ -602,11 +602,17 @@ fn parse_rate_falls(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         rate,
         baseline_rate,
         change_interval: (lo, hi),
+        compared,
         trend,
         ..
     } = flag
     else {
         return Ok(());
+    };
+    let confidence = if *compared > 1 {
+        format!("95% Newcombe interval shared by the {compared} points compared")
+    } else {
+        "95% Newcombe interval".to_string()
     };
     let along = trend
         .iter()
@@ -616,7 +622,7 @@ fn parse_rate_falls(flag: &Flag, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(
         f,
         "{} of answers parsed at concurrency {concurrency} ({}/{}) against {} at \
-         {baseline_concurrency} ({}/{}): a fall of {} to {} points (95% Newcombe interval), \
+         {baseline_concurrency} ({}/{}): a fall of {} to {} points ({confidence}), \
          beyond both points' noise{}. Tool calls or structured answers break under batching; \
          check the server's parser and constrained decoding at this load before serving it",
         percent(rate.share),
