@@ -38,6 +38,7 @@ mod steady;
 mod tables;
 mod tera_error;
 mod turns;
+mod classes;
 mod views;
 
 pub use context::report_context;
@@ -50,6 +51,7 @@ pub use render::{
 };
 pub use steady::SteadyRow;
 pub use turns::{ReasoningRow, TurnRow};
+pub use classes::{ClassRow, ClassView};
 pub use views::{
     ChartView, DistributionView, FailureRow, FitRow, FitView, FlagView, Headline, NarrativeView,
     ReportContext, Row, RowValues, ServerDoc, Stat, Table,

@@ -20,6 +20,7 @@
 
 mod arrivals;
 mod backend;
+mod classes;
 pub mod blocks;
 mod comparability;
 mod dataset;

@@ -15,6 +15,7 @@ mod trial;
 
 pub use capacity::{capacity, Capacity, CapacityBound, LoadAxis};
 pub use trial::{LagCause, ScheduleTrial};
+pub(crate) use trial::meets_slo;
 
 use crate::stats::median;
 use polars::prelude::*;
