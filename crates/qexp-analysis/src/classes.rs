@@ -194,12 +194,15 @@ fn read(scan: LazyFrame, items: bool, slo: Option<&SloSection>) -> PolarsResult<
         rq::COMPLETION_TOKENS,
     ]
     .map(|c| f64s(&df, c));
-    let (ttft, e2e, tpot, queue, sent, end, tokens) = (ttft?, e2e?, tpot?, queue?, sent?, end?, tokens?);
+    let (ttft, e2e, tpot, queue, sent, end, tokens) =
+        (ttft?, e2e?, tpot?, queue?, sent?, end?, tokens?);
     let mut out = Grouped::new();
     for i in 0..df.height() {
         let Some(name) = class.get(i) else { continue };
         let ok = ok.get(i).unwrap_or(false);
-        let good = ok && slo.is_some_and(|s| crate::schedule::meets_slo(s, queue[i], ttft[i], e2e[i], tpot[i]));
+        let good = ok
+            && slo
+                .is_some_and(|s| crate::schedule::meets_slo(s, queue[i], ttft[i], e2e[i], tpot[i]));
         out.entry((point[i], trial[i]))
             .or_default()
             .entry(name.to_string())
@@ -208,7 +211,11 @@ fn read(scan: LazyFrame, items: bool, slo: Option<&SloSection>) -> PolarsResult<
                 ok,
                 ttft: ttft[i],
                 e2e: e2e[i],
-                tokens: if ok && tokens[i].is_finite() { tokens[i] } else { 0.0 },
+                tokens: if ok && tokens[i].is_finite() {
+                    tokens[i]
+                } else {
+                    0.0
+                },
                 good,
                 sent: sent[i],
                 end: sent[i] + end[i],
@@ -274,9 +281,16 @@ fn trial_figures(name: &str, all: &BTreeMap<String, Vec<Req>>) -> TrialFigures {
 
 /// Each class's figures at point `id`, in plan order (classes the plan no
 /// longer names after them).
-fn point_classes(id: u32, grouped: &Grouped, planned: &[ClassRecord], slo: bool) -> Vec<ClassPoint> {
-    let trials: Vec<&BTreeMap<String, Vec<Req>>> =
-        grouped.range((id, 0)..=(id, u32::MAX)).map(|(_, v)| v).collect();
+fn point_classes(
+    id: u32,
+    grouped: &Grouped,
+    planned: &[ClassRecord],
+    slo: bool,
+) -> Vec<ClassPoint> {
+    let trials: Vec<&BTreeMap<String, Vec<Req>>> = grouped
+        .range((id, 0)..=(id, u32::MAX))
+        .map(|(_, v)| v)
+        .collect();
     let mut names: Vec<String> = planned.iter().map(|c| c.name.clone()).collect();
     for t in &trials {
         for k in t.keys() {
@@ -285,7 +299,13 @@ fn point_classes(id: u32, grouped: &Grouped, planned: &[ClassRecord], slo: bool)
             }
         }
     }
-    let total = |f: &dyn Fn(&Req) -> f64| -> f64 { trials.iter().flat_map(|t| t.values().flatten()).map(f).sum() };
+    let total = |f: &dyn Fn(&Req) -> f64| -> f64 {
+        trials
+            .iter()
+            .flat_map(|t| t.values().flatten())
+            .map(f)
+            .sum()
+    };
     let (all_requests, all_tokens, all_good) = (
         total(&|_| 1.0),
         total(&|r| r.tokens),
@@ -296,7 +316,8 @@ fn point_classes(id: u32, grouped: &Grouped, planned: &[ClassRecord], slo: bool)
         .filter(|n| trials.iter().any(|t| t.contains_key(n)))
         .map(|name| {
             let figs: Vec<TrialFigures> = trials.iter().map(|t| trial_figures(&name, t)).collect();
-            let across = |f: fn(&TrialFigures) -> f64| Summary::of(&figs.iter().map(f).collect::<Vec<_>>());
+            let across =
+                |f: fn(&TrialFigures) -> f64| Summary::of(&figs.iter().map(f).collect::<Vec<_>>());
             let sum = |f: fn(&TrialFigures) -> f64| figs.iter().map(f).sum::<f64>();
             let share_of = |part: f64, whole: f64| (whole > 0.0).then(|| part / whole);
             let record = planned.iter().find(|c| c.name == name);
@@ -314,7 +335,9 @@ fn point_classes(id: u32, grouped: &Grouped, planned: &[ClassRecord], slo: bool)
                 tok_s: across(|f| f.tok_s),
                 tok_share: share_of(sum(|f| f.tokens), all_tokens),
                 goodput_rps: slo.then(|| across(|f| f.goodput)).flatten(),
-                goodput_share: slo.then(|| share_of(sum(|f| f.good as f64), all_good)).flatten(),
+                goodput_share: slo
+                    .then(|| share_of(sum(|f| f.good as f64), all_good))
+                    .flatten(),
                 above_others: figs.iter().all(|f| f.ttft_p50 > f.others_p50),
                 starved: None,
                 class: name,
@@ -351,7 +374,9 @@ fn load(p: &Point) -> f64 {
 fn judge_starvation(rows: &mut [ClassPoint], points: &[Point], planned: &[ClassRecord]) {
     let median_of = |s: &Option<Summary>| s.as_ref().map_or(f64::NAN, |s| s.median);
     let same = |a: &Point, b: &Point| {
-        a.input_tokens == b.input_tokens && a.output_tokens == b.output_tokens && a.deployment == b.deployment
+        a.input_tokens == b.input_tokens
+            && a.output_tokens == b.output_tokens
+            && a.deployment == b.deployment
     };
     let base_of = |p: &Point| {
         points
@@ -362,11 +387,23 @@ fn judge_starvation(rows: &mut [ClassPoint], points: &[Point], planned: &[ClassR
     };
     let figures: BTreeMap<(u32, String), (f64, f64)> = rows
         .iter()
-        .map(|r| ((r.point_id, r.class.clone()), (median_of(&r.ttft_p50_s), median_of(&r.others_ttft_p50_s))))
+        .map(|r| {
+            (
+                (r.point_id, r.class.clone()),
+                (median_of(&r.ttft_p50_s), median_of(&r.others_ttft_p50_s)),
+            )
+        })
         .collect();
-    for r in rows.iter_mut().filter(|r| judged(&r.class, planned) && r.above_others) {
-        let Some(p) = points.iter().find(|p| p.id == r.point_id) else { continue };
-        let Some(base) = base_of(p).filter(|b| *b != p.id) else { continue };
+    for r in rows
+        .iter_mut()
+        .filter(|r| judged(&r.class, planned) && r.above_others)
+    {
+        let Some(p) = points.iter().find(|p| p.id == r.point_id) else {
+            continue;
+        };
+        let Some(base) = base_of(p).filter(|b| *b != p.id) else {
+            continue;
+        };
         let (Some(now), Some(then)) = (
             figures.get(&(p.id, r.class.clone())),
             figures.get(&(base, r.class.clone())),
@@ -374,7 +411,10 @@ fn judge_starvation(rows: &mut [ClassPoint], points: &[Point], planned: &[ClassR
             continue;
         };
         let (growth, others_growth) = (now.0 / then.0, now.1 / then.1);
-        if growth.is_finite() && others_growth.is_finite() && growth > STARVED_GROWTH * others_growth {
+        if growth.is_finite()
+            && others_growth.is_finite()
+            && growth > STARVED_GROWTH * others_growth
+        {
             r.starved = Some(Starved {
                 base_point_id: base,
                 growth,

@@ -136,7 +136,11 @@ pub(crate) fn validate(classes: &[Class]) -> Result<(), Invalid> {
             );
         }
         if !seen.insert(name.as_str()) {
-            return at(c.name.span(), "name", format!("class `{name}` is named twice"));
+            return at(
+                c.name.span(),
+                "name",
+                format!("class `{name}` is named twice"),
+            );
         }
         let share = *c.share.get_ref();
         if !(share.is_finite() && share > 0.0 && share <= 1.0) {
@@ -158,7 +162,9 @@ pub(crate) fn validate(classes: &[Class]) -> Result<(), Invalid> {
             return at(
                 c.name.span(),
                 "headers_env",
-                format!("class `{name}` gives header `{h}` both a value and an environment variable"),
+                format!(
+                    "class `{name}` gives header `{h}` both a value and an environment variable"
+                ),
             );
         }
     }

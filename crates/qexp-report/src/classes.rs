@@ -67,10 +67,10 @@ pub(crate) fn class_view(points: &[PointSummary], c: &ClassAnalysis) -> Option<C
     }
     let swept = labels::swept(points.iter().map(|p| &p.point));
     let label = |id: u32| {
-        points
-            .iter()
-            .find(|p| p.point.id == id)
-            .map_or_else(|| format!("point {id}"), |p| labels::short(&p.point, &swept))
+        points.iter().find(|p| p.point.id == id).map_or_else(
+            || format!("point {id}"),
+            |p| labels::short(&p.point, &swept),
+        )
     };
     let rows = c.rows.iter().map(|r| row(r, &label, c.slo)).collect();
     Some(ClassView {
@@ -107,7 +107,11 @@ fn row(r: &ClassPoint, label: &impl Fn(u32) -> String, slo: bool) -> ClassRow {
         served: center(served),
         served_share: served_share.map_or("–".into(), percent1),
         note: match &r.starved {
-            Some(s) => format!("starved (TTFT ×{} vs ×{})", num(s.growth), num(s.others_growth)),
+            Some(s) => format!(
+                "starved (TTFT ×{} vs ×{})",
+                num(s.growth),
+                num(s.others_growth)
+            ),
             None => String::new(),
         },
     }

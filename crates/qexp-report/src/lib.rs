@@ -19,6 +19,7 @@
 //! every experiment, its runs and its history.
 
 pub mod charts;
+mod classes;
 mod context;
 mod deployments;
 pub mod diff;
@@ -38,9 +39,9 @@ mod steady;
 mod tables;
 mod tera_error;
 mod turns;
-mod classes;
 mod views;
 
+pub use classes::{ClassRow, ClassView};
 pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use error::RenderError;
@@ -51,7 +52,6 @@ pub use render::{
 };
 pub use steady::SteadyRow;
 pub use turns::{ReasoningRow, TurnRow};
-pub use classes::{ClassRow, ClassView};
 pub use views::{
     ChartView, DistributionView, FailureRow, FitRow, FitView, FlagView, Headline, NarrativeView,
     ReportContext, Row, RowValues, ServerDoc, Stat, Table,

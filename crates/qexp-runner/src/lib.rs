@@ -20,8 +20,8 @@
 
 mod arrivals;
 mod backend;
-mod classes;
 pub mod blocks;
+mod classes;
 mod comparability;
 mod dataset;
 mod deployed;

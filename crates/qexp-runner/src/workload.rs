@@ -178,8 +178,14 @@ impl Prompts<'_> {
             // A class with lengths of its own makes its requests as a point of them.
             Some(c) if c.input_tokens.is_some() || c.output_tokens.is_some() => {
                 let own = Point {
-                    input_tokens: c.input_tokens.as_ref().map_or(point.input_tokens, |l| *l.get_ref()),
-                    output_tokens: c.output_tokens.as_ref().map_or(point.output_tokens, |l| *l.get_ref()),
+                    input_tokens: c
+                        .input_tokens
+                        .as_ref()
+                        .map_or(point.input_tokens, |l| *l.get_ref()),
+                    output_tokens: c
+                        .output_tokens
+                        .as_ref()
+                        .map_or(point.output_tokens, |l| *l.get_ref()),
                     ..point.clone()
                 };
                 self.unclassed(trial, &own, index, place)

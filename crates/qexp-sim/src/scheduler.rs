@@ -310,12 +310,7 @@ impl Sequence {
     /// Waits out one decode step after the one due at `last`, as long as
     /// the batch decoding now and its context make it; the sequence keeps
     /// its `slot` and its place in the batch (`active`).
-    async fn decode_step(
-        &mut self,
-        slot: Slot,
-        active: Decoding,
-        last: Instant,
-    ) -> Option<()> {
+    async fn decode_step(&mut self, slot: Slot, active: Decoding, last: Instant) -> Option<()> {
         let engine = &self.engine;
         let p = engine.profile();
         let step = p.scaled(p.step_s(

@@ -14,8 +14,8 @@ mod capacity;
 mod trial;
 
 pub use capacity::{capacity, Capacity, CapacityBound, LoadAxis};
-pub use trial::{LagCause, ScheduleTrial};
 pub(crate) use trial::meets_slo;
+pub use trial::{LagCause, ScheduleTrial};
 
 use crate::stats::median;
 use polars::prelude::*;

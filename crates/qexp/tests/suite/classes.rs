@@ -59,15 +59,13 @@ fn class_shares_that_do_not_add_up_stop_the_run_before_anything_is_sent() {
     let out = qexp(&["run", path.to_str().unwrap()]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    let line = text
-        .lines()
-        .position(|l| l == "share = 0.7")
-        .unwrap()
-        + 1;
+    let line = text.lines().position(|l| l == "share = 0.7").unwrap() + 1;
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one sentence: {stderr}");
     assert!(
-        lines[0].contains(&format!("bad-shares.toml:{line}:9: `workload.class.share`: ")),
+        lines[0].contains(&format!(
+            "bad-shares.toml:{line}:9: `workload.class.share`: "
+        )),
         "{stderr}"
     );
     assert!(lines[0].contains("add up to 0.95, not 1"), "{stderr}");
@@ -120,7 +118,10 @@ async fn a_low_priority_class_is_starved_under_load_while_the_high_class_holds()
         ttft(&low1),
         ttft(&low32)
     );
-    assert!(ttft(&low32) > 4.0 * ttft(&low1), "the low class's TTFT rises");
+    assert!(
+        ttft(&low32) > 4.0 * ttft(&low1),
+        "the low class's TTFT rises"
+    );
     assert!(ttft(&high32) < 3.0 * ttft(&high1), "the high class's holds");
     assert!(ttft(&low32) > 3.0 * ttft(&high32));
     assert!(low32.starved.is_some(), "{low32:?}");
