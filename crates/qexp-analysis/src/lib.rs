@@ -15,6 +15,7 @@
 pub mod accuracy;
 pub mod anomaly;
 pub mod answers;
+pub mod classes;
 mod columns;
 pub mod deployments;
 pub mod diff;

@@ -52,6 +52,7 @@ impl RunAnalysis {
             equivalence: Vec::new(),
             failures: Vec::new(),
             distributions: Vec::new(),
+            classes: crate::classes::ClassAnalysis::default(),
         };
         let defaults = crate::DiffOptions::default();
         run.accuracy_by_load =
@@ -165,6 +166,7 @@ pub fn analyze_bounded(
     anomaly::failures::name_classes(&mut run.flags, &failures);
     run.failures = failures;
     run.equivalence = crate::equivalence::of_run(dir, &run.manifest, run.deployments.as_ref())?;
+    run.classes = crate::classes::of_run(dir, &run.manifest)?;
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
     run.distributions = frames.distributions(&ids);
     Ok((run, reads))

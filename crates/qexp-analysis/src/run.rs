@@ -58,4 +58,7 @@ pub struct RunAnalysis {
     /// per-request timeline, for the report's distribution charts; plan
     /// order, points without measured requests left out.
     pub distributions: Vec<PointDistribution>,
+    /// A run whose requests carry classes (`[[workload.class]]`): each
+    /// point's figures per class and their fairness; empty otherwise.
+    pub classes: crate::classes::ClassAnalysis,
 }

@@ -35,6 +35,9 @@ pub struct GenRequest {
     /// ranked against `prompt` (`prompt` each time). Ignored by the
     /// streaming APIs.
     pub batch: u32,
+    /// Headers sent with this request beside the client's own (a request
+    /// class's tenant header); their values are never recorded.
+    pub headers: Vec<(String, String)>,
 }
 
 impl GenRequest {
@@ -376,13 +379,14 @@ impl Client {
         let timeouts = &self.timeouts;
         match &self.raw {
             Some(raw) => {
-                let transport = raw.stream(req.path(), &body, timeouts.connect);
+                let transport = raw.stream(req.path(), &req.headers, &body, timeouts.connect);
                 measure(transport, timeouts, &self.redact, out, json).await
             }
             None => {
                 let transport = ViaReqwest {
                     client: self,
                     path: req.path(),
+                    headers: &req.headers,
                     body,
                     on_wire: Default::default(),
                 };
@@ -396,6 +400,7 @@ impl Client {
 struct ViaReqwest<'a> {
     client: &'a Client,
     path: &'static str,
+    headers: &'a [(String, String)],
     body: bytes::Bytes,
     /// When the latest attempt's body was first read by its connection.
     on_wire: Arc<OnceLock<Instant>>,
@@ -407,13 +412,14 @@ impl Transport for ViaReqwest<'_> {
     async fn attempt(&mut self, fresh: bool, _: Limit) -> Attempt<ReqwestBody> {
         let (stamped, read_at) = StampedBody::new(self.body.clone());
         self.on_wire = read_at;
-        let sent = self
+        let mut rb = self
             .client
             .request_maybe_fresh(fresh, reqwest::Method::POST, self.path)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(reqwest::Body::wrap(stamped))
-            .send()
-            .await;
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (name, value) in self.headers {
+            rb = rb.header(name.as_str(), value.as_str());
+        }
+        let sent = rb.body(reqwest::Body::wrap(stamped)).send().await;
         match sent {
             Ok(resp) => {
                 let head = Head {
@@ -505,6 +511,7 @@ mod tests {
                 },
             ]),
             batch: 1,
+            headers: Vec::new(),
         };
         assert_eq!(
             req.body(true)["messages"],

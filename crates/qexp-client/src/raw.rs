@@ -114,7 +114,7 @@ impl RawHttp {
     }
 
     /// The request's head and body, as written.
-    fn request_bytes(&self, path: &str, body: &[u8]) -> Vec<u8> {
+    fn request_bytes(&self, path: &str, headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
         let mut r = Vec::with_capacity(256 + body.len());
         r.extend_from_slice(b"POST ");
         r.extend_from_slice(self.prefix.as_bytes());
@@ -125,16 +125,25 @@ impl RawHttp {
         if let Some(a) = &self.auth {
             r.extend_from_slice(a.as_bytes());
         }
+        for (name, value) in headers {
+            r.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
         r.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
         r.extend_from_slice(body);
         r
     }
 
     /// One streamed request to `path` with `body`, for `measure::measure`.
-    pub(crate) fn stream(&self, path: &str, body: &[u8], connect: Duration) -> RawStream<'_> {
+    pub(crate) fn stream(
+        &self,
+        path: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        connect: Duration,
+    ) -> RawStream<'_> {
         RawStream {
             http: self,
-            request: self.request_bytes(path, body),
+            request: self.request_bytes(path, headers, body),
             connect,
             wire: None,
         }
@@ -442,7 +451,7 @@ mod tests {
             (raw.connect_to.as_str(), raw.host.as_str()),
             ("127.0.0.1:8000", "127.0.0.1:8000")
         );
-        let head = String::from_utf8(raw.request_bytes("/v1/completions", b"{}")).unwrap();
+        let head = String::from_utf8(raw.request_bytes("/v1/completions", &[], b"{}")).unwrap();
         assert!(
             head.starts_with("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"),
             "{head}"
@@ -451,6 +460,10 @@ mod tests {
             head.contains("Authorization: Bearer k\r\n")
                 && head.ends_with("Content-Length: 2\r\n\r\n{}")
         );
+        // A request class's headers go out with the request.
+        let tenant = [("x-tenant".to_string(), "a".to_string())];
+        let head = String::from_utf8(raw.request_bytes("/v1/completions", &tenant, b"{}")).unwrap();
+        assert!(head.contains("\r\nx-tenant: a\r\n"), "{head}");
         let raw = RawHttp::for_base("http://example.test/api", None).unwrap();
         assert_eq!(
             (

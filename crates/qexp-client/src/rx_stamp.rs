@@ -394,6 +394,7 @@ mod tests {
             extra: Default::default(),
             history: None,
             batch: 1,
+            headers: Vec::new(),
         };
         let out = client.stream(&req).await;
         blocker.await.unwrap();

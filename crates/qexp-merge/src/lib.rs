@@ -155,6 +155,7 @@ fn point_rows(
             let ctx = Context {
                 items: &[],
                 structured: &structured,
+                classes: &[],
                 run_id: &base.run_id,
                 client_host: "",
                 trial,

@@ -3,6 +3,7 @@
 //! content hash. It knows nothing about HTTP, Parquet or reports.
 
 pub mod accuracy;
+pub mod classes;
 mod deploy;
 mod error;
 mod expand;
@@ -22,6 +23,7 @@ mod trace;
 mod workload;
 
 pub use accuracy::AccuracySection;
+pub use classes::{Class, ClassRecord, Classes};
 pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;

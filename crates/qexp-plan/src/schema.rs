@@ -237,6 +237,9 @@ pub struct Workload {
     /// The tools and response schema, read and compiled when the plan loads.
     #[serde(skip)]
     pub structured: crate::structured::Structured,
+    /// Request classes (`[[workload.class]]`): adapters, priorities, tenants.
+    #[serde(default)]
+    pub class: Vec<crate::classes::Class>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -792,6 +795,15 @@ impl PlanFile {
         }
         if let Some(l) = &w.input_lengths {
             l.validate("workload.input_lengths")?;
+        }
+        crate::classes::validate(&w.class)?;
+        let class_input = w.class.iter().find_map(|c| c.input_tokens.as_ref());
+        if let Some(l) = class_input.filter(|_| w.dataset.is_some() || w.multi_turn.is_some()) {
+            return invalid(
+                l.span(),
+                "workload.class.input_tokens",
+                "dataset prompts and multi-turn sessions make their own lengths: drop the class's input_tokens",
+            );
         }
         if let Some(l) = &w.output_lengths {
             l.validate("workload.output_lengths")?;

@@ -84,6 +84,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
         },
         server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
         tables,
+        classes: crate::classes::class_view(&a.points, &a.classes),
         turns: crate::turns::turn_rows(&a.points, &a.turns),
         reasoning: crate::turns::reasoning_rows(&a.points, &a.reasoning),
         streams: m.target.api.streams(),

@@ -126,6 +126,16 @@ pub(crate) fn headline(a: &RunAnalysis, flags: &[FlagView]) -> Vec<Headline> {
         push(h.label.as_str(), h.value);
     }
     push("Requests", requests_line(a));
+    // A starved request class is a verdict on the deployment's fairness.
+    let short = |id: u32| {
+        points.iter().find(|p| p.point.id == id).map_or_else(
+            || format!("point {id}"),
+            |p| labels::short(&p.point, &swept),
+        )
+    };
+    for line in a.classes.starved_lines(short) {
+        push("Classes", line);
+    }
     if let Some(v) = answers.filter(|_| !broken) {
         push("Answers", v);
     }

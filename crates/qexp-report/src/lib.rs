@@ -19,6 +19,7 @@
 //! every experiment, its runs and its history.
 
 pub mod charts;
+mod classes;
 mod context;
 mod deployments;
 pub mod diff;
@@ -40,6 +41,7 @@ mod tera_error;
 mod turns;
 mod views;
 
+pub use classes::{ClassRow, ClassView};
 pub use context::report_context;
 pub use deployments::{ComparisonView, DeploymentRow, DeploymentsView};
 pub use error::RenderError;

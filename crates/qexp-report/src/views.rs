@@ -75,6 +75,8 @@ pub struct ReportContext {
     pub thresholds_note: Option<String>,
     /// One table per swept axis and combination of the other parameters.
     pub tables: Vec<Table>,
+    /// Per class and fairness, in a run whose requests carry classes.
+    pub classes: Option<crate::classes::ClassView>,
     /// Multi-turn runs: one row per (point, turn); empty otherwise.
     pub turns: Vec<TurnRow>,
     /// Whether the run's API streams tokens; embeddings and rerank runs

@@ -14,6 +14,16 @@ pub enum RunError {
     /// The API key variable named by the plan is not set.
     #[error("the plan names api_key_env = \"{0}\", but that environment variable is not set")]
     MissingApiKey(String),
+    /// A request class names a header's variable that is not set.
+    #[error("class `{class}` takes header `{header}` from ${var}, but that environment variable is not set")]
+    MissingHeaderEnv {
+        /// The class.
+        class: String,
+        /// The header.
+        header: String,
+        /// The variable.
+        var: String,
+    },
     /// No model was given and the server lists none.
     #[error("no model given (plan target.model or --model) and {0}/v1/models lists none")]
     NoModel(String),

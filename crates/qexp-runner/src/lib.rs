@@ -21,6 +21,7 @@
 mod arrivals;
 mod backend;
 pub mod blocks;
+mod classes;
 mod comparability;
 mod dataset;
 mod deployed;

@@ -53,6 +53,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
         trace: prep.trace.as_ref(),
         calibrations: &prep.calibrations,
         per_deployment,
+        classes: &f.workload.class,
     };
     PointRunner {
         plan: f,
@@ -137,6 +138,7 @@ impl<B: Backend> PointRunner<'_, B> {
         let ctx = Context {
             items: &items,
             structured: &self.plan.workload.structured,
+            classes: &self.plan.workload.class,
             run_id: &self.run_id,
             client_host: &self.host,
             trial,
@@ -372,18 +374,20 @@ impl<B: Backend> PointRunner<'_, B> {
                 plan.cached_tokens = 0;
             }
             planned.insert(index, plan);
-            Job {
-                index,
-                request: GenRequest {
-                    api: self.prep.api,
-                    model: self.prep.model.clone(),
-                    prompt,
-                    max_tokens: plan.output_tokens,
-                    extra: self.prep.extra.clone(),
-                    history: None,
-                    batch,
-                },
+            let mut request = GenRequest {
+                api: self.prep.api,
+                model: self.prep.model.clone(),
+                prompt,
+                max_tokens: plan.output_tokens,
+                extra: self.prep.extra.clone(),
+                history: None,
+                batch,
+                headers: Vec::new(),
+            };
+            if let Some(class) = plan.class.and_then(|k| self.prep.classes.get(k)) {
+                class.apply(&mut request);
             }
+            Job { index, request }
         };
         let warm: Vec<Job> = share.warmup.iter().copied().map(&mut make).collect();
         let measured = share.measured.iter().copied().map(&mut make).collect();

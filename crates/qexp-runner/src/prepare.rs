@@ -26,6 +26,8 @@ pub(crate) struct Prepared {
     pub fingerprint: Fingerprint,
     pub metrics: Option<MetricsSource>,
     pub trace: Option<Trace>,
+    /// What each request class sends (`[[workload.class]]`), in plan order.
+    pub classes: Vec<crate::classes::ClassSend>,
 }
 
 /// The trace a plan replays, read again and checked against the plan's hash.
@@ -56,6 +58,8 @@ pub(crate) async fn prepare(
     known: Option<&BTreeMap<u32, Calibration>>,
 ) -> Result<Prepared, RunError> {
     let f = &opts.plan.file;
+    // Before the server is asked anything: a class's missing variable is bad input.
+    let classes = crate::classes::resolve(&f.workload.class)?;
     let metrics_url = f.target.metrics_url.as_ref().map(|m| m.get_ref().as_str());
     let info = qexp_client::probe(&target.client, metrics_url).await?;
     let model = model_for(opts, model, &info)
@@ -83,6 +87,7 @@ pub(crate) async fn prepare(
         extra: extra.clone(),
         history: None,
         batch: 1,
+        headers: Vec::new(),
     };
     check_endpoint(&target.client, &probe).await?;
     // A metrics URL the plan names is scraped even if the probe found nothing there yet.
@@ -116,6 +121,7 @@ pub(crate) async fn prepare(
         fingerprint,
         metrics,
         trace: load_trace(opts)?,
+        classes,
     })
 }
 
@@ -140,7 +146,13 @@ pub(crate) fn named_model(opts: &RunOptions, deployment: Option<&str>) -> Option
 /// drawn lengths, which may run past it (up to their clamp).
 fn filler_for(opts: &RunOptions, points: &[Point]) -> Filler {
     let f = &opts.plan.file;
-    let max_input = points.iter().map(|p| p.input_tokens).max().unwrap_or(1);
+    let classes = f.workload.class.iter();
+    let max_input = points
+        .iter()
+        .map(|p| p.input_tokens)
+        .chain(classes.filter_map(|c| c.input_tokens.as_ref().map(|l| *l.get_ref())))
+        .max()
+        .unwrap_or(1);
     let drawn_max = f
         .workload
         .input_lengths

@@ -16,6 +16,8 @@ pub struct Context<'a> {
     pub items: &'a [Item],
     /// The tools and response schema answers are checked against.
     pub structured: &'a qexp_plan::structured::Structured,
+    /// The request classes (`[[workload.class]]`; empty without).
+    pub classes: &'a [qexp_plan::Class],
     /// The run's id.
     pub run_id: &'a str,
     /// The host that sent the requests.
@@ -145,6 +147,10 @@ pub(crate) fn request_row(
         parsed: ctx.parsed(o),
         ttft_tool_s: o.first_tool_s,
         tool_calls: o.tool_calls.len() as u32,
+        class: planned
+            .class
+            .and_then(|k| ctx.classes.get(k))
+            .map(|c| c.name.get_ref().clone()),
         deployment,
         deployment_hash,
         start_id,

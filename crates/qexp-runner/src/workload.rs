@@ -51,6 +51,8 @@ pub(crate) struct Planned {
     pub length_forced: bool,
     /// The graded item it asks (`[accuracy]`), by position in its trial's items.
     pub graded: Option<u32>,
+    /// Its request class (`[[workload.class]]`), by position in the plan.
+    pub class: Option<usize>,
 }
 
 /// Whether a request body's extra fields force the answer to `max_tokens`:
@@ -81,6 +83,8 @@ pub(crate) struct Prompts<'a> {
     pub calibrations: &'a BTreeMap<u32, Calibration>,
     /// Points per deployment (all points in a plan without deployments).
     pub per_deployment: u32,
+    /// The request classes (`[[workload.class]]`; empty without).
+    pub classes: &'a [qexp_plan::Class],
 }
 
 /// The salt a run's nonces are keyed by: the hex suffix of a generated run
@@ -146,6 +150,11 @@ impl Prompts<'_> {
         if let Some(m) = &w.multi_turn {
             out.push(*m.user_tokens.get_ref());
         }
+        out.extend(
+            w.class
+                .iter()
+                .filter_map(|c| c.input_tokens.as_ref().map(|l| *l.get_ref())),
+        );
         out.sort_unstable();
         out.dedup();
         out
@@ -164,6 +173,31 @@ impl Prompts<'_> {
     /// deployment too).
     pub(crate) fn request(&self, trial: u32, point: &Point, index: u32) -> (String, Planned) {
         let place = point.id % self.per_deployment.max(1);
+        let class = qexp_plan::Classes(self.classes).of(self.seed, trial, place, index);
+        let (prompt, mut planned) = match class.map(|k| &self.classes[k]) {
+            // A class with lengths of its own makes its requests as a point of them.
+            Some(c) if c.input_tokens.is_some() || c.output_tokens.is_some() => {
+                let own = Point {
+                    input_tokens: c
+                        .input_tokens
+                        .as_ref()
+                        .map_or(point.input_tokens, |l| *l.get_ref()),
+                    output_tokens: c
+                        .output_tokens
+                        .as_ref()
+                        .map_or(point.output_tokens, |l| *l.get_ref()),
+                    ..point.clone()
+                };
+                self.unclassed(trial, &own, index, place)
+            }
+            _ => self.unclassed(trial, point, index, place),
+        };
+        planned.class = class;
+        (prompt, planned)
+    }
+
+    /// The request as if the workload had no classes, at `place` in the sweep.
+    fn unclassed(&self, trial: u32, point: &Point, index: u32, place: u32) -> (String, Planned) {
         let mut rng = length_rng(self.seed, trial, place, index);
         let input = self.input_lengths.map_or(point.input_tokens, |l| {
             dist(l, point.input_tokens).sample(&mut rng)
@@ -268,6 +302,9 @@ pub(crate) fn comparability_keys(w: &Workload) -> Vec<(String, String)> {
                 }
             ),
         ));
+    }
+    if let Some(classes) = crate::classes::fingerprint(&w.class) {
+        out.push(("classes".into(), classes));
     }
     if let Some(m) = &w.multi_turn {
         out.push((
@@ -384,6 +421,7 @@ mod tests {
             trace: None,
             calibrations: &cal,
             per_deployment: 1,
+            classes: &[],
         };
         let p = point(300);
         let built: Vec<(String, Planned)> = (0..5).map(|i| prompts.request(1, &p, i)).collect();

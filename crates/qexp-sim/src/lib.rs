@@ -47,6 +47,7 @@ mod prose;
 mod routes;
 mod scheduler;
 mod server;
+mod slots;
 mod sse;
 mod tokens;
 

@@ -48,6 +48,8 @@ struct GenOptions {
     stream_options: Option<StreamOptions>,
     max_tokens: Option<u32>,
     max_completion_tokens: Option<u32>,
+    /// vLLM's request priority (lower is served first); 0 when absent.
+    priority: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -112,6 +114,8 @@ pub(crate) struct Job {
     pub include_usage: bool,
     /// The answer's form (a tool call, JSON), when the request asks one.
     pub form: Option<crate::form::Form>,
+    /// vLLM's `priority`: while the batch is full, lower values are admitted first.
+    pub priority: i64,
 }
 
 impl Job {
@@ -139,6 +143,7 @@ impl Job {
             stream: gen.stream,
             include_usage: gen.stream_options.is_some_and(|o| o.include_usage),
             form: None,
+            priority: gen.priority.unwrap_or(0),
         }
     }
 }

@@ -9,8 +9,11 @@ use crate::faults::FaultPlan;
 /// Time model, for a request of `n` prompt tokens arriving at `t0`:
 /// 1. `prefill_fixed_s` of pure latency (request handling, scheduling): it runs
 ///    concurrently for all requests and holds no batch slot;
-/// 2. wait for one of `max_batch` slots (FIFO) — this is the queue that makes
-///    TTFT climb once concurrency exceeds the batch;
+/// 2. wait for one of `max_batch` slots (first come first served, except
+///    that a request with a lower `priority` body field goes before those
+///    of a higher one, as vLLM's priority scheduling does; the mixed
+///    schedule ignores priorities) — this is the queue that makes TTFT
+///    climb once concurrency exceeds the batch;
 /// 3. `n / prefill_tokens_per_s + prefill_s_per_token2 · n²` of prefill
 ///    compute, serialized server-wide (one prefill at a time) while holding
 ///    the slot;

@@ -15,20 +15,22 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::{sleep_until, Instant};
 
 use crate::mixed::{self, Arrival};
 use crate::openai::Job;
 use crate::prefix_cache::{CacheCounters, PrefixCache};
+use crate::slots::{Slot, Slots};
 use crate::SimProfile;
 
 /// Shared state of one simulated server.
 #[derive(Debug)]
 pub(crate) struct Engine {
     profile: SimProfile,
-    /// Batch slots; tokio's semaphore is FIFO, so admission is first come first served.
-    slots: Arc<Semaphore>,
+    /// Batch slots: a waiting request of a lower `priority` value is
+    /// admitted first, first come first served among equals.
+    slots: Arc<Slots>,
     /// One permit per prefill unit (`prefill_units`; None: no limit),
     /// held for the duration of a prefill: prefills are compute bound and
     /// wait for a free unit, first come first served.
@@ -59,7 +61,7 @@ impl Engine {
             .then(|| mixed::spawn(profile.clone(), Arc::clone(&cache), stop.clone()));
         let units = profile.prefill_units;
         Arc::new(Engine {
-            slots: Arc::new(Semaphore::new(profile.max_batch)),
+            slots: Slots::new(profile.max_batch),
             profile,
             prefill: units.map(|k| Arc::new(Semaphore::new(k))),
             unit_ends: std::sync::Mutex::new(vec![Instant::now(); units.unwrap_or(0)]),
@@ -123,6 +125,7 @@ impl Engine {
             prompt: Arc::clone(&job.prompt_ids),
             cached: Arc::clone(&job.cached_tokens),
             batch: Arc::clone(&job.batch),
+            priority: job.priority,
             remaining: job.max_tokens,
             phase: Phase::Arrived { at: Instant::now() },
         };
@@ -141,6 +144,8 @@ struct Sequence {
     prompt: Arc<[u32]>,
     cached: Arc<AtomicU32>,
     batch: Arc<AtomicU32>,
+    /// vLLM's `priority`: while the batch is full, lower values are admitted first.
+    priority: i64,
     remaining: u32,
     phase: Phase,
 }
@@ -152,7 +157,7 @@ enum Phase {
     /// Mixed schedule: in the engine loop's hands; chunks come from it.
     Mixed(mpsc::UnboundedReceiver<u32>),
     Decoding {
-        _slot: OwnedSemaphorePermit,
+        _slot: Slot,
         active: Decoding,
         last: Instant,
     },
@@ -274,23 +279,17 @@ impl Sequence {
     /// and when the sequence is ready for a prefill unit: `ready` if a
     /// slot was free, else when the slot came (its holder's end is not
     /// known).
-    async fn admit(&mut self, ready: Instant) -> Option<(OwnedSemaphorePermit, Instant)> {
+    async fn admit(&mut self, ready: Instant) -> Option<(Slot, Instant)> {
         let slots = Arc::clone(&self.engine.slots);
-        let (slot, ready) = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => (slot, ready),
-            Err(_) => {
-                let slot = until_stopped(&mut self.stop, Arc::clone(&slots).acquire_owned())
-                    .await?
-                    .ok()?;
+        let (slot, ready) = match slots.try_acquire() {
+            Some(slot) => (slot, ready),
+            None => {
+                let slot = until_stopped(&mut self.stop, slots.acquire(self.priority)).await??;
                 (slot, Instant::now())
             }
         };
         // Slots held now, this one's included: the batch it joins.
-        let held = self
-            .engine
-            .profile()
-            .max_batch
-            .saturating_sub(slots.available_permits());
+        let held = slots.held();
         self.batch
             .store(u32::try_from(held).unwrap_or(u32::MAX), Ordering::Relaxed);
         Some((slot, ready))
@@ -311,12 +310,7 @@ impl Sequence {
     /// Waits out one decode step after the one due at `last`, as long as
     /// the batch decoding now and its context make it; the sequence keeps
     /// its `slot` and its place in the batch (`active`).
-    async fn decode_step(
-        &mut self,
-        slot: OwnedSemaphorePermit,
-        active: Decoding,
-        last: Instant,
-    ) -> Option<()> {
+    async fn decode_step(&mut self, slot: Slot, active: Decoding, last: Instant) -> Option<()> {
         let engine = &self.engine;
         let p = engine.profile();
         let step = p.scaled(p.step_s(

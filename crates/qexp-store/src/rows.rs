@@ -281,6 +281,8 @@ stored_row! {
         TTFT_TOOL_S ttft_tool_s: Option<f64>,
         /// Tool calls the answer made.
         TOOL_CALLS tool_calls: u32,
+        /// The request's class (`[[workload.class]]`); null in a workload without classes.
+        CLASS class: Option<String>,
     }
 
     /// Column names of `requests.parquet`.
@@ -423,7 +425,7 @@ mod tests {
              finish_reason,http_status,error_class,error_message,retries,deployment,\
              deployment_hash,start_id,shard,answer_hash,reasoning_hash,answer_chars,\
              answer_nonblank_chars,answer_replacement_chars,repeat_period_words,repeat_words,\
-             repeat_chars,length_forced,answer_text,item_id,correct,parsed,ttft_tool_s,tool_calls"
+             repeat_chars,length_forced,answer_text,item_id,correct,parsed,ttft_tool_s,tool_calls,class"
         );
         assert_eq!(
             names(requests_frame(&[])),

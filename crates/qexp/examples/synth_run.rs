@@ -223,6 +223,7 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
                     parsed: None,
                     ttft_tool_s: None,
                     tool_calls: 0,
+                    class: None,
                     shard: (shards > 1).then_some(i as u32 % shards),
                 });
             }

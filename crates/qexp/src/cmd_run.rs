@@ -123,6 +123,7 @@ fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Target(_)
         | RunError::MissingApiKey(_)
+        | RunError::MissingHeaderEnv { .. }
         | RunError::ContextTooSmall { .. }
         | RunError::NoEndpoint { .. }
         | RunError::Plan(_)

@@ -14,6 +14,7 @@ mod capacity;
 mod trial;
 
 pub use capacity::{capacity, Capacity, CapacityBound, LoadAxis};
+pub(crate) use trial::meets_slo;
 pub use trial::{LagCause, ScheduleTrial};
 
 use crate::stats::median;

@@ -126,6 +126,16 @@ fn rate(times: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// Whether a successful request meets every threshold of `slo`: TTFT and
+/// E2E from its scheduled send (`queue` before it was sent), and TPOT.
+pub(crate) fn meets_slo(slo: &SloSection, queue: f64, ttft: f64, e2e: f64, tpot: f64) -> bool {
+    let within = |limit: Option<f64>, v: f64| limit.is_none_or(|l| v.is_finite() && v <= l);
+    within(slo.ttft_s, queue + ttft)
+        && within(slo.e2e_s, queue + e2e)
+        // A one-token answer has no TPOT: nothing to miss.
+        && slo.tpot_s.is_none_or(|l| !tpot.is_finite() || tpot <= l)
+}
+
 impl ScheduleTrial {
     pub(crate) fn of(
         trial: u32,
@@ -147,13 +157,9 @@ impl ScheduleTrial {
             .and_then(|o| o.max_in_flight)
             .or((point.open_loop.is_none()).then_some(point.concurrency));
         let meets = |i: usize| -> bool {
-            let Some(s) = slo else { return false };
-            let within = |limit: Option<f64>, v: f64| limit.is_none_or(|l| v.is_finite() && v <= l);
-            rows.ok[i]
-                && within(s.ttft_s, rows.queue[i] + rows.ttft[i])
-                && within(s.e2e_s, rows.queue[i] + rows.e2e[i])
-                // A one-token answer has no TPOT: nothing to miss.
-                && s.tpot_s.is_none_or(|l| !rows.tpot[i].is_finite() || rows.tpot[i] <= l)
+            slo.is_some_and(|s| {
+                rows.ok[i] && meets_slo(s, rows.queue[i], rows.ttft[i], rows.e2e[i], rows.tpot[i])
+            })
         };
         let n = idx.len();
         let good = idx.iter().filter(|&&i| meets(i)).count();

@@ -13,6 +13,7 @@
 #![allow(clippy::too_many_lines)]
 
 mod advice;
+mod classes;
 mod common;
 mod counting_proxy;
 mod deployments;
