@@ -779,6 +779,37 @@ impl PlanFile {
         Ok(())
     }
 
+    /// `[workload.multi_turn]` and what it excludes elsewhere in the plan.
+    fn validate_multi_turn(&self, m: &crate::MultiTurn) -> Result<(), Invalid> {
+        let w = &self.workload;
+        m.validate(self.target.api == ApiKind::Chat)?;
+        if w.shared_prefix.is_some() || w.dataset.is_some() || w.input_lengths.is_some() {
+            return invalid(
+                m.turns.span(),
+                "workload.multi_turn.turns",
+                "multi-turn sessions make their own prompts: drop shared_prefix, dataset and \
+                 input_lengths",
+            );
+        }
+        if self.load.is_open(self.sweep.rate.is_some()) {
+            return invalid(
+                m.turns.span(),
+                "workload.multi_turn",
+                "sessions run closed-loop (concurrency counts sessions); drop `sweep.rate`, \
+                 `load.stages` and `load.trace`",
+            );
+        }
+        if let Some(t) = &w.tools {
+            return invalid(
+                t.file.span(),
+                "workload.tools.file",
+                "a multi-turn session resends the answers' text and cannot answer a tool \
+                 call: drop [workload.tools] or [workload.multi_turn]",
+            );
+        }
+        Ok(())
+    }
+
     /// Where prompts come from: a dataset, length distributions,
     /// multi-turn sessions or shared-prefix groups, each with its limits.
     fn validate_generators(&self) -> Result<(), Invalid> {
@@ -809,31 +840,7 @@ impl PlanFile {
             l.validate("workload.output_lengths")?;
         }
         if let Some(m) = &w.multi_turn {
-            m.validate(self.target.api == ApiKind::Chat)?;
-            if w.shared_prefix.is_some() || w.dataset.is_some() || w.input_lengths.is_some() {
-                return invalid(
-                    m.turns.span(),
-                    "workload.multi_turn.turns",
-                    "multi-turn sessions make their own prompts: drop shared_prefix, dataset and \
-                     input_lengths",
-                );
-            }
-            if self.load.is_open(self.sweep.rate.is_some()) {
-                return invalid(
-                    m.turns.span(),
-                    "workload.multi_turn",
-                    "sessions run closed-loop (concurrency counts sessions); drop `sweep.rate`, \
-                     `load.stages` and `load.trace`",
-                );
-            }
-            if let Some(t) = &w.tools {
-                return invalid(
-                    t.file.span(),
-                    "workload.tools.file",
-                    "a multi-turn session resends the answers' text and cannot answer a tool \
-                     call: drop [workload.tools] or [workload.multi_turn]",
-                );
-            }
+            self.validate_multi_turn(m)?;
         }
         let structured = w
             .tools
