@@ -145,6 +145,7 @@ impl<'a> Counter<'a> {
             extra: self.extra.clone(),
             history: None,
             batch: 1,
+            images: Default::default(),
         };
         let (status, v) = self
             .client

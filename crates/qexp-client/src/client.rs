@@ -35,6 +35,9 @@ pub struct GenRequest {
     /// ranked against `prompt` (`prompt` each time). Ignored by the
     /// streaming APIs.
     pub batch: u32,
+    /// Data URLs of images sent after `prompt` in the user message, as
+    /// `image_url` content parts (chat only; empty for none).
+    pub images: std::sync::Arc<[String]>,
 }
 
 impl GenRequest {
@@ -44,7 +47,7 @@ impl GenRequest {
             Api::Chat => {
                 let mut messages = json!(self.history.as_deref().unwrap_or_default());
                 if let Value::Array(m) = &mut messages {
-                    m.push(json!({"role": "user", "content": self.prompt}));
+                    m.push(json!({"role": "user", "content": self.user_content()}));
                 }
                 json!({
                     "model": self.model,
@@ -79,6 +82,21 @@ impl GenRequest {
             }
         }
         body
+    }
+
+    /// The user message's content: the prompt, or with images the prompt's
+    /// text part then one `image_url` part per image.
+    fn user_content(&self) -> Value {
+        if self.images.is_empty() {
+            return Value::String(self.prompt.clone());
+        }
+        let mut parts = vec![json!({"type": "text", "text": self.prompt})];
+        parts.extend(
+            self.images
+                .iter()
+                .map(|url| json!({"type": "image_url", "image_url": {"url": url}})),
+        );
+        Value::Array(parts)
     }
 
     pub(crate) fn path(&self) -> &'static str {
@@ -505,6 +523,7 @@ mod tests {
                 },
             ]),
             batch: 1,
+            images: Default::default(),
         };
         assert_eq!(
             req.body(true)["messages"],

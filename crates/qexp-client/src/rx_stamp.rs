@@ -394,6 +394,7 @@ mod tests {
             extra: Default::default(),
             history: None,
             batch: 1,
+            images: Default::default(),
         };
         let out = client.stream(&req).await;
         blocker.await.unwrap();

@@ -53,6 +53,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
         trace: prep.trace.as_ref(),
         calibrations: &prep.calibrations,
         per_deployment,
+        images: f.workload.images.as_ref(),
     };
     PointRunner {
         plan: f,
@@ -371,6 +372,11 @@ impl<B: Backend> PointRunner<'_, B> {
                 plan.graded = Some(r);
                 plan.cached_tokens = 0;
             }
+            // Only chat messages carry images (the plan refuses others').
+            let images = match self.prep.api {
+                qexp_plan::ApiKind::Chat => self.prompts.images(trial, point, index, &mut plan),
+                _ => Vec::new(),
+            };
             planned.insert(index, plan);
             Job {
                 index,
@@ -382,6 +388,7 @@ impl<B: Backend> PointRunner<'_, B> {
                     extra: self.prep.extra.clone(),
                     history: None,
                     batch,
+                    images: images.into_iter().map(|i| i.url).collect(),
                 },
             }
         };

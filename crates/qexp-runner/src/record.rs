@@ -164,6 +164,9 @@ pub(crate) fn request_row(
         prefix_group: planned.prefix_group,
         session: planned.session,
         turn: planned.turn,
+        images: planned.with_images.then_some(planned.images),
+        image_pixels: planned.with_images.then_some(planned.image_pixels),
+        image_bytes: planned.with_images.then_some(planned.image_bytes),
         scheduled_unix_s: f.scheduled_unix_s + ctx.shift_s,
         sent_unix_s: o.sent_unix_s + ctx.shift_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
@@ -303,8 +306,10 @@ impl Tally {
         }
         self.ok += 1;
         self.output_tokens += u64::from(r.completion_tokens.unwrap_or(r.client_tokens));
-        // A graded item's prompt is the item's, not a planned length.
-        if let Some(got) = r.prompt_tokens.filter(|_| r.item_id.is_none()) {
+        // A graded item's prompt is the item's, not a planned length; a
+        // prompt with images counts their tokens too, which no plan knows.
+        let images = r.images.unwrap_or(0) > 0;
+        if let Some(got) = r.prompt_tokens.filter(|_| r.item_id.is_none() && !images) {
             let planned = r.input_tokens_planned;
             let beyond =
                 f64::from(got.abs_diff(planned)) - self.tolerance.allowed(f64::from(planned));

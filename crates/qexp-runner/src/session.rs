@@ -189,6 +189,7 @@ mod tests {
                     extra: Default::default(),
                     history: None,
                     batch: 1,
+                    images: Default::default(),
                 },
             })
             .collect()

@@ -77,10 +77,28 @@ enum Content {
     Parts(Vec<Part>),
 }
 
-/// A content part; non-text parts (images, ...) count zero tokens.
+/// A content part: text, or an image as a data URL (other kinds count
+/// zero tokens).
 #[derive(Debug, Deserialize)]
 struct Part {
     text: Option<String>,
+    image_url: Option<ImageUrl>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ImageUrl {
+    url: String,
+}
+
+/// How the simulator turns a chat request's images into prompt tokens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Vision {
+    /// Chat-template tokens per message.
+    pub per_message: u32,
+    /// Pixels per side of one image token's patch.
+    pub patch_px: u32,
+    /// Images a prompt may carry (None: any number).
+    pub max_images: Option<u32>,
 }
 
 /// Whether a request comes from the chat or the legacy completions endpoint.
@@ -112,6 +130,8 @@ pub(crate) struct Job {
     pub include_usage: bool,
     /// The answer's form (a tool call, JSON), when the request asks one.
     pub form: Option<crate::form::Form>,
+    /// Of `prompt_tokens`, the images' (one per patch).
+    pub image_tokens: u32,
 }
 
 impl Job {
@@ -139,6 +159,7 @@ impl Job {
             stream: gen.stream,
             include_usage: gen.stream_options.is_some_and(|o| o.include_usage),
             form: None,
+            image_tokens: 0,
         }
     }
 }
@@ -179,6 +200,12 @@ pub(crate) enum PromptError {
     /// A tokenize request with both or neither of `prompt` and `messages`.
     #[error("give exactly one of `prompt` and `messages`")]
     PromptOrMessages,
+    /// An image part whose URL is not a base64 data URL of an image.
+    #[error("an image_url part is not a base64 data URL of a PNG, JPEG, WebP or GIF image")]
+    Image,
+    /// More images than the server takes per prompt.
+    #[error("too many images in the prompt: at most {0} may be given (limit_mm_per_prompt)")]
+    TooManyImages(u32),
 }
 
 impl CompletionRequest {
@@ -200,12 +227,8 @@ impl CompletionRequest {
 
 impl ChatRequest {
     /// The generation job, or why the messages are unsupported.
-    pub(crate) fn into_job(
-        self,
-        default_model: &str,
-        per_message: u32,
-    ) -> Result<Job, PromptError> {
-        let ids = chat_ids(&self.messages, per_message)?;
+    pub(crate) fn into_job(self, default_model: &str, vision: Vision) -> Result<Job, PromptError> {
+        let (ids, image_tokens) = chat_ids(&self.messages, vision)?;
         // The last item of the last message that has one.
         let arithmetic = self
             .messages
@@ -220,6 +243,7 @@ impl ChatRequest {
         );
         Ok(Job {
             form,
+            image_tokens,
             ..Job::new(
                 Kind::Chat,
                 self.model,
@@ -234,14 +258,14 @@ impl ChatRequest {
 
 impl TokenizeRequest {
     /// Token ids of the prompt, or of the messages with the chat template applied.
-    pub(crate) fn ids(&self, per_message: u32) -> Result<Vec<u32>, PromptError> {
+    pub(crate) fn ids(&self, vision: Vision) -> Result<Vec<u32>, PromptError> {
         match (&self.prompt, &self.messages) {
             (Some(prompt), None) => {
                 let mut ids = Vec::new();
                 prompt.ids(&mut ids)?;
                 Ok(ids)
             }
-            (None, Some(messages)) => chat_ids(messages, per_message),
+            (None, Some(messages)) => Ok(chat_ids(messages, vision)?.0),
             _ => Err(PromptError::PromptOrMessages),
         }
     }
@@ -268,6 +292,16 @@ impl Prompt {
 }
 
 impl Message {
+    fn image_urls(&self) -> impl Iterator<Item = &str> {
+        let parts = match &self.content {
+            Some(Content::Parts(parts)) => parts.as_slice(),
+            _ => &[],
+        };
+        parts
+            .iter()
+            .filter_map(|p| p.image_url.as_ref().map(|u| u.url.as_str()))
+    }
+
     fn texts(&self) -> Vec<&str> {
         match &self.content {
             None => Vec::new(),
@@ -278,20 +312,31 @@ impl Message {
 }
 
 /// Token ids of a chat request: each message's template tokens then its
-/// words, then the reply primer; as many as `usage.prompt_tokens` counts.
-fn chat_ids(messages: &[Message], per_message: u32) -> Result<Vec<u32>, PromptError> {
+/// words and its images' patches, then the reply primer; as many as
+/// `usage.prompt_tokens` counts. Also the images' share of them.
+fn chat_ids(messages: &[Message], vision: Vision) -> Result<(Vec<u32>, u32), PromptError> {
     if messages.is_empty() {
         return Err(PromptError::NoMessages);
     }
     let mut ids = Vec::new();
+    let (mut images, mut image_tokens) = (0_u32, 0_usize);
     for message in messages {
-        tokens::template_ids(per_message, &mut ids);
+        tokens::template_ids(vision.per_message, &mut ids);
         for text in message.texts() {
             tokens::ids(text, &mut ids);
         }
+        for url in message.image_urls() {
+            images += 1;
+            let before = ids.len();
+            tokens::image_ids(url, vision.patch_px, &mut ids).ok_or(PromptError::Image)?;
+            image_tokens += ids.len() - before;
+        }
+    }
+    if let Some(max) = vision.max_images.filter(|m| images > *m) {
+        return Err(PromptError::TooManyImages(max));
     }
     tokens::template_ids(tokens::CHAT_PRIMER_TOKENS, &mut ids);
-    Ok(ids)
+    Ok((ids, u32::try_from(image_tokens).unwrap_or(u32::MAX)))
 }
 
 /// Fields shared by every response object and chunk of one request.

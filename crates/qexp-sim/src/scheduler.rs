@@ -124,6 +124,7 @@ impl Engine {
             cached: Arc::clone(&job.cached_tokens),
             batch: Arc::clone(&job.batch),
             remaining: job.max_tokens,
+            image_tokens: job.image_tokens,
             phase: Phase::Arrived { at: Instant::now() },
         };
         stream::unfold(seq, |mut seq| async move {
@@ -142,6 +143,8 @@ struct Sequence {
     cached: Arc<AtomicU32>,
     batch: Arc<AtomicU32>,
     remaining: u32,
+    /// Of the prompt, image tokens: each costs the vision encoder's time too.
+    image_tokens: u32,
     phase: Phase,
 }
 
@@ -233,6 +236,7 @@ impl Sequence {
             cached: Arc::clone(&self.cached),
             batch: Arc::clone(&self.batch),
             remaining: self.remaining,
+            image_tokens: self.image_tokens,
             chunks: tx,
         };
         engine.mixed.as_ref()?.send(arrival).ok()?;
@@ -305,7 +309,7 @@ impl Sequence {
             .unwrap_or(u32::MAX)
             .saturating_sub(cached);
         let p = self.engine.profile();
-        p.scaled(p.prefill_compute_s(uncached))
+        p.scaled(p.prefill_compute_s(uncached) + p.image_compute_s(self.image_tokens))
     }
 
     /// Waits out one decode step after the one due at `last`, as long as

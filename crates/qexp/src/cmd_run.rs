@@ -125,6 +125,8 @@ fn run_error(e: RunError) -> CliError {
         | RunError::MissingApiKey(_)
         | RunError::ContextTooSmall { .. }
         | RunError::NoEndpoint { .. }
+        | RunError::TooManyImages { .. }
+        | RunError::Dataset(_)
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)

@@ -26,6 +26,7 @@ fn one_token(api: ApiKind) -> GenRequest {
         extra: Default::default(),
         history: None,
         batch: 1,
+        images: Default::default(),
     }
 }
 

@@ -27,6 +27,7 @@ fn request(max_tokens: u32) -> GenRequest {
         extra: Default::default(),
         history: None,
         batch: 1,
+        images: Default::default(),
     }
 }
 

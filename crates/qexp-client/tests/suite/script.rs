@@ -118,6 +118,7 @@ pub fn request() -> GenRequest {
         extra: Default::default(),
         history: None,
         batch: 1,
+        images: Default::default(),
     }
 }
 

@@ -44,6 +44,7 @@ fn jobs(n: u32) -> Vec<Job> {
                 extra: Default::default(),
                 history: None,
                 batch: 1,
+                images: Default::default(),
             },
         })
         .collect()

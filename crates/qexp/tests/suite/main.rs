@@ -21,6 +21,7 @@ mod faults_run;
 mod fit;
 mod help;
 mod hostile_server;
+mod images;
 mod import;
 mod kube;
 mod netns;

@@ -346,6 +346,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         extra: Default::default(),
         history: None,
         batch: 1,
+        images: Default::default(),
     };
     let metrics = MetricsSource::new(&client, "/metrics");
     let before = metrics.scrape().await.expect("vLLM serves /metrics");
