@@ -456,10 +456,18 @@ impl Envelope {
 mod tests {
     use super::*;
 
+    fn vision(per_message: u32) -> Vision {
+        Vision {
+            per_message,
+            patch_px: 28,
+            max_images: None,
+        }
+    }
+
     fn chat(body: &str) -> Result<Job, String> {
         serde_json::from_str::<ChatRequest>(body)
             .map_err(|e| e.to_string())?
-            .into_job("sim-x", 4)
+            .into_job("sim-x", vision(4))
             .map_err(|e| e.to_string())
     }
 
@@ -507,10 +515,10 @@ mod tests {
     fn tokenize_matches_usage_accounting() {
         let req: TokenizeRequest =
             serde_json::from_str(r#"{"messages":[{"role":"user","content":"a b c"}]}"#).unwrap();
-        assert_eq!(req.ids(4).unwrap().len(), 3 + 7);
+        assert_eq!(req.ids(vision(4)).unwrap().len(), 3 + 7);
         let req: TokenizeRequest = serde_json::from_str(r#"{"model":"m","prompt":"a b"}"#).unwrap();
-        assert_eq!(req.ids(4).unwrap().len(), 2);
+        assert_eq!(req.ids(vision(4)).unwrap().len(), 2);
         let req: TokenizeRequest = serde_json::from_str(r#"{"model":"m"}"#).unwrap();
-        assert!(req.ids(4).is_err());
+        assert!(req.ids(vision(4)).is_err());
     }
 }
