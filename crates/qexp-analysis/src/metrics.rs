@@ -297,6 +297,8 @@ pub enum Axis {
     InputTokens,
     /// Output tokens.
     OutputTokens,
+    /// Image pixels per request (`[workload.images]`: count × mean pixels per image).
+    ImagePixels,
 }
 
 impl Axis {
@@ -318,6 +320,9 @@ impl Axis {
         if distinct(|p| p.output_tokens) {
             axes.push(Axis::OutputTokens);
         }
+        if distinct(|p| Axis::ImagePixels.value(p)) {
+            axes.push(Axis::ImagePixels);
+        }
         axes
     }
 
@@ -327,6 +332,9 @@ impl Axis {
             Axis::Concurrency => p.concurrency,
             Axis::InputTokens => p.input_tokens,
             Axis::OutputTokens => p.output_tokens,
+            Axis::ImagePixels => p
+                .images
+                .map_or(0, |i| u32::try_from(i.pixels).unwrap_or(u32::MAX)),
         }
     }
 
@@ -336,6 +344,7 @@ impl Axis {
             Axis::Concurrency => "Concurrency (requests)",
             Axis::InputTokens => "Input (tokens)",
             Axis::OutputTokens => "Output (tokens)",
+            Axis::ImagePixels => "Image pixels (per request)",
         }
     }
 }

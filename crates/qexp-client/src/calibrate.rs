@@ -146,6 +146,7 @@ impl<'a> Counter<'a> {
             history: None,
             batch: 1,
             headers: Vec::new(),
+            images: Default::default(),
         };
         let (status, v) = self
             .client

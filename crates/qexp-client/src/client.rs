@@ -38,6 +38,9 @@ pub struct GenRequest {
     /// Headers sent with this request beside the client's own (a request
     /// class's tenant header); their values are never recorded.
     pub headers: Vec<(String, String)>,
+    /// Data URLs of images sent after `prompt` in the user message, as
+    /// `image_url` content parts (chat only; empty for none).
+    pub images: std::sync::Arc<[String]>,
 }
 
 impl GenRequest {
@@ -47,7 +50,7 @@ impl GenRequest {
             Api::Chat => {
                 let mut messages = json!(self.history.as_deref().unwrap_or_default());
                 if let Value::Array(m) = &mut messages {
-                    m.push(json!({"role": "user", "content": self.prompt}));
+                    m.push(json!({"role": "user", "content": self.user_content()}));
                 }
                 json!({
                     "model": self.model,
@@ -82,6 +85,21 @@ impl GenRequest {
             }
         }
         body
+    }
+
+    /// The user message's content: the prompt, or with images the prompt's
+    /// text part then one `image_url` part per image.
+    fn user_content(&self) -> Value {
+        if self.images.is_empty() {
+            return Value::String(self.prompt.clone());
+        }
+        let mut parts = vec![json!({"type": "text", "text": self.prompt})];
+        parts.extend(
+            self.images
+                .iter()
+                .map(|url| json!({"type": "image_url", "image_url": {"url": url}})),
+        );
+        Value::Array(parts)
     }
 
     pub(crate) fn path(&self) -> &'static str {
@@ -512,6 +530,7 @@ mod tests {
             ]),
             batch: 1,
             headers: Vec::new(),
+            images: Default::default(),
         };
         assert_eq!(
             req.body(true)["messages"],

@@ -4,9 +4,13 @@
 //!
 //! Each entry becomes the text of one user turn: a `prompt` as written;
 //! `messages` up to the first assistant reply (system and user texts joined
-//! by blank lines); ShareGPT likewise up to the first `gpt` turn. Errors
-//! name the file and the line of the offending entry. Nothing is fetched:
-//! the user names a file.
+//! by blank lines); ShareGPT likewise up to the first `gpt` turn. A JSONL
+//! entry may carry images: an `images` array of local file paths (relative
+//! to the dataset's folder) or data URLs, and the `image_url` parts of its
+//! messages; each is read and checked to be an image when the file loads.
+//! Errors name the file and the line of the offending entry. Nothing is
+//! fetched: the user names a file, and an image given by an http(s) URL is
+//! refused.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -22,6 +26,8 @@ pub use qexp_plan::DatasetFormat;
 pub struct Dataset {
     /// Prompt texts, in file order.
     pub prompts: Vec<String>,
+    /// Each prompt's images (empty for none), by position in `prompts`.
+    pub images: Vec<Vec<qexp_types::image::Image>>,
     /// SHA-256 of the file's bytes, hex.
     pub sha256: String,
 }
@@ -59,6 +65,8 @@ pub enum DatasetError {
 struct JsonlEntry {
     prompt: Option<String>,
     messages: Option<Vec<Message>>,
+    #[serde(default)]
+    images: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -93,16 +101,24 @@ impl Dataset {
                 .count();
             entry_error(path, line, "not UTF-8 text")
         })?;
-        let prompts = match format {
+        let (prompts, images) = match format {
             DatasetFormat::Jsonl => parse_jsonl(path, &text)?,
-            DatasetFormat::Sharegpt => parse_sharegpt(path, &text)?,
+            DatasetFormat::Sharegpt => {
+                let prompts = parse_sharegpt(path, &text)?;
+                let none = vec![Vec::new(); prompts.len()];
+                (prompts, none)
+            }
         };
         if prompts.is_empty() {
             return Err(DatasetError::Empty {
                 path: path.to_path_buf(),
             });
         }
-        Ok(Dataset { prompts, sha256 })
+        Ok(Dataset {
+            prompts,
+            images,
+            sha256,
+        })
     }
 }
 
@@ -121,8 +137,41 @@ fn entry_error(path: &Path, line: usize, message: impl Into<String>) -> DatasetE
     }
 }
 
-fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<String>, DatasetError> {
+/// An entry's image: a data URL, or a file relative to the dataset's folder.
+fn entry_image(path: &Path, given: &str) -> Result<qexp_types::image::Image, String> {
+    if given.starts_with("data:") {
+        return qexp_types::image::from_data_url(given).map_err(|e| {
+            format!(
+                "image `{}…` {e}",
+                given.chars().take(32).collect::<String>()
+            )
+        });
+    }
+    if given.starts_with("http://") || given.starts_with("https://") {
+        return Err(format!("image `{given}` is a web address; qexp fetches nothing: give a local file or a data URL"));
+    }
+    let file = path.parent().unwrap_or(Path::new("")).join(given);
+    let bytes =
+        std::fs::read(&file).map_err(|e| format!("cannot read image {}: {e}", file.display()))?;
+    qexp_types::image::from_bytes(&bytes).map_err(|e| format!("image {} {e}", file.display()))
+}
+
+/// The image URLs among a message's content parts.
+fn content_images(content: &Value) -> Vec<&str> {
+    match content {
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.pointer("/image_url/url").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+type Parsed = (Vec<String>, Vec<Vec<qexp_types::image::Image>>);
+
+fn parse_jsonl(path: &Path, text: &str) -> Result<Parsed, DatasetError> {
     let mut out = Vec::new();
+    let mut images = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -130,6 +179,7 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<String>, DatasetError> {
         let bad = |m: String| entry_error(path, i + 1, m);
         let entry: JsonlEntry =
             serde_json::from_str(line).map_err(|e| bad(format!("not a JSONL entry: {e}")))?;
+        let mut given: Vec<String> = entry.images;
         let prompt = match (entry.prompt, entry.messages) {
             (Some(p), None) => p,
             (None, Some(messages)) => {
@@ -138,6 +188,7 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<String>, DatasetError> {
                     if m.role == "assistant" {
                         break;
                     }
+                    given.extend(content_images(&m.content).into_iter().map(str::to_string));
                     texts.push(content_text(&m.content).ok_or_else(|| {
                         bad(format!("a {} message's content is not text", m.role))
                     })?);
@@ -154,8 +205,10 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<String>, DatasetError> {
             return Err(bad("the prompt is empty".into()));
         }
         out.push(prompt);
+        let read: Result<Vec<_>, String> = given.iter().map(|g| entry_image(path, g)).collect();
+        images.push(read.map_err(bad)?);
     }
-    Ok(out)
+    Ok((out, images))
 }
 
 /// The text of a message's content: a string, or the text parts of an array.

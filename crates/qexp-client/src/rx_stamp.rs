@@ -395,6 +395,7 @@ mod tests {
             history: None,
             batch: 1,
             headers: Vec::new(),
+            images: Default::default(),
         };
         let out = client.stream(&req).await;
         blocker.await.unwrap();

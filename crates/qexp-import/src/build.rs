@@ -207,6 +207,7 @@ fn point_of<'a>(id: u32, members: impl Iterator<Item = &'a Source> + Clone) -> P
         warmup: 0,
         open_loop: config.and_then(|c| c.open_loop),
         deployment: None,
+        images: None,
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Point {
     /// deployments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<String>,
+    /// Images per request and their swept size (`[workload.images]`); None without images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::images::PointImages>,
 }
 
 impl Point {
@@ -45,7 +48,18 @@ impl Point {
             self.load_label(),
             self.input_tokens,
             self.output_tokens
-        )
+        ) + &self.images_label()
+    }
+
+    /// ` img=2` or ` img=2x512x512` for a point with images; empty without.
+    fn images_label(&self) -> String {
+        match self.images {
+            None => String::new(),
+            Some(i) => match i.size {
+                Some(s) => format!(" img={}x{s}", i.count),
+                None => format!(" img={}", i.count),
+            },
+        }
     }
 
     /// How the point loads the server: `c=4`, `rate=2/s`, `3 stages`, `trace`.
@@ -85,24 +99,56 @@ pub(crate) fn points(plan: &PlanFile) -> Vec<Point> {
     };
     let warmup = plan.run.warmup_requests;
     let loads = load_steps(plan);
+    let images = image_steps(plan);
     let mut out = Vec::new();
     for &input_tokens in &inputs {
         for &output_tokens in &outputs {
-            for (concurrency, n, open_loop) in &loads {
-                out.push(Point {
-                    id: out.len() as u32,
-                    concurrency: *concurrency,
-                    input_tokens,
-                    output_tokens,
-                    requests: *n,
-                    warmup,
-                    open_loop: open_loop.clone(),
-                    deployment: None,
-                });
+            for image in &images {
+                for (concurrency, n, open_loop) in &loads {
+                    out.push(Point {
+                        id: out.len() as u32,
+                        concurrency: *concurrency,
+                        input_tokens,
+                        output_tokens,
+                        requests: *n,
+                        warmup,
+                        open_loop: open_loop.clone(),
+                        deployment: None,
+                        images: *image,
+                    });
+                }
             }
         }
     }
     with_deployments(out, &plan.deployments)
+}
+
+/// The image settings the points take: each swept count × each swept size,
+/// or the plan's own; one `None` without `[workload.images]`.
+fn image_steps(plan: &PlanFile) -> Vec<Option<crate::images::PointImages>> {
+    let Some(images) = &plan.workload.images else {
+        return vec![None];
+    };
+    let counts = plan
+        .sweep
+        .image_count
+        .as_ref()
+        .map_or_else(|| vec![images.count()], |l| l.get_ref().clone());
+    let sizes: Vec<Option<crate::images::ImageSize>> = match plan.sweep.image_sizes.as_slice() {
+        [] => vec![None],
+        swept => swept.iter().copied().map(Some).collect(),
+    };
+    let mut out = Vec::new();
+    for &count in &counts {
+        for &size in &sizes {
+            out.push(Some(crate::images::PointImages {
+                count,
+                size,
+                pixels: (f64::from(count) * images.mean_pixels(size)).round() as u64,
+            }));
+        }
+    }
+    out
 }
 
 /// A trace plan's one point: the trace replayed, its longest lengths as
@@ -130,6 +176,7 @@ fn trace_point(plan: &PlanFile, t: &TraceRef, trace: &Trace) -> Point {
         warmup: plan.run.warmup_requests,
         open_loop: Some(plan.load.with_stages(Vec::new(), Some(t.clone()))),
         deployment: None,
+        images: image_steps(plan).first().copied().flatten(),
     }
 }
 

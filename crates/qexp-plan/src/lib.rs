@@ -8,6 +8,7 @@ mod deploy;
 mod error;
 mod expand;
 pub mod grade;
+pub mod images;
 pub mod in_process;
 mod input_tolerance;
 mod limits;
@@ -28,6 +29,7 @@ pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;
 pub use grade::{GradeError, Grader, Item};
+pub use images::{ImageSize, ImageSource, ImagesSection, PointImages};
 pub use input_tolerance::{
     InputTolerance, DEFAULT_INPUT_TOLERANCE, DEFAULT_INPUT_TOLERANCE_TOKENS,
 };
@@ -117,6 +119,11 @@ impl Plan {
             structured::load(w.tools.as_ref(), w.response_format.as_ref(), dir).map_err(
                 |((span, key), message)| PlanError::at(path, text, span, Some(key.into()), message),
             )?;
+        if let Some(images) = &mut file.workload.images {
+            images
+                .load(dir)
+                .map_err(|(span, key, message)| PlanError::at(path, text, span, key, message))?;
+        }
         if let Some(a) = &mut file.accuracy {
             let span = a.items.span();
             a.load(path.parent().unwrap_or(Path::new("")))

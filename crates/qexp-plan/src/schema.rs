@@ -240,6 +240,9 @@ pub struct Workload {
     /// Request classes (`[[workload.class]]`): adapters, priorities, tenants.
     #[serde(default)]
     pub class: Vec<crate::classes::Class>,
+    /// Images in every request's user message (chat only).
+    #[serde(default)]
+    pub images: Option<crate::images::ImagesSection>,
 }
 
 fn default_tolerance() -> Spanned<f64> {
@@ -277,6 +280,15 @@ pub struct Sweep {
     /// Open-loop arrival rates, requests per second (see `[load]`).
     #[serde(default)]
     pub rate: Option<Spanned<Vec<f64>>>,
+    /// Images per request; overrides `workload.images.count`.
+    #[serde(default)]
+    pub image_count: Option<Spanned<Vec<u32>>>,
+    /// Image sizes (`"WxH"`); overrides `workload.images`' size, sizes or files.
+    #[serde(default)]
+    pub image_size: Option<Spanned<Vec<Spanned<String>>>>,
+    /// `image_size`, parsed.
+    #[serde(skip)]
+    pub image_sizes: Vec<crate::images::ImageSize>,
 }
 
 /// Requests per point: a fixed count, or a multiple of the concurrency (`"4x"`).
@@ -543,8 +555,54 @@ impl PlanFile {
         }
         self.validate_target()?;
         self.validate_workload()?;
+        self.validate_images()?;
         self.validate_power()?;
         self.validate_run()
+    }
+
+    /// `[workload.images]` and the image sweeps, which need it.
+    fn validate_images(&mut self) -> Result<(), Invalid> {
+        let chat = self.target.api == ApiKind::Chat;
+        let Some(images) = &mut self.workload.images else {
+            let swept = [
+                self.sweep
+                    .image_count
+                    .as_ref()
+                    .map(|l| (l.span(), "sweep.image_count")),
+                self.sweep
+                    .image_size
+                    .as_ref()
+                    .map(|l| (l.span(), "sweep.image_size")),
+            ];
+            if let Some((span, key)) = swept.into_iter().flatten().next() {
+                return invalid(span, key, "sweeps images: add [workload.images]");
+            }
+            return Ok(());
+        };
+        images.validate(chat)?;
+        if let Some(m) = &self.workload.multi_turn {
+            return invalid(
+                m.turns.span(),
+                "workload.multi_turn",
+                "images are sent with single requests; drop [workload.images] or the sessions",
+            );
+        }
+        if let Some(l) = &self.sweep.image_count {
+            if l.get_ref().is_empty() {
+                return invalid(l.span(), "sweep.image_count", "must not be empty");
+            }
+        }
+        if let Some(l) = &self.sweep.image_size {
+            if l.get_ref().is_empty() {
+                return invalid(l.span(), "sweep.image_size", "must not be empty");
+            }
+            for s in l.get_ref() {
+                let size = crate::images::ImageSize::parse(s.get_ref())
+                    .or_else(|m| invalid(s.span(), "sweep.image_size", m))?;
+                self.sweep.image_sizes.push(size);
+            }
+        }
+        Ok(())
     }
 
     /// `[power]`, `[cost]` and the deployments' own power keys.

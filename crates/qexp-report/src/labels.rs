@@ -14,6 +14,7 @@ pub(crate) fn key(a: Axis) -> &'static str {
         Axis::Concurrency => "c",
         Axis::InputTokens => "in",
         Axis::OutputTokens => "out",
+        Axis::ImagePixels => "img_px",
     }
 }
 
@@ -23,6 +24,7 @@ pub(crate) fn name(a: Axis) -> &'static str {
         Axis::Concurrency => "concurrency",
         Axis::InputTokens => "input_tokens",
         Axis::OutputTokens => "output_tokens",
+        Axis::ImagePixels => "image_pixels",
     }
 }
 
@@ -85,11 +87,12 @@ pub(crate) enum Along {
 
 impl Along {
     /// Every kind, in display order: the load first.
-    pub(crate) const ALL: [Along; 4] = [
+    pub(crate) const ALL: [Along; 5] = [
         Along::Param(Axis::Concurrency),
         Along::Rate,
         Along::Param(Axis::InputTokens),
         Along::Param(Axis::OutputTokens),
+        Along::Param(Axis::ImagePixels),
     ];
 
     /// The point's value on it: None for the rate of a closed-loop,

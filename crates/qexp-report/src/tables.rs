@@ -506,6 +506,7 @@ mod tests {
             warmup: 0,
             open_loop: None,
             deployment: None,
+            images: None,
         };
         let trials = (1..=3)
             .map(|trial| TrialMetrics {

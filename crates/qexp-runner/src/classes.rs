@@ -124,6 +124,7 @@ mod tests {
             history: None,
             batch: 1,
             headers: Vec::new(),
+            images: Default::default(),
         };
         sends[0].apply(&mut req);
         assert_eq!(req.model, "adapter-a");

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 pub(crate) struct DatasetPrompts {
     /// Prompts that passed the filters, in file order.
     pub prompts: Vec<String>,
+    /// Their images (empty for none), by position in `prompts`.
+    pub images: Vec<Vec<qexp_types::image::Image>>,
     /// Server-counted tokens of nonce + prompt (the prompt alone without
     /// a nonce), by position in `prompts`.
     pub tokens: BTreeMap<usize, u32>,
@@ -49,17 +51,19 @@ pub(crate) async fn prepare(
     // A file whose extension names no format is read as JSONL, one prompt a line.
     let format = source.format().unwrap_or(DatasetFormat::Jsonl);
     let dataset = Dataset::load(&path, format)?;
-    let prompts: Vec<String> = dataset
+    let (prompts, images): (Vec<String>, Vec<_>) = dataset
         .prompts
         .into_iter()
-        .filter(|p| source.keeps(p.split_whitespace().count()))
-        .collect();
+        .zip(dataset.images)
+        .filter(|(p, _)| source.keeps(p.split_whitespace().count()))
+        .unzip();
     if prompts.is_empty() {
         return Err(RunError::DatasetFiltered { path });
     }
     let mut out = DatasetPrompts {
         nonce: source.nonce,
         prompts,
+        images,
         tokens: BTreeMap::new(),
         sha256: dataset.sha256,
     };

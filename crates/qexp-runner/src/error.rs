@@ -63,6 +63,20 @@ pub enum RunError {
         /// Its error message, cut short.
         message: Box<str>,
     },
+    /// A point sends more images per request than the server takes.
+    #[error("point {point} sends {count} images per request but {url} takes at most {limit} ({read_from}); lower sweep.image_count or workload.images.count, or raise the server's limit (vLLM: --limit-mm-per-prompt)")]
+    TooManyImages {
+        /// The point's label.
+        point: Box<str>,
+        /// Images per request it sends.
+        count: u32,
+        /// The server's limit.
+        limit: u32,
+        /// Where the limit was read.
+        read_from: Box<str>,
+        /// The server's URL.
+        url: Box<str>,
+    },
     /// Prompt lengths could not be made exact.
     #[error("cannot calibrate a {input}-token prompt: {source}")]
     Calibration {

@@ -28,6 +28,7 @@ mod deployed;
 mod error;
 mod fleet;
 pub mod health;
+mod images;
 mod journaling;
 mod open_loop;
 mod options;

@@ -54,6 +54,7 @@ pub(crate) fn point_runner<'a, B: Backend>(
         calibrations: &prep.calibrations,
         per_deployment,
         classes: &f.workload.class,
+        images: f.workload.images.as_ref(),
     };
     PointRunner {
         plan: f,
@@ -373,6 +374,11 @@ impl<B: Backend> PointRunner<'_, B> {
                 plan.graded = Some(r);
                 plan.cached_tokens = 0;
             }
+            // Only chat messages carry images (the plan refuses others').
+            let images = match self.prep.api {
+                qexp_plan::ApiKind::Chat => self.prompts.images(trial, point, index, &mut plan),
+                _ => Vec::new(),
+            };
             planned.insert(index, plan);
             let mut request = GenRequest {
                 api: self.prep.api,
@@ -383,6 +389,7 @@ impl<B: Backend> PointRunner<'_, B> {
                 history: None,
                 batch,
                 headers: Vec::new(),
+                images: images.into_iter().map(|i| i.url).collect(),
             };
             if let Some(class) = plan.class.and_then(|k| self.prep.classes.get(k)) {
                 class.apply(&mut request);

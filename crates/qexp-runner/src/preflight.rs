@@ -39,6 +39,36 @@ pub(crate) fn check_context(
     Ok(())
 }
 
+/// Refuses the plan when a point sends more images per request than the
+/// server says it takes, instead of measuring a server that refuses or
+/// drops them. A server that says nothing passes.
+// Called once per run, before any load: the error's size costs nothing.
+#[allow(clippy::result_large_err)]
+pub(crate) fn check_images(
+    points: &[Point],
+    fp: &Fingerprint,
+    base_url: &str,
+) -> Result<(), RunError> {
+    let Some((limit, source)) = &fp.max_images else {
+        return Ok(());
+    };
+    let count = |p: &Point| p.images.map_or(0, |i| i.count);
+    match points
+        .iter()
+        .filter(|p| count(p) > *limit)
+        .max_by_key(|p| count(p))
+    {
+        Some(p) => Err(RunError::TooManyImages {
+            point: p.label().into(),
+            count: count(p),
+            limit: *limit,
+            read_from: source.as_str().into(),
+            url: base_url.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
 fn too_small(
     p: &Point,
     needed: u64,
@@ -118,6 +148,7 @@ mod tests {
             warmup: 0,
             open_loop: None,
             deployment: None,
+            images: None,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::error::RunError;
 use crate::options::RunOptions;
-use crate::preflight::{check_context, check_endpoint};
+use crate::preflight::{check_context, check_endpoint, check_images};
 use crate::target::Target;
 use crate::workload::Prompts;
 use qexp_client::prompt::Filler;
@@ -79,6 +79,7 @@ pub(crate) async fn prepare(
     tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
     // Before any request that costs the server work: calibration already does.
     check_context(&points, &fingerprint, target.client.base_url())?;
+    check_images(&points, &fingerprint, target.client.base_url())?;
     let probe = qexp_client::GenRequest {
         api,
         model: model.clone(),
@@ -88,6 +89,7 @@ pub(crate) async fn prepare(
         history: None,
         batch: 1,
         headers: Vec::new(),
+        images: Default::default(),
     };
     check_endpoint(&target.client, &probe).await?;
     // A metrics URL the plan names is scraped even if the probe found nothing there yet.

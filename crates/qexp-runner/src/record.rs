@@ -125,6 +125,12 @@ impl Context<'_> {
             None => (None, None, None),
         }
     }
+
+    /// The name of the request class at `k` in the plan's list.
+    fn class_name(&self, k: Option<usize>) -> Option<String> {
+        k.and_then(|k| self.classes.get(k))
+            .map(|c| c.name.get_ref().clone())
+    }
 }
 
 pub(crate) fn request_row(
@@ -147,10 +153,7 @@ pub(crate) fn request_row(
         parsed: ctx.parsed(o),
         ttft_tool_s: o.first_tool_s,
         tool_calls: o.tool_calls.len() as u32,
-        class: planned
-            .class
-            .and_then(|k| ctx.classes.get(k))
-            .map(|c| c.name.get_ref().clone()),
+        class: ctx.class_name(planned.class),
         deployment,
         deployment_hash,
         start_id,
@@ -170,6 +173,9 @@ pub(crate) fn request_row(
         prefix_group: planned.prefix_group,
         session: planned.session,
         turn: planned.turn,
+        images: planned.with_images.then_some(planned.images),
+        image_pixels: planned.with_images.then_some(planned.image_pixels),
+        image_bytes: planned.with_images.then_some(planned.image_bytes),
         scheduled_unix_s: f.scheduled_unix_s + ctx.shift_s,
         sent_unix_s: o.sent_unix_s + ctx.shift_s,
         queue_s: (o.sent_unix_s - f.scheduled_unix_s).max(0.0),
@@ -309,8 +315,10 @@ impl Tally {
         }
         self.ok += 1;
         self.output_tokens += u64::from(r.completion_tokens.unwrap_or(r.client_tokens));
-        // A graded item's prompt is the item's, not a planned length.
-        if let Some(got) = r.prompt_tokens.filter(|_| r.item_id.is_none()) {
+        // A graded item's prompt is the item's, not a planned length; a
+        // prompt with images counts their tokens too, which no plan knows.
+        let images = r.images.unwrap_or(0) > 0;
+        if let Some(got) = r.prompt_tokens.filter(|_| r.item_id.is_none() && !images) {
             let planned = r.input_tokens_planned;
             let beyond =
                 f64::from(got.abs_diff(planned)) - self.tolerance.allowed(f64::from(planned));

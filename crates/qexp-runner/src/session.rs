@@ -190,6 +190,7 @@ mod tests {
                     history: None,
                     batch: 1,
                     headers: Vec::new(),
+                    images: Default::default(),
                 },
             })
             .collect()

@@ -227,6 +227,7 @@ mod tests {
             warmup,
             open_loop,
             deployment: None,
+            images: None,
         }
     }
 

@@ -24,7 +24,28 @@ impl Target {
     }
 }
 
-/// Resolves `sim:<profile>[?faults=…&seed=N&malformed_per_seq=F]` or `sim:fit=PATH` (a model file; starting the simulator on
+/// `max_images=N` of a `sim:` target's query: the images a prompt may
+/// carry (reported as `limit_mm_per_prompt`); the other parts returned.
+fn max_images<'a>(
+    parts: Vec<&'a str>,
+    profile: &mut SimProfile,
+    given: &str,
+) -> Result<Vec<&'a str>, RunError> {
+    let (limit, rest): (Vec<&str>, Vec<&str>) = parts
+        .into_iter()
+        .partition(|p| p.starts_with("max_images="));
+    if let Some(l) = limit.last() {
+        let n = l["max_images=".len()..].parse::<u32>().map_err(|_| {
+            RunError::Target(format!(
+                "target `{given}`: max_images= takes a whole number of images"
+            ))
+        })?;
+        profile.max_images = Some(n);
+    }
+    Ok(rest)
+}
+
+/// Resolves `sim:<profile>[?faults=…&seed=N&malformed_per_seq=F&max_images=N]` or `sim:fit=PATH` (a model file; starting the simulator on
 /// 127.0.0.1:0, with the faults injected) or an HTTP URL.
 pub async fn resolve_target(
     given: &str,
@@ -56,6 +77,7 @@ pub async fn resolve_target(
                 _ => profile.malformed_share_per_seq = share,
             }
         }
+        let faults = max_images(faults, &mut profile, given)?;
         let (drift, faults): (Vec<&str>, Vec<&str>) =
             faults.into_iter().partition(|p| p.starts_with("drift="));
         if let Some(d) = drift.last() {

@@ -53,6 +53,15 @@ pub(crate) struct Planned {
     pub graded: Option<u32>,
     /// Its request class (`[[workload.class]]`), by position in the plan.
     pub class: Option<usize>,
+    /// Images sent in its user message (`[workload.images]`).
+    pub images: u32,
+    /// Their pixels, all images together.
+    pub image_pixels: u64,
+    /// Their encoded bytes, all images together (before base64).
+    pub image_bytes: u64,
+    /// Whether the plan sends images (`[workload.images]`, or a dataset
+    /// whose entries carry them): the rows then record them, 0 included.
+    pub with_images: bool,
 }
 
 /// Whether a request body's extra fields force the answer to `max_tokens`:
@@ -85,6 +94,8 @@ pub(crate) struct Prompts<'a> {
     pub per_deployment: u32,
     /// The request classes (`[[workload.class]]`; empty without).
     pub classes: &'a [qexp_plan::Class],
+    /// Images in each request (`[workload.images]`).
+    pub images: Option<&'a qexp_plan::ImagesSection>,
 }
 
 /// The salt a run's nonces are keyed by: the hex suffix of a generated run
@@ -158,6 +169,41 @@ impl Prompts<'_> {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// The images of the `index`-th request of `point` in `trial`, measured
+    /// into `planned`; none without `[workload.images]`.
+    pub(crate) fn images(
+        &self,
+        trial: u32,
+        point: &Point,
+        index: u32,
+        planned: &mut Planned,
+    ) -> Vec<qexp_types::image::Image> {
+        let place = crate::images::Place {
+            seed: self.seed,
+            salt: self.salt,
+            trial,
+            point: point.id % self.per_deployment.max(1),
+            index,
+        };
+        // A dataset entry's own images, else the plan's.
+        let from_dataset = self
+            .dataset
+            .filter(|d| d.images.iter().any(|i| !i.is_empty()));
+        let images = match (from_dataset, self.images) {
+            (Some(d), _) => {
+                let e = d.entry(self.seed, trial, place.point, index);
+                d.images.get(e).cloned().unwrap_or_default()
+            }
+            (None, Some(section)) => crate::images::for_request(section, point, place),
+            (None, None) => return Vec::new(),
+        };
+        planned.with_images = true;
+        planned.images = images.len() as u32;
+        planned.image_pixels = images.iter().map(qexp_types::image::Image::pixels).sum();
+        planned.image_bytes = images.iter().map(|i| i.bytes).sum();
+        images
     }
 
     /// The cut of the filler after the nonce that gives `tokens` (none when not calibrated).
@@ -331,6 +377,23 @@ pub(crate) fn comparability_keys(w: &Workload) -> Vec<(String, String)> {
             ),
         ));
     }
+    if let Some(i) = &w.images {
+        let source = match i.source(None) {
+            qexp_plan::ImageSource::Fixed(s) => format!("size {s}"),
+            qexp_plan::ImageSource::Buckets(b) => {
+                let sizes: Vec<String> = b.iter().map(|(s, w)| format!("{s}:{w}")).collect();
+                format!("sizes {}", sizes.join(","))
+            }
+            qexp_plan::ImageSource::Files(f) => {
+                let files: Vec<String> = f
+                    .iter()
+                    .map(|i| format!("{}x{}:{}", i.width, i.height, i.bytes))
+                    .collect();
+                format!("files {}", files.join(","))
+            }
+        };
+        out.push(("images".into(), format!("count {}, {source}", i.count())));
+    }
     for (key, lengths) in [
         ("input_lengths", &w.input_lengths),
         ("output_lengths", &w.output_lengths),
@@ -379,6 +442,7 @@ mod tests {
             warmup: 1,
             open_loop: None,
             deployment: None,
+            images: None,
         }
     }
 
@@ -422,6 +486,7 @@ mod tests {
             calibrations: &cal,
             per_deployment: 1,
             classes: &[],
+            images: None,
         };
         let p = point(300);
         let built: Vec<(String, Planned)> = (0..5).map(|i| prompts.request(1, &p, i)).collect();

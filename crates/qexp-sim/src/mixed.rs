@@ -34,6 +34,8 @@ pub(crate) struct Arrival {
     pub(crate) batch: Arc<AtomicU32>,
     /// Tokens to generate.
     pub(crate) remaining: u32,
+    /// Of the prompt, image tokens (each also costs the vision encoder's time).
+    pub(crate) image_tokens: u32,
     /// Each chunk's token count; closed after the last.
     pub(crate) chunks: mpsc::UnboundedSender<u32>,
 }
@@ -140,7 +142,10 @@ impl Loop {
                 continue;
             }
             let p = &self.profile;
-            let mut length: f64 = prefills.iter().map(|(_, n)| p.prefill_compute_s(*n)).sum();
+            let mut length: f64 = prefills
+                .iter()
+                .map(|(a, n)| p.prefill_compute_s(*n) + p.image_compute_s(a.image_tokens))
+                .sum();
             if !self.decoding.is_empty() {
                 let context = self.decoding.iter().map(|m| m.context).sum();
                 length += p.step_s(self.decoding.len(), context);

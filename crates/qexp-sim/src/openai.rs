@@ -79,10 +79,28 @@ enum Content {
     Parts(Vec<Part>),
 }
 
-/// A content part; non-text parts (images, ...) count zero tokens.
+/// A content part: text, or an image as a data URL (other kinds count
+/// zero tokens).
 #[derive(Debug, Deserialize)]
 struct Part {
     text: Option<String>,
+    image_url: Option<ImageUrl>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ImageUrl {
+    url: String,
+}
+
+/// How the simulator turns a chat request's images into prompt tokens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Vision {
+    /// Chat-template tokens per message.
+    pub per_message: u32,
+    /// Pixels per side of one image token's patch.
+    pub patch_px: u32,
+    /// Images a prompt may carry (None: any number).
+    pub max_images: Option<u32>,
 }
 
 /// Whether a request comes from the chat or the legacy completions endpoint.
@@ -116,6 +134,8 @@ pub(crate) struct Job {
     pub form: Option<crate::form::Form>,
     /// vLLM's `priority`: while the batch is full, lower values are admitted first.
     pub priority: i64,
+    /// Of `prompt_tokens`, the images' (one per patch).
+    pub image_tokens: u32,
 }
 
 impl Job {
@@ -144,6 +164,7 @@ impl Job {
             include_usage: gen.stream_options.is_some_and(|o| o.include_usage),
             form: None,
             priority: gen.priority.unwrap_or(0),
+            image_tokens: 0,
         }
     }
 }
@@ -184,6 +205,12 @@ pub(crate) enum PromptError {
     /// A tokenize request with both or neither of `prompt` and `messages`.
     #[error("give exactly one of `prompt` and `messages`")]
     PromptOrMessages,
+    /// An image part whose URL is not a base64 data URL of an image.
+    #[error("an image_url part is not a base64 data URL of a PNG, JPEG, WebP or GIF image")]
+    Image,
+    /// More images than the server takes per prompt.
+    #[error("too many images in the prompt: at most {0} may be given (limit_mm_per_prompt)")]
+    TooManyImages(u32),
 }
 
 impl CompletionRequest {
@@ -205,12 +232,8 @@ impl CompletionRequest {
 
 impl ChatRequest {
     /// The generation job, or why the messages are unsupported.
-    pub(crate) fn into_job(
-        self,
-        default_model: &str,
-        per_message: u32,
-    ) -> Result<Job, PromptError> {
-        let ids = chat_ids(&self.messages, per_message)?;
+    pub(crate) fn into_job(self, default_model: &str, vision: Vision) -> Result<Job, PromptError> {
+        let (ids, image_tokens) = chat_ids(&self.messages, vision)?;
         // The last item of the last message that has one.
         let arithmetic = self
             .messages
@@ -225,6 +248,7 @@ impl ChatRequest {
         );
         Ok(Job {
             form,
+            image_tokens,
             ..Job::new(
                 Kind::Chat,
                 self.model,
@@ -239,14 +263,14 @@ impl ChatRequest {
 
 impl TokenizeRequest {
     /// Token ids of the prompt, or of the messages with the chat template applied.
-    pub(crate) fn ids(&self, per_message: u32) -> Result<Vec<u32>, PromptError> {
+    pub(crate) fn ids(&self, vision: Vision) -> Result<Vec<u32>, PromptError> {
         match (&self.prompt, &self.messages) {
             (Some(prompt), None) => {
                 let mut ids = Vec::new();
                 prompt.ids(&mut ids)?;
                 Ok(ids)
             }
-            (None, Some(messages)) => chat_ids(messages, per_message),
+            (None, Some(messages)) => Ok(chat_ids(messages, vision)?.0),
             _ => Err(PromptError::PromptOrMessages),
         }
     }
@@ -273,6 +297,16 @@ impl Prompt {
 }
 
 impl Message {
+    fn image_urls(&self) -> impl Iterator<Item = &str> {
+        let parts = match &self.content {
+            Some(Content::Parts(parts)) => parts.as_slice(),
+            _ => &[],
+        };
+        parts
+            .iter()
+            .filter_map(|p| p.image_url.as_ref().map(|u| u.url.as_str()))
+    }
+
     fn texts(&self) -> Vec<&str> {
         match &self.content {
             None => Vec::new(),
@@ -283,20 +317,31 @@ impl Message {
 }
 
 /// Token ids of a chat request: each message's template tokens then its
-/// words, then the reply primer; as many as `usage.prompt_tokens` counts.
-fn chat_ids(messages: &[Message], per_message: u32) -> Result<Vec<u32>, PromptError> {
+/// words and its images' patches, then the reply primer; as many as
+/// `usage.prompt_tokens` counts. Also the images' share of them.
+fn chat_ids(messages: &[Message], vision: Vision) -> Result<(Vec<u32>, u32), PromptError> {
     if messages.is_empty() {
         return Err(PromptError::NoMessages);
     }
     let mut ids = Vec::new();
+    let (mut images, mut image_tokens) = (0_u32, 0_usize);
     for message in messages {
-        tokens::template_ids(per_message, &mut ids);
+        tokens::template_ids(vision.per_message, &mut ids);
         for text in message.texts() {
             tokens::ids(text, &mut ids);
         }
+        for url in message.image_urls() {
+            images += 1;
+            let before = ids.len();
+            tokens::image_ids(url, vision.patch_px, &mut ids).ok_or(PromptError::Image)?;
+            image_tokens += ids.len() - before;
+        }
+    }
+    if let Some(max) = vision.max_images.filter(|m| images > *m) {
+        return Err(PromptError::TooManyImages(max));
     }
     tokens::template_ids(tokens::CHAT_PRIMER_TOKENS, &mut ids);
-    Ok(ids)
+    Ok((ids, u32::try_from(image_tokens).unwrap_or(u32::MAX)))
 }
 
 /// Fields shared by every response object and chunk of one request.
@@ -416,10 +461,18 @@ impl Envelope {
 mod tests {
     use super::*;
 
+    fn vision(per_message: u32) -> Vision {
+        Vision {
+            per_message,
+            patch_px: 28,
+            max_images: None,
+        }
+    }
+
     fn chat(body: &str) -> Result<Job, String> {
         serde_json::from_str::<ChatRequest>(body)
             .map_err(|e| e.to_string())?
-            .into_job("sim-x", 4)
+            .into_job("sim-x", vision(4))
             .map_err(|e| e.to_string())
     }
 
@@ -467,10 +520,10 @@ mod tests {
     fn tokenize_matches_usage_accounting() {
         let req: TokenizeRequest =
             serde_json::from_str(r#"{"messages":[{"role":"user","content":"a b c"}]}"#).unwrap();
-        assert_eq!(req.ids(4).unwrap().len(), 3 + 7);
+        assert_eq!(req.ids(vision(4)).unwrap().len(), 3 + 7);
         let req: TokenizeRequest = serde_json::from_str(r#"{"model":"m","prompt":"a b"}"#).unwrap();
-        assert_eq!(req.ids(4).unwrap().len(), 2);
+        assert_eq!(req.ids(vision(4)).unwrap().len(), 2);
         let req: TokenizeRequest = serde_json::from_str(r#"{"model":"m"}"#).unwrap();
-        assert!(req.ids(4).is_err());
+        assert!(req.ids(vision(4)).is_err());
     }
 }

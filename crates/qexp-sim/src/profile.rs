@@ -112,6 +112,16 @@ pub struct SimProfile {
     /// first, as `wrong_share_per_seq` is to `wrong_share`: a parse rate
     /// that falls with load.
     pub malformed_share_per_seq: f64,
+    /// Pixels per side of an image patch: each image in a chat prompt is
+    /// `⌈w/patch⌉ × ⌈h/patch⌉` prompt tokens (28: Qwen2-VL's 14-pixel
+    /// patches merged 2 × 2).
+    pub image_patch_px: u32,
+    /// Prefill compute per image token, seconds (the vision encoder), on top
+    /// of the prefill every prompt token costs.
+    pub image_token_s: f64,
+    /// Images a prompt may carry (None: any number); more are refused with
+    /// HTTP 400, and `/v1/models` reports it as `limit_mm_per_prompt`.
+    pub max_images: Option<u32>,
 }
 
 /// When the first drifting simulator of this process started: every
@@ -304,6 +314,7 @@ impl SimProfile {
             ("prefill_s_per_token2", self.prefill_s_per_token2),
             ("step_per_context_token_s", self.step_per_context_token_s),
             ("intake_s", self.intake_s),
+            ("image_token_s", self.image_token_s),
         ] {
             if !non_negative(value) {
                 return bad(field, "must be finite and >= 0");
@@ -317,6 +328,9 @@ impl SimProfile {
         }
         if self.max_batch == 0 {
             return bad("max_batch", "must be >= 1");
+        }
+        if self.image_patch_px == 0 {
+            return bad("image_patch_px", "must be >= 1");
         }
         if self.prefill_units == Some(0) {
             return bad("prefill_units", "must be >= 1 (None: no limit)");
@@ -372,6 +386,20 @@ impl SimProfile {
     pub(crate) fn prefill_compute_s(&self, n: u32) -> f64 {
         let n = f64::from(n);
         n / self.prefill_tokens_per_s + self.prefill_s_per_token2 * n * n
+    }
+
+    /// Unscaled vision-encoder compute for `image_tokens` image tokens, seconds.
+    pub fn image_compute_s(&self, image_tokens: u32) -> f64 {
+        f64::from(image_tokens) * self.image_token_s
+    }
+
+    /// How chat requests' images become prompt tokens.
+    pub(crate) fn vision(&self) -> crate::openai::Vision {
+        crate::openai::Vision {
+            per_message: self.chat_template_tokens,
+            patch_px: self.image_patch_px,
+            max_images: self.max_images,
+        }
     }
 
     /// Unscaled decode step time with `decoding` sequences holding
@@ -436,6 +464,9 @@ fn exact() -> SimProfile {
         wrong_share_per_seq: 0.0,
         malformed_share: 0.0,
         malformed_share_per_seq: 0.0,
+        image_patch_px: 28,
+        image_token_s: 0.000_2,
+        max_images: None,
     }
 }
 

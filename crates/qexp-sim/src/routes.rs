@@ -79,10 +79,12 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 
 async fn models(State(app): State<App>) -> Json<serde_json::Value> {
     let p = app.engine.profile();
-    Json(json!({
-        "object": "list",
-        "data": [{"id": p.model_id(), "object": "model", "created": unix_now(), "owned_by": "qexp-sim", "max_model_len": p.max_context}],
-    }))
+    let mut model = json!({"id": p.model_id(), "object": "model", "created": unix_now(), "owned_by": "qexp-sim", "max_model_len": p.max_context});
+    if let (Some(max), Some(m)) = (p.max_images, model.as_object_mut()) {
+        // Named after vLLM's `--limit-mm-per-prompt`, which vLLM itself does not report.
+        m.insert("limit_mm_per_prompt".into(), json!({"image": max}));
+    }
+    Json(json!({"object": "list", "data": [model]}))
 }
 
 async fn version() -> Json<serde_json::Value> {
@@ -104,7 +106,7 @@ async fn tokenize(
     let p = app.engine.profile();
     let req: TokenizeRequest = parse(&body)?;
     let ids = req
-        .ids(p.chat_template_tokens)
+        .ids(p.vision())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok(Json(
         json!({"count": ids.len(), "max_model_len": p.max_context, "tokens": ids}),
@@ -123,7 +125,7 @@ async fn chat_completions(State(app): State<App>, body: Bytes) -> Result<Respons
     let p = app.engine.profile();
     let req: ChatRequest = parse(&body)?;
     let job = req
-        .into_job(&p.model_id(), p.chat_template_tokens)
+        .into_job(&p.model_id(), p.vision())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     generate(app, job).await
 }

@@ -127,6 +127,7 @@ impl Engine {
             batch: Arc::clone(&job.batch),
             priority: job.priority,
             remaining: job.max_tokens,
+            image_tokens: job.image_tokens,
             phase: Phase::Arrived { at: Instant::now() },
         };
         stream::unfold(seq, |mut seq| async move {
@@ -147,6 +148,8 @@ struct Sequence {
     /// vLLM's `priority`: while the batch is full, lower values are admitted first.
     priority: i64,
     remaining: u32,
+    /// Of the prompt, image tokens: each costs the vision encoder's time too.
+    image_tokens: u32,
     phase: Phase,
 }
 
@@ -238,6 +241,7 @@ impl Sequence {
             cached: Arc::clone(&self.cached),
             batch: Arc::clone(&self.batch),
             remaining: self.remaining,
+            image_tokens: self.image_tokens,
             chunks: tx,
         };
         engine.mixed.as_ref()?.send(arrival).ok()?;
@@ -304,7 +308,7 @@ impl Sequence {
             .unwrap_or(u32::MAX)
             .saturating_sub(cached);
         let p = self.engine.profile();
-        p.scaled(p.prefill_compute_s(uncached))
+        p.scaled(p.prefill_compute_s(uncached) + p.image_compute_s(self.image_tokens))
     }
 
     /// Waits out one decode step after the one due at `last`, as long as

@@ -19,6 +19,20 @@ pub(crate) fn ids(text: &str, out: &mut Vec<u32>) {
     }));
 }
 
+/// Ids for an image sent as a data URL: one per `patch_px` × `patch_px`
+/// patch, drawn from a hash of the URL (the same image, the same ids, so
+/// the prefix cache finds it as it finds repeated words); None when the
+/// URL is not an image.
+pub(crate) fn image_ids(url: &str, patch_px: u32, out: &mut Vec<u32>) -> Option<()> {
+    let image = qexp_types::image::from_data_url(url).ok()?;
+    let n = qexp_types::image::patches(image.width, image.height, patch_px);
+    let hash = url.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    out.extend((0..n).map(|i| hash.wrapping_add(i as u32).wrapping_mul(0x9e37_79b1) % VOCAB));
+    Some(())
+}
+
 /// Ids for `n` chat-template tokens.
 pub(crate) fn template_ids(n: u32, out: &mut Vec<u32>) {
     out.extend(std::iter::repeat_n(TEMPLATE_ID, n as usize));

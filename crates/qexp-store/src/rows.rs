@@ -183,6 +183,12 @@ stored_row! {
         SESSION session: Option<u32>,
         /// Multi-turn: the turn within its conversation (from 1), null otherwise.
         TURN turn: Option<u32>,
+        /// Images sent in the user message (`[workload.images]`); null in a plan without images.
+        IMAGES images: Option<u32>,
+        /// Their pixels, all images together; null without images.
+        IMAGE_PIXELS image_pixels: Option<u64>,
+        /// Their encoded bytes (before base64), all images together; null without images.
+        IMAGE_BYTES image_bytes: Option<u64>,
         /// When the scheduler released the request, Unix seconds.
         SCHEDULED_UNIX_S scheduled_unix_s: f64,
         /// When it was sent, Unix seconds.

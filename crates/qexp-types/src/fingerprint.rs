@@ -27,6 +27,10 @@ pub struct Fingerprint {
     pub max_context_source: Option<String>,
     /// Flags the server reveals (prefix caching, speculative decoding, slots, …).
     pub flags: BTreeMap<String, String>,
+    /// Most images one prompt may carry, where the server says (0: it
+    /// takes none), and where that was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_images: Option<(u32, String)>,
 }
 
 impl Fingerprint {
@@ -68,7 +72,27 @@ impl Fingerprint {
             fp.version = str_at(doc("/version"), "/version");
             fp.context_from_card(card, "max_model_len");
         }
+        fp.images_from(card, props);
         fp
+    }
+
+    /// The image limit: a model card's `limit_mm_per_prompt.image` (named
+    /// after vLLM's flag; the simulator reports it there), or none at all
+    /// where llama.cpp's `/props` says its model has no vision.
+    fn images_from(&mut self, card: Option<&Value>, props: Option<&Value>) {
+        let limit = card
+            .and_then(|c| c.pointer("/limit_mm_per_prompt/image"))
+            .and_then(Value::as_u64);
+        if let Some(n) = limit {
+            let n = n.min(u64::from(u32::MAX)) as u32;
+            self.max_images = Some((n, "/v1/models data[].limit_mm_per_prompt.image".into()));
+        } else if props
+            .and_then(|p| p.pointer("/modalities/vision"))
+            .and_then(Value::as_bool)
+            == Some(false)
+        {
+            self.max_images = Some((0, "/props modalities.vision = false".into()));
+        }
     }
 
     fn context_from_card(&mut self, card: Option<&Value>, key: &str) {

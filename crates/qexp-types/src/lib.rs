@@ -6,7 +6,8 @@
 //! client timed a run ([`ClientTiming`]), and what a launched server's start
 //! and stop left on record ([`StartRecord`], [`StopRecord`]), and where a
 //! run's GPU power came from ([`PowerSourceInfo`]), and what a window of
-//! serving costs ([`cost::Price`]).
+//! serving costs ([`cost::Price`]), and the images a prompt carries
+//! ([`image::Image`]).
 //!
 //! It is a leaf: data and the pure functions over it, with no HTTP, no
 //! processes, no Parquet, so that reading results never links a client.
@@ -21,6 +22,7 @@ pub mod cost;
 pub mod counters;
 mod error_class;
 mod fingerprint;
+pub mod image;
 mod power;
 mod record;
 mod server;

@@ -225,6 +225,9 @@ fn write(total: usize, out: &Path, chunks: usize, shards: u32) -> Vec<PathBuf> {
                     tool_calls: 0,
                     class: None,
                     shard: (shards > 1).then_some(i as u32 % shards),
+                    images: None,
+                    image_pixels: None,
+                    image_bytes: None,
                 });
             }
             let window = n as f64 * 0.01 + 1.0;

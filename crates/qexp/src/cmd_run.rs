@@ -126,6 +126,8 @@ fn run_error(e: RunError) -> CliError {
         | RunError::MissingHeaderEnv { .. }
         | RunError::ContextTooSmall { .. }
         | RunError::NoEndpoint { .. }
+        | RunError::TooManyImages { .. }
+        | RunError::Dataset(_)
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)

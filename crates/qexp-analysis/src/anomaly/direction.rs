@@ -40,6 +40,7 @@ pub fn expectation(axis: Axis, metric: Metric) -> Option<Expectation> {
         (Axis::InputTokens, Metric::TtftS | Metric::E2eS) => (true, "grow with input length"),
         (Axis::InputTokens, Metric::DecodeTokS) => (false, "not rise as context grows"),
         (Axis::OutputTokens, Metric::E2eS) => (true, "grow with output length"),
+        (Axis::ImagePixels, Metric::TtftS) => (true, "grow with image pixels"),
         (Axis::Concurrency, Metric::AggTokS) => (true, "not fall as concurrency grows"),
         _ => return None,
     };
@@ -108,11 +109,12 @@ pub(super) fn groups(points: &[PointSummary], axis: Axis) -> Vec<Vec<&PointSumma
                 other(Axis::Concurrency, q.concurrency),
                 other(Axis::InputTokens, q.input_tokens),
                 other(Axis::OutputTokens, q.output_tokens),
+                other(Axis::ImagePixels, Axis::ImagePixels.value(q)),
             ],
             q.deployment.clone(),
         )
     };
-    type Key = ([u32; 3], Option<String>);
+    type Key = ([u32; 4], Option<String>);
     let mut out: Vec<(Key, Vec<&PointSummary>)> = Vec::new();
     for p in points {
         match out.iter_mut().find(|(k, _)| *k == key(p)) {

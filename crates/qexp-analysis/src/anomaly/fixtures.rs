@@ -39,6 +39,7 @@ pub(crate) fn point(
         warmup: 1,
         open_loop: None,
         deployment: None,
+        images: None,
     };
     let trials = trials
         .into_iter()

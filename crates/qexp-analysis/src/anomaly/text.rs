@@ -21,6 +21,7 @@ fn at(axis: Axis, v: u32) -> String {
         Axis::Concurrency => format!("concurrency {v}"),
         Axis::InputTokens => tokens("input tokens"),
         Axis::OutputTokens => tokens("output tokens"),
+        Axis::ImagePixels => format!("{v} image pixels"),
     }
 }
 

@@ -52,6 +52,10 @@ fn unexpected_cache(tr: &crate::metrics::TrialMetrics, planned_input: u32) -> bo
 pub fn detect(points: &[PointSummary], t: &Thresholds) -> Vec<Flag> {
     let mut flags = Vec::new();
     for p in points {
+        // A prompt with images counts their tokens too, which no plan knows.
+        if p.point.images.is_some_and(|i| i.count > 0) {
+            continue;
+        }
         // Against the trial's median planned length: the point's, unless lengths vary.
         let planned = |tr: &crate::metrics::TrialMetrics| {
             if tr.input_planned.is_finite() && tr.input_planned > 0.0 {

@@ -28,13 +28,24 @@ impl std::fmt::Display for Side {
 /// The parameters two points must share to be compared: concurrency, input
 /// and output length, and for an open-loop point the shape of its load (rate
 /// steps, arrival process, cap, trace), since every rate of a sweep shares
-/// the same concurrency; in runs with deployments, the deployment.
+/// the same concurrency; its images per request and their swept size; in
+/// runs with deployments, the deployment.
 pub fn pair_key(p: &Point) -> (u32, u32, u32, Option<String>, Option<&str>) {
+    let load = p.open_loop.as_ref().map(qexp_plan::OpenLoop::fingerprint);
+    let load = match p.images {
+        None => load,
+        Some(i) => Some(format!(
+            "{}|img={}{}",
+            load.unwrap_or_default(),
+            i.count,
+            i.size.map_or_else(String::new, |s| format!("@{s}"))
+        )),
+    };
     (
         p.concurrency,
         p.input_tokens,
         p.output_tokens,
-        p.open_loop.as_ref().map(qexp_plan::OpenLoop::fingerprint),
+        load,
         p.deployment.as_deref(),
     )
 }
@@ -76,6 +87,7 @@ mod tests {
             warmup: 1,
             open_loop: None,
             deployment: None,
+            images: None,
         };
         PointSummary::new(point, Vec::new())
     }

@@ -277,6 +277,7 @@ mod tests {
             warmup: 0,
             open_loop: None,
             deployment: None,
+            images: None,
         };
         let t = TrialMetrics {
             trial: 1,
@@ -309,6 +310,7 @@ mod tests {
             warmup: 0,
             open_loop: None,
             deployment: None,
+            images: None,
         };
         let cause = "the GPU was power-capped for 40% of this point (trial 2)";
         let runs: Vec<HistoryInput> = (0..8)

@@ -147,6 +147,7 @@ mod tests {
                 trace: None,
             }),
             deployment: None,
+            images: None,
         };
         SchedulePoint {
             planned_rate: point.rate(),

@@ -74,6 +74,7 @@ fn run(
                 warmup: 1,
                 open_loop: None,
                 deployment: None,
+                images: None,
             };
             let t = (1..=trials)
                 .map(|n| TrialMetrics {

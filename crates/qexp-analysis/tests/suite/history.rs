@@ -98,6 +98,7 @@ fn point(id: u32, c: u32) -> Point {
         warmup: 1,
         open_loop: None,
         deployment: None,
+        images: None,
     }
 }
 

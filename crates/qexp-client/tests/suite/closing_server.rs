@@ -27,6 +27,7 @@ fn one_token(api: ApiKind) -> GenRequest {
         history: None,
         batch: 1,
         headers: Vec::new(),
+        images: Default::default(),
     }
 }
 

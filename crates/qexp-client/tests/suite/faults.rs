@@ -28,6 +28,7 @@ fn request(max_tokens: u32) -> GenRequest {
         history: None,
         batch: 1,
         headers: Vec::new(),
+        images: Default::default(),
     }
 }
 

@@ -119,6 +119,7 @@ pub fn request() -> GenRequest {
         history: None,
         batch: 1,
         headers: Vec::new(),
+        images: Default::default(),
     }
 }
 

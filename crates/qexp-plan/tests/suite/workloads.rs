@@ -269,3 +269,73 @@ fn multi_turn_errors_are_located() {
         "{msg}"
     );
 }
+
+const IMAGES: &str = r#"
+[experiment]
+name = "t"
+version = 1
+
+[target]
+base_url = "sim:fast"
+
+[workload]
+input_tokens = 200
+output_tokens = 20
+
+[workload.images]
+sizes = [{ size = "256x256", weight = 1 }, { size = "512x512", weight = 3 }]
+
+[sweep]
+concurrency = [1, 4]
+image_count = [0, 2]
+"#;
+
+#[test]
+fn images_are_a_point_parameter_with_their_mean_pixels() {
+    let plan = parse(IMAGES).unwrap();
+    let points = plan.points();
+    let images: Vec<(u32, u64)> = points
+        .iter()
+        .map(|p| p.images.map(|i| (i.count, i.pixels)).unwrap())
+        .collect();
+    // Mean pixels per image: (256² + 3 · 512²) / 4 = 212,992.
+    assert_eq!(images, [(0, 0), (0, 0), (2, 425_984), (2, 425_984)]);
+    assert_eq!(points[2].label(), "c=1 in=200 out=20 img=2");
+    let sized = parse(&IMAGES.replace(
+        "image_count = [0, 2]",
+        "image_count = [1]\nimage_size = [\"28x28\", \"56X28\"]",
+    ))
+    .unwrap();
+    let pixels: Vec<u64> = sized
+        .points()
+        .iter()
+        .map(|p| p.images.unwrap().pixels)
+        .collect();
+    assert_eq!(pixels, [784, 784, 1568, 1568]);
+    assert_eq!(sized.points()[3].label(), "c=4 in=200 out=20 img=1x56x28");
+}
+
+#[test]
+fn image_errors_are_located() {
+    let msg = err(&IMAGES.replace("\"512x512\"", "\"512 by 512\""));
+    assert!(
+        msg.starts_with(
+            "experiments/t.toml:14:53: `workload.images.sizes`: `512 by 512` is not a size"
+        ),
+        "{msg}"
+    );
+    let msg = err(&IMAGES.replace("sim:fast\"", "sim:fast\"\napi = \"completions\""));
+    assert!(msg.contains("set target.api = \"chat\""), "{msg}");
+    let without = IMAGES
+        .lines()
+        .filter(|l| !l.starts_with("[workload.images]") && !l.starts_with("sizes"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let msg = err(&without);
+    assert!(
+        msg.contains("`sweep.image_count`: sweeps images: add [workload.images]"),
+        "{msg}"
+    );
+    let msg = err(&IMAGES.replace("weight = 3", "weight = 0"));
+    assert!(msg.contains("a weight must be a positive number"), "{msg}");
+}

@@ -294,6 +294,7 @@ mod tests {
                     warmup: 0,
                     open_loop: None,
                     deployment: Some(d.into()),
+                    images: None,
                 };
                 let trial = TrialMetrics {
                     trial: 1,

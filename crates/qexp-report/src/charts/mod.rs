@@ -112,6 +112,7 @@ pub fn all(
         ttft_vs_rate,
         decode_vs_input,
         ttft_vs_input,
+        ttft_vs_image_pixels,
         over_time,
     ];
     let once: &[MakeChart] = &[req_vs_concurrency, e2e_vs_concurrency];
@@ -318,6 +319,27 @@ pub fn ttft_vs_input(
     )
 }
 
+/// Median TTFT against image pixels per request (linear): what images cost
+/// the prefill (the vision encoder and the image tokens), expected roughly
+/// linear in the pixels.
+pub fn ttft_vs_image_pixels(
+    points: &[PointSummary],
+    marks: &[FlagMark],
+) -> Result<Option<Chart>, ChartError> {
+    chart(
+        &Spec {
+            name: "ttft_vs_image_pixels",
+            title: "Time to first token vs image pixels",
+            axis: Along::Param(Axis::ImagePixels),
+            metric: Metric::TtftS,
+            y_log: false,
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+        points,
+        marks,
+    )
+}
+
 /// A series' name: its deployment and its values on the `varying` axes.
 fn series_label(first: &qexp_plan::Point, varying: &[Along]) -> String {
     let pairs = pairs(first, varying);
@@ -345,6 +367,12 @@ fn x_axis(axis: Along, mut xs: Vec<f64>) -> AxisSpec {
             log: true,
             ticks: ticks::at_values(&xs),
             label: format::sig3,
+        },
+        Along::Param(Axis::ImagePixels) => AxisSpec {
+            desc: "Image pixels per request".into(),
+            log: false,
+            ticks: ticks::linear_to(xs.last().copied().unwrap_or(1.0)),
+            label: format::tokens,
         },
         Along::Param(axis) => AxisSpec {
             desc: format!(

@@ -444,6 +444,7 @@ mod tests {
                     warmup: 0,
                     open_loop: None,
                     deployment,
+                    images: None,
                 },
                 values: (0..runs.len()).map(value).collect(),
                 lost: Vec::new(),

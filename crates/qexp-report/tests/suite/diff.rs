@@ -29,6 +29,7 @@ fn points(concurrency: &[u32], trials: u32, effect: Effect, seed: u64) -> Vec<Po
                 warmup: 1,
                 open_loop: None,
                 deployment: None,
+                images: None,
             };
             let (speed, slow) = effect(c);
             let cf = f64::from(c);

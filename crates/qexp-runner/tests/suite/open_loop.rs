@@ -65,6 +65,7 @@ fn jobs(n: u32) -> Vec<Job> {
                 history: None,
                 batch: 1,
                 headers: Vec::new(),
+                images: Default::default(),
             },
         })
         .collect()

@@ -58,6 +58,11 @@ impl CountingProxy {
         }
     }
 
+    /// Streams the server has begun answering so far.
+    pub fn started(&self) -> usize {
+        self.started.load(Ordering::SeqCst)
+    }
+
     /// Streams delivered whole so far.
     pub fn finished(&self) -> usize {
         self.finished.load(Ordering::SeqCst)

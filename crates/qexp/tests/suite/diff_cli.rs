@@ -55,6 +55,7 @@ fn write_run(
             warmup: 0,
             open_loop: None,
             deployment: None,
+            images: None,
         })
         .collect();
     let mut w = RunWriter::create(root, manifest(run_id, profile, output_tokens, &points))

@@ -22,6 +22,7 @@ mod faults_run;
 mod fit;
 mod help;
 mod hostile_server;
+mod images;
 mod import;
 mod kube;
 mod netns;

@@ -347,6 +347,7 @@ async fn vllm_shared_prefix_is_cached_the_second_time() {
         history: None,
         batch: 1,
         headers: Vec::new(),
+        images: Default::default(),
     };
     let metrics = MetricsSource::new(&client, "/metrics");
     let before = metrics.scrape().await.expect("vLLM serves /metrics");
