@@ -370,14 +370,10 @@ fn load(p: &Point) -> f64 {
 }
 
 /// Marks each judged class starved where the module's test holds, against
-/// the point of the lowest load with the same lengths and deployment.
+/// the point of the lowest load with the same lengths, images and deployment.
 fn judge_starvation(rows: &mut [ClassPoint], points: &[Point], planned: &[ClassRecord]) {
     let median_of = |s: &Option<Summary>| s.as_ref().map_or(f64::NAN, |s| s.median);
-    let same = |a: &Point, b: &Point| {
-        a.input_tokens == b.input_tokens
-            && a.output_tokens == b.output_tokens
-            && a.deployment == b.deployment
-    };
+    let same = |a: &Point, b: &Point| a.same_workload(b);
     let base_of = |p: &Point| {
         points
             .iter()

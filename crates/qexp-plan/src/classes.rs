@@ -167,6 +167,9 @@ pub(crate) fn validate(classes: &[Class]) -> Result<(), Invalid> {
                 ),
             );
         }
+        if let Some(why) = header_fault(c) {
+            return at(c.name.span(), "headers", format!("class `{name}`: {why}"));
+        }
     }
     let sum: f64 = classes.iter().map(|c| *c.share.get_ref()).sum();
     match classes.last() {
@@ -181,9 +184,78 @@ pub(crate) fn validate(classes: &[Class]) -> Result<(), Invalid> {
     }
 }
 
+/// Headers a class may not set: they frame the request itself.
+const FRAMING_HEADERS: [&str; 5] = [
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+];
+
+/// What is wrong with a class's header names or values, if anything: a
+/// name must be an HTTP token, not one that frames the request, and given
+/// once whatever its case; a value must be visible ASCII, spaces and tabs
+/// (so no line break can add a header of its own).
+fn header_fault(c: &Class) -> Option<String> {
+    let names: Vec<&String> = c.headers.keys().chain(c.headers_env.keys()).collect();
+    for (i, n) in names.iter().enumerate() {
+        if !is_token(n) {
+            return Some(format!("`{n}` is not an HTTP header name"));
+        }
+        if FRAMING_HEADERS.contains(&n.to_ascii_lowercase().as_str()) {
+            return Some(format!(
+                "header `{n}` frames the request and is qexp's to send"
+            ));
+        }
+        if names[..i].iter().any(|m| m.eq_ignore_ascii_case(n)) {
+            return Some(format!("header `{n}` is given twice (names ignore case)"));
+        }
+    }
+    c.headers
+        .iter()
+        .find(|(_, v)| !is_header_value(v))
+        .map(|(n, _)| format!("the value of header `{n}` has a line break or control character"))
+}
+
+/// An HTTP token (RFC 9110 §5.6.2): what a header name is made of.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `v` may be sent as a header value: visible ASCII, spaces and tabs.
+pub fn is_header_value(v: &str) -> bool {
+    v.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_names_and_values_are_checked() {
+        let with = |k: &str, v: &str| {
+            let mut c = class("a", 1.0);
+            c.headers.insert(k.into(), v.into());
+            c
+        };
+        assert_eq!(header_fault(&with("X-Tenant", "acme corp")), None);
+        for (k, v, why) in [
+            ("X Tenant", "a", "not an HTTP header name"),
+            ("Host", "a", "frames the request"),
+            ("X-Tenant", "a\r\nX-Evil: 1", "line break"),
+        ] {
+            let fault = header_fault(&with(k, v)).unwrap_or_default();
+            assert!(fault.contains(why), "{k}: {fault}");
+        }
+        let mut twice = with("X-Tenant", "a");
+        twice.headers_env.insert("x-tenant".into(), "TENANT".into());
+        assert!(header_fault(&twice)
+            .unwrap_or_default()
+            .contains("given twice"));
+    }
 
     fn class(name: &str, share: f64) -> Class {
         Class {

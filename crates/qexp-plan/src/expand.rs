@@ -72,6 +72,15 @@ impl Point {
         }
     }
 
+    /// Whether `other` asks the same of each request (lengths, images) of
+    /// the same deployment: the points of one series along the load.
+    pub fn same_workload(&self, other: &Point) -> bool {
+        self.input_tokens == other.input_tokens
+            && self.output_tokens == other.output_tokens
+            && self.deployment == other.deployment
+            && self.images == other.images
+    }
+
     /// Planned mean arrival rate (requests/s) of an open-loop point.
     pub fn rate(&self) -> Option<f64> {
         self.open_loop.as_ref().map(OpenLoop::rate)

@@ -24,7 +24,7 @@ mod trace;
 mod workload;
 
 pub use accuracy::AccuracySection;
-pub use classes::{Class, ClassRecord, Classes};
+pub use classes::{is_header_value, Class, ClassRecord, Classes};
 pub use deploy::{DeploymentSpec, Order, PortSpec, Restart};
 pub use error::PlanError;
 pub use expand::Point;

@@ -865,6 +865,14 @@ impl PlanFile {
                  call: drop [workload.tools] or [workload.multi_turn]",
             );
         }
+        if let Some(c) = w.class.first() {
+            return invalid(
+                c.name.span(),
+                "workload.class.name",
+                "request classes are drawn per request, and a session's turns would change \
+                 model and tenant: drop [[workload.class]] or [workload.multi_turn]",
+            );
+        }
         Ok(())
     }
 

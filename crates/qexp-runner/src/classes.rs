@@ -46,11 +46,14 @@ pub(crate) fn resolve(classes: &[Class]) -> Result<Vec<ClassSend>, RunError> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             for (header, var) in &c.headers_env {
-                let value = std::env::var(var).map_err(|_| RunError::MissingHeaderEnv {
-                    class: c.name.get_ref().clone(),
-                    header: header.clone(),
-                    var: var.clone(),
-                })?;
+                let value = std::env::var(var)
+                    .ok()
+                    .filter(|v| qexp_plan::is_header_value(v))
+                    .ok_or_else(|| RunError::MissingHeaderEnv {
+                        class: c.name.get_ref().clone(),
+                        header: header.clone(),
+                        var: var.clone(),
+                    })?;
                 headers.push((header.clone(), value));
             }
             Ok(ClassSend {

@@ -60,6 +60,10 @@ pub(crate) async fn prepare(
     if prompts.is_empty() {
         return Err(RunError::DatasetFiltered { path });
     }
+    let chat = opts.plan.file.target.api == qexp_plan::ApiKind::Chat;
+    if !chat && images.iter().any(|i: &Vec<_>| !i.is_empty()) {
+        return Err(RunError::DatasetImagesNotChat { path });
+    }
     let mut out = DatasetPrompts {
         nonce: source.nonce,
         prompts,

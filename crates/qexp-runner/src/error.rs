@@ -14,8 +14,9 @@ pub enum RunError {
     /// The API key variable named by the plan is not set.
     #[error("the plan names api_key_env = \"{0}\", but that environment variable is not set")]
     MissingApiKey(String),
-    /// A request class names a header's variable that is not set.
-    #[error("class `{class}` takes header `{header}` from ${var}, but that environment variable is not set")]
+    /// A request class names a header's variable that is not set, or
+    /// holds what a header cannot carry.
+    #[error("class `{class}` takes header `{header}` from ${var}, but that environment variable is not set or holds a line break or control character")]
     MissingHeaderEnv {
         /// The class.
         class: String,
@@ -97,6 +98,12 @@ pub enum RunError {
     /// The plan's dataset cannot be used.
     #[error(transparent)]
     Dataset(#[from] qexp_client::DatasetError),
+    /// Dataset entries carry images, which only chat requests send.
+    #[error("dataset {path} has entries with images, which only chat requests send: set target.api = \"chat\" or drop the images")]
+    DatasetImagesNotChat {
+        /// The dataset file.
+        path: PathBuf,
+    },
     /// The dataset's filters leave no prompt.
     #[error("no prompt of dataset {path} passes the plan's word filters (workload.dataset min_words / max_words)")]
     DatasetFiltered {

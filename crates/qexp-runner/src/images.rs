@@ -1,7 +1,7 @@
 //! The images each request of a point sends (`[workload.images]`): how
 //! many the point says, each made from the plan's seed, the run's salt and
-//! the request's place alone (so a rerun of the plan sends the same images
-//! and no two runs share one a server could have cached), at the point's
+//! the request's place alone (so no two requests or runs share one a
+//! server could have cached), at the point's
 //! swept size, a size drawn from the plan's buckets, or a file drawn from
 //! the plan's files.
 

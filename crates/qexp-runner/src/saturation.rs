@@ -35,11 +35,9 @@ fn load(p: &Point) -> f64 {
     p.rate().unwrap_or(f64::from(p.concurrency))
 }
 
-/// The points of `p`'s series: same lengths and deployment, any load.
+/// The points of `p`'s series: same lengths, images and deployment, any load.
 fn same_series(a: &Point, b: &Point) -> bool {
-    (a.input_tokens, a.output_tokens, &a.deployment)
-        == (b.input_tokens, b.output_tokens, &b.deployment)
-        && a.open_loop.is_some() == b.open_loop.is_some()
+    a.same_workload(b) && a.open_loop.is_some() == b.open_loop.is_some()
 }
 
 /// One trial's measured figures, and the stops it has made.

@@ -128,6 +128,7 @@ fn run_error(e: RunError) -> CliError {
         | RunError::NoEndpoint { .. }
         | RunError::TooManyImages { .. }
         | RunError::Dataset(_)
+        | RunError::DatasetImagesNotChat { .. }
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)

@@ -102,10 +102,7 @@ pub fn parse_drops(points: &[PointSummary]) -> Vec<Flag> {
 
 /// Whether `q` differs from `p` at most in its concurrency (closed loop both).
 fn like(p: &PointSummary, q: &PointSummary) -> bool {
-    q.point.input_tokens == p.point.input_tokens
-        && q.point.output_tokens == p.point.output_tokens
-        && q.point.deployment == p.point.deployment
-        && q.point.open_loop.is_none()
+    q.point.same_workload(&p.point) && q.point.open_loop.is_none()
 }
 
 /// `value` of the points like `p`, by concurrency (empty when `p` is the only one).

@@ -85,14 +85,10 @@ fn host_lag(p: &PointSummary, m: Metric, values: &[f64]) -> Option<f64> {
 
 /// Where requests queue at open-loop point `p`: a trial's median TTFT
 /// past `t.ttft_plateau` times that of the lowest rate of `p`'s workload
-/// (same lengths and deployment).
+/// (same lengths, images and deployment).
 fn queueing(p: &PointSummary, points: &[PointSummary], t: &Thresholds) -> Option<Queueing> {
     let rate = p.point.rate()?;
-    let same = |q: &&PointSummary| {
-        q.point.input_tokens == p.point.input_tokens
-            && q.point.output_tokens == p.point.output_tokens
-            && q.point.deployment == p.point.deployment
-    };
+    let same = |q: &&PointSummary| q.point.same_workload(&p.point);
     let (low_rate, low_ttft) = points
         .iter()
         .filter(same)

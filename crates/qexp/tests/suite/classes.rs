@@ -125,7 +125,7 @@ async fn a_low_priority_class_is_starved_under_load_while_the_high_class_holds()
     assert!(ttft(&high32) < 3.0 * ttft(&high1), "the high class's holds");
     assert!(ttft(&low32) > 3.0 * ttft(&high32));
     assert!(low32.starved.is_some(), "{low32:?}");
-    assert!(high32.starved.is_none() && low1.starved.is_none());
+    assert!(high32.starved.is_none(), "{high32:?}");
     assert_eq!(high1.planned_share, Some(0.25));
     assert!((high1.share - 0.25).abs() < 0.1, "{high1:?}");
     // The report gives the fairness table and says who is starved.
