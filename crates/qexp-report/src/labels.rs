@@ -153,16 +153,19 @@ impl Along {
     /// The kinds that apply to these points: concurrency only with
     /// closed-loop points, the rate only with open-loop ones.
     pub(crate) fn applicable<'a>(points: impl IntoIterator<Item = &'a Point>) -> Vec<Along> {
-        let (mut open, mut closed) = (false, false);
+        let (mut open, mut closed, mut images) = (false, false, false);
         for p in points {
             open |= p.open_loop.is_some();
             closed |= p.open_loop.is_none();
+            images |= p.images.is_some();
         }
         Along::ALL
             .into_iter()
             .filter(|a| match a {
                 Along::Param(Axis::Concurrency) => closed,
                 Along::Rate => open,
+                // A run that sends no images has no image axis to name.
+                Along::Param(Axis::ImagePixels) => images,
                 Along::Param(_) => true,
             })
             .collect()

@@ -485,8 +485,10 @@ mod tests {
 
     #[test]
     fn chat_counts_words_plus_template() {
-        let job = chat(r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a b c"},{"type":"image_url","image_url":{"url":"x"}}]}],"max_completion_tokens":9,"max_tokens":3,"temperature":0.7}"#).unwrap();
-        assert_eq!(job.prompt_tokens, 2 + 3 + 3 + 2 * 4);
+        let job = chat(r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a b c"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}]}],"max_completion_tokens":9,"max_tokens":3,"temperature":0.7}"#).unwrap();
+        // Words, the template's tokens, and one patch of the 1 × 1 image.
+        assert_eq!(job.prompt_tokens, 2 + 3 + 3 + 2 * 4 + 1);
+        assert_eq!(job.image_tokens, 1);
         assert_eq!(job.max_tokens, 9);
         assert_eq!(job.model, "sim-x");
         assert!(!job.stream && !job.include_usage);

@@ -183,12 +183,6 @@ stored_row! {
         SESSION session: Option<u32>,
         /// Multi-turn: the turn within its conversation (from 1), null otherwise.
         TURN turn: Option<u32>,
-        /// Images sent in the user message (`[workload.images]`); null in a plan without images.
-        IMAGES images: Option<u32>,
-        /// Their pixels, all images together; null without images.
-        IMAGE_PIXELS image_pixels: Option<u64>,
-        /// Their encoded bytes (before base64), all images together; null without images.
-        IMAGE_BYTES image_bytes: Option<u64>,
         /// When the scheduler released the request, Unix seconds.
         SCHEDULED_UNIX_S scheduled_unix_s: f64,
         /// When it was sent, Unix seconds.
@@ -289,6 +283,12 @@ stored_row! {
         TOOL_CALLS tool_calls: u32,
         /// The request's class (`[[workload.class]]`); null in a workload without classes.
         CLASS class: Option<String>,
+        /// Images sent in the user message (`[workload.images]`); null in a plan without images.
+        IMAGES images: Option<u32>,
+        /// Their pixels, all images together; null without images.
+        IMAGE_PIXELS image_pixels: Option<u64>,
+        /// Their encoded bytes (before base64), all images together; null without images.
+        IMAGE_BYTES image_bytes: Option<u64>,
     }
 
     /// Column names of `requests.parquet`.
@@ -431,7 +431,8 @@ mod tests {
              finish_reason,http_status,error_class,error_message,retries,deployment,\
              deployment_hash,start_id,shard,answer_hash,reasoning_hash,answer_chars,\
              answer_nonblank_chars,answer_replacement_chars,repeat_period_words,repeat_words,\
-             repeat_chars,length_forced,answer_text,item_id,correct,parsed,ttft_tool_s,tool_calls,class"
+             repeat_chars,length_forced,answer_text,item_id,correct,parsed,ttft_tool_s,tool_calls,class,\
+             images,image_pixels,image_bytes"
         );
         assert_eq!(
             names(requests_frame(&[])),
