@@ -180,6 +180,13 @@ impl Client {
         })
     }
 
+    /// This client, also keeping `secrets` (header values read from the
+    /// environment) out of everything it returns from the server.
+    pub fn redacting(mut self, secrets: impl IntoIterator<Item = String>) -> Client {
+        self.redact = self.redact.with(secrets);
+        self
+    }
+
     /// How this client times streamed requests, as runs record it: qexp's
     /// own HTTP/1.1 reader with the kernel's receive stamps (while every read
     /// so far had one), the same reader stamping reads when they return, or

@@ -10,35 +10,61 @@ use std::sync::Arc;
 /// What replaces the key in server text.
 pub const REDACTED: &str = "[redacted]";
 
-/// Replaces every occurrence of one secret in text and JSON. Cheap to clone
-/// (each streamed request's measurement holds one).
+/// Replaces every occurrence of the run's secrets (the API key, header
+/// values read from the environment) in text and JSON. Cheap to clone (each
+/// streamed request's measurement holds one).
 #[derive(Clone, Default)]
 pub(crate) struct Redactor {
-    secret: Option<Arc<str>>,
+    /// Longest first, so a secret inside another is not replaced in part.
+    secrets: Option<Arc<[Box<str>]>>,
 }
 
 impl Redactor {
     /// A redactor for `secret`; none for an empty one, which occurs everywhere.
     pub fn new(secret: Option<&str>) -> Redactor {
+        Redactor::default().with(secret.map(str::to_string))
+    }
+
+    /// This redactor, also replacing `more` (empty ones are left out).
+    pub fn with(&self, more: impl IntoIterator<Item = String>) -> Redactor {
+        let mut all: Vec<Box<str>> = self
+            .secrets
+            .iter()
+            .flat_map(|s| s.iter().cloned())
+            .collect();
+        all.extend(
+            more.into_iter()
+                .filter(|s| !s.is_empty())
+                .map(String::into_boxed_str),
+        );
+        all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        all.dedup();
         Redactor {
-            secret: secret.filter(|s| !s.is_empty()).map(Arc::from),
+            secrets: (!all.is_empty()).then(|| Arc::from(all)),
         }
     }
 
-    /// Replaces the secret in `text` where it occurs, copying nothing when
-    /// it does not (an answer's text: most requests have one).
+    fn all(&self) -> impl Iterator<Item = &str> {
+        self.secrets.iter().flat_map(|s| s.iter()).map(|s| &**s)
+    }
+
+    /// Replaces the secrets in `text` where they occur, copying nothing
+    /// when none does (an answer's text: most requests have one).
     pub fn in_place(&self, text: &mut String) {
-        if let Some(s) = self.secret.as_deref().filter(|s| text.contains(*s)) {
-            *text = text.replace(s, REDACTED);
+        if self.all().any(|s| text.contains(s)) {
+            *text = self.text(text);
         }
     }
 
-    /// `text` with the secret replaced.
+    /// `text` with the secrets replaced.
     pub fn text(&self, text: &str) -> String {
-        match &self.secret {
-            Some(s) if text.contains(&**s) => text.replace(&**s, REDACTED),
-            _ => text.to_string(),
+        let mut out = text.to_string();
+        for s in self.all() {
+            if out.contains(s) {
+                out = out.replace(s, REDACTED);
+            }
         }
+        out
     }
 
     /// Server text fit for a one-line message: the secret replaced first,
@@ -48,9 +74,9 @@ impl Redactor {
         excerpt(&self.text(text))
     }
 
-    /// Every string (and key) of `value` with the secret replaced.
+    /// Every string (and key) of `value` with the secrets replaced.
     pub fn value(&self, value: Value) -> Value {
-        if self.secret.is_none() {
+        if self.secrets.is_none() {
             return value;
         }
         match value {
@@ -93,6 +119,19 @@ mod tests {
         assert!(!v.to_string().contains("sk-test-123"), "{v}");
         assert_eq!(Redactor::new(Some("")).text("abc"), "abc");
         assert_eq!(Redactor::new(None).value(json!("x")), json!("x"));
+    }
+
+    #[test]
+    fn every_secret_is_replaced_the_longest_first() {
+        let r = Redactor::new(Some("tenant-a")).with(["tenant-a-key".to_string(), String::new()]);
+        assert_eq!(
+            r.text("x-tenant: tenant-a-key, then tenant-a"),
+            format!("x-tenant: {REDACTED}, then {REDACTED}")
+        );
+        let mut t = "nothing here".to_string();
+        r.in_place(&mut t);
+        assert_eq!(t, "nothing here");
+        assert_eq!(Redactor::new(None).with([String::new()]).text("a"), "a");
     }
 
     #[test]

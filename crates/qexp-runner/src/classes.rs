@@ -19,6 +19,9 @@ pub(crate) struct ClassSend {
     priority: Option<i64>,
     /// Headers with their values (from the plan or the environment).
     headers: Vec<(String, String)>,
+    /// The values read from the environment: secrets, kept out of
+    /// whatever the server sends back.
+    secrets: Vec<String>,
 }
 
 impl ClassSend {
@@ -45,6 +48,7 @@ pub(crate) fn resolve(classes: &[Class]) -> Result<Vec<ClassSend>, RunError> {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
+            let mut secrets = Vec::new();
             for (header, var) in &c.headers_env {
                 let value = std::env::var(var)
                     .ok()
@@ -54,15 +58,26 @@ pub(crate) fn resolve(classes: &[Class]) -> Result<Vec<ClassSend>, RunError> {
                         header: header.clone(),
                         var: var.clone(),
                     })?;
+                secrets.push(value.clone());
                 headers.push((header.clone(), value));
             }
             Ok(ClassSend {
                 model: c.model.clone(),
                 priority: c.priority,
                 headers,
+                secrets,
             })
         })
         .collect()
+}
+
+/// Every header value the classes read from the environment, for the
+/// client to redact; an error names the first variable that is not set.
+pub(crate) fn secrets(classes: &[Class]) -> Result<Vec<String>, RunError> {
+    Ok(resolve(classes)?
+        .into_iter()
+        .flat_map(|c| c.secrets)
+        .collect())
 }
 
 /// The workload fingerprint's `classes` key: every class's name, share,

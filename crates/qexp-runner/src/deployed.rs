@@ -34,7 +34,7 @@ pub(crate) async fn run(
                 .into(),
         ));
     }
-    let (api_key, timeouts) = connection(&opts)?;
+    let conn = connection(&opts)?;
     let points = opts.plan.points();
     let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
     let powers = start_powers(&opts).await?;
@@ -68,7 +68,7 @@ pub(crate) async fn run(
         opts.plan.order().as_str(),
     );
     let stop = Stop::following(&cancel);
-    let mut fleet = Fleet::new(&opts, api_key, timeouts, writer.dir().to_path_buf());
+    let mut fleet = Fleet::new(&opts, conn, writer.dir().to_path_buf());
     let outcome = run_cells(
         &opts,
         &points,

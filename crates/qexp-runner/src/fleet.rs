@@ -5,13 +5,13 @@
 //! and failure in the manifest, and stops every server it started.
 
 use crate::error::RunError;
-use crate::options::RunOptions;
+use crate::options::{Connection, RunOptions};
 use crate::prepare::{named_model, prepare, Prepared};
 use crate::record::DeploymentTag;
 use crate::target::{resolve_target, Target};
 use crate::Cancel;
 use chrono::Utc;
-use qexp_client::{Calibration, Client, Timeouts};
+use qexp_client::{Calibration, Client};
 use qexp_deploy::{LaunchError, LaunchSpec, Server, StartRequest, StopRecord, TAG_VAR};
 use qexp_plan::{DeploymentSpec, Restart};
 use qexp_store::{DeploymentFailure, DeploymentStart, RunWriter};
@@ -46,8 +46,7 @@ impl Live {
 /// Every deployment's live server, calibrations and failures.
 pub(crate) struct Fleet<'a> {
     opts: &'a RunOptions,
-    api_key: Option<String>,
-    timeouts: Timeouts,
+    conn: Connection,
     run_dir: PathBuf,
     live: BTreeMap<String, Live>,
     calibrations: BTreeMap<String, BTreeMap<u32, Calibration>>,
@@ -56,16 +55,10 @@ pub(crate) struct Fleet<'a> {
 
 impl<'a> Fleet<'a> {
     /// An empty fleet for the run in `run_dir`.
-    pub(crate) fn new(
-        opts: &'a RunOptions,
-        api_key: Option<String>,
-        timeouts: Timeouts,
-        run_dir: PathBuf,
-    ) -> Fleet<'a> {
+    pub(crate) fn new(opts: &'a RunOptions, conn: Connection, run_dir: PathBuf) -> Fleet<'a> {
         Fleet {
             opts,
-            api_key,
-            timeouts,
+            conn,
             run_dir,
             live: BTreeMap::new(),
             calibrations: BTreeMap::new(),
@@ -183,13 +176,15 @@ impl<'a> Fleet<'a> {
         cancel: &Cancel,
     ) -> Result<(Target, Option<Server>), Failure> {
         if let Some(url) = &spec.base_url {
-            let target = resolve_target(url.get_ref(), self.api_key.clone(), self.timeouts)
+            let conn = &self.conn;
+            let mut target = resolve_target(url.get_ref(), conn.api_key.clone(), conn.timeouts)
                 .await
                 .map_err(|e| Failure::message(e.to_string()))?;
+            target.client = target.client.redacting(conn.secrets.clone());
             return Ok((target, None));
         }
         let mut launch = launch_spec(spec, self.opts, &self.run_dir);
-        launch.api_key = self.api_key.clone().map(qexp_deploy::ApiKey);
+        launch.api_key = self.conn.api_key.clone().map(qexp_deploy::ApiKey);
         let request = StartRequest {
             start_id: start_id.to_string(),
             log_dir: self.run_dir.join("deployments"),
@@ -210,8 +205,13 @@ impl<'a> Fleet<'a> {
                 })
             }
         };
-        let client = Client::with_timeouts(server.base_url(), self.api_key.clone(), self.timeouts)
-            .map_err(|e| Failure::message(e.to_string()))?;
+        let client = Client::with_timeouts(
+            server.base_url(),
+            self.conn.api_key.clone(),
+            self.conn.timeouts,
+        )
+        .map_err(|e| Failure::message(e.to_string()))?
+        .redacting(self.conn.secrets.clone());
         tracing::info!(
             target: crate::PROGRESS_TARGET,
             "qexp: {} ready at {} after {:.1} s",

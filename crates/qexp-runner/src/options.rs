@@ -43,9 +43,18 @@ pub struct RunResult {
     pub failed_deployments: Vec<String>,
 }
 
-/// The API key (read from the variable the plan names) and request limits
-/// every target of the plan is reached with.
-pub(crate) fn connection(opts: &RunOptions) -> Result<(Option<String>, Timeouts), RunError> {
+/// How every target of a plan is reached: the API key (read from the
+/// variable the plan names), the request limits, and the header values its
+/// classes read from the environment (secrets the client redacts).
+pub(crate) struct Connection {
+    pub api_key: Option<String>,
+    pub timeouts: Timeouts,
+    pub secrets: Vec<String>,
+}
+
+/// The plan's [`Connection`], read before any server is started or asked
+/// anything: a variable that is not set is bad input.
+pub(crate) fn connection(opts: &RunOptions) -> Result<Connection, RunError> {
     let t = &opts.plan.file.target;
     let api_key = match &t.api_key_env {
         Some(name) => Some(std::env::var(name).map_err(|_| RunError::MissingApiKey(name.clone()))?),
@@ -58,7 +67,11 @@ pub(crate) fn connection(opts: &RunOptions) -> Result<(Option<String>, Timeouts)
         idle: limits.idle,
         total: limits.total,
     };
-    Ok((api_key, timeouts))
+    Ok(Connection {
+        api_key,
+        timeouts,
+        secrets: crate::classes::secrets(&opts.plan.file.workload.class)?,
+    })
 }
 
 /// Ends a run: its status (complete, or interrupted and why: an error, the

@@ -62,8 +62,9 @@ async fn run_or_resume(
     if let Some(why) = refusal {
         return Err(RunError::Shard(why));
     }
-    let (api_key, timeouts) = connection(&opts)?;
-    let target = resolve_target(&given, api_key, timeouts).await?;
+    let conn = connection(&opts)?;
+    let mut target = resolve_target(&given, conn.api_key, conn.timeouts).await?;
+    target.client = target.client.redacting(conn.secrets);
     let result = run_on(&opts, &target, resuming, cancel).await;
     target.shutdown().await;
     result

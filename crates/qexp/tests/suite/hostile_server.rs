@@ -1,9 +1,10 @@
 //! A run against a hostile server: one that echoes the request's headers
 //! and body back everywhere it can (model list, version, metrics, error
-//! messages, the stream) and names its model `<script>…`. The API key, read
-//! from the environment variable the plan names, must appear in no output
-//! file (manifest, Parquet, report, diff) and in neither output stream of
-//! `qexp run` or `qexp diff`; the server's text must be escaped in HTML.
+//! messages, the stream) and names its model `<script>…`. The API key and a
+//! class's tenant header, both read from environment variables the plan
+//! names, must appear in no output file (manifest, Parquet, report, diff)
+//! and in neither output stream of `qexp run` or `qexp diff`; the server's
+//! text must be escaped in HTML.
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -20,6 +21,8 @@ use std::sync::Arc;
 
 const KEY: &str = "sk-qexp-fake-7f3a9c2e51d04b8a";
 const KEY_ENV: &str = "QEXP_HOSTILE_TEST_KEY";
+const TENANT: &str = "tenant-secret-4b1d0c";
+const TENANT_ENV: &str = "QEXP_HOSTILE_TEST_TENANT";
 const MODEL: &str = "<script>alert(1)</script>";
 
 /// Everything the request carried, as one line.
@@ -109,6 +112,7 @@ fn qexp(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_qexp"))
         .args(args)
         .env(KEY_ENV, KEY)
+        .env(TENANT_ENV, TENANT)
         .env("RUST_LOG", "trace")
         .output()
         .expect("qexp runs");
@@ -167,6 +171,10 @@ fn the_api_key_never_leaves_and_server_text_is_escaped_in_html() {
         .warmup(1)
         .trials(2)
         .set("tolerance.max_failed_fraction", 0.5)
+        .raw(&format!(
+            "[[workload.class]]\nname = \"tenant\"\nshare = 1.0\n\
+             headers_env = {{ \"x-tenant-key\" = \"{TENANT_ENV}\" }}\n"
+        ))
         .write(tmp.path());
     let (results, reports, diff) = (
         tmp.path().join("results"),
@@ -217,6 +225,11 @@ fn the_api_key_never_leaves_and_server_text_is_escaped_in_html() {
         }
         kinds.insert(ext.to_string());
         assert!(!text.contains(KEY), "the key is in {}", path.display());
+        assert!(
+            !text.contains(TENANT),
+            "the tenant is in {}",
+            path.display()
+        );
         redacted_somewhere |= text.contains(qexp_client::REDACTED);
     }
     for ext in ["json", "parquet", "md", "html"] {
@@ -227,6 +240,10 @@ fn the_api_key_never_leaves_and_server_text_is_escaped_in_html() {
     }
     assert!(!run_log.contains(KEY), "the key is in qexp run's output");
     assert!(!diff_log.contains(KEY), "the key is in qexp diff's output");
+    assert!(
+        !run_log.contains(TENANT) && !diff_log.contains(TENANT),
+        "the tenant is in qexp's output"
+    );
     // The echo did reach the outputs (so the check above could fail), redacted.
     assert!(redacted_somewhere, "no output carried the server's echo");
 
