@@ -69,6 +69,20 @@ pub struct ClassPoint {
     pub above_others: bool,
     /// Starved at this point (see the module's test).
     pub starved: Option<Starved>,
+    /// Its figures in each trial where it had requests, in trial order
+    /// (what `qexp diff` compares class by class).
+    pub trials: Vec<ClassTrial>,
+}
+
+/// One class's figures in one trial of a point.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassTrial {
+    /// The trial (block) number.
+    pub trial: u32,
+    /// Median TTFT of its successful requests (NaN when none).
+    pub ttft_s: f64,
+    /// Median E2E of its successful requests (NaN when none).
+    pub e2e_s: f64,
 }
 
 /// Why a class is found starved at a point.
@@ -287,10 +301,10 @@ fn point_classes(
     planned: &[ClassRecord],
     slo: bool,
 ) -> Vec<ClassPoint> {
-    let trials: Vec<&BTreeMap<String, Vec<Req>>> = grouped
+    let (numbers, trials): (Vec<u32>, Vec<&BTreeMap<String, Vec<Req>>>) = grouped
         .range((id, 0)..=(id, u32::MAX))
-        .map(|(_, v)| v)
-        .collect();
+        .map(|((_, t), v)| (*t, v))
+        .unzip();
     let mut names: Vec<String> = planned.iter().map(|c| c.name.clone()).collect();
     for t in &trials {
         for k in t.keys() {
@@ -340,6 +354,17 @@ fn point_classes(
                     .flatten(),
                 above_others: figs.iter().all(|f| f.ttft_p50 > f.others_p50),
                 starved: None,
+                trials: numbers
+                    .iter()
+                    .zip(&trials)
+                    .zip(&figs)
+                    .filter(|((_, t), _)| t.contains_key(&name))
+                    .map(|((&trial, _), f)| ClassTrial {
+                        trial,
+                        ttft_s: f.ttft_p50,
+                        e2e_s: f.e2e_p50,
+                    })
+                    .collect(),
                 class: name,
             }
         })

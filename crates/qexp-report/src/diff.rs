@@ -321,6 +321,13 @@ pub fn diff_context(d: &RunDiff) -> DiffContext {
         for (k, m) in pair.metrics.iter().enumerate() {
             rows.push(row(name, k == 0, m, pair.lost));
         }
+        for c in &pair.classes {
+            for m in &c.metrics {
+                let mut r = row(name, false, m, pair.lost);
+                r.metric = format!("{}, class {}", r.metric, c.class);
+                rows.push(r);
+            }
+        }
     }
     let alpha = format!("{}", d.alpha);
     let level = format!("{}", d.level * 100.0);
@@ -450,7 +457,7 @@ fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String>
         MinChangeSource::Option => "--min-change",
         MinChangeSource::Default => "the default: run A's plan no longer parses",
     };
-    let comparisons = || d.pairs.iter().flat_map(|p| &p.metrics);
+    let comparisons = || d.pairs.iter().flat_map(|p| p.comparisons());
     let mut notes = vec![
         format!(
             "The trial is the unit: each trial contributes one value per metric (per-request metrics as the median over its requests). \
@@ -492,6 +499,11 @@ fn notes(d: &RunDiff, alpha: &str, level: &str, min_change: &str) -> Vec<String>
              Where B's are broken, B's improvements read \"faster on broken output\"; where only B's are, the point also counts as a regression (--fail-on-regression fails).",
             qexp_analysis::format::percent(qexp_types::answer::BROKEN_SHARE)
         ));
+    }
+    if d.pairs.iter().any(|p| !p.classes.is_empty()) {
+        notes.push(
+            "\", class NAME\" rows: where both runs sent several request classes ([[workload.class]]), each class's own median TTFT and E2E per trial, compared as the point's metrics are and in the same Holm family; a class's regression counts as one (--fail-on-regression fails) even where the point's medians hold.".into(),
+        );
     }
     if d.tally.lost > 0 {
         notes.push(

@@ -202,13 +202,20 @@ fn write_files(args: &DiffArgs, d: &RunDiff) -> Result<(), CliError> {
 
 /// Names each significant regression and each point B lost on stderr, for `--fail-on-regression`.
 fn report_regressions(d: &RunDiff) {
-    let worse: Vec<String> = d
-        .pairs
-        .iter()
-        .flat_map(|p| p.metrics.iter().map(move |m| (p, m)))
-        .filter(|(_, m)| m.verdict == qexp_analysis::diff::Verdict::Worse)
-        .map(|(p, m)| format!("{} at {}", m.metric.key(), p.point_a.label()))
-        .collect();
+    let is_worse =
+        |m: &&qexp_analysis::diff::MetricDiff| m.verdict == qexp_analysis::diff::Verdict::Worse;
+    let mut worse = Vec::new();
+    for p in &d.pairs {
+        let at = p.point_a.label();
+        for m in p.metrics.iter().filter(is_worse) {
+            worse.push(format!("{} at {at}", m.metric.key()));
+        }
+        for c in &p.classes {
+            for m in c.metrics.iter().filter(is_worse) {
+                worse.push(format!("{} of class `{}` at {at}", m.metric.key(), c.class));
+            }
+        }
+    }
     if d.tally.worse > 0 {
         eprintln!(
             "qexp diff: {} significant regression{} of at least {}% (--fail-on-regression): {}",

@@ -22,8 +22,8 @@ pub use compat::{KeyRow, WorkloadCheck};
 pub use metric::{DiffMetric, Direction};
 pub use pairing::Side;
 pub use run_diff::{
-    DiffError, DiffOptions, MinChangeSource, PairDiff, RunDiff, RunSide, Tally, UnpairedPoint,
-    DIFF_SCHEMA_VERSION,
+    ClassDiff, DiffError, DiffOptions, MinChangeSource, PairDiff, RunDiff, RunSide, Tally,
+    UnpairedPoint, DIFF_SCHEMA_VERSION,
 };
 pub use warning::DiffWarning;
 
@@ -88,7 +88,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
     }));
     let mut all: Vec<&mut MetricDiff> = pairs
         .iter_mut()
-        .flat_map(|p| p.metrics.iter_mut())
+        .flat_map(PairDiff::comparisons_mut)
         .collect();
     let families = compare::adjust(&mut all, opts.alpha);
     respect_answers(&mut pairs);
@@ -98,7 +98,7 @@ pub fn diff(a: &RunAnalysis, b: &RunAnalysis, opts: &DiffOptions) -> Result<RunD
     let tally = Tally::of(&pairs);
     let all_equal = pairs
         .iter()
-        .flat_map(|p| p.metrics.iter())
+        .flat_map(PairDiff::comparisons)
         .filter(|d| d.untested == Some(Untested::AllEqual))
         .count();
 
@@ -197,6 +197,7 @@ fn compare_pairs(
                 .collect();
             // Accuracy joins the family wherever a side graded items.
             metrics.extend(crate::accuracy::compare(pa, pb, settings.level));
+            let classes = compare_classes(a, b, (pa, pb), settings, opts, &mut index);
             PairDiff {
                 point_a: pa.point.clone(),
                 point_b: pb.point.clone(),
@@ -207,6 +208,72 @@ fn compare_pairs(
                     .filter(|(_, p)| p.answers.broken())
                     .map(|(side, _)| side)
                     .collect(),
+                classes,
+            }
+        })
+        .collect()
+}
+
+/// The metrics compared class by class: a class's median TTFT and E2E.
+const CLASS_METRICS: [DiffMetric; 2] = [DiffMetric::TtftS, DiffMetric::E2eS];
+
+/// Each request class both runs measured at a paired point, where both
+/// sent more than one class there: its median TTFT and E2E per trial
+/// compared (paired by block when the options say so), seeds numbered on
+/// from `index`.
+fn compare_classes(
+    a: &RunAnalysis,
+    b: &RunAnalysis,
+    (pa, pb): (&crate::PointSummary, &crate::PointSummary),
+    settings: compare::Settings,
+    opts: &DiffOptions,
+    index: &mut usize,
+) -> Vec<ClassDiff> {
+    let (ca, cb): (Vec<_>, Vec<_>) = (
+        a.classes.at(pa.point.id).collect(),
+        b.classes.at(pb.point.id).collect(),
+    );
+    if ca.len() < 2 || cb.len() < 2 {
+        return Vec::new();
+    }
+    let wanted = CLASS_METRICS
+        .into_iter()
+        .filter(|m| opts.metrics.is_empty() || opts.metrics.contains(m));
+    let wanted: Vec<DiffMetric> = wanted.collect();
+    ca.iter()
+        .filter_map(|x| Some((x, cb.iter().find(|y| y.class == x.class)?)))
+        .map(|(x, y)| {
+            let metrics = wanted
+                .iter()
+                .map(|&m| {
+                    *index += 1;
+                    let seed = seed_for(opts.seed, *index);
+                    let of = |t: &crate::classes::ClassTrial| match m {
+                        DiffMetric::TtftS => t.ttft_s,
+                        _ => t.e2e_s,
+                    };
+                    let requests = pa.point.requests;
+                    if opts.paired {
+                        let (va, vb): (Vec<f64>, Vec<f64>) = x
+                            .trials
+                            .iter()
+                            .filter_map(|ta| {
+                                let tb = y.trials.iter().find(|tb| tb.trial == ta.trial)?;
+                                Some((of(ta), of(tb)))
+                            })
+                            .unzip();
+                        compare::compare_paired(m, &va, &vb, requests, settings, seed)
+                    } else {
+                        let values = |c: &crate::classes::ClassPoint| -> Vec<f64> {
+                            c.trials.iter().map(of).collect()
+                        };
+                        compare::compare(m, &values(x), &values(y), requests, settings, seed)
+                    }
+                })
+                .collect();
+            ClassDiff {
+                class: x.class.clone(),
+                metrics,
             }
         })
         .collect()
@@ -301,7 +368,7 @@ fn by_block(
 pub fn adjust_jointly(diffs: &mut [RunDiff], alpha: f64) {
     let mut all: Vec<&mut MetricDiff> = diffs
         .iter_mut()
-        .flat_map(|d| d.pairs.iter_mut().flat_map(|p| p.metrics.iter_mut()))
+        .flat_map(|d| d.pairs.iter_mut().flat_map(PairDiff::comparisons_mut))
         .collect();
     let families = compare::adjust(&mut all, alpha);
     for d in diffs.iter_mut() {
@@ -327,7 +394,7 @@ fn respect_answers(pairs: &mut [PairDiff]) {
             (false, true) => Verdict::BetterOnLessAccurateOutput,
             (false, false) => continue,
         };
-        for d in &mut p.metrics {
+        for d in p.comparisons_mut() {
             if d.verdict == Verdict::Better && d.metric != DiffMetric::Accuracy {
                 d.verdict = instead;
             }

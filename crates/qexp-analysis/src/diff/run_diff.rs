@@ -120,6 +120,36 @@ pub struct PairDiff {
     /// [`Verdict::BetterOnBrokenOutput`]; in B only, it is also a regression
     /// (counted in [`Tally::broken`]).
     pub broken: Vec<Side>,
+    /// Where both runs sent several request classes: each class both
+    /// measured there, its TTFT and E2E compared in the diff's family.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassDiff>,
+}
+
+impl PairDiff {
+    /// Every comparison of the pair: the point's metrics, then its classes'.
+    pub fn comparisons(&self) -> impl Iterator<Item = &MetricDiff> {
+        self.metrics
+            .iter()
+            .chain(self.classes.iter().flat_map(|c| c.metrics.iter()))
+    }
+
+    /// [`PairDiff::comparisons`], to set verdicts.
+    pub(crate) fn comparisons_mut(&mut self) -> impl Iterator<Item = &mut MetricDiff> {
+        self.metrics
+            .iter_mut()
+            .chain(self.classes.iter_mut().flat_map(|c| c.metrics.iter_mut()))
+    }
+}
+
+/// One request class at a paired point: its own TTFT and E2E compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassDiff {
+    /// The class's name (`[[workload.class]]`).
+    pub class: String,
+    /// Its comparisons (median TTFT, median E2E), as far as the diff's
+    /// metrics ask for them.
+    pub metrics: Vec<MetricDiff>,
 }
 
 /// A point without a partner.
@@ -216,7 +246,7 @@ impl Tally {
     pub(super) fn of(pairs: &[PairDiff]) -> Tally {
         let mut tally = Tally::default();
         for p in pairs {
-            for d in &p.metrics {
+            for d in p.comparisons() {
                 match d.verdict {
                     Verdict::Better => tally.better += 1,
                     Verdict::Worse => tally.worse += 1,

@@ -2,9 +2,12 @@
 //! plan before anything is sent; against the simulator, a low-priority
 //! class's TTFT rises with load while the high-priority class's holds, each
 //! row carries its class and its class's lengths, and the fairness table
-//! flags the low class as starved.
+//! flags the low class as starved; a diff of a priority change compares
+//! each class on its own and calls the slowed class worse.
 
 use crate::common::{qexp, run_plan_text};
+use qexp_analysis::diff::Verdict;
+use qexp_analysis::DiffMetric;
 
 /// Two classes on `target`: `high` (priority 0, a quarter of the requests,
 /// its own adapter) and `low` (priority 10, 48-token answers).
@@ -153,4 +156,61 @@ fn the_example_plan_of_classes_loads() {
         .map(|c| c.name.get_ref().as_str())
         .collect();
     assert_eq!(names, ["interactive", "batch"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diff_names_the_class_that_a_priority_change_slowed() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // At 32 users on `fast` (10 slots), A gives both classes priority 0 and
+    // they queue alike; B gives `low` priority 10, so `high` overtakes it.
+    let text = plan("prio", "sim:fast", "0.75")
+        .replace("concurrency = [2, 32]", "concurrency = [32]")
+        .replace("trials = 1", "trials = 3");
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let a = run_plan_text(
+        &dir_a,
+        "prio",
+        &text.replace("priority = 10", "priority = 0"),
+    )
+    .await;
+    let b = run_plan_text(&dir_b, "prio", &text).await;
+    let opts = qexp_analysis::diff::DiffOptions {
+        ignore: vec!["classes".into()],
+        ..Default::default()
+    };
+    let d = qexp_analysis::diff(&a, &b, &opts).expect("the runs compare once classes are ignored");
+    let pair = &d.pairs[0];
+    let names: Vec<&str> = pair.classes.iter().map(|c| c.class.as_str()).collect();
+    assert_eq!(names, ["high", "low"], "{pair:?}");
+    let ttft = |name: &str| {
+        pair.classes
+            .iter()
+            .find(|c| c.class == name)
+            .and_then(|c| c.metrics.iter().find(|m| m.metric == DiffMetric::TtftS))
+            .unwrap_or_else(|| panic!("{name}'s TTFT compared: {pair:?}"))
+            .clone()
+    };
+    let (high, low) = (ttft("high"), ttft("low"));
+    eprintln!(
+        "class TTFT B/A: high {:?} ({:?}), low {:?} ({:?})",
+        high.ratio, high.verdict, low.ratio, low.verdict
+    );
+    assert_eq!(low.verdict, Verdict::Worse, "{low:?}");
+    assert_eq!(high.verdict, Verdict::Better, "{high:?}");
+    assert!(d.has_regression(), "a class's regression is one");
+    let tested = |m: &&qexp_analysis::diff::MetricDiff| m.test.is_some();
+    let point_tests = pair.metrics.iter().filter(tested).count();
+    assert_eq!(d.tests, pair.comparisons().filter(tested).count());
+    assert_eq!(d.tests, point_tests + 4, "the class tests join the family");
+    // The diff's table names the class on its own rows.
+    let templates = qexp_report::diff::DiffTemplates::builtin().unwrap();
+    let files =
+        qexp_report::diff::render_diff(&d, &templates, &[qexp_report::diff::DiffFormat::Markdown])
+            .unwrap();
+    let md = &files[0].1;
+    assert!(md.contains("TTFT (s), class low"), "{md}");
+    assert!(md.contains("class NAME"), "{md}");
 }
