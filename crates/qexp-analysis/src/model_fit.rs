@@ -114,15 +114,28 @@ fn point_rows(p: &PointSummary, index: u32) -> Result<Vec<Observation>, String> 
         Some(_) => return Err("a multi-step or trace load has no single rate to model".into()),
     };
     let finite_or = |v: f64, d: f64| if v.is_finite() { v } else { d };
+    let images = p.point.images.as_ref().is_some_and(|i| i.count > 0);
     Ok(p.trials
         .iter()
         .filter(|t| t.invalid_reason.is_none() && t.requests > t.failures)
-        .map(|t| Observation {
+        .map(|t| {
+            let text = finite_or(t.input_planned, f64::from(p.point.input_tokens));
+            // The server counts a prompt's image tokens in its usage; the
+            // plan's length is the text's.
+            let image_tokens = if images && t.prompt_tokens.is_finite() {
+                (t.prompt_tokens - text).max(0.0)
+            } else {
+                0.0
+            };
+            (t, text + image_tokens, image_tokens)
+        })
+        .map(|(t, input_tokens, image_tokens)| Observation {
             label: p.point.label(),
             trial: index.saturating_mul(TRIALS_PER_RUN).saturating_add(t.trial),
             concurrency: p.point.concurrency,
             rate_per_s: rate,
-            input_tokens: finite_or(t.input_planned, f64::from(p.point.input_tokens)),
+            input_tokens,
+            image_tokens,
             output_tokens: finite_or(t.completion_tokens, f64::from(p.point.output_tokens)),
             requests: p.point.requests,
             requests_recorded: true,

@@ -50,12 +50,22 @@ pub enum Arrivals {
 pub struct Load {
     /// How requests arrive.
     pub arrivals: Arrivals,
-    /// Prompt tokens per request.
+    /// Prompt tokens per request, image tokens included.
     pub input_tokens: f64,
+    /// Of them, image tokens per request (0 without images).
+    pub image_tokens: f64,
     /// Output tokens per request.
     pub output_tokens: f64,
     /// Requests sent in all.
     pub requests: u32,
+}
+
+impl Load {
+    /// The prefill compute of one of its prompts under `p`: its length's,
+    /// plus its image tokens' own.
+    pub fn prefill_compute_s(&self, p: &Params) -> f64 {
+        p.prefill_compute_s(self.input_tokens) + p.image_compute_s(self.image_tokens)
+    }
 }
 
 /// What the replay measured, as qexp would (docs/results.md definitions).
@@ -371,7 +381,7 @@ impl Replay<'_> {
                 break;
             };
             self.prefilling += 1;
-            let done = t + self.p.prefill_compute_s(self.load.input_tokens);
+            let done = t + self.load.prefill_compute_s(self.p);
             self.push(done, Kind::PrefillDone, i);
         }
     }
@@ -517,6 +527,7 @@ mod tests {
             prefill_fixed_s: 0.05,
             prefill_s_per_token: 1e-4,
             prefill_s_per_token2: 0.0,
+            prefill_s_per_image_token: 0.0,
             step_base_s: 0.01,
             step_per_seq_s: 0.002,
             step_per_context_token_s: 0.0,
@@ -539,6 +550,7 @@ mod tests {
         Load {
             arrivals: Arrivals::Closed { concurrency: c },
             input_tokens: 1000.0,
+            image_tokens: 0.0,
             output_tokens: 11.0,
             requests,
         }

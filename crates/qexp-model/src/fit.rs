@@ -33,8 +33,10 @@ pub struct Observation {
     pub concurrency: u32,
     /// Open-loop arrival rate, requests per second.
     pub rate_per_s: Option<f64>,
-    /// Prompt tokens per request.
+    /// Prompt tokens per request, image tokens included.
     pub input_tokens: f64,
+    /// Of them, image tokens per request (0 without images).
+    pub image_tokens: f64,
     /// Output tokens per request.
     pub output_tokens: f64,
     /// Requests the point sent (per trial).
@@ -75,6 +77,7 @@ impl Observation {
                 },
             },
             input_tokens: self.input_tokens,
+            image_tokens: self.image_tokens,
             output_tokens: self.output_tokens,
             requests: self.requests.max(1),
         }
@@ -274,6 +277,7 @@ fn estimate(rows: &[&Observation], pin: Pin) -> Result<Estimate, FitError> {
         prefill_fixed_s: prefill[0],
         prefill_s_per_token: prefill[1],
         prefill_s_per_token2: prefill[2],
+        prefill_s_per_image_token: prefill[3],
         step_base_s: 0.0,
         step_per_seq_s: 0.0,
         step_per_context_token_s: 0.0,
@@ -425,11 +429,12 @@ fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
     d
 }
 
-/// `a, b, c·f` from TTFT at the lowest concurrency, by input length.
+/// `a, b, c·f` (and `e`, where the runs sent images) from TTFT at the
+/// lowest concurrency, by input length.
 fn fit_prefill(
     rows: &[&Observation],
     warnings: &mut Vec<FitWarning>,
-) -> Result<([f64; 3], Option<Regression>), FitError> {
+) -> Result<([f64; 4], Option<Regression>), FitError> {
     let closed: Vec<&Observation> = rows
         .iter()
         .copied()
@@ -457,19 +462,24 @@ fn fit_prefill(
         }
         _ => coefs.extend([Coef::PrefillPerToken, Coef::PrefillPerToken2]),
     }
+    coefs.extend(image_term(&sel, warnings));
     let y: Vec<f64> = sel.iter().map(|r| r.ttft_s).collect();
     let w: Vec<f64> = y.iter().map(|y| 1.0 / (y * y)).collect();
     loop {
         let x: Vec<Vec<f64>> = sel
             .iter()
-            .map(|r| {
-                coefs
-                    .iter()
-                    .map(|c| prefill_column(*c, r.input_tokens))
-                    .collect()
-            })
+            .map(|r| coefs.iter().map(|c| prefill_column(*c, r)).collect())
             .collect();
-        let fit = wls(&x, &y, &w).ok_or(FitError::Singular("prefill"))?;
+        let Some(fit) = wls(&x, &y, &w) else {
+            // Images that move with the text lengths leave the image term
+            // to the per-token one.
+            if let Some(j) = coefs.iter().position(|c| *c == Coef::PrefillPerImageToken) {
+                coefs.remove(j);
+                warnings.push(not_separated(&sel));
+                continue;
+            }
+            return Err(FitError::Singular("prefill"));
+        };
         if let Some(j) = (0..coefs.len()).rev().find(|&j| fit.beta[j] < 0.0) {
             if coefs.len() > 1 {
                 warnings.push(FitWarning::NegativeTerm {
@@ -480,7 +490,7 @@ fn fit_prefill(
                 continue;
             }
         }
-        let mut out = [0.0; 3];
+        let mut out = [0.0; 4];
         for (c, b) in coefs.iter().zip(&fit.beta) {
             out[prefill_index(*c)] = b.max(0.0);
         }
@@ -488,10 +498,40 @@ fn fit_prefill(
     }
 }
 
-fn prefill_column(c: Coef, l: f64) -> f64 {
+/// The image term, where the prefill points can tell it: their prompts
+/// carried images of two or more token counts, at two or more text
+/// lengths. At one text length the image tokens move the prompt's length
+/// with them, and their own cost cannot be told from the per-token one
+/// (a warning says so); without images there is nothing to tell.
+fn image_term(sel: &[&Observation], warnings: &mut Vec<FitWarning>) -> Option<Coef> {
+    let images = distinct(sel.iter().map(|r| r.image_tokens));
+    if images.iter().all(|i| *i == 0.0) {
+        return None;
+    }
+    let texts = distinct(sel.iter().map(|r| r.input_tokens - r.image_tokens));
+    if images.len() >= 2 && texts.len() >= 2 {
+        return Some(Coef::PrefillPerImageToken);
+    }
+    warnings.push(not_separated(sel));
+    None
+}
+
+/// The warning that the image term is not told apart, for these points.
+fn not_separated(sel: &[&Observation]) -> FitWarning {
+    let images = distinct(sel.iter().map(|r| r.image_tokens));
+    let texts = distinct(sel.iter().map(|r| r.input_tokens - r.image_tokens));
+    FitWarning::ImagesNotSeparated {
+        image_tokens: [images[0], images[images.len() - 1]],
+        text_lengths: texts.len(),
+    }
+}
+
+fn prefill_column(c: Coef, r: &Observation) -> f64 {
+    let l = r.input_tokens;
     match c {
         Coef::PrefillPerToken => l,
         Coef::PrefillPerToken2 => l * l,
+        Coef::PrefillPerImageToken => r.image_tokens,
         _ => 1.0,
     }
 }
@@ -500,6 +540,7 @@ fn prefill_index(c: Coef) -> usize {
     match c {
         Coef::PrefillPerToken => 1,
         Coef::PrefillPerToken2 => 2,
+        Coef::PrefillPerImageToken => 3,
         _ => 0,
     }
 }
@@ -844,6 +885,8 @@ fn intervals(
     Coef::ALL
         .into_iter()
         .filter(|c| !unknown.contains(c))
+        // Runs without images have no image term to give an interval.
+        .filter(|c| *c != Coef::PrefillPerImageToken || est.params.prefill_s_per_image_token > 0.0)
         .filter_map(|coef| {
             let value = coef.get(&est.params)?;
             let reps: Vec<f64> = replicates

@@ -27,6 +27,12 @@ pub struct Params {
     pub prefill_s_per_token: f64,
     /// Prefill compute per squared prompt token (`c·f`), seconds.
     pub prefill_s_per_token2: f64,
+    /// Prefill compute per image token (the vision encoder), seconds, on
+    /// top of what every prompt token costs: image tokens count in the
+    /// prompt's length `L` too. 0 in files written before it existed, and
+    /// for runs that sent no images.
+    #[serde(default)]
+    pub prefill_s_per_image_token: f64,
     /// Decode step with one sequence and no context, seconds.
     pub step_base_s: f64,
     /// Decode step time added per extra decoding sequence, seconds.
@@ -119,6 +125,12 @@ impl Params {
         self.prefill_s_per_token * l + self.prefill_s_per_token2 * l * l
     }
 
+    /// Prefill compute for `i` image tokens beyond their share of the
+    /// prompt's length, seconds.
+    pub fn image_compute_s(&self, i: f64) -> f64 {
+        self.prefill_s_per_image_token * i
+    }
+
     /// TTFT of a request alone on the server with `l` prompt tokens, seconds.
     pub fn ttft_alone_s(&self, l: f64) -> f64 {
         self.prefill_fixed_s + self.prefill_compute_s(l)
@@ -142,6 +154,7 @@ impl Params {
             ("prefill_fixed_s", self.prefill_fixed_s),
             ("prefill_s_per_token", self.prefill_s_per_token),
             ("prefill_s_per_token2", self.prefill_s_per_token2),
+            ("prefill_s_per_image_token", self.prefill_s_per_image_token),
             ("step_base_s", self.step_base_s),
             ("step_per_seq_s", self.step_per_seq_s),
             ("step_per_context_token_s", self.step_per_context_token_s),
@@ -175,6 +188,8 @@ pub enum Coef {
     PrefillPerToken,
     /// `c·f`: prefill per squared token.
     PrefillPerToken2,
+    /// `e`: prefill per image token.
+    PrefillPerImageToken,
     /// `d0`: step base.
     StepBase,
     /// `d1`: step per extra sequence.
@@ -189,10 +204,11 @@ pub enum Coef {
 
 impl Coef {
     /// Every coefficient, in table order.
-    pub const ALL: [Coef; 8] = [
+    pub const ALL: [Coef; 9] = [
         Coef::PrefillFixed,
         Coef::PrefillPerToken,
         Coef::PrefillPerToken2,
+        Coef::PrefillPerImageToken,
         Coef::StepBase,
         Coef::StepPerSeq,
         Coef::StepPerContextToken,
@@ -206,6 +222,7 @@ impl Coef {
             Coef::PrefillFixed => "a",
             Coef::PrefillPerToken => "b",
             Coef::PrefillPerToken2 => "c·f",
+            Coef::PrefillPerImageToken => "e",
             Coef::StepBase => "d0",
             Coef::StepPerSeq => "d1",
             Coef::StepPerContextToken => "d2",
@@ -220,6 +237,7 @@ impl Coef {
             Coef::PrefillFixed => "prefill_fixed_s",
             Coef::PrefillPerToken => "prefill_s_per_token",
             Coef::PrefillPerToken2 => "prefill_s_per_token2",
+            Coef::PrefillPerImageToken => "prefill_s_per_image_token",
             Coef::StepBase => "step_base_s",
             Coef::StepPerSeq => "step_per_seq_s",
             Coef::StepPerContextToken => "step_per_context_token_s",
@@ -234,6 +252,7 @@ impl Coef {
             Coef::PrefillFixed => "fixed latency before prefill",
             Coef::PrefillPerToken => "prefill compute per prompt token",
             Coef::PrefillPerToken2 => "prefill compute per squared prompt token",
+            Coef::PrefillPerImageToken => "prefill compute per image token",
             Coef::StepBase => "decode step, one sequence",
             Coef::StepPerSeq => "decode step per extra sequence",
             Coef::StepPerContextToken => "decode step per context token in the batch",
@@ -253,6 +272,7 @@ impl Coef {
             Coef::PrefillFixed => p.prefill_fixed_s,
             Coef::PrefillPerToken => p.prefill_s_per_token,
             Coef::PrefillPerToken2 => p.prefill_s_per_token2,
+            Coef::PrefillPerImageToken => p.prefill_s_per_image_token,
             Coef::StepBase => p.step_base_s,
             Coef::StepPerSeq => p.step_per_seq_s,
             Coef::StepPerContextToken => p.step_per_context_token_s,
@@ -267,6 +287,7 @@ impl Coef {
             Coef::PrefillFixed => p.prefill_fixed_s = v,
             Coef::PrefillPerToken => p.prefill_s_per_token = v,
             Coef::PrefillPerToken2 => p.prefill_s_per_token2 = v,
+            Coef::PrefillPerImageToken => p.prefill_s_per_image_token = v,
             Coef::StepBase => p.step_base_s = v,
             Coef::StepPerSeq => p.step_per_seq_s = v,
             Coef::StepPerContextToken => p.step_per_context_token_s = v,
@@ -287,6 +308,7 @@ mod tests {
             prefill_fixed_s: 0.1,
             prefill_s_per_token: 1e-4,
             prefill_s_per_token2: 1e-9,
+            prefill_s_per_image_token: 0.0,
             step_base_s: 0.01,
             step_per_seq_s: 0.002,
             step_per_context_token_s: 1e-7,

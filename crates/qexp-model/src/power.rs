@@ -175,6 +175,7 @@ mod tests {
         let load = Load {
             arrivals: Arrivals::Closed { concurrency: 2 },
             input_tokens: 10.0,
+            image_tokens: 0.0,
             output_tokens: 100.0,
             requests: 10,
         };

@@ -347,6 +347,7 @@ fn search_load(q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
     Load {
         arrivals,
         input_tokens: q.input_tokens,
+        image_tokens: 0.0,
         output_tokens: q.output_tokens,
         requests,
     }
@@ -533,6 +534,7 @@ mod tests {
             let load = Load {
                 arrivals: Arrivals::Rate { per_s, seed: 1 },
                 input_tokens: 100_000.0,
+                image_tokens: 0.0,
                 output_tokens: 200.0,
                 requests: 20,
             };
@@ -566,6 +568,7 @@ mod tests {
                 let load = Load {
                     arrivals,
                     input_tokens: 1000.0,
+                    image_tokens: 0.0,
                     output_tokens: 500.0,
                     requests: requests.unwrap_or_else(|| default_requests(arrivals)),
                 };

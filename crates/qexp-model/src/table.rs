@@ -196,6 +196,7 @@ fn row(file: &TableFile, t: &Table, r: &Row) -> Result<TableRow, String> {
         concurrency,
         rate_per_s: None,
         input_tokens: input,
+        image_tokens: 0.0,
         output_tokens: output,
         requests,
         // A table of medians records no request counts: they are assumptions.

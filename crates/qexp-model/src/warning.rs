@@ -69,6 +69,15 @@ pub enum FitWarning {
         /// The decode observations the regression had.
         points: usize,
     },
+    /// Prompts carried images, but the prefill points cannot tell the
+    /// image tokens' own cost from the per-token one: one image token
+    /// count (it is in `a`), or one text length (it is in `b`).
+    ImagesNotSeparated {
+        /// The fewest and most image tokens per prompt.
+        image_tokens: [f64; 2],
+        /// The distinct text lengths (prompt tokens less image tokens).
+        text_lengths: usize,
+    },
     /// Trials to resample, but no refit on them succeeded (or none was asked).
     NoRefits {
         /// The refits asked for.
@@ -90,6 +99,7 @@ impl FitWarning {
             FitWarning::NoChunks => vec![TokensPerStep],
             FitWarning::NoDecode => vec![StepBase, StepPerSeq, StepPerContextToken],
             FitWarning::DecodeUnresolved { coef, .. } => vec![*coef],
+            FitWarning::ImagesNotSeparated { .. } => vec![PrefillPerImageToken],
             FitWarning::NotAlone { .. }
             | FitWarning::ScheduleUnknown
             | FitWarning::OneConcurrency { .. }
@@ -166,6 +176,17 @@ impl std::fmt::Display for FitWarning {
             FitWarning::NoRefits { asked } => write!(
                 f,
                 "no refit on resampled trials succeeded ({asked} asked): intervals are the regression's alone, predictions' from the residuals"
+            ),
+            FitWarning::ImagesNotSeparated {
+                image_tokens: [lo, hi],
+                text_lengths,
+            } if lo == hi => write!(
+                f,
+                "every prompt at concurrency 1 carried {lo:.0} image tokens: their own prefill cost (e) is unknown, held in a; send two image sizes or counts"
+            ),
+            FitWarning::ImagesNotSeparated { text_lengths, .. } => write!(
+                f,
+                "the image tokens varied at {text_lengths} text length: their own prefill cost (e) cannot be told from the per-token one, which holds it; run a second input length with the same images"
             ),
         }
     }

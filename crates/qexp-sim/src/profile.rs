@@ -253,6 +253,7 @@ impl SimProfile {
             schedule: p.schedule,
             intake_s: p.intake_s,
             prefill_units: p.prefill_units.map(|k| k as usize),
+            image_token_s: p.prefill_s_per_image_token,
             // The serving surface (context, template, cache, no faults): `exact`'s.
             ..exact()
         }
@@ -265,6 +266,7 @@ impl SimProfile {
             prefill_fixed_s: self.prefill_fixed_s * t,
             prefill_s_per_token: t / self.prefill_tokens_per_s,
             prefill_s_per_token2: self.prefill_s_per_token2 * t,
+            prefill_s_per_image_token: self.image_token_s * t,
             step_base_s: self.step_base_s * t,
             step_per_seq_s: self.step_per_seq_s * t,
             step_per_context_token_s: self.step_per_context_token_s * t,
@@ -432,7 +434,11 @@ fn founding() -> Option<SimProfile> {
         .ok()
         .map(|m| m.params)
     });
-    Some(SimProfile::from_params("founding", params.as_ref()?))
+    Some(SimProfile {
+        // The founding tables sent no images: the vision encoder is `exact`'s.
+        image_token_s: exact().image_token_s,
+        ..SimProfile::from_params("founding", params.as_ref()?)
+    })
 }
 
 /// TTFT 50 ms, then 10 ms per token, one token per chunk: timing a test can check exactly.
@@ -556,6 +562,7 @@ mod tests {
         .unwrap();
         let mut want = m.params;
         want.tokens_per_step = want.tokens_per_step.round();
+        want.prefill_s_per_image_token = p.image_token_s;
         assert_eq!(p.params(), want);
         // The fitted terms drive the simulator's own equations.
         let (a, b) = (p.prefill_fixed_s, p.prefill_compute_s(10_000));

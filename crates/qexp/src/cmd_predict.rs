@@ -233,6 +233,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
                 Some(Load {
                     arrivals,
                     input_tokens: f64::from(p.input_tokens),
+                    image_tokens: 0.0,
                     output_tokens: f64::from(p.output_tokens),
                     requests: p.requests.max(1),
                 })
@@ -265,6 +266,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
             out.push(Load {
                 arrivals: a,
                 input_tokens: input,
+                image_tokens: 0.0,
                 output_tokens: output,
                 requests: args
                     .requests

@@ -7,6 +7,7 @@ pub(crate) fn coef_value(c: Coef, v: f64) -> String {
     match c {
         Coef::PrefillFixed | Coef::StepBase | Coef::StepPerSeq => time(v),
         Coef::PrefillPerToken | Coef::StepPerContextToken => format!("{v:.3e} s/token"),
+        Coef::PrefillPerImageToken => format!("{v:.3e} s/image token"),
         Coef::PrefillPerToken2 => format!("{v:.3e} s/token²"),
         Coef::TokensPerStep => format!("{v:.2} tokens"),
         Coef::MaxBatch => format!("{v:.0} sequences"),
@@ -69,6 +70,11 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
         "", "coefficient", "value", "90% interval"
     );
     for c in Coef::ALL {
+        // The image term only where the runs sent images.
+        let images = model.params.prefill_s_per_image_token > 0.0 || model.unknown.contains(&c);
+        if c == Coef::PrefillPerImageToken && !images {
+            continue;
+        }
         let name = format!("{} ({})", c.meaning(), c.name());
         let (value, interval) = if model.unknown.contains(&c) {
             ("unknown".to_owned(), "see warnings".to_owned())

@@ -55,7 +55,7 @@ impl Replay<'_> {
             return;
         }
         let prefills: Vec<usize> = self.prefill_queue.drain(..).collect();
-        let stall = prefills.len() as f64 * self.p.prefill_compute_s(self.load.input_tokens);
+        let stall = prefills.len() as f64 * self.load.prefill_compute_s(self.p);
         let decodes = std::mem::take(&mut self.batch);
         let mut length = stall;
         if !decodes.is_empty() {

@@ -11,6 +11,7 @@ fn truth() -> Params {
         prefill_fixed_s: 0.1,
         prefill_s_per_token: 1e-5,
         prefill_s_per_token2: 2e-9,
+        prefill_s_per_image_token: 0.0,
         step_base_s: 0.008,
         step_per_seq_s: 0.002,
         step_per_context_token_s: 3e-7,
@@ -24,20 +25,27 @@ fn truth() -> Params {
 
 /// One trial's observation of `p` at (c, l), as the analysis would report it.
 fn observe(p: &Params, c: u32, l: f64, trial: u32) -> Observation {
+    observe_images(p, c, l, 0.0, trial)
+}
+
+/// [`observe`] of prompts of `l` text tokens and `i` image tokens.
+fn observe_images(p: &Params, c: u32, l: f64, i: f64, trial: u32) -> Observation {
     let load = Load {
         arrivals: Arrivals::Closed { concurrency: c },
-        input_tokens: l,
+        input_tokens: l + i,
+        image_tokens: i,
         output_tokens: 24.0,
         requests: 2 * c,
     };
     let o = simulate(p, &load);
     let m = |m| predicted(&o, 24.0, m);
     Observation {
-        label: format!("c={c} in={l}"),
+        label: format!("c={c} in={l} img={i}"),
         trial,
         concurrency: c,
         rate_per_s: None,
-        input_tokens: l,
+        input_tokens: l + i,
+        image_tokens: i,
         output_tokens: 24.0,
         requests: 2 * c,
         requests_recorded: true,
@@ -103,11 +111,84 @@ fn recovers(t: Params) {
     for c in Coef::ALL {
         let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
         assert!(
+            (got / want - 1.0).abs() < 0.01 || (want == 0.0 && got == 0.0),
+            "{}: {got} vs {want}",
+            c.name()
+        );
+    }
+}
+
+/// The truth with a vision encoder: 20 µs per image token.
+fn with_images() -> Params {
+    Params {
+        prefill_s_per_image_token: 2e-5,
+        ..truth()
+    }
+}
+
+/// Text-only grid points, and at concurrency 1 prompts of two text lengths
+/// with 0, 512 and 2048 image tokens.
+fn image_grid(p: &Params, texts: &[f64]) -> Vec<Observation> {
+    let mut v = grid(p, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]);
+    for trial in 0..2 {
+        for &l in texts {
+            for i in [512.0, 2048.0] {
+                v.push(observe_images(p, 1, l, i, trial));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn the_image_term_comes_back_where_images_meet_two_text_lengths() {
+    let t = with_images();
+    let model = fit(&image_grid(&t, &[1000.0, 4000.0]), &FitOptions::default()).unwrap();
+    assert!(model.unknown.is_empty(), "{:?}", model.warnings);
+    for c in Coef::ALL {
+        let (got, want) = (c.get(&model.params).unwrap(), c.get(&t).unwrap());
+        assert!(
             (got / want - 1.0).abs() < 0.01,
             "{}: {got} vs {want}",
             c.name()
         );
     }
+    let i = model
+        .interval(Coef::PrefillPerImageToken)
+        .expect("an interval");
+    assert!(i.lo <= 2e-5 && 2e-5 <= i.hi, "{i:?}");
+}
+
+#[test]
+fn images_at_one_text_length_leave_the_image_term_unknown_and_say_so() {
+    // Only prompts with images, all of one text length: the image tokens
+    // move the prompt's length with them.
+    let t = with_images();
+    let mut rows = Vec::new();
+    for trial in 0..2 {
+        for i in [0.0, 512.0, 1024.0, 2048.0] {
+            rows.push(observe_images(&t, 1, 64.0, i, trial));
+        }
+        rows.push(observe_images(&t, 4, 64.0, 1024.0, trial));
+    }
+    let model = fit(&rows, &FitOptions::default()).unwrap();
+    assert!(
+        model.unknown.contains(&Coef::PrefillPerImageToken),
+        "{:?}",
+        model.warnings
+    );
+    let w = model
+        .warnings
+        .iter()
+        .find(|w| matches!(w, FitWarning::ImagesNotSeparated { .. }))
+        .expect("the warning");
+    assert!(w.to_string().contains("second input length"), "{w}");
+    assert_eq!(model.params.prefill_s_per_image_token, 0.0);
+    // The per-token terms hold the image cost: TTFT alone is still right
+    // within the points' range.
+    let want = t.ttft_alone_s(64.0 + 1024.0) + t.image_compute_s(1024.0);
+    let got = model.params.ttft_alone_s(64.0 + 1024.0);
+    assert!((got / want - 1.0).abs() < 0.02, "{got} vs {want}");
 }
 
 /// On the mixed schedule the decode step is fitted on the median gap

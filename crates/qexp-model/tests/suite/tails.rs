@@ -37,6 +37,7 @@ impl NoQueue {
             concurrency: c,
             rate_per_s: None,
             input_tokens: l,
+            image_tokens: 0.0,
             output_tokens: Self::OUTPUT,
             requests: Self::REQUESTS,
             requests_recorded: true,
@@ -68,6 +69,7 @@ fn at(c: u32, l: f64, requests: u32) -> Load {
     Load {
         arrivals: Arrivals::Closed { concurrency: c },
         input_tokens: l,
+        image_tokens: 0.0,
         output_tokens: NoQueue::OUTPUT,
         requests,
     }

@@ -3,7 +3,8 @@
 //! fewer images per prompt than the plan sends is refused before any load;
 //! against the simulator, images raise TTFT by the profile's cost per image
 //! token, `usage.prompt_tokens` counts their patches, each row records its
-//! images, and the report charts TTFT against image pixels.
+//! images, and the report charts TTFT against image pixels; `qexp fit`
+//! learns the cost per image token from a run that varies images and text.
 
 use crate::common::{qexp, run_plan};
 use qexp_plan::ApiKind;
@@ -186,4 +187,52 @@ async fn images_raise_ttft_by_the_profiles_cost_per_image_token() {
     let written = qexp_report::render_run(&run, &templates, &tmp.path().join("report")).unwrap();
     let md = std::fs::read_to_string(&written[0]).unwrap();
     assert!(md.contains("ttft_vs_image_pixels"), "{md}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qexp_fit_learns_the_cost_per_image_token_where_a_run_varies_it() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // `exact` at two text lengths, with none or two 448 × 448 images (512
+    // image tokens): the fit must tell the image tokens' own 0.2 ms apart
+    // from what every prompt token costs.
+    let plan = images_plan("image-fit", "sim:exact")
+        .set("workload.images.size", "448x448")
+        .set("sweep.input_tokens", vec![64_i64, 1024])
+        .set("sweep.image_count", vec![0_i64, 2])
+        .requests(4)
+        .trials(3);
+    let run = run_plan(tmp.path(), &plan).await;
+    let obs = qexp_analysis::run_observations(&run, 0, None);
+    let tokens: Vec<f64> = obs.rows.iter().map(|o| o.image_tokens).collect();
+    assert!(
+        tokens.iter().all(|t| *t == 0.0 || *t == 512.0),
+        "{tokens:?}"
+    );
+    let model = qexp_model::fit(&obs.rows, &qexp_model::FitOptions::default()).unwrap();
+    let want = qexp_sim::SimProfile::by_name("exact")
+        .unwrap()
+        .image_token_s;
+    let got = model.params.prefill_s_per_image_token;
+    let i = model.interval(qexp_model::Coef::PrefillPerImageToken);
+    eprintln!("cost per image token: fitted {got:.3e} s, profile {want:.3e} s, 90% {i:?}");
+    assert!(!model
+        .unknown
+        .contains(&qexp_model::Coef::PrefillPerImageToken));
+    assert!((got / want - 1.0).abs() < 0.05, "{got} vs {want}");
+    // One text length: the term is unknown, and the fit says what to run.
+    let one = qexp_analysis::run_observations(&run, 0, None)
+        .rows
+        .into_iter()
+        .filter(|o| o.input_tokens - o.image_tokens < 500.0)
+        .collect::<Vec<_>>();
+    let model = qexp_model::fit(&one, &qexp_model::FitOptions::default()).unwrap();
+    assert!(
+        model
+            .warnings
+            .iter()
+            .any(|w| matches!(w, qexp_model::FitWarning::ImagesNotSeparated { .. })),
+        "{:?}",
+        model.warnings
+    );
 }

@@ -18,6 +18,7 @@ fn truth() -> Params {
         prefill_fixed_s: 0.002,
         prefill_s_per_token: 0.0,
         prefill_s_per_token2: 0.0,
+        prefill_s_per_image_token: 0.0,
         step_base_s: 0.005,
         step_per_seq_s: 0.002,
         step_per_context_token_s: 0.0,
@@ -135,6 +136,7 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
     let load = Load {
         arrivals: Arrivals::Closed { concurrency: 4 },
         input_tokens: 50.0,
+        image_tokens: 0.0,
         output_tokens: 16.0,
         requests: 8,
     };

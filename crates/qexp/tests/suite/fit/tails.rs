@@ -51,6 +51,7 @@ fn load(c: u32) -> Load {
     Load {
         arrivals: Arrivals::Closed { concurrency: c },
         input_tokens: f64::from(INPUT),
+        image_tokens: 0.0,
         output_tokens: 16.0,
         requests: REQUESTS,
     }
