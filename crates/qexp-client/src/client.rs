@@ -2,6 +2,7 @@
 //! that sends it and times its stream.
 
 use crate::classify::{classify, header_text, stale_connection};
+use crate::conversation::Role;
 use crate::measure::{measure, Attempt, Body, Head, Transport};
 use crate::outcome::{ErrorClass, Outcome, RequestError};
 use crate::raw::RawHttp;
@@ -30,6 +31,8 @@ pub struct GenRequest {
     /// Extra body fields (`ignore_eos`, `temperature`, …), merged last.
     pub extra: Map<String, Value>,
     /// A conversation's earlier turns, sent before `prompt` (chat only).
+    /// When they end in a tool's result, `prompt` is not sent again: the
+    /// conversation continues from the result.
     pub history: Option<Vec<crate::conversation::Message>>,
     /// Embeddings: inputs sent (`prompt` each time); rerank: documents
     /// ranked against `prompt` (`prompt` each time). Ignored by the
@@ -48,8 +51,12 @@ impl GenRequest {
     pub fn body(&self, stream: bool) -> Value {
         let mut body = match self.api {
             Api::Chat => {
-                let mut messages = json!(self.history.as_deref().unwrap_or_default());
-                if let Value::Array(m) = &mut messages {
+                let history = self.history.as_deref().unwrap_or_default();
+                let mut messages = json!(history);
+                // A conversation that ends in tool results continues from
+                // them: the prompt went out as the result.
+                let continues = history.last().is_some_and(|m| m.role == Role::Tool);
+                if let (Value::Array(m), false) = (&mut messages, continues) {
                     m.push(json!({"role": "user", "content": self.user_content()}));
                 }
                 json!({
@@ -517,34 +524,63 @@ impl Body for ReqwestBody {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_conversation_is_sent_before_the_prompt() {
-        let req = GenRequest {
+    fn chat(history: Vec<crate::Message>) -> GenRequest {
+        GenRequest {
             api: Api::Chat,
             model: "m".into(),
             prompt: "next".into(),
             max_tokens: 3,
             extra: Map::new(),
-            history: Some(vec![
-                crate::Message {
-                    role: crate::Role::User,
-                    content: "first".into(),
-                },
-                crate::Message {
-                    role: crate::Role::Assistant,
-                    content: "answer".into(),
-                },
-            ]),
+            history: Some(history),
             batch: 1,
             headers: Vec::new(),
             images: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_conversation_is_sent_before_the_prompt() {
+        let req = chat(vec![
+            crate::Message::text(Role::User, "first".into()),
+            crate::Message::text(Role::Assistant, "answer".into()),
+        ]);
         assert_eq!(
             req.body(true)["messages"],
             json!([
                 {"role": "user", "content": "first"},
                 {"role": "assistant", "content": "answer"},
                 {"role": "user", "content": "next"},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_conversation_ending_in_a_tool_result_continues_from_it() {
+        let call = crate::conversation::SentToolCall {
+            id: "call_1_0".into(),
+            kind: "function".into(),
+            function: crate::conversation::SentFunction {
+                name: "get_weather".into(),
+                arguments: r#"{"city": "Oslo"}"#.into(),
+            },
+        };
+        let req = chat(vec![
+            crate::Message::text(Role::User, "first".into()),
+            crate::Message {
+                tool_calls: vec![call],
+                ..crate::Message::text(Role::Assistant, String::new())
+            },
+            crate::Message {
+                tool_call_id: Some("call_1_0".into()),
+                ..crate::Message::text(Role::Tool, "next".into())
+            },
+        ]);
+        assert_eq!(
+            req.body(true)["messages"],
+            json!([
+                {"role": "user", "content": "first"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1_0", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+                {"role": "tool", "content": "next", "tool_call_id": "call_1_0"},
             ])
         );
     }

@@ -33,7 +33,7 @@ mod timing;
 pub use answer::answer_hash;
 pub use calibrate::{calibrate, Calibration, CalibrationError, CountMethod, CountTokens, Counter};
 pub use client::{Client, ClientError, GenRequest};
-pub use conversation::{Message, Role};
+pub use conversation::{Message, Role, SentFunction, SentToolCall};
 pub use dataset::{Dataset, DatasetError, DatasetFormat};
 pub use distribution::{LengthDist, Shape};
 pub use metrics::{Counters, MetricsSource};

@@ -857,14 +857,6 @@ impl PlanFile {
                  `load.stages` and `load.trace`",
             );
         }
-        if let Some(t) = &w.tools {
-            return invalid(
-                t.file.span(),
-                "workload.tools.file",
-                "a multi-turn session resends the answers' text and cannot answer a tool \
-                 call: drop [workload.tools] or [workload.multi_turn]",
-            );
-        }
         if let Some(c) = w.class.first() {
             return invalid(
                 c.name.span(),

@@ -2,14 +2,17 @@
 //! conversation at a time and sends its turns in order. Each turn's request
 //! carries the conversation so far (the user messages and the answers
 //! actually received); after an answer the session thinks for the plan's
-//! think time, then sends its next turn. A turn that fails ends its
+//! think time, then sends its next turn. An answer that calls tools is
+//! answered in the next turn: that turn's prompt goes back as the first
+//! call's result (a canned `{"ok": true}` for any other), and the
+//! conversation continues from the results. A turn that fails ends its
 //! session: the turns after it are recorded as `skipped`, never sent.
 
 use crate::backend::Backend;
 use crate::scheduler::{run_workers, send, unix_now, Done, Finished, Job};
 use crate::workload::Planned;
 use crate::Cancel;
-use qexp_client::{ErrorClass, Message, Outcome, RequestError, Role};
+use qexp_client::{ErrorClass, Message, Outcome, RequestError, Role, SentFunction, SentToolCall};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +43,8 @@ async fn converse<B: Backend>(
     mut cancel: Cancel,
 ) -> bool {
     let mut history: Vec<Message> = Vec::new();
+    // The tool calls of the last answer, which the next turn answers.
+    let mut calls: Vec<SentToolCall> = Vec::new();
     let mut failed_turn: Option<usize> = None;
     let last = turns.len().saturating_sub(1);
     for (k, job) in turns.into_iter().enumerate() {
@@ -59,23 +64,44 @@ async fn converse<B: Backend>(
         }
         let mut request = job.request;
         let prompt = request.prompt.clone();
+        // The last answer's tool calls are answered with this turn's
+        // prompt as the first call's result; the conversation continues
+        // from the results.
+        let answers_calls = !calls.is_empty();
+        for (i, call) in std::mem::take(&mut calls).into_iter().enumerate() {
+            let content = if i == 0 {
+                prompt.clone()
+            } else {
+                CANNED.to_string()
+            };
+            history.push(Message {
+                tool_call_id: Some(call.id),
+                ..Message::text(Role::Tool, content)
+            });
+        }
         request.history = Some(history.clone());
         let f = send(backend, job.index, request, cancel.clone()).await;
         // The answer goes into the conversation; its row keeps the text
         // only where the plan's `keep_answers` says so.
-        let answer = f.outcome.text.clone();
+        let o = &f.outcome;
+        // A tool call alone may come without text.
+        let answer = match (&o.text, o.ok()) {
+            (Some(text), true) => Some(text.clone()),
+            (None, true) if !o.tool_calls.is_empty() => Some(String::new()),
+            _ => None,
+        };
         match answer {
-            Some(answer) if f.outcome.ok() => {
+            Some(answer) => {
+                if !answers_calls {
+                    history.push(Message::text(Role::User, prompt));
+                }
+                calls = sent_calls(k, &o.tool_calls);
                 history.push(Message {
-                    role: Role::User,
-                    content: prompt,
-                });
-                history.push(Message {
-                    role: Role::Assistant,
-                    content: answer,
+                    tool_calls: calls.clone(),
+                    ..Message::text(Role::Assistant, answer)
                 });
             }
-            _ => failed_turn = Some(k),
+            None => failed_turn = Some(k),
         }
         if done.send(f).is_err() {
             return false;
@@ -88,6 +114,26 @@ async fn converse<B: Backend>(
         }
     }
     true
+}
+
+/// The result of a tool call after an answer's first (which gets the turn's prompt).
+const CANNED: &str = "{\"ok\": true}";
+
+/// An answer's tool calls as the conversation resends them, each with an
+/// id of its turn `k` (from 0) and place.
+fn sent_calls(k: usize, calls: &[qexp_plan::structured::ToolCall]) -> Vec<SentToolCall> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| SentToolCall {
+            id: format!("call_{}_{i}", k + 1),
+            kind: "function".into(),
+            function: SentFunction {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            },
+        })
+        .collect()
 }
 
 /// The row of a turn not sent because turn `failed` (from 1) of its session failed.
@@ -232,5 +278,70 @@ mod tests {
             ],
             "b3 is never sent"
         );
+    }
+
+    /// Calls `lookup` with the prompt as its argument on every turn, and
+    /// records each request's history.
+    #[derive(Default)]
+    struct Caller {
+        seen: Mutex<Vec<Vec<Message>>>,
+    }
+
+    impl Backend for Caller {
+        async fn send(&self, req: GenRequest) -> Outcome {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(req.history.clone().unwrap_or_default());
+            Outcome {
+                content_chunks: 1,
+                text: None,
+                tool_calls: vec![qexp_plan::structured::ToolCall {
+                    name: "lookup".into(),
+                    arguments: format!("{{\"q\": \"{}\"}}", req.prompt),
+                }],
+                ..Outcome::default()
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_call_is_answered_with_the_next_turns_prompt_and_the_session_goes_on() {
+        let caller = Arc::new(Caller::default());
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let sessions = vec![session(0, &["t1", "t2", "t3"])];
+        let done = run_sessions(caller.clone(), sessions, 1, Duration::ZERO, rx, |_| {}).await;
+        assert!(done.iter().all(|f| f.outcome.ok()), "every turn is sent");
+        let seen = caller.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3);
+        assert!(seen[0].is_empty());
+        // Turn 2: the user's t1, the call it made, and t2 as its result;
+        // the client sends no user message after a result.
+        let turn2 = &seen[1];
+        let roles: Vec<Role> = turn2.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+        assert_eq!(turn2[0].content, "t1");
+        let call = &turn2[1].tool_calls[0];
+        assert_eq!(
+            (call.id.as_str(), call.function.name.as_str()),
+            ("call_1_0", "lookup")
+        );
+        assert_eq!(call.function.arguments, r#"{"q": "t1"}"#);
+        assert_eq!(turn2[2].tool_call_id.as_deref(), Some("call_1_0"));
+        assert_eq!(turn2[2].content, "t2");
+        // Turn 3 goes on from there: t2's result answered by a call on t2.
+        let roles: Vec<Role> = seen[2].iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool
+            ]
+        );
+        assert_eq!(seen[2][3].tool_calls[0].id, "call_2_0");
+        assert_eq!(seen[2][4].content, "t3");
     }
 }

@@ -1,7 +1,8 @@
 //! Tool calls and structured output end to end: a plan whose tool schema is
 //! not JSON Schema stops before anything is sent; against the simulator,
 //! tool calls that break as the batch grows give a parse rate that falls
-//! with load, flagged with the answers.
+//! with load, flagged with the answers; a multi-turn tool session answers
+//! each call and goes on.
 
 use crate::common::{qexp, run_plan};
 use qexp_analysis::Flag;
@@ -121,4 +122,52 @@ async fn tool_calls_that_break_under_load_are_flagged() {
     let md = std::fs::read_to_string(&written[0]).unwrap();
     assert!(md.contains("Parse rate falls under load"), "{md}");
     assert!(md.contains("FALLS under load at"), "{md}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_session_answers_each_call_and_goes_on() {
+    let _serial = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // Three turns per session, every answer a tool call (`required`): turns
+    // 2 and 3 send the call back with its result, and the server sees the
+    // conversation grow.
+    let plan = tools_plan(tmp.path(), "tool-session", "sim:fast")
+        .concurrency(&[2])
+        .requests(6)
+        .set("workload.multi_turn.turns", 3_i64)
+        .set("workload.multi_turn.user_tokens", 32_i64);
+    let run = run_plan(tmp.path(), &plan).await;
+    let df = qexp_store::scan_requests(&run.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let errors = df.column("error_class").unwrap().null_count();
+    assert_eq!(errors, df.height(), "every turn is answered");
+    let calls = qexp_testkit::u32s(&df, "tool_calls");
+    assert!(calls.iter().all(|c| *c == 1), "{calls:?}");
+    let parse = run.points[0].answers.parse.clone().expect("a parse rate");
+    let rows = df.height() as u64;
+    assert_eq!((parse.parsed as u64, parse.checked as u64), (rows, rows));
+    let (session, turn, prompt) = (
+        qexp_testkit::u32s(&df, "session"),
+        qexp_testkit::u32s(&df, "turn"),
+        qexp_testkit::u32s(&df, "prompt_tokens"),
+    );
+    let mut sessions = session.clone();
+    sessions.sort();
+    sessions.dedup();
+    assert!(sessions.len() >= 2, "{sessions:?}");
+    for s in sessions {
+        let mut by_turn: Vec<(u32, u32)> = (0..df.height())
+            .filter(|&i| session[i] == s)
+            .map(|i| (turn[i], prompt[i]))
+            .collect();
+        by_turn.sort();
+        let turns: Vec<u32> = by_turn.iter().map(|t| t.0).collect();
+        assert_eq!(turns, [1, 2, 3]);
+        assert!(
+            by_turn.windows(2).all(|w| w[1].1 > w[0].1 + 16),
+            "each turn resends the conversation with the result: {by_turn:?}"
+        );
+    }
 }
