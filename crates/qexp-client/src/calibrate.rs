@@ -137,13 +137,41 @@ impl<'a> Counter<'a> {
     }
 
     async fn probe(&self, prompt: &str) -> Result<u32, CalibrationError> {
+        self.probe_after(None, prompt).await
+    }
+
+    /// What a conversation adds to its prompt per turn beyond the answer
+    /// and the next user message as a lone prompt counts: the next turn's
+    /// prompt is the last one's, plus its answer, plus the new message's
+    /// lone-prompt count, plus this (negative where a lone prompt carries
+    /// a system prompt or tools that the conversation has once). Three
+    /// probes of a chat server: a short message U alone (`F + u`), U twice
+    /// in one message (`F + 2u`), and U after U and an answer U (`F + 3u +
+    /// wraps`); the answer's tokens are U's.
+    pub async fn turn_overhead(&self) -> Result<i64, CalibrationError> {
+        const U: &str = "alpha beta gamma delta";
+        let history = vec![
+            crate::Message::text(crate::Role::User, U.into()),
+            crate::Message::text(crate::Role::Assistant, U.into()),
+        ];
+        let one = self.probe_after(None, U).await?;
+        let twice = self.probe_after(None, &format!("{U} {U}")).await?;
+        let turn = self.probe_after(Some(history), U).await?;
+        Ok(i64::from(turn) - i64::from(one) - i64::from(twice))
+    }
+
+    async fn probe_after(
+        &self,
+        history: Option<Vec<crate::Message>>,
+        prompt: &str,
+    ) -> Result<u32, CalibrationError> {
         let req = GenRequest {
             api: self.api,
             model: self.model.clone(),
             prompt: prompt.to_string(),
             max_tokens: 1,
             extra: self.extra.clone(),
-            history: None,
+            history,
             batch: 1,
             headers: Vec::new(),
             images: Default::default(),

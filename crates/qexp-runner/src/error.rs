@@ -86,6 +86,9 @@ pub enum RunError {
         /// The cause.
         source: qexp_client::CalibrationError,
     },
+    /// A multi-turn plan's turn lengths could not be measured on the server.
+    #[error("cannot measure what a conversation's turn adds to its prompt: {0}")]
+    TurnOverhead(qexp_client::CalibrationError),
     /// The replayed trace could not be read again.
     #[error(transparent)]
     Trace(#[from] qexp_plan::TraceError),

@@ -274,7 +274,7 @@ impl<B: Backend> PointRunner<'_, B> {
         let journal_failure = journal.failure();
         if self.plan.workload.multi_turn.is_some() {
             // A later turn's planned length is known only now.
-            plan_turns(planned, &done);
+            plan_turns(planned, &done, self.prep.turn_overhead);
         }
         Sent {
             warm: warm_done,

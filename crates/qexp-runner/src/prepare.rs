@@ -28,6 +28,9 @@ pub(crate) struct Prepared {
     pub trace: Option<Trace>,
     /// What each request class sends (`[[workload.class]]`), in plan order.
     pub classes: Vec<crate::classes::ClassSend>,
+    /// Multi-turn: the tokens a turn adds beyond the last prompt, its
+    /// answer and the new message's lone-prompt count (0 otherwise).
+    pub turn_overhead: i64,
 }
 
 /// The trace a plan replays, read again and checked against the plan's hash.
@@ -112,6 +115,13 @@ pub(crate) async fn prepare(
         Prompts::lengths(&f.workload, &points)
     };
     let calibrations = calibrate_lengths(opts, &mut counter, &filler, lengths, known).await?;
+    let turn_overhead = match &f.workload.multi_turn {
+        Some(_) => counter
+            .turn_overhead()
+            .await
+            .map_err(RunError::TurnOverhead)?,
+        None => 0,
+    };
     Ok(Prepared {
         model,
         api,
@@ -124,6 +134,7 @@ pub(crate) async fn prepare(
         metrics,
         trace: load_trace(opts)?,
         classes,
+        turn_overhead,
     })
 }
 

@@ -150,9 +150,11 @@ fn skipped(failed: usize) -> Outcome {
 
 /// Fills in what each later turn of `done` was planned to be, now that the
 /// turn before it is known: its prompt is that turn's prompt and answer (as
-/// the server counted them) plus its own user message, and the plan expects
+/// the server counted them) plus its own user message (as a lone prompt)
+/// plus `overhead` (what the server's chat template adds to a turn beyond
+/// those, [`qexp_client::Counter::turn_overhead`]), and the plan expects
 /// the server to find that whole earlier conversation in its prefix cache.
-pub(crate) fn plan_turns(planned: &mut BTreeMap<u32, Planned>, done: &[Finished]) {
+pub(crate) fn plan_turns(planned: &mut BTreeMap<u32, Planned>, done: &[Finished], overhead: i64) {
     let by_index: BTreeMap<u32, &Outcome> = done.iter().map(|f| (f.index, &f.outcome)).collect();
     let indices: Vec<u32> = planned.keys().copied().collect();
     for index in indices {
@@ -172,8 +174,9 @@ pub(crate) fn plan_turns(planned: &mut BTreeMap<u32, Planned>, done: &[Finished]
         let answer = outcome.map_or(prev.output_tokens, |o| o.output_tokens());
         let before = prompt.saturating_add(answer);
         let user = this.input_tokens;
+        let total = i64::from(before.saturating_add(user)) + overhead;
         if let Some(this) = planned.get_mut(&index) {
-            this.input_tokens = before.saturating_add(user);
+            this.input_tokens = u32::try_from(total.max(0)).unwrap_or(u32::MAX);
             this.cached_tokens = before;
         }
     }

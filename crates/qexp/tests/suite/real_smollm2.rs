@@ -445,3 +445,54 @@ async fn smollm2_structured_output_parses_when_the_schema_is_enforced() {
     assert_eq!(asked.checked, 8, "{asked:?}");
     assert!(asked.parsed > 0, "{asked:?}");
 }
+
+/// Multi-turn sessions on SmolLM2's chat template, which gives a lone
+/// prompt a system prompt that a conversation carries once: every later
+/// turn's prompt must be the length the plan expects (the last prompt, its
+/// answer, the new message, and what the template adds per turn as the
+/// server measured it), so no trial is marked invalid for its prompts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smollm2_conversation_turns_have_the_planned_lengths() {
+    let Some(url) = server("QEXP_SMOLLM2_URL") else {
+        return;
+    };
+    let _heavy = crate::common::heavy().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "[experiment]\nname = \"smollm2-turns\"\nversion = 1\n\n\
+         [target]\nbase_url = \"{url}\"\nmodel = \"{MODEL}\"\napi = \"chat\"\n\n\
+         [workload]\ninput_tokens = 96\noutput_tokens = 24\n\n\
+         [workload.multi_turn]\nturns = 3\nuser_tokens = 64\n\n\
+         [sweep]\nconcurrency = [1]\n\n\
+         [run]\nrequests = 2\nwarmup_requests = 0\ntrials = 1\nseed = 4\n"
+    );
+    let path = tmp.path().join("turns.toml");
+    std::fs::write(&path, plan).unwrap();
+    let r = run_plan_file(&path, tmp.path()).await;
+    let a = qexp_analysis::analyze(&r.dir).unwrap();
+    let rows = qexp_store::scan_requests(&a.dir)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let (turn, got, planned) = (
+        qexp_testkit::u32s(&rows, "turn"),
+        qexp_testkit::u32s(&rows, "prompt_tokens"),
+        qexp_testkit::u32s(&rows, "input_tokens_planned"),
+    );
+    let off: Vec<(u32, u32, u32)> = (0..rows.height())
+        .map(|i| (turn[i], got[i], planned[i]))
+        .collect();
+    eprintln!("(turn, server prompt tokens, planned): {off:?}");
+    assert!(off.iter().any(|t| t.0 == 3), "{off:?}");
+    assert!(
+        off.iter().all(|(_, g, p)| g.abs_diff(*p) <= 2),
+        "every turn within 2 tokens of its plan: {off:?}"
+    );
+    let invalid: Vec<&Option<String>> = a
+        .points
+        .iter()
+        .flat_map(|p| p.trials.iter().map(|t| &t.invalid_reason))
+        .filter(|r| r.is_some())
+        .collect();
+    assert!(invalid.is_empty(), "{invalid:?}");
+}
