@@ -217,7 +217,8 @@ fn draw_charts(
             })
         })
         .collect();
-    let charts = charts::all(&a.points, &marks, a.manifest.target.api)?;
+    let mut charts = charts::all(&a.points, &marks, a.manifest.target.api)?;
+    charts.extend(charts::ttft_by_class(&a.points, &a.classes)?);
     ctx.charts = charts.iter().map(chart_view).collect();
     let per_point = charts::per_point(&a.points, &a.distributions)?;
     ctx.distributions = per_point

@@ -4,6 +4,7 @@
 //! parameters, and a ring with the flag's marker on flagged points. A chart
 //! whose axis the run does not sweep is not drawn (its function returns None).
 
+mod classes;
 mod cost;
 mod deployments;
 mod draw;
@@ -14,6 +15,7 @@ mod ticks;
 
 use crate::format;
 use crate::labels::{self, Along};
+pub use classes::ttft_by_class;
 pub use cost::cost_pareto;
 pub use deployments::{over_time, pareto};
 pub use draw::DrawError;

@@ -137,6 +137,13 @@ async fn a_low_priority_class_is_starved_under_load_while_the_high_class_holds()
     let md = std::fs::read_to_string(&written[0]).unwrap();
     assert!(md.contains("#### Fairness"), "{md}");
     assert!(md.contains("class `low` is starved at"), "{md}");
+    // And a chart of each class's TTFT against the load.
+    assert!(md.contains("ttft_by_class"), "{md}");
+    let svg = std::fs::read_to_string(tmp.path().join("report/ttft_by_class.svg")).unwrap();
+    assert!(
+        svg.contains("class low") && svg.contains("class high"),
+        "{svg}"
+    );
     let html = std::fs::read_to_string(&written[1]).unwrap();
     assert!(html.contains("class `low` is starved at"), "{html}");
 }
