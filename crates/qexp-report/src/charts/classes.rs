@@ -33,42 +33,7 @@ pub fn ttft_by_class(
         return Ok(None);
     };
     let varying: Vec<Along> = swept.iter().copied().filter(|a| *a != axis).collect();
-    // (class in plan order, the other swept values) → marks.
-    let mut groups: BTreeMap<(usize, String), Vec<Mark>> = BTreeMap::new();
-    for r in &classes.rows {
-        let Some(p) = points.iter().find(|p| p.point.id == r.point_id) else {
-            continue;
-        };
-        let (Some(x), Some(s)) = (axis.value(&p.point), r.ttft_p50_s.as_ref()) else {
-            continue;
-        };
-        if !(s.median.is_finite() && s.median > 0.0) {
-            continue;
-        }
-        let order = classes
-            .rows
-            .iter()
-            .position(|o| o.class == r.class)
-            .unwrap_or(0);
-        let mut label = format!("class {}", r.class);
-        if !varying.is_empty() {
-            label.push_str(&format!(", {}", pairs(&p.point, &varying)));
-        }
-        groups.entry((order, label)).or_default().push(Mark {
-            x,
-            median: s.median,
-            min: if s.min > 0.0 { s.min } else { s.median },
-            max: s.max,
-            flag: r.starved.as_ref().map(|_| "starved".to_string()),
-        });
-    }
-    let series: Vec<Series> = groups
-        .into_iter()
-        .map(|((_, label), mut marks)| {
-            marks.sort_by(|a, b| a.x.total_cmp(&b.x));
-            Series { label, marks }
-        })
-        .collect();
+    let series = class_series(points, classes, axis, &varying);
     if series.is_empty() {
         return Ok(None);
     }
@@ -102,4 +67,50 @@ pub fn ttft_by_class(
         title: spec.title.into(),
         svg,
     }))
+}
+
+/// A series per class (in plan order) and combination of the `varying`
+/// axes: its median TTFT at each value of `axis`.
+fn class_series(
+    points: &[PointSummary],
+    classes: &ClassAnalysis,
+    axis: Along,
+    varying: &[Along],
+) -> Vec<Series> {
+    // (class in plan order, the other swept values) → marks.
+    let mut groups: BTreeMap<(usize, String), Vec<Mark>> = BTreeMap::new();
+    for r in &classes.rows {
+        let Some(p) = points.iter().find(|p| p.point.id == r.point_id) else {
+            continue;
+        };
+        let (Some(x), Some(s)) = (axis.value(&p.point), r.ttft_p50_s.as_ref()) else {
+            continue;
+        };
+        if !(s.median.is_finite() && s.median > 0.0) {
+            continue;
+        }
+        let order = classes
+            .rows
+            .iter()
+            .position(|o| o.class == r.class)
+            .unwrap_or(0);
+        let mut label = format!("class {}", r.class);
+        if !varying.is_empty() {
+            label.push_str(&format!(", {}", pairs(&p.point, varying)));
+        }
+        groups.entry((order, label)).or_default().push(Mark {
+            x,
+            median: s.median,
+            min: if s.min > 0.0 { s.min } else { s.median },
+            max: s.max,
+            flag: r.starved.as_ref().map(|_| "starved".to_string()),
+        });
+    }
+    groups
+        .into_iter()
+        .map(|((_, label), mut marks)| {
+            marks.sort_by(|a, b| a.x.total_cmp(&b.x));
+            Series { label, marks }
+        })
+        .collect()
 }
