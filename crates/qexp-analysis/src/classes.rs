@@ -3,8 +3,9 @@
 //! planned share, its TTFT, its output (or, with `[slo]`, its goodput)
 //! against its share, and whether a class is starved.
 //!
-//! Per (trial, point, class): the median and p90 TTFT and the median E2E of
-//! the class's successful requests, the median TTFT of every *other*
+//! Per (trial, point, class): the median and p90 TTFT, the median
+//! per-request decode rate (1/TPOT) and the median E2E of the class's
+//! successful requests, the median TTFT of every *other*
 //! class's, its output tokens per second over the point's window (first
 //! send → last completion of the whole point) and, with `[slo]`, the
 //! requests per second that met every objective. Across trials, as for
@@ -53,6 +54,8 @@ pub struct ClassPoint {
     pub ttft_p50_s: Option<Summary>,
     /// p90 TTFT per trial, across trials.
     pub ttft_p90_s: Option<Summary>,
+    /// Median per-request decode tok/s (1/TPOT) per trial, across trials.
+    pub decode_tok_s: Option<Summary>,
     /// Median E2E per trial, across trials.
     pub e2e_p50_s: Option<Summary>,
     /// The other classes' median TTFT per trial, across trials.
@@ -81,6 +84,8 @@ pub struct ClassTrial {
     pub trial: u32,
     /// Median TTFT of its successful requests (NaN when none).
     pub ttft_s: f64,
+    /// Median decode tok/s (1/TPOT) of its successful requests (NaN when none).
+    pub decode_tok_s: f64,
     /// Median E2E of its successful requests (NaN when none).
     pub e2e_s: f64,
 }
@@ -135,6 +140,7 @@ struct Req {
     ok: bool,
     ttft: f64,
     e2e: f64,
+    tpot: f64,
     tokens: f64,
     good: bool,
     sent: f64,
@@ -225,6 +231,7 @@ fn read(scan: LazyFrame, items: bool, slo: Option<&SloSection>) -> PolarsResult<
                 ok,
                 ttft: ttft[i],
                 e2e: e2e[i],
+                tpot: tpot[i],
                 tokens: if ok && tokens[i].is_finite() {
                     tokens[i]
                 } else {
@@ -245,6 +252,7 @@ struct TrialFigures {
     failures: u64,
     ttft_p50: f64,
     ttft_p90: f64,
+    decode_p50: f64,
     e2e_p50: f64,
     others_p50: f64,
     tokens: f64,
@@ -284,6 +292,14 @@ fn trial_figures(name: &str, all: &BTreeMap<String, Vec<Req>>) -> TrialFigures {
         failures: mine.iter().filter(|r| !r.ok).count() as u64,
         ttft_p50: q(&ttft, 0.5),
         ttft_p90: q(&ttft, 0.9),
+        decode_p50: q(
+            &sorted(
+                mine.iter()
+                    .filter(|r| r.ok && r.tpot > 0.0)
+                    .map(|r| 1.0 / r.tpot),
+            ),
+            0.5,
+        ),
         e2e_p50: median(&sorted(mine.iter().filter(|r| r.ok).map(|r| r.e2e))).unwrap_or(f64::NAN),
         others_p50: q(&others, 0.5),
         tokens,
@@ -344,6 +360,7 @@ fn point_classes(
                 share: share_of(sum(|f| f.requests as f64), all_requests).unwrap_or(0.0),
                 ttft_p50_s: across(|f| f.ttft_p50),
                 ttft_p90_s: across(|f| f.ttft_p90),
+                decode_tok_s: across(|f| f.decode_p50),
                 e2e_p50_s: across(|f| f.e2e_p50),
                 others_ttft_p50_s: across(|f| f.others_p50),
                 tok_s: across(|f| f.tok_s),
@@ -362,6 +379,7 @@ fn point_classes(
                     .map(|((&trial, _), f)| ClassTrial {
                         trial,
                         ttft_s: f.ttft_p50,
+                        decode_tok_s: f.decode_p50,
                         e2e_s: f.e2e_p50,
                     })
                     .collect(),
@@ -472,6 +490,7 @@ mod tests {
             ok: true,
             ttft,
             e2e: ttft + 1.0,
+            tpot: 0.02,
             tokens: 10.0,
             good: false,
             sent,
@@ -488,6 +507,7 @@ mod tests {
         assert_eq!(a.requests, 2);
         assert!((a.ttft_p50 - 0.2).abs() < 1e-12);
         assert!((a.others_p50 - 2.0).abs() < 1e-12);
+        assert!((a.decode_p50 - 50.0).abs() < 1e-9);
         // The point's window: 0 → 3 s (b ends at 0 + 2 + 1).
         assert!((a.tok_s - 20.0 / 3.0).abs() < 1e-12);
     }

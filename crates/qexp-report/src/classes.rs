@@ -30,6 +30,8 @@ pub struct ClassRow {
     pub ttft_spread: String,
     /// p90 TTFT (s), median across trials.
     pub ttft_p90: String,
+    /// Median per-request decode tok/s across trials.
+    pub decode: String,
     /// Median E2E (s) across trials.
     pub e2e: String,
     /// The other classes' median TTFT (s).
@@ -100,6 +102,7 @@ fn row(r: &ClassPoint, label: &impl Fn(u32) -> String, slo: bool) -> ClassRow {
         ttft: center(&r.ttft_p50_s),
         ttft_spread: spread(&r.ttft_p50_s),
         ttft_p90: center(&r.ttft_p90_s),
+        decode: center(&r.decode_tok_s),
         e2e: center(&r.e2e_p50_s),
         others_ttft: center(&r.others_ttft_p50_s),
         planned: r.planned_share.map_or("–".into(), percent1),

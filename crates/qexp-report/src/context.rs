@@ -82,7 +82,7 @@ pub fn report_context(a: &RunAnalysis) -> ReportContext {
                 "These are qexp's defaults, not the plan's: {reason}."
             )),
         },
-        server_counters: tables.iter().any(|t| !t.server_markdown.is_empty()),
+        server_counters: tables.iter().any(|t| t.server),
         tables,
         classes: crate::classes::class_view(&a.points, &a.classes),
         turns: crate::turns::turn_rows(&a.points, &a.turns),

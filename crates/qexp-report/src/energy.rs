@@ -3,8 +3,6 @@
 //! their min–max, and the trials whose energy could not be trusted.
 
 use crate::format::num;
-use crate::labels::Along;
-use crate::views::Row;
 use qexp_analysis::stats::Summary;
 use qexp_analysis::{EnergySummary, PointSummary};
 
@@ -55,15 +53,4 @@ pub(crate) fn cells(p: &PointSummary) -> Vec<String> {
                 .join("; "),
         ])
         .collect()
-}
-
-/// The table as Markdown.
-pub(crate) fn markdown(axis: Along, rows: &[Row]) -> String {
-    let headers = headers();
-    let columns: Vec<(&str, bool)> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| (h.as_str(), i + 1 < headers.len()))
-        .collect();
-    crate::tables::markdown_table(axis, &columns, rows, |r| r.energy.clone())
 }

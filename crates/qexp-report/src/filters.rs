@@ -168,9 +168,10 @@ mod tests {
         let stat = Stat::of(&s, "tok/s", 1.0);
         assert_eq!(render("{{ v | cell }}", &stat), format::center(&s));
         assert_eq!(render("{{ v | spread }}", &stat), format::spread(&s));
-        assert_eq!(render("{{ v | iqr }}", &stat), format::iqr(&s));
-        assert_eq!(render("{{ v | ci }}", &stat), format::ci95(&s));
-        assert_eq!(render("{{ v | cv }}", &stat), format::cv(&s));
+        let summary = s.as_ref().unwrap();
+        assert_eq!(render("{{ v | iqr }}", &stat), num(summary.iqr));
+        assert_eq!(render("{{ v | ci }}", &stat), "none at n=3 (needs 6)");
+        assert_eq!(render("{{ v | cv }}", &stat), percent1(summary.cv.unwrap()));
         assert_eq!(render("{{ v | num }}", &stat), "73.5");
         assert_eq!(render("{{ v.median | num }}", &stat), "73.5");
         let ms = Stat::of(&Summary::of(&[0.0125]), "ms", 1e3);

@@ -1,5 +1,6 @@
-//! Cells for people: a summary's median, spread, IQR, interval and CV as
-//! the tables print them, and Markdown escaping. The numbers themselves are
+//! Cells for people: a summary's median and spread where Rust writes a
+//! cell (the templates' filters format the axis tables' values), and
+//! Markdown escaping. The numbers themselves are
 //! formatted by qexp-analysis' one formatting module, re-exported here.
 
 pub use qexp_analysis::format::{num, percent1, percent_prose, sig3, tokens};
@@ -14,45 +15,6 @@ pub fn center(s: &Option<Summary>) -> String {
 pub fn spread(s: &Option<Summary>) -> String {
     match s {
         Some(s) if s.n > 1 => format!("{}–{}", num(s.min), num(s.max)),
-        Some(_) => "n=1".into(),
-        None => "–".into(),
-    }
-}
-
-/// The interquartile range across trials, or a dash.
-pub fn iqr(s: &Option<Summary>) -> String {
-    match s {
-        Some(s) if s.n > 1 => num(s.iqr),
-        _ => "–".into(),
-    }
-}
-
-/// The 95% confidence interval of the median, or why there is none: an
-/// order-statistic interval needs at least 6 values to reach 95%.
-pub fn ci95(s: &Option<Summary>) -> String {
-    match s {
-        Some(s) => match s.ci95 {
-            Some((lo, hi)) => format!("{}–{}", num(lo), num(hi)),
-            None => format!("none at n={} (needs 6)", s.n),
-        },
-        None => "–".into(),
-    }
-}
-
-/// The coefficient of variation in percent, or a dash.
-pub fn cv(s: &Option<Summary>) -> String {
-    s.as_ref().and_then(|s| s.cv).map_or("–".into(), percent1)
-}
-
-/// [`center`] of a summary in seconds, shown in milliseconds.
-pub fn center_ms(s: &Option<Summary>) -> String {
-    s.as_ref().map_or("–".into(), |s| num(s.median * 1e3))
-}
-
-/// [`spread`] of a summary in seconds, shown in milliseconds.
-pub fn spread_ms(s: &Option<Summary>) -> String {
-    match s {
-        Some(s) if s.n > 1 => format!("{}–{}", num(s.min * 1e3), num(s.max * 1e3)),
         Some(_) => "n=1".into(),
         None => "–".into(),
     }

@@ -3,7 +3,7 @@
 //! its cause, SLO attainment, goodput and capacity. Numbers come from
 //! [`qexp_analysis::schedule`]; this module only formats them.
 
-use crate::format::{md_cell, num};
+use crate::format::num;
 use qexp_analysis::schedule::{Capacity, CapacityBound, LoadAxis, ScheduleAnalysis, SchedulePoint};
 use serde::Serialize;
 
@@ -37,8 +37,6 @@ pub struct OpenLoopRow {
 pub struct OpenLoopView {
     /// Rows in plan order.
     pub rows: Vec<OpenLoopRow>,
-    /// The table as Markdown.
-    pub markdown: String,
     /// The SLOs in one sentence, if the plan has any.
     pub slo: Option<String>,
     /// One sentence per capacity found.
@@ -73,22 +71,6 @@ pub(crate) fn open_loop_view(s: &ScheduleAnalysis) -> Option<OpenLoopView> {
         return None;
     }
     let rows: Vec<OpenLoopRow> = s.points.iter().map(row).collect();
-    let mut md = String::from("| Point | Planned (req/s) | Scheduled (req/s) | Achieved (req/s) | Send lag p50 / p99 (ms) | TTFT from send p50 / p99 (s) | TTFT from schedule p50 / p99 (s) | E2E p99 from send / schedule (s) | SLO attainment | Goodput (req/s) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for r in &rows {
-        md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            md_cell(&r.point),
-            r.planned_rate,
-            r.scheduled_rate,
-            r.achieved_rate,
-            r.send_lag,
-            r.service_ttft,
-            r.response_ttft,
-            r.e2e_p99,
-            r.attainment,
-            r.goodput
-        ));
-    }
     let slo = s.slo.as_ref().map(|slo| {
         let mut parts = Vec::new();
         if let Some(t) = slo.ttft_s {
@@ -109,7 +91,6 @@ pub(crate) fn open_loop_view(s: &ScheduleAnalysis) -> Option<OpenLoopView> {
     let capacity = s.capacity.iter().map(capacity_sentence).collect();
     Some(OpenLoopView {
         rows,
-        markdown: md,
         slo,
         capacity,
     })

@@ -8,19 +8,39 @@ use crate::error::RenderError;
 use crate::model_check::ModelBeside;
 use crate::narrative;
 use crate::tera_error::chain;
-use crate::views::{chart_view, DistributionView, ReportContext};
+use crate::views::{chart_view, DistributionView, ReportContext, Table};
 use qexp_analysis::RunAnalysis;
 use std::path::{Path, PathBuf};
 
 const REPORT_MD: &str = "report.md.tera";
 const REPORT_HTML: &str = "report.html.tera";
-const BUILTIN: [(&str, &str); 2] = [
+/// The macros `report.md.tera` imports: the axis table's one layout, which
+/// narratives' `tables.<axis>` print too.
+const TABLES_MD: &str = "tables.md.tera";
+
+const TABLES_MD_TEXT: &str = include_str!("../../../templates/tables.md.tera");
+
+const BUILTIN: [(&str, &str); 3] = [
     (REPORT_MD, include_str!("../../../templates/report.md.tera")),
     (
         REPORT_HTML,
         include_str!("../../../templates/report.html.tera"),
     ),
+    (TABLES_MD, TABLES_MD_TEXT),
 ];
+
+/// One axis table in Markdown as the built-in report prints it (the
+/// `axis_table` macro of `tables.md.tera`), for narratives' `tables.<axis>`.
+pub(crate) fn axis_table_markdown(t: &Table, streams: bool) -> Result<String, RenderError> {
+    const CALL: &str = "axis_table.md.tera";
+    let call =
+        r#"{% import "tables.md.tera" as tables %}{{ tables::axis_table(t=t, streams=streams) }}"#;
+    let tera = load_templates(&[(TABLES_MD, TABLES_MD_TEXT), (CALL, call)], None)?;
+    let mut c = tera::Context::new();
+    c.insert("t", t);
+    c.insert("streams", &streams);
+    tera.render(CALL, &c).map_err(|e| tera_err(CALL, e))
+}
 
 /// The template set: the built-in one, or files from a user's folder.
 pub struct Templates {

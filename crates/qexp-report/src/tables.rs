@@ -2,7 +2,6 @@
 //! the other parameters: medians across trials with min–max spread and n,
 //! units in headers, flag markers beside their points.
 
-use crate::format::{center, center_ms, ci95, cv, iqr, md_text, num, percent1, spread, spread_ms};
 use crate::labels::Along;
 use crate::views::{FlagView, Row, RowValues, Stat, Table};
 use qexp_analysis::stats::Summary;
@@ -58,7 +57,8 @@ pub(crate) fn tables(points: &[PointSummary], flags: &[FlagView]) -> Vec<Table> 
     out
 }
 
-/// One table: the group's rows along `axis`, and each of its Markdown forms.
+/// One table: the group's rows along `axis`, and which of its side tables
+/// have anything to show.
 fn table(axis: Along, group: &[&PointSummary], fixed: String, flags: &[FlagView]) -> Table {
     let rows: Vec<Row> = group.iter().map(|p| row(axis, p, flags)).collect();
     let any = |f: fn(&PointSummary) -> bool| group.iter().any(|p| f(p));
@@ -66,31 +66,12 @@ fn table(axis: Along, group: &[&PointSummary], fixed: String, flags: &[FlagView]
         axis: axis.name().into(),
         title: axis.title(),
         axis_header: axis.header().to_string(),
-        markdown: table_markdown(axis, &rows),
-        latency_markdown: latency_markdown(axis, &rows),
-        spread_markdown: spread_markdown(axis, &rows),
         server_headers: server_headers(),
-        server_markdown: if any(has_server_counters) {
-            server_markdown(axis, &rows)
-        } else {
-            String::new()
-        },
+        server: any(has_server_counters),
         energy_headers: crate::energy::headers(),
-        energy_markdown: if any(|p| p.energy.is_some()) {
-            crate::energy::markdown(axis, &rows)
-        } else {
-            String::new()
-        },
-        cache_markdown: if any(has_cache_data) {
-            cache_markdown(axis, &rows)
-        } else {
-            String::new()
-        },
-        lengths_markdown: if any(|p| p.trials.iter().any(|t| t.lengths_vary)) {
-            lengths_markdown(axis, &rows)
-        } else {
-            String::new()
-        },
+        energy: any(has_energy_figures),
+        cache: any(has_cache_data),
+        lengths: any(|p| p.trials.iter().any(|t| t.lengths_vary)),
         fixed,
         rows,
     }
@@ -111,55 +92,16 @@ fn row(axis: Along, p: &PointSummary, flags: &[FlagView]) -> Row {
         .filter(|f| f.point_id == Some(p.point.id))
         .map(|f| f.marker.as_str())
         .collect();
-    // A number measured on broken answers must not read as a plain one.
-    let agg = match p.answers.broken() {
-        true => format!("{} (measured on broken output)", center(&p.agg_tok_s)),
-        false => center(&p.agg_tok_s),
-    };
     Row {
         point_id: p.point.id,
         value: axis.cell(&p.point),
         n: p.n,
-        agg,
-        agg_spread: spread(&p.agg_tok_s),
-        req_s: center(&p.req_s),
-        req_s_spread: spread(&p.req_s),
-        input_tok_s: center(&p.input_tok_s),
-        input_tok_s_spread: spread(&p.input_tok_s),
-        decode: center(&p.decode_tok_s),
-        decode_spread: spread(&p.decode_tok_s),
-        ttft: center(&p.ttft_s),
-        ttft_spread: spread(&p.ttft_s),
-        ttft_p90: center(&p.ttft_p90_s),
-        e2e: center(&p.e2e_s),
-        e2e_spread: spread(&p.e2e_s),
-        itl_p50: center_ms(&p.itl_p50_s),
-        itl_p90: center_ms(&p.itl_p90_s),
-        itl_p99: center_ms(&p.itl_p99_s),
-        itl_p99_spread: spread_ms(&p.itl_p99_s),
-        agg_iqr: iqr(&p.agg_tok_s),
-        agg_ci: ci95(&p.agg_tok_s),
-        agg_cv: cv(&p.agg_tok_s),
-        ttft_iqr: iqr(&p.ttft_s),
-        ttft_ci: ci95(&p.ttft_s),
-        ttft_cv: cv(&p.ttft_s),
-        input_planned: tokens(&p.input_planned),
-        input_sent: tokens(&p.prompt_tokens),
-        output_planned: tokens(&p.output_planned),
-        output_sent: tokens(&p.completion_tokens),
-        cached_share: share(&p.cached_share),
-        cached_share_expected: share(&p.cached_share_expected),
-        server: server_columns().iter().map(|c| c.cell(p)).collect(),
         energy: crate::energy::cells(p),
-        failures: format!("{}/{}", p.failures, p.requests),
-        flags: marks.join(" "),
-        note: notes.join("; "),
         values: row_values(axis, p, &marks, notes),
     }
 }
 
-/// The numbers behind a row's cells (the HTML table's sort keys and the
-/// JSON's values), unrounded.
+/// The numbers behind a row's cells, unrounded; the templates format them.
 fn row_values(axis: Along, p: &PointSummary, marks: &[&str], notes: Vec<String>) -> RowValues {
     RowValues {
         axis: axis.value(&p.point),
@@ -213,112 +155,6 @@ impl Stat {
     }
 }
 
-/// A Markdown table with one row per point: the axis value and n, then
-/// `columns` (header, right-aligned?) filled by `cells`.
-pub(crate) fn markdown_table(
-    axis: Along,
-    columns: &[(&str, bool)],
-    rows: &[Row],
-    cells: impl Fn(&Row) -> Vec<String>,
-) -> String {
-    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut header = vec![axis.header().to_string(), "n".into()];
-    header.extend(columns.iter().map(|(h, _)| h.to_string()));
-    let mut align = vec!["---:".to_string(); 2];
-    align.extend(
-        columns
-            .iter()
-            .map(|&(_, right)| if right { "---:" } else { "---" }.to_string()),
-    );
-    let mut s = line(header);
-    s.push_str(&format!("|{}|\n", align.join("|")));
-    for r in rows {
-        let mut row = vec![r.value.clone(), r.n.to_string()];
-        row.extend(cells(r));
-        s.push_str(&line(row));
-    }
-    s
-}
-
-/// The founding table layout: medians with spread and n, units in headers.
-fn table_markdown(axis: Along, rows: &[Row]) -> String {
-    let columns = [
-        ("Aggregate (tok/s)", true),
-        ("spread", true),
-        ("Per-request decode (tok/s)", true),
-        ("spread", true),
-        ("TTFT (s)", true),
-        ("spread", true),
-        ("Failed / requests", true),
-        ("Flags and notes", false),
-    ];
-    markdown_table(axis, &columns, rows, |r| {
-        let notes = [r.flags.clone(), md_text(&r.note)]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        vec![
-            r.agg.clone(),
-            r.agg_spread.clone(),
-            r.decode.clone(),
-            r.decode_spread.clone(),
-            r.ttft.clone(),
-            r.ttft_spread.clone(),
-            r.failures.clone(),
-            notes,
-        ]
-    })
-}
-
-/// Latency beyond the median TTFT: its tail, E2E, and the pooled gaps
-/// between chunks (ITL), each a median across trials.
-fn latency_markdown(axis: Along, rows: &[Row]) -> String {
-    let columns = [
-        ("TTFT p90 (s)", true),
-        ("E2E (s)", true),
-        ("spread", true),
-        ("ITL p50 (ms)", true),
-        ("ITL p90 (ms)", true),
-        ("ITL p99 (ms)", true),
-        ("spread", true),
-    ];
-    markdown_table(axis, &columns, rows, |r| {
-        vec![
-            r.ttft_p90.clone(),
-            r.e2e.clone(),
-            r.e2e_spread.clone(),
-            r.itl_p50.clone(),
-            r.itl_p90.clone(),
-            r.itl_p99.clone(),
-            r.itl_p99_spread.clone(),
-        ]
-    })
-}
-
-/// How much the trials disagree, for the headline metrics: IQR, the 95%
-/// confidence interval of the median (order statistics) and the CV.
-fn spread_markdown(axis: Along, rows: &[Row]) -> String {
-    let columns = [
-        ("Aggregate IQR (tok/s)", true),
-        ("95% CI of median", true),
-        ("CV", true),
-        ("TTFT IQR (s)", true),
-        ("95% CI of median", true),
-        ("CV", true),
-    ];
-    markdown_table(axis, &columns, rows, |r| {
-        vec![
-            r.agg_iqr.clone(),
-            r.agg_ci.clone(),
-            r.agg_cv.clone(),
-            r.ttft_iqr.clone(),
-            r.ttft_ci.clone(),
-            r.ttft_cv.clone(),
-        ]
-    })
-}
-
 fn has_server_counters(p: &PointSummary) -> bool {
     !p.server.is_empty()
 }
@@ -367,24 +203,6 @@ impl ServerColumn {
         };
         Stat::of(&p.server(m).cloned(), unit, 1.0)
     }
-
-    /// The point's median across trials, formatted for its unit.
-    fn cell(self, p: &PointSummary) -> String {
-        let m = match self {
-            ServerColumn::Metric(m) => m,
-            ServerColumn::ClientTtft => return center(&p.ttft_s),
-        };
-        let Some(s) = p.server(m) else {
-            return "–".into();
-        };
-        match m.spec().unit {
-            ServerUnit::Fraction => percent1(s.median),
-            // A count: whole numbers without decimals (a median of two may be x.5).
-            ServerUnit::Count if s.median.fract() == 0.0 => format!("{:.0}", s.median),
-            ServerUnit::Count => format!("{:.1}", s.median),
-            ServerUnit::Seconds | ServerUnit::Ratio => num(s.median),
-        }
-    }
 }
 
 /// The server-counter table's headers, in column order.
@@ -409,9 +227,6 @@ pub(crate) fn without_ttft(tables: &mut [Table]) {
                 t.server_headers.remove(i);
             }
             for r in &mut t.rows {
-                if i < r.server.len() {
-                    r.server.remove(i);
-                }
                 if i < r.values.server.len() {
                     r.values.server.remove(i);
                 }
@@ -427,42 +242,14 @@ pub(crate) fn server_headers() -> Vec<String> {
         .collect()
 }
 
-/// What the server's own counters said over each point (deltas of its
-/// Prometheus metrics, scraped before and after each trial of the point).
-fn server_markdown(axis: Along, rows: &[Row]) -> String {
-    let headers = server_headers();
-    let columns: Vec<(&str, bool)> = headers.iter().map(|h| (h.as_str(), true)).collect();
-    markdown_table(axis, &columns, rows, |r| r.server.clone())
-}
-
-/// A median share as a percentage, or a dash.
-fn share(s: &Option<qexp_analysis::stats::Summary>) -> String {
-    s.as_ref()
-        .map_or("–".into(), |s| format!("{:.1}%", s.median * 100.0))
-}
-
-/// A median token count, whole tokens (a median of two may be x.5).
-fn tokens(s: &Option<qexp_analysis::stats::Summary>) -> String {
-    s.as_ref()
-        .map_or("–".into(), |s| format!("{:.0}", s.median))
-}
-
-/// Medians of what was planned and sent when lengths are drawn per request.
-fn lengths_markdown(axis: Along, rows: &[Row]) -> String {
-    let columns = [
-        ("Input planned, median (tokens)", true),
-        ("Input sent, median (tokens)", true),
-        ("Output planned, median (tokens)", true),
-        ("Output counted, median (tokens)", true),
-    ];
-    markdown_table(axis, &columns, rows, |r| {
-        vec![
-            r.input_planned.clone(),
-            r.input_sent.clone(),
-            r.output_planned.clone(),
-            r.output_sent.clone(),
-        ]
-    })
+/// Whether the point has an energy or cost figure, or a note about one:
+/// a run whose points file carries the energy columns with nothing in them
+/// gets no table of dashes.
+fn has_energy_figures(p: &PointSummary) -> bool {
+    p.energy.is_some()
+        && crate::energy::cells(p)
+            .iter()
+            .any(|c| !c.is_empty() && c != "–")
 }
 
 /// Whether the plan expects cached prompt tokens at the point or the server reported some.
@@ -470,23 +257,6 @@ fn has_cache_data(p: &PointSummary) -> bool {
     let positive =
         |s: &Option<qexp_analysis::stats::Summary>| s.as_ref().is_some_and(|s| s.max > 0.0);
     positive(&p.cached_share) || positive(&p.cached_share_expected)
-}
-
-/// Cached share of prompt tokens per point: what the server reported in
-/// its responses beside what the plan's shared prefixes should give.
-fn cache_markdown(axis: Along, rows: &[Row]) -> String {
-    let columns = [
-        ("Cached, reported", true),
-        ("Cached, expected by the plan", true),
-        ("TTFT (s)", true),
-    ];
-    markdown_table(axis, &columns, rows, |r| {
-        vec![
-            r.cached_share.clone(),
-            r.cached_share_expected.clone(),
-            r.ttft.clone(),
-        ]
-    })
 }
 
 #[cfg(test)]
@@ -531,19 +301,35 @@ mod tests {
         PointSummary::new(p, trials)
     }
 
+    /// The medians of a table's rows for one cell.
+    fn medians(t: &Table, f: fn(&RowValues) -> &Stat) -> Vec<Option<f64>> {
+        t.rows.iter().map(|r| f(&r.values).median).collect()
+    }
+
     #[test]
     fn server_counters_table_only_when_scraped() {
         let scraped = tables(&[point(0, 1, true), point(1, 4, false)], &[]);
-        let md = &scraped[0].server_markdown;
-        // Median of 25%, 50%, 75%; a point without counters shows dashes.
-        assert!(
-            md.contains("| 1 | 3 | 50.0% | 0 | 0.180 | 0.200 | – |"),
-            "{md}"
-        );
-        assert!(md.contains("| 4 | 3 | – | – | – | 0.200 | – |"), "{md}");
+        let t = &scraped[0];
+        assert!(t.server, "a point was scraped");
+        // The hit rate: median of 25%, 50%, 75%; a point without counters has none.
+        assert_eq!(medians(t, |r| &r.server[0]), [Some(0.5), None]);
+        assert_eq!(t.rows[0].values.server[0].unit, "share");
         let plain = tables(&[point(0, 1, false), point(1, 4, false)], &[]);
-        assert_eq!(plain[0].server_markdown, "");
-        assert_eq!(plain[0].cache_markdown, "", "no cache data, no cache table");
+        assert!(!plain[0].server);
+        assert!(!plain[0].cache, "no cache data, no cache table");
+    }
+
+    #[test]
+    fn an_energy_table_of_dashes_is_not_shown() {
+        let mut empty = point(0, 1, false);
+        empty.energy = Some(qexp_analysis::EnergySummary::default());
+        assert!(!tables(&[empty.clone()], &[])[0].energy);
+        let mut measured = empty;
+        measured.energy = Some(qexp_analysis::EnergySummary {
+            energy_j: Summary::of(&[120.0, 130.0]),
+            ..Default::default()
+        });
+        assert!(tables(&[measured, point(1, 4, false)], &[])[0].energy);
     }
 
     #[test]
@@ -554,12 +340,12 @@ mod tests {
             t.cached_share_expected = 0.52;
         }
         let shared = PointSummary::new(shared.point.clone(), shared.trials);
-        let md = &tables(&[shared, point(1, 4, false)], &[])[0].cache_markdown;
-        assert!(
-            md.contains("| Cached, reported | Cached, expected by the plan |"),
-            "{md}"
-        );
-        assert!(md.contains("| 1 | 3 | 52.0% | 52.0% | 0.200 |"), "{md}");
-        assert!(md.contains("| 4 | 3 | 0.0% | 0.0% | 0.200 |"), "{md}");
+        let t = &tables(&[shared, point(1, 4, false)], &[])[0];
+        assert!(t.cache);
+        let got = medians(t, |r| &r.cached_share);
+        assert!((got[0].unwrap() - 0.52).abs() < 1e-12, "{got:?}");
+        assert_eq!(got[1], Some(0.0));
+        let expected = medians(t, |r| &r.cached_share_expected);
+        assert_eq!(expected, [Some(0.52), Some(0.0)]);
     }
 }

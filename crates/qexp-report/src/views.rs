@@ -248,31 +248,25 @@ pub struct Table {
     pub fixed: String,
     /// Rows in axis order.
     pub rows: Vec<Row>,
-    /// The table as GitHub-flavoured Markdown, run text escaped.
-    pub markdown: String,
-    /// The latency table (TTFT p90, E2E, pooled ITL) as Markdown.
-    pub latency_markdown: String,
-    /// The spread table (IQR, 95% CI of the median, CV) as Markdown.
-    pub spread_markdown: String,
-    /// Headers of the server-counter table, in column order (`Row::server`).
+    /// Headers of the server-counter table, in column order (`RowValues::server`).
     pub server_headers: Vec<String>,
-    /// The server's own counters per point as Markdown; empty when the run
-    /// scraped no metrics for these points.
-    pub server_markdown: String,
+    /// Whether the run scraped the server's metrics at these points (the
+    /// server-counter table is shown).
+    pub server: bool,
     /// Headers of the energy and cost table, in column order (`Row::energy`).
     pub energy_headers: Vec<String>,
-    /// What a token cost per point as Markdown; empty when the run has
-    /// neither power nor a price.
-    pub energy_markdown: String,
-    /// Cached prompt share per point, reported beside expected, as Markdown;
-    /// empty when no point plans a shared prefix or reports cached tokens.
-    pub cache_markdown: String,
-    /// Medians of the lengths planned and sent per point, as Markdown;
-    /// empty unless the plan draws lengths from a distribution.
-    pub lengths_markdown: String,
+    /// Whether the run has power or a price at these points (the energy and
+    /// cost table is shown).
+    pub energy: bool,
+    /// Whether a point plans a shared prefix or reports cached tokens (the
+    /// prompt-cache table is shown).
+    pub cache: bool,
+    /// Whether the plan draws lengths from a distribution (the lengths table
+    /// is shown).
+    pub lengths: bool,
 }
 
-/// One point in a table: medians across trials with min–max spread.
+/// One point in a table: the axis value, n, and its figures across trials.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     /// Point id.
@@ -281,76 +275,12 @@ pub struct Row {
     pub value: String,
     /// Trials with data.
     pub n: usize,
-    /// Aggregate output tok/s, median.
-    pub agg: String,
-    /// Its min–max.
-    pub agg_spread: String,
-    /// Successful requests per second, median.
-    pub req_s: String,
-    /// Its min–max.
-    pub req_s_spread: String,
-    /// Prompt tokens per second, median.
-    pub input_tok_s: String,
-    /// Its min–max.
-    pub input_tok_s_spread: String,
-    /// Per-request decode tok/s, median.
-    pub decode: String,
-    /// Its min–max.
-    pub decode_spread: String,
-    /// TTFT in seconds, median.
-    pub ttft: String,
-    /// Its min–max.
-    pub ttft_spread: String,
-    /// TTFT p90 in seconds, median across trials.
-    pub ttft_p90: String,
-    /// E2E in seconds, median.
-    pub e2e: String,
-    /// Its min–max.
-    pub e2e_spread: String,
-    /// Pooled ITL p50 in milliseconds, median across trials.
-    pub itl_p50: String,
-    /// Pooled ITL p90 in milliseconds, median across trials.
-    pub itl_p90: String,
-    /// Pooled ITL p99 in milliseconds, median across trials.
-    pub itl_p99: String,
-    /// Its min–max.
-    pub itl_p99_spread: String,
-    /// Aggregate tok/s across trials: interquartile range.
-    pub agg_iqr: String,
-    /// Its 95% CI of the median, or why there is none.
-    pub agg_ci: String,
-    /// Its coefficient of variation.
-    pub agg_cv: String,
-    /// TTFT across trials: interquartile range.
-    pub ttft_iqr: String,
-    /// Its 95% CI of the median, or why there is none.
-    pub ttft_ci: String,
-    /// Its coefficient of variation.
-    pub ttft_cv: String,
-    /// Planned prompt tokens, median across trials of the per-trial median.
-    pub input_planned: String,
-    /// Server-reported prompt tokens, likewise.
-    pub input_sent: String,
-    /// Planned output tokens, likewise.
-    pub output_planned: String,
-    /// Server-reported completion tokens, likewise.
-    pub output_sent: String,
-    /// Share of prompt tokens the server reported cached, median across trials.
-    pub cached_share: String,
-    /// Share of prompt tokens the plan expected cached, median across trials.
-    pub cached_share_expected: String,
-    /// The server-counter table's cells (medians across trials), in the
-    /// order of [`Table::server_headers`].
-    pub server: Vec<String>,
-    /// Energy and cost cells, median (min–max) across trials (`Table::energy_headers`).
+    /// Energy and cost cells, median (min–max) across trials
+    /// (`Table::energy_headers`), with the power-capped share and the
+    /// trials' energy notes as text.
     pub energy: Vec<String>,
-    /// Failed / measured requests over all trials.
-    pub failures: String,
-    /// Markers of the point's flags, e.g. `⚑1 ⚑3`.
-    pub flags: String,
-    /// Notes (invalid trial reasons), as recorded.
-    pub note: String,
-    /// The same cells as values, for templates that format their own tables.
+    /// The numbers behind the cells; the templates format them with the
+    /// `cell`, `spread`, `iqr`, `ci` and `cv` filters.
     pub values: RowValues,
 }
 

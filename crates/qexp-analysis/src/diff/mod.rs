@@ -214,11 +214,13 @@ fn compare_pairs(
         .collect()
 }
 
-/// The metrics compared class by class: a class's median TTFT and E2E.
-const CLASS_METRICS: [DiffMetric; 2] = [DiffMetric::TtftS, DiffMetric::E2eS];
+/// The metrics compared class by class: a class's median TTFT, decode
+/// rate and E2E.
+const CLASS_METRICS: [DiffMetric; 3] =
+    [DiffMetric::TtftS, DiffMetric::DecodeTokS, DiffMetric::E2eS];
 
 /// Each request class both runs measured at a paired point, where both
-/// sent more than one class there: its median TTFT and E2E per trial
+/// sent more than one class there: its median TTFT, decode rate and E2E per trial
 /// compared (paired by block when the options say so), seeds numbered on
 /// from `index`.
 fn compare_classes(
@@ -250,6 +252,7 @@ fn compare_classes(
                     let seed = seed_for(opts.seed, *index);
                     let of = |t: &crate::classes::ClassTrial| match m {
                         DiffMetric::TtftS => t.ttft_s,
+                        DiffMetric::DecodeTokS => t.decode_tok_s,
                         _ => t.e2e_s,
                     };
                     let requests = pa.point.requests;

@@ -161,7 +161,7 @@ pub(crate) fn context(
             .collect(),
         points: list.iter().map(|p| (p.label.clone(), p.clone())).collect(),
         point_list: list,
-        tables: tables_by_axis(&ctx.tables),
+        tables: tables_by_axis(&ctx.tables, ctx.streams),
         charts: chart_refs(charts, prefix),
         flags,
         flags_md,
@@ -204,7 +204,7 @@ fn flags_markdown(flags: &[FlagView]) -> String {
 
 /// `tables.<axis>`: the report's Markdown tables of each swept axis, one
 /// after another, each under the parameters it holds fixed.
-fn tables_by_axis(tables: &[Table]) -> BTreeMap<String, String> {
+fn tables_by_axis(tables: &[Table], streams: bool) -> BTreeMap<String, String> {
     let mut by_axis: BTreeMap<String, String> = BTreeMap::new();
     for t in tables {
         let entry = by_axis.entry(t.axis.clone()).or_default();
@@ -214,7 +214,10 @@ fn tables_by_axis(tables: &[Table]) -> BTreeMap<String, String> {
         if !t.fixed.is_empty() {
             entry.push_str(&format!("*{}*\n\n", t.fixed));
         }
-        entry.push_str(&t.markdown);
+        match crate::render::axis_table_markdown(t, streams) {
+            Ok(md) => entry.push_str(&md),
+            Err(e) => entry.push_str(&format!("(the table could not be printed: {e})\n")),
+        }
     }
     by_axis
 }

@@ -23,11 +23,6 @@ fn open_loop_tables_and_charts_run_along_the_offered_rate() {
         (t.axis.as_str(), t.title.as_str()),
         ("rate", "By offered rate")
     );
-    assert!(
-        t.markdown.starts_with("| Offered rate (req/s) | n |"),
-        "{}",
-        t.markdown
-    );
     let values: Vec<&str> = t.rows.iter().map(|r| r.value.as_str()).collect();
     assert_eq!(values, ["1", "2", "4", "8", "16"]);
     assert_eq!(t.rows[4].values.axis, Some(16.0));
@@ -48,6 +43,10 @@ fn open_loop_tables_and_charts_run_along_the_offered_rate() {
     assert!(!r.files.iter().any(|(n, _)| n.contains("concurrency")));
     let md = file(&r, "report.md");
     assert!(md.contains("### By offered rate"), "{md}");
+    assert!(
+        md.contains("| Offered rate (req/s) | n | Aggregate (tok/s) |"),
+        "{md}"
+    );
     assert!(!md.contains("By concurrency"), "{md}");
 }
 
@@ -150,24 +149,50 @@ fn every_point_gets_its_distributions_and_timeline() {
 }
 
 #[test]
-fn builtin_markdown_tables_are_built_from_values_as_the_snippets_are() {
-    // The template formats the values with the filters; `Table::markdown`
-    // formats the same numbers in Rust: both must print the same table.
-    for run in [
-        fixture::longctx(),
-        fixture::throughput(),
-        fixture::rate(),
-        fixture::grid(),
+fn narratives_print_the_axis_tables_the_report_prints() {
+    // One layout (`tables.md.tera`'s `axis_table`): every line of a
+    // narrative's `tables.<axis>` is a line of the report's own table.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, run) in [
+        ("longctx", fixture::longctx()),
+        ("throughput", fixture::throughput()),
+        ("rate", fixture::rate()),
+        ("grid", fixture::grid()),
     ] {
         let ctx = report_context(&run);
-        let r = render(&run, &Templates::builtin().unwrap(), &Narrative::None).unwrap();
+        let axes: Vec<&str> = ctx.tables.iter().map(|t| t.axis.as_str()).collect();
+        let notebook = dir.path().join(format!("{name}.md"));
+        let text: String = axes
+            .iter()
+            .map(|a| format!("{{{{ tables.{a} }}}}\n"))
+            .collect();
+        std::fs::write(&notebook, text).unwrap();
+        let r = render(
+            &run,
+            &Templates::builtin().unwrap(),
+            &Narrative::File(notebook),
+        )
+        .unwrap();
         let md = file(&r, "report.md");
-        for t in &ctx.tables {
-            for table in [&t.markdown, &t.latency_markdown, &t.spread_markdown] {
-                assert!(md.contains(table.as_str()), "{table}\nnot in\n{md}");
-            }
+        let narrative = &ctx_narrative(md);
+        let rows: Vec<&str> = narrative.lines().filter(|l| l.starts_with('|')).collect();
+        assert!(
+            rows.len() > 2,
+            "{name}: the narrative printed a table: {narrative}"
+        );
+        for line in rows {
+            assert!(
+                md.matches(line).count() >= 2,
+                "{name}: {line}\nis not in the report's own table:\n{md}"
+            );
         }
     }
+}
+
+/// The report's text between the summary and its results: the narrative.
+fn ctx_narrative(md: &str) -> String {
+    let end = md.find("## Results").expect("a results section");
+    md[..end].to_string()
 }
 
 #[test]

@@ -211,7 +211,7 @@ async fn a_diff_names_the_class_that_a_priority_change_slowed() {
     let tested = |m: &&qexp_analysis::diff::MetricDiff| m.test.is_some();
     let point_tests = pair.metrics.iter().filter(tested).count();
     assert_eq!(d.tests, pair.comparisons().filter(tested).count());
-    assert_eq!(d.tests, point_tests + 4, "the class tests join the family");
+    assert_eq!(d.tests, point_tests + 6, "the class tests join the family");
     // The diff's table names the class on its own rows.
     let templates = qexp_report::diff::DiffTemplates::builtin().unwrap();
     let files =

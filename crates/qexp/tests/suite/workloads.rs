@@ -221,11 +221,11 @@ async fn drawn_lengths_are_sent_recorded_and_reproducible() {
         let t = &p.trials[0];
         assert!(t.output_planned.is_finite(), "{t:?}");
         assert_eq!(t.output_planned, t.completion_tokens);
-        let lengths = &qexp_report::report_context(&analysis).tables[0].lengths_markdown;
+        assert!(qexp_report::report_context(&analysis).tables[0].lengths);
+        let md = render(&analysis, &tmp.path().join("report"));
         assert!(
-            lengths
-                .contains("| Output planned, median (tokens) | Output counted, median (tokens) |"),
-            "{lengths}"
+            md.contains("| Output planned, median (tokens) | Output counted, median (tokens) |"),
+            "{md}"
         );
         let mut rows: Vec<(u32, u32, u32)> = u32_col(&df, "request_index")
             .into_iter()
