@@ -443,13 +443,19 @@ impl Envelope {
         json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.job.model, "choices": [], "usage": self.usage(completion_tokens)})
     }
 
-    /// The whole non-streamed response.
-    pub(crate) fn response(&self, text: &str, completion_tokens: u32) -> Value {
-        let choice = match self.job.kind {
-            Kind::Chat => {
+    /// The whole non-streamed response: `text` as the message's content,
+    /// or, where the answer calls `tool`, as that call's arguments.
+    pub(crate) fn response(&self, text: &str, tool: Option<&str>, completion_tokens: u32) -> Value {
+        let choice = match (self.job.kind, tool) {
+            (Kind::Chat, Some(name)) => {
+                let call = json!({"id": format!("call-{}", self.id), "type": "function",
+                                  "function": {"name": name, "arguments": text}});
+                json!({"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": "tool_calls"})
+            }
+            (Kind::Chat, None) => {
                 json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": "length"})
             }
-            Kind::Completion => {
+            (Kind::Completion, _) => {
                 json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
             }
         };

@@ -210,8 +210,9 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
             message: "the simulated server is shutting down".to_owned(),
         });
     }
-    let text = Answer::new(&env.job, knobs, 0).text(0, generated);
-    Ok(Json(env.response(&text, generated)).into_response())
+    let answer = Answer::new(&env.job, knobs, 0);
+    let text = answer.text(0, generated);
+    Ok(Json(env.response(&text, answer.tool(), generated)).into_response())
 }
 
 fn unix_now() -> u64 {

@@ -123,3 +123,49 @@ async fn a_broken_verifier_answers_in_loops() {
     assert!(AnswerShape::of(&text).loops(), "{text}");
     server.shutdown().await;
 }
+
+/// A chat request that sends a tool gets the same call streamed (as
+/// `tool_calls` deltas) and not (as the message's `tool_calls`).
+#[tokio::test]
+async fn a_tool_call_is_a_tool_call_streamed_or_not() {
+    let (server, client) = start(exact()).await;
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}]);
+    let body = |stream: bool| {
+        let mut b = chat("Weather in Paris?", 24, stream);
+        b["tools"] = tools.clone();
+        b
+    };
+    let events = stream(&client, &url, &body(true)).await;
+    let streamed: String = events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .filter_map(|e| {
+            e.json()["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    let whole: Value = client
+        .post(&url)
+        .json(&body(false))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{whole}");
+    assert!(choice["message"]["content"].is_null(), "{whole}");
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "get_weather");
+    let arguments = call["function"]["arguments"].as_str().unwrap();
+    assert_eq!(arguments, streamed);
+    let parsed: Value = serde_json::from_str(arguments.trim()).expect("the arguments are JSON");
+    assert!(parsed["city"].is_string(), "{parsed}");
+    server.shutdown().await;
+}
