@@ -5,35 +5,63 @@
 
 use crate::error::RunError;
 use qexp_client::Fingerprint;
-use qexp_plan::Point;
+use qexp_plan::{Class, Point};
 
-/// Refuses the plan when a point needs more context than the server allows.
-/// A server that reveals no limit passes (its own errors are still classified).
+/// The lengths a point's requests ask for: the point's, or, with request
+/// classes, each class's (its own lengths where it has them), with the
+/// point's label (and the class's name).
+fn asked(p: &Point, classes: &[Class]) -> Vec<(String, u32, u32)> {
+    if classes.is_empty() {
+        return vec![(p.label().to_string(), p.input_tokens, p.output_tokens)];
+    }
+    classes
+        .iter()
+        .map(|c| {
+            (
+                format!("{} (class {})", p.label(), c.name.get_ref()),
+                c.input_tokens
+                    .as_ref()
+                    .map_or(p.input_tokens, |t| *t.get_ref()),
+                c.output_tokens
+                    .as_ref()
+                    .map_or(p.output_tokens, |t| *t.get_ref()),
+            )
+        })
+        .collect()
+}
+
+/// Refuses the plan when a point (or a request class at it) needs more
+/// context than the server allows. A server that reveals no limit passes
+/// (its own errors are still classified).
 // Called once per run, before any load: the error's size costs nothing.
 #[allow(clippy::result_large_err)]
 pub(crate) fn check_context(
     points: &[Point],
+    classes: &[Class],
     fp: &Fingerprint,
     base_url: &str,
 ) -> Result<(), RunError> {
-    let need = |p: &Point| u64::from(p.input_tokens) + u64::from(p.output_tokens);
+    let asked: Vec<(String, u32, u32)> = points.iter().flat_map(|p| asked(p, classes)).collect();
+    let need = |(_, i, o): &&(String, u32, u32)| u64::from(*i) + u64::from(*o);
     if let Some(limit) = fp.max_context {
-        if let Some(p) = points
+        if let Some(a) = asked
             .iter()
-            .filter(|p| need(p) > u64::from(limit))
-            .max_by_key(|p| need(p))
+            .filter(|a| need(a) > u64::from(limit))
+            .max_by_key(need)
         {
-            return Err(too_small(p, need(p), limit, "context", fp, base_url));
+            return Err(too_small(&a.0, need(&a), limit, "context", fp, base_url));
         }
     }
     if let Some(limit) = fp.max_input {
-        if let Some(p) = points
-            .iter()
-            .filter(|p| p.input_tokens > limit)
-            .max_by_key(|p| p.input_tokens)
-        {
-            let n = u64::from(p.input_tokens);
-            return Err(too_small(p, n, limit, "input", fp, base_url));
+        if let Some(a) = asked.iter().filter(|a| a.1 > limit).max_by_key(|a| a.1) {
+            return Err(too_small(
+                &a.0,
+                u64::from(a.1),
+                limit,
+                "input",
+                fp,
+                base_url,
+            ));
         }
     }
     Ok(())
@@ -70,7 +98,7 @@ pub(crate) fn check_images(
 }
 
 fn too_small(
-    p: &Point,
+    point: &str,
     needed: u64,
     limit: u32,
     what: &'static str,
@@ -78,7 +106,7 @@ fn too_small(
     base_url: &str,
 ) -> RunError {
     RunError::ContextTooSmall {
-        point: p.label().into(),
+        point: point.into(),
         needed,
         what,
         limit,
@@ -168,7 +196,7 @@ mod tests {
             point(1, 140_000, 200),
             point(2, 135_000, 200),
         ];
-        let err = check_context(&pts, &vllm(131_072), "http://127.0.0.1:8000").unwrap_err();
+        let err = check_context(&pts, &[], &vllm(131_072), "http://127.0.0.1:8000").unwrap_err();
         let msg = err.to_string();
         assert_eq!(
             msg,
@@ -182,9 +210,9 @@ mod tests {
     #[test]
     fn exactly_at_the_limit_passes_and_unknown_limits_pass() {
         let pts = [point(0, 131_000, 72)];
-        assert!(check_context(&pts, &vllm(131_072), "u").is_ok());
-        assert!(check_context(&pts, &Fingerprint::default(), "u").is_ok());
-        assert!(check_context(&[point(0, 131_000, 73)], &vllm(131_072), "u").is_err());
+        assert!(check_context(&pts, &[], &vllm(131_072), "u").is_ok());
+        assert!(check_context(&pts, &[], &Fingerprint::default(), "u").is_ok());
+        assert!(check_context(&[point(0, 131_000, 73)], &[], &vllm(131_072), "u").is_err());
     }
 
     #[test]
@@ -195,7 +223,7 @@ mod tests {
             max_input: Some(4096),
             ..Fingerprint::default()
         };
-        let msg = check_context(&[point(0, 5000, 100)], &fp, "u")
+        let msg = check_context(&[point(0, 5000, 100)], &[], &fp, "u")
             .unwrap_err()
             .to_string();
         assert!(msg.contains("needs 5000 tokens of input"), "{msg}");
@@ -203,5 +231,24 @@ mod tests {
             msg.contains("--max-input-tokens/--max-total-tokens"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_class_with_longer_lengths_than_its_point_is_checked_by_its_own() {
+        let class = |text: &str| toml::from_str::<Class>(text).unwrap();
+        let classes = [
+            class("name = \"chat\"\nshare = 0.5"),
+            class("name = \"digest\"\nshare = 0.5\ninput_tokens = 131000\noutput_tokens = 200"),
+        ];
+        let pts = [point(0, 1000, 200)];
+        assert!(check_context(&pts, &[], &vllm(131_072), "u").is_ok());
+        let msg = check_context(&pts, &classes, &vllm(131_072), "u")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("point c=1 in=1000 out=200 (class digest) needs 131200 tokens"),
+            "{msg}"
+        );
+        assert!(check_context(&pts, &classes[..1], &vllm(131_072), "u").is_ok());
     }
 }

@@ -81,7 +81,12 @@ pub(crate) async fn prepare(
     let fingerprint = Fingerprint::from_info(&info, Some(&model));
     tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
     // Before any request that costs the server work: calibration already does.
-    check_context(&points, &fingerprint, target.client.base_url())?;
+    check_context(
+        &points,
+        &f.workload.class,
+        &fingerprint,
+        target.client.base_url(),
+    )?;
     check_images(&points, &fingerprint, target.client.base_url())?;
     let probe = qexp_client::GenRequest {
         api,
