@@ -35,12 +35,23 @@ impl DatasetPrompts {
     }
 }
 
+/// The images a prompt may carry, as the server said (`Fingerprint::max_images`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ImageLimit<'a> {
+    /// Images per prompt.
+    pub limit: u32,
+    /// Where the server said it.
+    pub read_from: &'a str,
+    /// The server's URL.
+    pub url: &'a str,
+}
+
 /// Reads the plan's dataset and counts every prompt the run will send.
 pub(crate) async fn prepare(
     opts: &RunOptions,
     source: &DatasetSource,
     points: &[Point],
-    trials: u32,
+    (trials, max_images): (u32, Option<ImageLimit<'_>>),
     counter: &mut Counter<'_>,
 ) -> Result<DatasetPrompts, RunError> {
     let given = std::path::Path::new(source.path.get_ref());
@@ -51,12 +62,29 @@ pub(crate) async fn prepare(
     // A file whose extension names no format is read as JSONL, one prompt a line.
     let format = source.format().unwrap_or(DatasetFormat::Jsonl);
     let dataset = Dataset::load(&path, format)?;
-    let (prompts, images): (Vec<String>, Vec<_>) = dataset
+    let kept: Vec<(usize, (String, Vec<_>))> = dataset
         .prompts
         .into_iter()
         .zip(dataset.images)
-        .filter(|(p, _)| source.keeps(p.split_whitespace().count()))
-        .unzip();
+        .enumerate()
+        .filter(|(_, (p, _))| source.keeps(p.split_whitespace().count()))
+        .collect();
+    // Before any prompt is counted: an entry the server would refuse (or
+    // whose images it would drop) is bad input, as a point's images are.
+    if let Some(max) = max_images {
+        let over = |(_, (_, i)): &&(usize, (String, Vec<_>))| i.len() > max.limit as usize;
+        if let Some((i, (_, many))) = kept.iter().find(over) {
+            return Err(RunError::DatasetTooManyImages {
+                path,
+                entry: i + 1,
+                count: many.len(),
+                limit: max.limit,
+                read_from: max.read_from.into(),
+                url: max.url.into(),
+            });
+        }
+    }
+    let (prompts, images): (Vec<String>, Vec<_>) = kept.into_iter().map(|(_, e)| e).unzip();
     if prompts.is_empty() {
         return Err(RunError::DatasetFiltered { path });
     }

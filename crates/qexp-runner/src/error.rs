@@ -107,6 +107,22 @@ pub enum RunError {
         /// The dataset file.
         path: PathBuf,
     },
+    /// A dataset entry carries more images than the server takes.
+    #[error("dataset {} entry {entry} carries {count} images but {url} takes at most {limit} ({read_from}); drop or split such entries, or raise the server's limit (vLLM: --limit-mm-per-prompt)", path.display())]
+    DatasetTooManyImages {
+        /// The dataset file.
+        path: PathBuf,
+        /// The entry, counted from 1 in the file.
+        entry: usize,
+        /// Its images.
+        count: usize,
+        /// The server's limit.
+        limit: u32,
+        /// Where the limit was read.
+        read_from: Box<str>,
+        /// The server's URL.
+        url: Box<str>,
+    },
     /// The dataset's filters leave no prompt.
     #[error("no prompt of dataset {path} passes the plan's word filters (workload.dataset min_words / max_words)")]
     DatasetFiltered {

@@ -106,13 +106,8 @@ pub(crate) async fn prepare(
         .map(|u| MetricsSource::new(&target.client, u));
     let filler = filler_for(opts, &points);
     let mut counter = Counter::new(&target.client, api, &model, &extra);
-    let dataset = match &f.workload.dataset {
-        Some(source) => {
-            let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
-            Some(crate::dataset::prepare(opts, source, &points, trials, &mut counter).await?)
-        }
-        None => None,
-    };
+    let url = target.client.base_url();
+    let dataset = dataset_prompts(opts, &points, (&fingerprint, url), &mut counter).await?;
     // Dataset prompts are counted whole; there is no filler to calibrate.
     let lengths = if dataset.is_some() {
         Vec::new()
@@ -141,6 +136,31 @@ pub(crate) async fn prepare(
         classes,
         turn_overhead,
     })
+}
+
+/// The dataset's prompts, counted, when the plan has a dataset; its
+/// entries are checked against the images the server takes first.
+async fn dataset_prompts(
+    opts: &RunOptions,
+    points: &[qexp_plan::Point],
+    (fingerprint, url): (&Fingerprint, &str),
+    counter: &mut Counter<'_>,
+) -> Result<Option<crate::dataset::DatasetPrompts>, RunError> {
+    let Some(source) = &opts.plan.file.workload.dataset else {
+        return Ok(None);
+    };
+    let trials = opts.overrides.trials.unwrap_or(opts.plan.trials());
+    let limit =
+        fingerprint
+            .max_images
+            .as_ref()
+            .map(|(limit, read_from)| crate::dataset::ImageLimit {
+                limit: *limit,
+                read_from,
+                url,
+            });
+    let prompts = crate::dataset::prepare(opts, source, points, (trials, limit), counter).await?;
+    Ok(Some(prompts))
 }
 
 /// The model to ask for: the command line's, the deployment's, the plan's,

@@ -129,6 +129,7 @@ fn run_error(e: RunError) -> CliError {
         | RunError::TooManyImages { .. }
         | RunError::Dataset(_)
         | RunError::DatasetImagesNotChat { .. }
+        | RunError::DatasetTooManyImages { .. }
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)

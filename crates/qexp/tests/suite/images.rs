@@ -1,6 +1,7 @@
 //! Images in the prompt end to end: an image file that is missing or is
 //! not an image stops the plan before anything is sent; a server that takes
-//! fewer images per prompt than the plan sends is refused before any load;
+//! fewer images per prompt than the plan (or a dataset entry) sends is
+//! refused before any load;
 //! against the simulator, images raise TTFT by the profile's cost per image
 //! token, `usage.prompt_tokens` counts their patches, each row records its
 //! images, and the report charts TTFT against image pixels; `qexp fit`
@@ -134,6 +135,31 @@ fn a_server_that_takes_fewer_images_than_the_plan_sends_is_refused_before_any_lo
     let last = lines.last().unwrap();
     assert!(
         last.contains("sends 3 images per request but")
+            && last.contains("takes at most 1 (/v1/models data[].limit_mm_per_prompt.image)"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_dataset_entry_with_more_images_than_the_server_takes_is_refused_before_any_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let image = qexp_types::image::generate(1, 8, 8).unwrap().url;
+    let entry = |n: usize| {
+        let urls = vec![format!("\"{image}\""); n].join(", ");
+        format!(r#"{{"prompt": "Describe them.", "images": [{urls}]}}"#)
+    };
+    std::fs::write(
+        tmp.path().join("vision.jsonl"),
+        format!("{}\n{}\n{}\n", entry(1), entry(0), entry(2)),
+    )
+    .unwrap();
+    let plan = images_plan("dataset-too-many", "sim:exact?max_images=1")
+        .set("workload.dataset.path", "vision.jsonl");
+    let (code, lines) = refused(tmp.path(), &plan);
+    assert_eq!(code, Some(2), "{lines:?}");
+    let last = lines.last().unwrap();
+    assert!(
+        last.contains("vision.jsonl entry 3 carries 2 images but")
             && last.contains("takes at most 1 (/v1/models data[].limit_mm_per_prompt.image)"),
         "{lines:?}"
     );
