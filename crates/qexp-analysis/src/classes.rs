@@ -64,6 +64,11 @@ pub struct ClassPoint {
     pub tok_s: Option<Summary>,
     /// Its share of the point's output tokens (all trials).
     pub tok_share: Option<f64>,
+    /// The share of the point's output tokens it should get if it were
+    /// served as planned: its planned share of the requests weighted by the
+    /// output tokens its requests planned (a class of longer answers
+    /// should produce more than its share of the requests).
+    pub tok_share_expected: Option<f64>,
     /// Requests per second that met every `[slo]` objective, across trials (with `[slo]`).
     pub goodput_rps: Option<Summary>,
     /// Its share of the point's goodput (all trials; with `[slo]`).
@@ -142,6 +147,7 @@ struct Req {
     e2e: f64,
     tpot: f64,
     tokens: f64,
+    planned_tokens: f64,
     good: bool,
     sent: f64,
     end: f64,
@@ -199,12 +205,13 @@ fn read(scan: LazyFrame, items: bool, slo: Option<&SloSection>) -> PolarsResult<
             col(rq::SENT_UNIX_S),
             col(rq::END_S),
             col(rq::COMPLETION_TOKENS),
+            col(rq::OUTPUT_TOKENS_PLANNED),
         ])
         .collect()?;
     let (point, trial) = (u32s(&df, rq::POINT_ID)?, u32s(&df, rq::TRIAL)?);
     let class = df.column(rq::CLASS)?.str()?.clone();
     let ok = df.column("ok")?.bool()?.clone();
-    let [ttft, e2e, tpot, queue, sent, end, tokens] = [
+    let [ttft, e2e, tpot, queue, sent, end, tokens, planned] = [
         rq::TTFT_S,
         rq::E2E_S,
         rq::TPOT_S,
@@ -212,10 +219,11 @@ fn read(scan: LazyFrame, items: bool, slo: Option<&SloSection>) -> PolarsResult<
         rq::SENT_UNIX_S,
         rq::END_S,
         rq::COMPLETION_TOKENS,
+        rq::OUTPUT_TOKENS_PLANNED,
     ]
     .map(|c| f64s(&df, c));
-    let (ttft, e2e, tpot, queue, sent, end, tokens) =
-        (ttft?, e2e?, tpot?, queue?, sent?, end?, tokens?);
+    let (ttft, e2e, tpot, queue, sent, end, tokens, planned) =
+        (ttft?, e2e?, tpot?, queue?, sent?, end?, tokens?, planned?);
     let mut out = Grouped::new();
     for i in 0..df.height() {
         let Some(name) = class.get(i) else { continue };
@@ -232,6 +240,7 @@ fn read(scan: LazyFrame, items: bool, slo: Option<&SloSection>) -> PolarsResult<
                 ttft: ttft[i],
                 e2e: e2e[i],
                 tpot: tpot[i],
+                planned_tokens: planned[i],
                 tokens: if ok && tokens[i].is_finite() {
                     tokens[i]
                 } else {
@@ -341,6 +350,7 @@ fn point_classes(
         total(&|r| r.tokens),
         total(&|r| f64::from(u8::from(r.good))),
     );
+    let expected = expected_token_shares(&trials, planned);
     names
         .into_iter()
         .filter(|n| trials.iter().any(|t| t.contains_key(n)))
@@ -365,6 +375,7 @@ fn point_classes(
                 others_ttft_p50_s: across(|f| f.others_p50),
                 tok_s: across(|f| f.tok_s),
                 tok_share: share_of(sum(|f| f.tokens), all_tokens),
+                tok_share_expected: expected.get(&name).copied(),
                 goodput_rps: slo.then(|| across(|f| f.goodput)).flatten(),
                 goodput_share: slo
                     .then(|| share_of(sum(|f| f.good as f64), all_good))
@@ -386,6 +397,39 @@ fn point_classes(
                 class: name,
             }
         })
+        .collect()
+}
+
+/// Each planned class's expected share of a point's output tokens: its
+/// planned share times the mean output tokens its requests planned, over
+/// the same sum for every class. None for a class with no requests there.
+fn expected_token_shares(
+    trials: &[&BTreeMap<String, Vec<Req>>],
+    planned: &[ClassRecord],
+) -> BTreeMap<String, f64> {
+    let weights: Vec<(String, f64)> = planned
+        .iter()
+        .filter_map(|c| {
+            let mine: Vec<f64> = trials
+                .iter()
+                .filter_map(|t| t.get(&c.name))
+                .flatten()
+                .map(|r| r.planned_tokens)
+                .filter(|x| x.is_finite())
+                .collect();
+            (!mine.is_empty()).then(|| {
+                (
+                    c.name.clone(),
+                    c.share * mine.iter().sum::<f64>() / mine.len() as f64,
+                )
+            })
+        })
+        .collect();
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    weights
+        .into_iter()
+        .filter(|_| total > 0.0)
+        .map(|(name, w)| (name, w / total))
         .collect()
 }
 
@@ -491,6 +535,7 @@ mod tests {
             ttft,
             e2e: ttft + 1.0,
             tpot: 0.02,
+            planned_tokens: 10.0,
             tokens: 10.0,
             good: false,
             sent,
@@ -510,5 +555,21 @@ mod tests {
         assert!((a.decode_p50 - 50.0).abs() < 1e-9);
         // The point's window: 0 → 3 s (b ends at 0 + 2 + 1).
         assert!((a.tok_s - 20.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_class_of_longer_answers_should_produce_more_than_its_share_of_requests() {
+        let with = |planned: f64| Req {
+            planned_tokens: planned,
+            ..req(0.1, 0.0)
+        };
+        let mut t = BTreeMap::new();
+        t.insert("chat".to_string(), vec![with(32.0), with(32.0)]);
+        t.insert("digest".to_string(), (0..6).map(|_| with(64.0)).collect());
+        let plan = [rec("chat", 0.25, None), rec("digest", 0.75, None)];
+        let shares = expected_token_shares(&[&t], &plan);
+        // 0.25 × 32 against 0.75 × 64: 8 / 56 and 48 / 56.
+        assert!((shares["chat"] - 8.0 / 56.0).abs() < 1e-12, "{shares:?}");
+        assert!((shares["digest"] - 48.0 / 56.0).abs() < 1e-12, "{shares:?}");
     }
 }

@@ -44,6 +44,10 @@ pub struct ClassRow {
     pub served: String,
     /// Its share of the point's output (or goodput).
     pub served_share: String,
+    /// The share it should get as planned: of the output, its planned share
+    /// of the requests weighted by their planned output tokens; of the
+    /// goodput, its planned share of the requests.
+    pub served_share_expected: String,
     /// `starved`, or empty.
     pub note: String,
 }
@@ -109,6 +113,11 @@ fn row(r: &ClassPoint, label: &impl Fn(u32) -> String, slo: bool) -> ClassRow {
         achieved: percent1(r.share),
         served: center(served),
         served_share: served_share.map_or("–".into(), percent1),
+        served_share_expected: match slo {
+            true => r.planned_share,
+            false => r.tok_share_expected,
+        }
+        .map_or("–".into(), percent1),
         note: match &r.starved {
             Some(s) => format!(
                 "starved (TTFT ×{} vs ×{})",

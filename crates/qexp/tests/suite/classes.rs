@@ -131,6 +131,13 @@ async fn a_low_priority_class_is_starved_under_load_while_the_high_class_holds()
     assert!(high32.starved.is_none(), "{high32:?}");
     assert_eq!(high1.planned_share, Some(0.25));
     assert!((high1.share - 0.25).abs() < 0.1, "{high1:?}");
+    // Output as planned: a quarter of the requests at 32 tokens against
+    // three quarters at 48 gives the high class 8 / 44 of the tokens, and
+    // at two users, where nobody waits, it gets about that.
+    let expected = high1.tok_share_expected.expect("an expected share");
+    assert!((expected - 8.0 / 44.0).abs() < 1e-9, "{high1:?}");
+    let got = high1.tok_share.expect("a share of the output");
+    assert!((got - expected).abs() < 0.06, "{high1:?}");
     // The report gives the fairness table and says who is starved.
     let templates = qexp_report::Templates::builtin().unwrap();
     let written = qexp_report::render_run(&run, &templates, &tmp.path().join("report")).unwrap();
