@@ -285,6 +285,8 @@ pub struct CapacityQuery {
     pub axis: Axis,
     /// Prompt tokens per request.
     pub input_tokens: f64,
+    /// Image tokens per request (what the vision encoder makes of its images).
+    pub image_tokens: f64,
     /// Output tokens per request.
     pub output_tokens: f64,
     /// The highest concurrency or rate tried.
@@ -347,7 +349,7 @@ fn search_load(q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
     Load {
         arrivals,
         input_tokens: q.input_tokens,
-        image_tokens: 0.0,
+        image_tokens: q.image_tokens,
         output_tokens: q.output_tokens,
         requests,
     }
@@ -523,6 +525,7 @@ mod tests {
         let q = CapacityQuery {
             axis: Axis::Rate,
             input_tokens: 100_000.0,
+            image_tokens: 0.0,
             output_tokens: 200.0,
             bound: 1000.0,
             requests: Some(20),
@@ -558,6 +561,7 @@ mod tests {
             let q = CapacityQuery {
                 axis: Axis::Concurrency,
                 input_tokens: 1000.0,
+                image_tokens: 0.0,
                 output_tokens: 500.0,
                 bound: 256.0,
                 requests,

@@ -13,6 +13,13 @@ use std::path::Path;
 /// capacity under an SLO.
 pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
     let mut model = load_model(&args.model)?;
+    if args.image_tokens > 0 && model.params.prefill_s_per_image_token <= 0.0 {
+        return Err(CliError::input(anyhow!(
+            "--image-tokens {}: {} has no cost per image token (e is 0): fit it on runs that vary images at two text lengths",
+            args.image_tokens,
+            args.model
+        )));
+    }
     price(&mut model, &args)?;
     let params = what_if(&model.params, &args.set, args.step_scale)?;
     let slo = args
@@ -64,7 +71,8 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
         for (input, output) in lengths(&args)? {
             let query = qexp_model::CapacityQuery {
                 axis,
-                input_tokens: input,
+                input_tokens: input + f64::from(args.image_tokens),
+                image_tokens: f64::from(args.image_tokens),
                 output_tokens: output,
                 bound,
                 requests: args.requests,
@@ -232,8 +240,8 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
                 };
                 Some(Load {
                     arrivals,
-                    input_tokens: f64::from(p.input_tokens),
-                    image_tokens: 0.0,
+                    input_tokens: f64::from(p.input_tokens) + f64::from(args.image_tokens),
+                    image_tokens: f64::from(args.image_tokens),
                     output_tokens: f64::from(p.output_tokens),
                     requests: p.requests.max(1),
                 })
@@ -265,8 +273,8 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
         for &a in &arrivals {
             out.push(Load {
                 arrivals: a,
-                input_tokens: input,
-                image_tokens: 0.0,
+                input_tokens: input + f64::from(args.image_tokens),
+                image_tokens: f64::from(args.image_tokens),
                 output_tokens: output,
                 requests: args
                     .requests

@@ -493,6 +493,11 @@ pub struct PredictArgs {
     /// Output tokens (comma separated).
     #[arg(long = "output", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub output_tokens: Vec<u32>,
+    /// Image tokens each request carries besides its text (what the server's
+    /// vision encoder makes of its images: 256 for a 448 × 448 image in
+    /// 28-pixel patches); needs a model fitted on runs that varied images.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+    pub image_tokens: u32,
     /// Requests per point, and per load the capacity search tries [default:
     /// 2 × concurrency; a minute of arrivals at a rate].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]

@@ -240,5 +240,11 @@ pub(crate) fn load_label(l: &qexp_model::Load) -> String {
         qexp_model::Arrivals::Closed { concurrency } => format!("c={concurrency}"),
         qexp_model::Arrivals::Rate { per_s, .. } => format!("rate={per_s}/s"),
     };
-    format!("{lead} in={} out={}", l.input_tokens, l.output_tokens)
+    // The prompt's length counts its image tokens; the label gives them apart.
+    let images = match l.image_tokens > 0.0 {
+        true => format!(" img_tok={}", l.image_tokens),
+        false => String::new(),
+    };
+    let text = l.input_tokens - l.image_tokens;
+    format!("{lead} in={text}{images} out={}", l.output_tokens)
 }

@@ -246,6 +246,41 @@ async fn qexp_fit_learns_the_cost_per_image_token_where_a_run_varies_it() {
         .unknown
         .contains(&qexp_model::Coef::PrefillPerImageToken));
     assert!((got / want - 1.0).abs() < 0.05, "{got} vs {want}");
+    // `qexp predict --image-tokens` charges them: at one user, TTFT with
+    // 512 image tokens is above TTFT without by what the fit charges them,
+    // as prompt tokens and as image tokens.
+    let file = tmp.path().join("image-model.json");
+    model.write(&file).unwrap();
+    let ttft = |extra: &[&str]| -> f64 {
+        let mut args = vec!["predict", file.to_str().unwrap(), "--concurrency", "1"];
+        args.extend(["--input", "64", "--output", "4"]);
+        args.extend(extra);
+        let out = qexp(&args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let row = text.lines().find(|l| l.starts_with("c=1 in=64")).unwrap();
+        assert_eq!(row.contains("img_tok=512"), !extra.is_empty(), "{row}");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // The first metric is TTFT: "61.2 ms [lo … hi]" (or "1.23 s").
+        let at = cells.iter().position(|c| c.starts_with("out=")).unwrap();
+        let value: f64 = cells[at + 1].parse().unwrap();
+        match cells[at + 2] {
+            "ms" => value / 1e3,
+            _ => value,
+        }
+    };
+    let (bare, with) = (ttft(&[]), ttft(&["--image-tokens", "512"]));
+    eprintln!("predicted TTFT at c=1 in=64 out=4: {bare} s bare, {with} s with 512 image tokens");
+    let p = &model.params;
+    let charged = p.prefill_compute_s(576.0) - p.prefill_compute_s(64.0) + p.image_compute_s(512.0);
+    assert!(
+        ((with - bare) / charged - 1.0).abs() < 0.05,
+        "{bare} → {with}, {charged}"
+    );
     // One text length: the term is unknown, and the fit says what to run.
     let one = qexp_analysis::run_observations(&run, 0, None)
         .rows
@@ -261,4 +296,25 @@ async fn qexp_fit_learns_the_cost_per_image_token_where_a_run_varies_it() {
         "{:?}",
         model.warnings
     );
+    // Such a model cannot price image tokens, and `qexp predict` says so.
+    assert_eq!(model.params.prefill_s_per_image_token, 0.0);
+    let file = tmp.path().join("no-image-term.json");
+    model.write(&file).unwrap();
+    let out = qexp(&[
+        "predict",
+        file.to_str().unwrap(),
+        "--concurrency",
+        "1",
+        "--input",
+        "64",
+        "--output",
+        "4",
+        "--image-tokens",
+        "256",
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("has no cost per image token"), "{stderr}");
 }

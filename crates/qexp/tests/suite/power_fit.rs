@@ -159,6 +159,7 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
     let q = CapacityQuery {
         axis: qexp_model::Axis::Concurrency,
         input_tokens: 50.0,
+        image_tokens: 0.0,
         output_tokens: 16.0,
         bound: 8.0,
         requests: None,

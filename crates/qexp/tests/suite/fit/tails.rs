@@ -141,6 +141,7 @@ fn capacity_holds(
     let q = CapacityQuery {
         axis: Axis::Concurrency,
         input_tokens: f64::from(INPUT),
+        image_tokens: 0.0,
         output_tokens: 16.0,
         bound: 16.0,
         requests: Some(REQUESTS),
