@@ -23,6 +23,12 @@ fn chat(content: &str, max_tokens: u32, stream: bool) -> Value {
     json!({"messages": [{"role": "user", "content": content}], "max_tokens": max_tokens, "stream": stream})
 }
 
+/// The whole JSON response to a non-streamed request.
+async fn whole(client: &reqwest::Client, url: &str, body: &Value) -> Value {
+    let resp = client.post(url).json(body).send().await.unwrap();
+    resp.json().await.unwrap()
+}
+
 /// The answer to a chat request, streamed or not.
 async fn answer(server: &SimServer, client: &reqwest::Client, body: Value) -> String {
     let url = format!("{}/v1/chat/completions", server.base_url());
@@ -38,15 +44,7 @@ async fn answer(server: &SimServer, client: &reqwest::Client, body: Value) -> St
             })
             .collect();
     }
-    let resp: Value = client
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let resp = whole(client, &url, &body).await;
     resp["choices"][0]["message"]["content"]
         .as_str()
         .unwrap()
@@ -148,18 +146,10 @@ async fn a_tool_call_is_a_tool_call_streamed_or_not() {
                 .map(str::to_owned)
         })
         .collect();
-    let whole: Value = client
-        .post(&url)
-        .json(&body(false))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let choice = &whole["choices"][0];
-    assert_eq!(choice["finish_reason"], "tool_calls", "{whole}");
-    assert!(choice["message"]["content"].is_null(), "{whole}");
+    let resp = whole(&client, &url, &body(false)).await;
+    let choice = &resp["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{resp}");
+    assert!(choice["message"]["content"].is_null(), "{resp}");
     let call = &choice["message"]["tool_calls"][0];
     assert_eq!(call["type"], "function");
     assert_eq!(call["function"]["name"], "get_weather");
