@@ -13,15 +13,15 @@ use std::path::Path;
 /// capacity under an SLO.
 pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
     let mut model = load_model(&args.model)?;
-    if args.image_tokens > 0 && model.params.prefill_s_per_image_token <= 0.0 {
+    price(&mut model, &args)?;
+    let params = what_if(&model.params, &args.set, args.step_scale)?;
+    if args.image_tokens > 0 && params.prefill_s_per_image_token <= 0.0 {
         return Err(CliError::input(anyhow!(
-            "--image-tokens {}: {} has no cost per image token (e is 0): fit it on runs that vary images at two text lengths",
+            "--image-tokens {}: {} has no cost per image token (e is 0): fit it on runs that vary images at two text lengths, or give one with --set",
             args.image_tokens,
             args.model
         )));
     }
-    price(&mut model, &args)?;
-    let params = what_if(&model.params, &args.set, args.step_scale)?;
     let slo = args
         .slo
         .as_deref()
