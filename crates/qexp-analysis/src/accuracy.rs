@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 pub const ACCURACY_MARGIN: f64 = 0.05;
 
 /// The confidence of the Wilson interval reported beside each accuracy.
-pub const ACCURACY_CONFIDENCE: f64 = 0.95;
+pub const ACCURACY_CONFIDENCE: f64 = crate::stats::wilson::SHARE_CONFIDENCE;
 
 /// The graded answers of one point, all trials.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -35,7 +35,7 @@ pub(crate) const PARSE_COLUMNS: &[&str] = &[rq::PARSED, rq::TOOL_CALLS];
 
 /// The confidence of the Wilson interval beside a parse rate: the one
 /// accuracy's rates have.
-pub const PARSE_CONFIDENCE: f64 = crate::accuracy::ACCURACY_CONFIDENCE;
+pub const PARSE_CONFIDENCE: f64 = crate::stats::wilson::SHARE_CONFIDENCE;
 
 /// Characters of an answer shown in a flag.
 const EXCERPT_CHARS: usize = 120;

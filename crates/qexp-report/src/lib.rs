@@ -37,6 +37,7 @@ mod open_loop;
 mod render;
 mod steady;
 mod tables;
+mod templates;
 mod tera_error;
 mod turns;
 mod views;

@@ -44,6 +44,7 @@ mod pooling;
 mod prefix_cache;
 mod profile;
 mod prose;
+mod reading;
 mod routes;
 mod scheduler;
 mod server;

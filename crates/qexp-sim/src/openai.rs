@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::{answer, tokens};
+use crate::{reading, tokens};
 
 /// `max_tokens` when the request names none (OpenAI's legacy completions default).
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16;
@@ -151,7 +151,7 @@ impl Job {
             kind,
             model: model.unwrap_or_else(|| default_model.to_owned()),
             prompt_tokens: u32::try_from(prompt_ids.len()).unwrap_or(u32::MAX),
-            seed: answer::seed(&prompt_ids),
+            seed: reading::seed(&prompt_ids),
             arithmetic,
             batch: Arc::default(),
             prompt_ids: prompt_ids.into(),
@@ -218,7 +218,7 @@ impl CompletionRequest {
     pub(crate) fn into_job(self, default_model: &str) -> Result<Job, PromptError> {
         let mut ids = Vec::new();
         self.prompt.ids(&mut ids)?;
-        let arithmetic = self.prompt.single()?.and_then(answer::arithmetic);
+        let arithmetic = self.prompt.single()?.and_then(reading::arithmetic);
         Ok(Job::new(
             Kind::Completion,
             self.model,
@@ -240,7 +240,7 @@ impl ChatRequest {
             .iter()
             .flat_map(Message::texts)
             .rev()
-            .find_map(answer::arithmetic);
+            .find_map(reading::arithmetic);
         let form = crate::form::Form::of(
             self.tools.as_ref(),
             self.tool_choice.as_ref(),

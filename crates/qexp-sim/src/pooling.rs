@@ -39,7 +39,7 @@ const DIMENSIONS: usize = 8;
 
 /// A deterministic unit vector drawn from `ids`.
 fn embedding(ids: &[u32]) -> Vec<f64> {
-    let mut h = crate::answer::seed(ids);
+    let mut h = crate::reading::seed(ids);
     let mut v: Vec<f64> = (0..DIMENSIONS)
         .map(|_| {
             h = h

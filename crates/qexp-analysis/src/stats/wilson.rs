@@ -11,6 +11,10 @@
 use super::normal::normal_sf;
 use std::f64::consts::PI;
 
+/// The confidence of the Wilson intervals qexp reports beside a share of
+/// answers (accuracy, the parse rate).
+pub const SHARE_CONFIDENCE: f64 = 0.95;
+
 /// The Wilson interval `(low, high)` of `successes` out of `n` at `confidence` (0.95 for 95%).
 ///
 /// None for n = 0, successes > n, or a confidence outside (0, 1).

@@ -5,7 +5,7 @@
 use super::chart::ratio_chart;
 use super::{diff_context, pair_labels, DiffChartView, DiffContext};
 use crate::error::RenderError;
-use crate::render::{load_templates, tera_err};
+use crate::templates::{load_templates, tera_err};
 use qexp_analysis::RunDiff;
 use std::path::{Path, PathBuf};
 

@@ -214,7 +214,7 @@ fn tables_by_axis(tables: &[Table], streams: bool) -> BTreeMap<String, String> {
         if !t.fixed.is_empty() {
             entry.push_str(&format!("*{}*\n\n", t.fixed));
         }
-        match crate::render::axis_table_markdown(t, streams) {
+        match crate::templates::axis_table_markdown(t, streams) {
             Ok(md) => entry.push_str(&md),
             Err(e) => entry.push_str(&format!("(the table could not be printed: {e})\n")),
         }

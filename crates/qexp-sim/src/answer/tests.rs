@@ -7,6 +7,7 @@ use qexp_types::AnswerShape;
 
 use super::*;
 use crate::openai::CompletionRequest;
+use crate::reading::{arithmetic, seed};
 
 /// A completion job for `prompt`, admitted to a batch of `batch`.
 fn job(prompt: &str, batch: u32) -> Job {
