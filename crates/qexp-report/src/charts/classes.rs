@@ -3,7 +3,7 @@
 //! min–max whiskers across trials. Where one class's line leaves the
 //! others as the load grows, the fairness table says whether it is starved.
 
-use super::draw::{self, Mark, Plot, Series, Style};
+use super::draw::{Mark, Series};
 use super::{pairs, x_axis, Chart, ChartError, Spec};
 use crate::labels::Along;
 use plotters::prelude::SeriesLabelPosition;
@@ -49,24 +49,8 @@ pub fn ttft_by_class(
         .iter()
         .flat_map(|s| s.marks.iter().map(|m| m.x))
         .collect();
-    let plot = Plot {
-        title: spec.title.to_string(),
-        x: x_axis(axis, xs),
-        y: spec.y_axis(&series),
-        series,
-        legend: spec.legend.clone(),
-        dodge: true,
-        style: Style::LineAndDots,
-    };
-    let svg = draw::svg(&plot).map_err(|source| ChartError {
-        name: spec.name,
-        source,
-    })?;
-    Ok(Some(Chart {
-        name: spec.name.into(),
-        title: spec.title.into(),
-        svg,
-    }))
+    spec.draw(spec.title.into(), x_axis(axis, xs), series)
+        .map(Some)
 }
 
 /// A series per class (in plan order) and combination of the `varying`

@@ -415,33 +415,37 @@ fn chart(
     if series.is_empty() {
         return Ok(None);
     }
-    let x = spec.x_axis(points);
-    let y = spec.y_axis(&series);
     let mut title = spec.title.to_string();
     if !fixed.is_empty() {
         title.push_str(&format!(" ({})", pairs(&first.point, &fixed)));
     }
-    let plot = Plot {
-        title: title.clone(),
-        x,
-        y,
-        series,
-        legend: spec.legend.clone(),
-        dodge: true,
-        style: Style::LineAndDots,
-    };
-    let svg = draw::svg(&plot).map_err(|source| ChartError {
-        name: spec.name,
-        source,
-    })?;
-    Ok(Some(Chart {
-        name: spec.name.into(),
-        title,
-        svg,
-    }))
+    spec.draw(title, spec.x_axis(points), series).map(Some)
 }
 
 impl Spec {
+    /// The chart of `series` against `x` under `title`: lines and dots on
+    /// the spec's y axis, its legend where the spec puts it.
+    fn draw(&self, title: String, x: AxisSpec, series: Vec<Series>) -> Result<Chart, ChartError> {
+        let plot = Plot {
+            title: title.clone(),
+            x,
+            y: self.y_axis(&series),
+            series,
+            legend: self.legend.clone(),
+            dodge: true,
+            style: Style::LineAndDots,
+        };
+        let svg = draw::svg(&plot).map_err(|source| ChartError {
+            name: self.name,
+            source,
+        })?;
+        Ok(Chart {
+            name: self.name.into(),
+            title,
+            svg,
+        })
+    }
+
     /// One series per deployment and combination of the `varying` axes, its
     /// points in axis order; points without a usable median are left out.
     fn series(
