@@ -271,19 +271,8 @@ impl Prompts<'_> {
             ..Planned::default()
         };
         if let Some(d) = self.dataset {
-            // The nonce first, as for filler prompts: no request reuses another's prefix.
-            let e = d.entry(self.seed, trial, place, index);
-            planned.input_tokens = d.tokens.get(&e).copied().unwrap_or(input);
-            let prompt = match d.nonce {
-                true => format!("{nonce} {}", d.prompts[e]),
-                false => {
-                    // Sent as written, a prompt sampled before may be
-                    // found whole in the prefix cache: not unexpected.
-                    planned.cached_tokens = planned.input_tokens;
-                    d.prompts[e].clone()
-                }
-            };
-            return (prompt, planned);
+            let at = (trial, place, index);
+            return dataset_request(d, self.seed, at, &nonce, planned);
         }
         let turn_place = index
             .checked_sub(point.warmup)
@@ -307,6 +296,23 @@ impl Prompts<'_> {
         let Some((shared, system, measured)) = grouped else {
             return (self.filler.prompt(&nonce, cut), planned);
         };
+        let (prompt, group) =
+            self.grouped_prompt(shared, (system, cut), (trial, place, measured), &nonce);
+        planned.cached_tokens = shared.expected_cached(input, measured);
+        planned.prefix_group = Some(group);
+        (prompt, planned)
+    }
+
+    /// A prompt of a shared-prefix group: its group's (or, with unique
+    /// prefixes, its own) system prompt of `system` tokens, then a question
+    /// that fills the rest of `cut`; and the group.
+    fn grouped_prompt(
+        &self,
+        shared: &SharedPrefix,
+        (system, cut): (u32, Cut),
+        (trial, place, measured): (u32, u32, u32),
+        nonce: &str,
+    ) -> (String, u32) {
         let group = shared.group_of(measured);
         // Unique prefixes: a system prompt per request, keyed past every group's.
         let key = if shared.unique_prefixes {
@@ -323,11 +329,35 @@ impl Prompts<'_> {
         );
         let mut prompt = self.filler.prompt(&system_nonce, system_cut);
         prompt.push(' ');
-        prompt.push_str(&self.filler.prompt(&nonce, question));
-        planned.cached_tokens = shared.expected_cached(input, measured);
-        planned.prefix_group = Some(group);
-        (prompt, planned)
+        prompt.push_str(&self.filler.prompt(nonce, question));
+        (prompt, group)
     }
+}
+
+/// A request whose prompt is a dataset entry, drawn by the seed and the
+/// request's place `(trial, place, index)`: counted as the server counted
+/// it before the run, the nonce first unless the plan sends prompts as
+/// written.
+fn dataset_request(
+    d: &DatasetPrompts,
+    seed: u64,
+    (trial, place, index): (u32, u32, u32),
+    nonce: &str,
+    mut planned: Planned,
+) -> (String, Planned) {
+    // The nonce first, as for filler prompts: no request reuses another's prefix.
+    let e = d.entry(seed, trial, place, index);
+    planned.input_tokens = d.tokens.get(&e).copied().unwrap_or(planned.input_tokens);
+    let prompt = match d.nonce {
+        true => format!("{nonce} {}", d.prompts[e]),
+        false => {
+            // Sent as written, a prompt sampled before may be
+            // found whole in the prefix cache: not unexpected.
+            planned.cached_tokens = planned.input_tokens;
+            d.prompts[e].clone()
+        }
+    };
+    (prompt, planned)
 }
 
 /// Workload keys that make two runs comparable, beyond the point parameters.
