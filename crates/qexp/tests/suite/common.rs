@@ -2,6 +2,7 @@
 //! process-timing tests apart, the `qexp` command, and a plan run in-process.
 
 use std::process::Command;
+use std::time::Instant;
 use tokio::sync::{Mutex, MutexGuard};
 
 /// Held by every test that times running processes (runs, servers,
@@ -11,13 +12,58 @@ use tokio::sync::{Mutex, MutexGuard};
 static HEAVY: Mutex<()> = Mutex::const_new(());
 
 /// The heavy-test lock, from an async test.
-pub async fn heavy() -> MutexGuard<'static, ()> {
-    HEAVY.lock().await
+pub async fn heavy() -> Heavy {
+    let asked = Instant::now();
+    let guard = HEAVY.lock().await;
+    Heavy::held(guard, asked)
 }
 
 /// The heavy-test lock, from a plain (non-async) test.
-pub fn heavy_blocking() -> MutexGuard<'static, ()> {
-    HEAVY.blocking_lock()
+pub fn heavy_blocking() -> Heavy {
+    let asked = Instant::now();
+    let guard = HEAVY.blocking_lock();
+    Heavy::held(guard, asked)
+}
+
+/// The held heavy-test lock. With `QEXP_TEST_HEAVY_LOG=FILE`, each test
+/// appends a line there on release: its name, the seconds it waited for the
+/// lock and the seconds it held it (where the suite's time goes).
+pub struct Heavy {
+    _guard: MutexGuard<'static, ()>,
+    asked: Instant,
+    got: Instant,
+}
+
+impl Heavy {
+    fn held(guard: MutexGuard<'static, ()>, asked: Instant) -> Heavy {
+        Heavy {
+            _guard: guard,
+            asked,
+            got: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Heavy {
+    fn drop(&mut self) {
+        let Some(log) = std::env::var_os("QEXP_TEST_HEAVY_LOG") else {
+            return;
+        };
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        let line = format!(
+            "{name}\t{:.1}\t{:.1}\n",
+            (self.got - self.asked).as_secs_f64(),
+            self.got.elapsed().as_secs_f64()
+        );
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        if let Ok(mut file) = file {
+            use std::io::Write;
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// `qexp ARGS…` (the binary under test), output captured.

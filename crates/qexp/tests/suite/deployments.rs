@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// These tests time running processes: one at a time on a small machine.
-fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+fn serial() -> crate::common::Heavy {
     crate::common::heavy_blocking()
 }
 
