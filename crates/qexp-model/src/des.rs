@@ -1,32 +1,28 @@
-//! Prediction by replay: the simulator's scheduler (qexp-sim's
-//! `scheduler.rs`) run in virtual time over the model's equations, so a
-//! prediction includes what no closed formula gets right at small request
-//! counts: the first wave's serialized prefills, the queue for batch slots,
-//! the ramp-up and the tail.
-//!
-//! The semantics are the simulator's, step for step: `a` of latency, then a
-//! FIFO wait for one of `N` slots, then
-//! - [`Schedule::Separate`]: a FIFO wait for one of the prefill units
-//!   (`prefill_units`: one, several, or as many as there are prompts), then
-//!   prefill compute; the first chunk leaves when prefill ends, then each
-//!   sequence steps on its own clock, every step's length set by the
-//!   sequences decoding and their context at the moment it starts;
-//! - [`Schedule::Mixed`]: one engine loop runs steps back to back while
-//!   there is work; an idle engine starts its step [`INTAKE_S`] after the
-//!   prompt that woke it (a burst of requests shares its first step); a
-//!   step carries every decoding sequence and every prompt admitted before
-//!   it starts, and lasts the decode step (when any
-//!   sequence decodes) plus the prefill compute of its prompts; at its end
-//!   each decoding sequence emits a chunk and each prompt its first.
+//! Prediction by replay: the serving schedule ([`crate::engine`], which
+//! qexp-sim runs in real time) driven in virtual time over the model's
+//! equations, so a prediction includes what no closed formula gets right at
+//! small request counts: the first wave's serialized prefills, the queue
+//! for batch slots, the ramp-up and the tail. The replay sends the
+//! requests (a closed loop's clients, or seeded Poisson arrivals), jumps
+//! from one of the engine's deadlines to the next, and measures what it
+//! streams as qexp would.
 
+use crate::engine::{Engine, Host, Output, Request as Sent, SeqId};
 use crate::params::{Params, Schedule};
-use mixed::MixedStep;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
-mod mixed;
+pub use crate::engine::Seen;
 
-pub use mixed::INTAKE_S;
+/// The intake window of models written before it was a parameter
+/// ([`crate::Params::intake_s`]), of the simulator's built-in profiles and
+/// the one the fit tries first: how long an idle engine waits, after the
+/// prompt that woke it, before it starts its step, so that prompts ready by
+/// then share it. A closed loop's requests come in bursts (its first C, or
+/// every sequence a step ended), and the simulator's engine waits the same
+/// window, so "predict" and "serve the fit" meet the burst alike. The fit
+/// also tries no window (docs/model.md "Schedules"): llama.cpp's server
+/// starts its step with the prompts it has.
+pub const INTAKE_S: f64 = 0.001;
 
 /// How requests arrive.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,17 +93,6 @@ pub struct Outcome {
     pub median_gap: Option<(f64, Seen)>,
 }
 
-/// What one request's decode steps saw, on average.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Seen {
-    /// Sequences decoding.
-    pub batch: f64,
-    /// Tokens of context in the batch.
-    pub context: f64,
-    /// Prefill compute carried by the step (mixed schedule), seconds.
-    pub stall_s: f64,
-}
-
 impl Outcome {
     /// The mean batch, context and prefill stall seen by the steps of the
     /// median-TPOT request (for an even count, the two middle ones,
@@ -172,52 +157,12 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
     s[lo] + (s[hi] - s[lo]) * (h - lo as f64)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Send,
-    Ready,
-    PrefillDone,
-    Chunk,
-    /// Mixed schedule: the step in progress ends (the request is unused).
-    StepEnd,
-    /// Mixed schedule: an idle engine's intake window closes and its step
-    /// starts (the request is unused).
-    Wake,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    at: f64,
-    order: u64,
-    kind: Kind,
-    req: usize,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    // Earliest first in a max-heap; ties in the order they were scheduled.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.at.total_cmp(&self.at).then(o.order.cmp(&self.order))
-    }
-}
-
+/// What the replay records of one request.
 #[derive(Debug, Clone, Copy, Default)]
 struct Request {
     sent: f64,
-    first: f64,
+    first: Option<f64>,
     last: f64,
-    remaining: f64,
-    context: f64,
     steps: f64,
     batch_sum: f64,
     context_sum: f64,
@@ -234,29 +179,22 @@ struct StepRecord {
     seen: Seen,
 }
 
-/// The replay's state: the event queue, the two FIFO queues and the batch.
+/// Every prompt of a load costs the same prefill.
+struct Charge(f64);
+
+impl Host for Charge {
+    fn prefill_begins(&mut self, _id: SeqId) -> f64 {
+        self.0
+    }
+}
+
+/// The replay's measurements.
 struct Replay<'a> {
     p: &'a Params,
     load: Load,
-    events: BinaryHeap<Event>,
-    order: u64,
     reqs: Vec<Request>,
-    next_to_send: usize,
-    free_slots: u64,
-    slot_queue: VecDeque<usize>,
-    prefill_queue: VecDeque<usize>,
-    /// Separate schedule: prompts prefilling now (at most `prefill_units`).
-    prefilling: u32,
-    /// Mixed schedule: the decoding sequences, and the step in progress.
-    batch: Vec<usize>,
-    step: Option<MixedStep>,
     /// Mixed schedule: every decode step run.
     records: Vec<StepRecord>,
-    ending: bool,
-    /// Mixed schedule: an idle engine was woken and its intake window is open.
-    waking: bool,
-    decoding: f64,
-    context: f64,
     steps: f64,
     batch_sum: f64,
     context_sum: f64,
@@ -264,173 +202,133 @@ struct Replay<'a> {
 
 /// Replays `load` on the deployment `p`.
 pub fn simulate(p: &Params, load: &Load) -> Outcome {
+    replay(p, load, &mut |_| {}).0
+}
+
+/// What the replay of `load` on `p` did: when it sent each request (in
+/// order: request `i` is the schedule's id `i`) and everything its schedule
+/// reported, in order. A driver of the same schedule in real time, given
+/// the same sends, must report the same.
+pub fn trace(p: &Params, load: &Load) -> (Vec<f64>, Vec<Output>) {
+    let mut outputs = Vec::new();
+    let (_, sends) = replay(p, load, &mut |o| outputs.push(o.clone()));
+    (sends, outputs)
+}
+
+/// Replays `load` on `p`, showing `tap` each output of the schedule; gives
+/// what it measured and when it sent each request.
+fn replay(p: &Params, load: &Load, tap: &mut dyn FnMut(&Output)) -> (Outcome, Vec<f64>) {
     let n = load.requests.max(1) as usize;
     let mut r = Replay {
         p,
         load: *load,
-        events: BinaryHeap::new(),
-        order: 0,
         reqs: vec![Request::default(); n],
-        next_to_send: 0,
-        free_slots: p.max_batch.map_or(u64::MAX, u64::from),
-        slot_queue: VecDeque::new(),
-        prefill_queue: VecDeque::new(),
-        prefilling: 0,
-        batch: Vec::new(),
-        step: None,
         records: Vec::new(),
-        ending: false,
-        waking: false,
-        decoding: 0.0,
-        context: 0.0,
         steps: 0.0,
         batch_sum: 0.0,
         context_sum: 0.0,
     };
-    r.schedule_arrivals();
-    while let Some(e) = r.events.pop() {
-        r.handle(e);
+    let mut engine = Engine::new(p);
+    let mut host = Charge(load.prefill_compute_s(p));
+    let mut sends = r.first_sends();
+    let mut sent = 0;
+    loop {
+        let deadline = engine.next_deadline();
+        match sends.front().copied() {
+            Some(at) if sent < n && deadline.is_none_or(|d| at <= d) => {
+                sends.pop_front();
+                r.reqs[sent].sent = at;
+                engine.arrive(at, r.request(sent), &mut host);
+                sent += 1;
+            }
+            _ => match deadline {
+                Some(d) => engine.advance(d, &mut host),
+                None => break,
+            },
+        }
+        while let Some(out) = engine.poll() {
+            tap(&out);
+            let done = r.record(out);
+            if let (Some(at), Arrivals::Closed { .. }) = (done, load.arrivals) {
+                // The client sends its next request as its last one ends.
+                sends.push_back(at);
+            }
+        }
     }
-    r.outcome()
+    (r.outcome(), r.reqs.iter().map(|q| q.sent).collect())
 }
 
 impl Replay<'_> {
-    fn push(&mut self, at: f64, kind: Kind, req: usize) {
-        self.order += 1;
-        self.events.push(Event {
-            at,
-            order: self.order,
-            kind,
-            req,
-        });
-    }
-
-    fn schedule_arrivals(&mut self) {
+    /// When requests are sent, as far as known before the replay: an open
+    /// loop's every send, drawn up front; a closed loop's first C.
+    fn first_sends(&self) -> VecDeque<f64> {
         let n = self.reqs.len();
         match self.load.arrivals {
             Arrivals::Closed { concurrency } => {
-                for _ in 0..(concurrency.max(1) as usize).min(n) {
-                    self.send_next(0.0);
-                }
+                std::iter::repeat_n(0.0, (concurrency.max(1) as usize).min(n)).collect()
             }
             Arrivals::Rate { per_s, seed } => {
                 let mut rng = SplitMix(seed);
                 let mut t = 0.0;
-                for _ in 0..n {
-                    self.send_next(t);
-                    t += -(1.0 - rng.unit()).ln() / per_s.max(1e-12);
+                (0..n)
+                    .map(|_| {
+                        let at = t;
+                        t += -(1.0 - rng.unit()).ln() / per_s.max(1e-12);
+                        at
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The `i`th request sent.
+    fn request(&self, i: usize) -> Sent {
+        Sent {
+            id: i as SeqId,
+            prompt_tokens: self.load.input_tokens,
+            output_tokens: self.load.output_tokens,
+            priority: 0,
+        }
+    }
+
+    /// Records what the engine did; gives when a request ended, if one did.
+    fn record(&mut self, out: Output) -> Option<f64> {
+        match out {
+            Output::Admitted { .. } => None,
+            Output::Step {
+                length,
+                decodes,
+                seen,
+                ..
+            } => {
+                self.steps += 1.0;
+                self.batch_sum += seen.batch;
+                self.context_sum += seen.context;
+                for &id in &decodes {
+                    let req = &mut self.reqs[id as usize];
+                    req.steps += 1.0;
+                    req.batch_sum += seen.batch;
+                    req.context_sum += seen.context;
+                    req.stall_sum += seen.stall_s;
                 }
+                if self.p.schedule == Schedule::Mixed {
+                    self.records.push(StepRecord {
+                        length,
+                        gaps: decodes.len(),
+                        seen,
+                    });
+                }
+                None
+            }
+            Output::Chunk { id, at, last, .. } => {
+                let req = &mut self.reqs[id as usize];
+                req.first.get_or_insert(at);
+                if last {
+                    req.last = at;
+                }
+                last.then_some(at)
             }
         }
-    }
-
-    fn send_next(&mut self, at: f64) {
-        if self.next_to_send < self.reqs.len() {
-            let i = self.next_to_send;
-            self.next_to_send += 1;
-            self.push(at, Kind::Send, i);
-        }
-    }
-
-    fn handle(&mut self, e: Event) {
-        let t = e.at;
-        match e.kind {
-            Kind::Send => {
-                self.reqs[e.req].sent = t;
-                self.reqs[e.req].remaining = self.load.output_tokens.max(1.0);
-                self.push(t + self.p.prefill_fixed_s, Kind::Ready, e.req);
-            }
-            Kind::Ready => {
-                self.slot_queue.push_back(e.req);
-                self.admit(t);
-            }
-            Kind::PrefillDone => {
-                // The mixed schedule's prompts never counted here.
-                self.prefilling = self.prefilling.saturating_sub(1);
-                self.decoding += 1.0;
-                self.reqs[e.req].first = t;
-                self.reqs[e.req].context = self.load.input_tokens;
-                self.context += self.load.input_tokens;
-                self.emit(t, e.req);
-                self.start_prefill(t);
-            }
-            Kind::Chunk => self.emit(t, e.req),
-            Kind::StepEnd => self.end_step(t),
-            Kind::Wake => self.woken(t),
-        }
-    }
-
-    fn admit(&mut self, t: f64) {
-        while self.free_slots > 0 {
-            let Some(i) = self.slot_queue.pop_front() else {
-                break;
-            };
-            self.free_slots -= 1;
-            self.prefill_queue.push_back(i);
-        }
-        self.start_prefill(t);
-    }
-
-    fn start_prefill(&mut self, t: f64) {
-        if self.p.schedule == Schedule::Mixed {
-            self.wake(t);
-            return;
-        }
-        while self.p.prefill_units.is_none_or(|k| self.prefilling < k) {
-            let Some(i) = self.prefill_queue.pop_front() else {
-                break;
-            };
-            self.prefilling += 1;
-            let done = t + self.load.prefill_compute_s(self.p);
-            self.push(done, Kind::PrefillDone, i);
-        }
-    }
-
-    /// Request `i` emits a chunk at `t`; true when it was its last (the
-    /// slot is freed, the queue admitted and, in a closed loop, the client's
-    /// next request sent).
-    fn consume(&mut self, t: f64, i: usize) -> bool {
-        let req = &mut self.reqs[i];
-        let n = req.remaining.min(self.p.tokens_per_step.max(1.0));
-        req.remaining -= n;
-        req.context += n;
-        self.context += n;
-        if req.remaining > 1e-9 {
-            return false;
-        }
-        req.last = t;
-        self.decoding -= 1.0;
-        self.context -= req.context;
-        self.free_slots += 1;
-        self.admit(t);
-        if matches!(self.load.arrivals, Arrivals::Closed { .. }) {
-            self.send_next(t);
-        }
-        true
-    }
-
-    /// Request `i` emits a chunk at `t` (separate schedule): its last, or
-    /// its next step is scheduled on its own clock.
-    fn emit(&mut self, t: f64, i: usize) {
-        if self.p.schedule == Schedule::Mixed {
-            // Mixed: the first chunk; the engine loop steps it from here.
-            if !self.consume(t, i) {
-                self.batch.push(i);
-            }
-            return;
-        }
-        if self.consume(t, i) {
-            return;
-        }
-        let req = &mut self.reqs[i];
-        let step = self.p.step_s(self.decoding, self.context);
-        req.steps += 1.0;
-        req.batch_sum += self.decoding;
-        req.context_sum += self.context;
-        self.steps += 1.0;
-        self.batch_sum += self.decoding;
-        self.context_sum += self.context;
-        self.push(t + step, Kind::Chunk, i);
     }
 
     fn outcome(&self) -> Outcome {
@@ -443,7 +341,11 @@ impl Replay<'_> {
         let tokens = self.load.output_tokens.max(1.0) * self.reqs.len() as f64;
         let steps = self.steps.max(1.0);
         Outcome {
-            ttft_s: self.reqs.iter().map(|r| r.first - r.sent).collect(),
+            ttft_s: self
+                .reqs
+                .iter()
+                .map(|r| r.first.unwrap_or(r.last) - r.sent)
+                .collect(),
             e2e_s: self.reqs.iter().map(|r| r.last - r.sent).collect(),
             agg_tok_s: tokens / (last_done - first_send).max(1e-12),
             mean_in_flight: self.reqs.iter().map(|r| r.last - r.sent).sum::<f64>()

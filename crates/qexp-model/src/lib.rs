@@ -16,6 +16,7 @@
 
 mod check;
 mod des;
+pub mod engine;
 mod file;
 mod fit;
 mod ols;
@@ -28,7 +29,7 @@ mod table;
 mod warning;
 
 pub use check::{check, summarize, Check, ErrorSummary, CHECK_TOLERANCE};
-pub use des::{quantile, simulate, Arrivals, Load, Outcome, Seen, INTAKE_S};
+pub use des::{quantile, simulate, trace, Arrivals, Load, Outcome, Seen, INTAKE_S};
 pub use file::{is_tail, MIN_TAIL_REQUESTS};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,

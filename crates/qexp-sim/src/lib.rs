@@ -38,7 +38,6 @@ mod faults;
 mod form;
 mod jitter;
 mod metrics;
-mod mixed;
 mod openai;
 mod pooling;
 mod prefix_cache;
@@ -48,7 +47,6 @@ mod reading;
 mod routes;
 mod scheduler;
 mod server;
-mod slots;
 mod sse;
 mod tokens;
 

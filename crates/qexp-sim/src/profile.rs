@@ -1,7 +1,5 @@
 //! Named timing profiles and their calibration.
 
-use std::time::Duration;
-
 use crate::faults::FaultPlan;
 
 /// Timing and capacity parameters of a simulated inference server.
@@ -11,12 +9,11 @@ use crate::faults::FaultPlan;
 ///    concurrently for all requests and holds no batch slot;
 /// 2. wait for one of `max_batch` slots (first come first served, except
 ///    that a request with a lower `priority` body field goes before those
-///    of a higher one, as vLLM's priority scheduling does; the mixed
-///    schedule ignores priorities) — this is the queue that makes TTFT
+///    of a higher one, as vLLM's priority scheduling does) — this is the queue that makes TTFT
 ///    climb once concurrency exceeds the batch;
 /// 3. `n / prefill_tokens_per_s + prefill_s_per_token2 · n²` of prefill
-///    compute, serialized server-wide (one prefill at a time) while holding
-///    the slot;
+///    compute on one of `prefill_units` (one by default: serialized
+///    server-wide) while holding the slot;
 ///    The part of the prompt found in the prefix cache (whole blocks from the
 ///    start, see `prefix_cache.rs`) is not prefilled;
 /// 4. the first chunk (`tokens_per_step` tokens) is sent at once (TTFT), then
@@ -27,12 +24,14 @@ use crate::faults::FaultPlan;
 ///
 /// That is the [`Schedule::Separate`](qexp_model::Schedule) schedule. With
 /// `schedule` [`Mixed`](qexp_model::Schedule::Mixed), steps 3 and 4 are one
-/// engine loop instead (`mixed.rs`): each step carries every decoding
+/// engine loop instead: each step carries every decoding
 /// sequence and every admitted prompt and lasts the decode step plus those
 /// prompts' prefill compute; a prompt's first chunk leaves at its end.
 ///
 /// These are the equations of qexp-model's [`Params`](qexp_model::Params)
-/// (docs/model.md): [`SimProfile::from_params`] serves a fitted model.
+/// (docs/model.md), and the schedule is qexp-model's
+/// [`engine`](qexp_model::engine), the one its replay runs:
+/// [`SimProfile::from_params`] serves a fitted model.
 ///
 /// Every duration is multiplied by `time_scale`.
 ///
@@ -364,17 +363,16 @@ impl SimProfile {
         Ok(())
     }
 
-    /// Simulated seconds turned into wall-clock time (`time_scale` applied).
-    pub(crate) fn scaled(&self, secs: f64) -> Duration {
+    /// The factor on every wall-clock span now: the drift so far and the
+    /// jitter of the moment (1 without either).
+    pub(crate) fn stretch(&self) -> f64 {
         let drift = if self.drift_per_s > 0.0 {
             let since = DRIFT_EPOCH.get_or_init(std::time::Instant::now);
             1.0 + self.drift_per_s * since.elapsed().as_secs_f64()
         } else {
             1.0
         };
-        let jitter = self.faults.jitter.factor(self.time_scale);
-        Duration::try_from_secs_f64(secs * self.time_scale * drift * jitter)
-            .unwrap_or(Duration::ZERO)
+        drift * self.faults.jitter.factor(self.time_scale)
     }
 
     /// Starts the drift clock (no-op without drift or when already started).
@@ -402,15 +400,6 @@ impl SimProfile {
             patch_px: self.image_patch_px,
             max_images: self.max_images,
         }
-    }
-
-    /// Unscaled decode step time with `decoding` sequences holding
-    /// `context` tokens in the batch, seconds.
-    pub(crate) fn step_s(&self, decoding: usize, context: u64) -> f64 {
-        // usize/u64 -> f64 is exact for any realistic batch and context.
-        self.step_base_s
-            + self.step_per_seq_s * decoding.saturating_sub(1) as f64
-            + self.step_per_context_token_s * context as f64
     }
 }
 
@@ -567,7 +556,7 @@ mod tests {
         // The fitted terms drive the simulator's own equations.
         let (a, b) = (p.prefill_fixed_s, p.prefill_compute_s(10_000));
         assert!((a + b - m.params.ttft_alone_s(10_000.0)).abs() < 1e-9);
-        assert!((p.step_s(3, 5000) - m.params.step_s(3.0, 5000.0)).abs() < 1e-12);
+        assert!((p.params().step_s(3.0, 5000.0) - m.params.step_s(3.0, 5000.0)).abs() < 1e-12);
     }
 
     #[test]
@@ -607,7 +596,7 @@ mod tests {
     fn fast_is_founding_twenty_times_faster() {
         let f = SimProfile::by_name("founding").unwrap();
         let fast = SimProfile::by_name("fast").unwrap();
-        assert_eq!(fast.scaled(1.0), Duration::from_millis(50));
+        assert_eq!(fast.time_scale, 0.05);
         assert_eq!(
             SimProfile {
                 name: f.name.clone(),
@@ -623,8 +612,9 @@ mod tests {
         let fast = SimProfile::by_name("fast").unwrap();
         let p = SimProfile::by_name("fast-nospec").unwrap();
         assert_eq!((p.tokens_per_step, p.time_scale), (1, fast.time_scale));
-        for (b, k) in [(1, 1000), (8, 80_000)] {
-            assert!((p.step_s(b, k) - 0.8 * fast.step_s(b, k)).abs() < 1e-12);
+        for (b, k) in [(1.0, 1000.0), (8.0, 80_000.0)] {
+            let step = |p: &SimProfile| p.params().step_s(b, k);
+            assert!((step(&p) - 0.8 * step(&fast)).abs() < 1e-12);
         }
         assert_eq!(p.prefill_compute_s(10_000), fast.prefill_compute_s(10_000));
     }
@@ -650,8 +640,9 @@ mod tests {
     #[test]
     fn exact_has_free_prefill_and_flat_steps() {
         let p = SimProfile::by_name("exact").unwrap();
-        assert_eq!(p.scaled(p.prefill_compute_s(100_000)), Duration::ZERO);
-        assert_eq!(p.step_s(1, 0), p.step_s(500, 1_000_000));
+        assert_eq!(p.prefill_compute_s(100_000), 0.0);
+        let step = |b, k| p.params().step_s(b, k);
+        assert_eq!(step(1.0, 0.0), step(500.0, 1_000_000.0));
     }
 
     #[test]
