@@ -85,9 +85,6 @@ struct Sent {
     journal_failure: Option<StoreError>,
 }
 
-/// Wait between a point's last completion and its closing metrics scrape.
-const METRICS_SETTLE_MS: u64 = 200;
-
 /// What every point of one target shares.
 pub(crate) struct PointRunner<'a, B: Backend> {
     pub plan: &'a PlanFile,
@@ -300,7 +297,7 @@ impl<B: Backend> PointRunner<'_, B> {
         if let (Some(m), Some(before)) = (&self.prep.metrics, &sent.before) {
             // Counters are updated as the engine finishes each step; let
             // the last completions land before reading them.
-            tokio::time::sleep(Duration::from_millis(METRICS_SETTLE_MS)).await;
+            tokio::time::sleep(self.prep.metrics_settle).await;
             if let Some(after) = m.scrape().await {
                 prow.server = Some(ServerCounters::between(before, &after));
             }

@@ -13,6 +13,11 @@ use qexp_client::{
 use qexp_plan::{ApiKind, Point, Trace};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A server's wait between a point's last completion and its closing
+/// metrics scrape.
+const METRICS_SETTLE: Duration = Duration::from_millis(200);
 
 /// What a run needs to know of a target before it sends measured requests.
 pub(crate) struct Prepared {
@@ -25,6 +30,11 @@ pub(crate) struct Prepared {
     pub info: ServerInfo,
     pub fingerprint: Fingerprint,
     pub metrics: Option<MetricsSource>,
+    /// How long a point waits after its last completion before its closing
+    /// scrape of the metrics: a server updates its counters as it finishes
+    /// each step. The embedded simulator counts before the first token,
+    /// so there it waits nothing.
+    pub metrics_settle: Duration,
     pub trace: Option<Trace>,
     /// What each request class sends (`[[workload.class]]`), in plan order.
     pub classes: Vec<crate::classes::ClassSend>,
@@ -132,6 +142,11 @@ pub(crate) async fn prepare(
         info,
         fingerprint,
         metrics,
+        metrics_settle: if target.sim.is_some() {
+            Duration::ZERO
+        } else {
+            METRICS_SETTLE
+        },
         trace: load_trace(opts)?,
         classes,
         turn_overhead,
