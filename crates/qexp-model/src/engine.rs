@@ -37,13 +37,14 @@
 //! host), so that what was missed is not run back to back.
 
 use crate::params::{Params, Schedule};
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 
 mod mixed;
 mod surface;
+mod timer;
 
 pub use surface::{Host, Output, Request, Seen};
+use timer::{Due, Timer};
 
 /// A request's name, chosen by the driver (unique among those in flight).
 pub type SeqId = u64;
@@ -51,47 +52,6 @@ pub type SeqId = u64;
 /// How many intake windows a burst still arriving may hold an idle
 /// engine's first step back, at most.
 pub const INTAKE_EXTENSIONS: u32 = 20;
-
-/// Something due at an instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Due {
-    /// A request's latency is spent: it asks for a slot.
-    Ready(SeqId),
-    /// A prefill ends on the separate schedule (its unit frees).
-    PrefillDone(SeqId),
-    /// A sequence's decode step ends on the separate schedule.
-    Chunk(SeqId),
-    /// The mixed step in progress ends.
-    StepEnd,
-    /// An idle mixed engine's intake window closes (its generation: a
-    /// window extended since is due later).
-    Wake(u64),
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Timer {
-    at: f64,
-    order: u64,
-    due: Due,
-}
-
-impl PartialEq for Timer {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Timer {}
-impl PartialOrd for Timer {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Timer {
-    // Earliest first in a max-heap; ties in the order they were set.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.at.total_cmp(&self.at).then(o.order.cmp(&self.order))
-    }
-}
 
 /// Where a request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
