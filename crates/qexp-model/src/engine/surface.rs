@@ -28,7 +28,8 @@ pub trait Host {
     }
 }
 
-/// What one decode step saw.
+/// What decode steps saw: one step's view as it started, or (from the
+/// replay's [`crate::Outcome`]) a request's steps on average.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Seen {
     /// Sequences decoding.
