@@ -137,11 +137,6 @@ impl Engine {
         self
     }
 
-    /// The deployment it schedules.
-    pub fn params(&self) -> &Params {
-        &self.p
-    }
-
     /// When it next has something to do, on its clock (None: idle).
     pub fn next_deadline(&self) -> Option<f64> {
         self.timers.peek().map(|t| t.at)

@@ -382,17 +382,6 @@ impl SimProfile {
         }
     }
 
-    /// Unscaled prefill compute time for `n` prompt tokens, seconds.
-    pub(crate) fn prefill_compute_s(&self, n: u32) -> f64 {
-        let n = f64::from(n);
-        n / self.prefill_tokens_per_s + self.prefill_s_per_token2 * n * n
-    }
-
-    /// Unscaled vision-encoder compute for `image_tokens` image tokens, seconds.
-    pub fn image_compute_s(&self, image_tokens: u32) -> f64 {
-        f64::from(image_tokens) * self.image_token_s
-    }
-
     /// How chat requests' images become prompt tokens.
     pub(crate) fn vision(&self) -> crate::openai::Vision {
         crate::openai::Vision {
@@ -554,7 +543,7 @@ mod tests {
         want.prefill_s_per_image_token = p.image_token_s;
         assert_eq!(p.params(), want);
         // The fitted terms drive the simulator's own equations.
-        let (a, b) = (p.prefill_fixed_s, p.prefill_compute_s(10_000));
+        let (a, b) = (p.prefill_fixed_s, p.params().prefill_compute_s(10_000.0));
         assert!((a + b - m.params.ttft_alone_s(10_000.0)).abs() < 1e-9);
         assert!((p.params().step_s(3.0, 5000.0) - m.params.step_s(3.0, 5000.0)).abs() < 1e-12);
     }
@@ -616,7 +605,8 @@ mod tests {
             let step = |p: &SimProfile| p.params().step_s(b, k);
             assert!((step(&p) - 0.8 * step(&fast)).abs() < 1e-12);
         }
-        assert_eq!(p.prefill_compute_s(10_000), fast.prefill_compute_s(10_000));
+        let prefill = |p: &SimProfile| p.params().prefill_compute_s(10_000.0);
+        assert_eq!(prefill(&p), prefill(&fast));
     }
 
     #[test]
@@ -640,7 +630,7 @@ mod tests {
     #[test]
     fn exact_has_free_prefill_and_flat_steps() {
         let p = SimProfile::by_name("exact").unwrap();
-        assert_eq!(p.prefill_compute_s(100_000), 0.0);
+        assert_eq!(p.params().prefill_compute_s(100_000.0), 0.0);
         let step = |b, k| p.params().step_s(b, k);
         assert_eq!(step(1.0, 0.0), step(500.0, 1_000_000.0));
     }

@@ -82,13 +82,15 @@ impl Engine {
         let cache = Arc::new(std::sync::Mutex::new(cache));
         let (commands, inbox) = mpsc::unbounded_channel();
         let origin = Instant::now();
+        let params = profile.params();
         let driver = Driver {
-            schedule: engine::Engine::new(&profile.params()).with_slack(TIMER_SLACK_S),
+            schedule: engine::Engine::new(&params).with_slack(TIMER_SLACK_S),
             origin,
             inbox,
             tap,
             host: SimHost {
                 profile: profile.clone(),
+                params,
                 cache: Arc::clone(&cache),
                 live: HashMap::new(),
             },
@@ -174,6 +176,8 @@ impl Drop for Stream {
 /// this server runs them.
 struct SimHost {
     profile: SimProfile,
+    /// The profile's model terms, time scale applied.
+    params: qexp_model::Params,
     cache: Arc<std::sync::Mutex<PrefixCache>>,
     live: HashMap<SeqId, Live>,
 }
@@ -188,7 +192,8 @@ impl SimHost {
 
 impl engine::Host for SimHost {
     /// The prefill's compute for the prompt tokens the prefix cache does
-    /// not hold (scaled, not yet stretched); records how many it held.
+    /// not hold, by the model's equations (time scale applied, not yet
+    /// stretched); records how many it held.
     fn prefill_begins(&mut self, id: SeqId) -> f64 {
         let Some(live) = self.live.get(&id) else {
             return 0.0;
@@ -198,8 +203,8 @@ impl engine::Host for SimHost {
         let uncached = u32::try_from(live.prompt.len())
             .unwrap_or(u32::MAX)
             .saturating_sub(cached);
-        let p = &self.profile;
-        p.time_scale * (p.prefill_compute_s(uncached) + p.image_compute_s(live.image_tokens))
+        self.params.prefill_compute_s(f64::from(uncached))
+            + self.params.image_compute_s(f64::from(live.image_tokens))
     }
 
     fn prefill_ended(&mut self, id: SeqId) {
