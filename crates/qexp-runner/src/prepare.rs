@@ -15,10 +15,6 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// A server's wait between a point's last completion and its closing
-/// metrics scrape.
-const METRICS_SETTLE: Duration = Duration::from_millis(200);
-
 /// What a run needs to know of a target before it sends measured requests.
 pub(crate) struct Prepared {
     pub model: String,
@@ -31,9 +27,7 @@ pub(crate) struct Prepared {
     pub fingerprint: Fingerprint,
     pub metrics: Option<MetricsSource>,
     /// How long a point waits after its last completion before its closing
-    /// scrape of the metrics: a server updates its counters as it finishes
-    /// each step. The embedded simulator counts before the first token,
-    /// so there it waits nothing.
+    /// scrape of the metrics ([`Target::metrics_settle`]).
     pub metrics_settle: Duration,
     pub trace: Option<Trace>,
     /// What each request class sends (`[[workload.class]]`), in plan order.
@@ -78,15 +72,7 @@ pub(crate) async fn prepare(
     let model = model_for(opts, model, &info)
         .ok_or_else(|| RunError::NoModel(target.client.base_url().to_string()))?;
     let api = f.target.api;
-    let mut extra = match serde_json::to_value(&f.target.extra_body) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    // `tools`, `tool_choice`, `response_format`, unless the plan's
-    // `extra_body` sends its own.
-    for (k, v) in f.workload.structured.body_fields() {
-        extra.entry(k).or_insert(v);
-    }
+    let extra = extra_body(f);
     let points = opts.plan.points();
     let fingerprint = Fingerprint::from_info(&info, Some(&model));
     tracing::info!(target: crate::PROGRESS_TARGET, "qexp: server: {}", fingerprint.summary());
@@ -142,15 +128,25 @@ pub(crate) async fn prepare(
         info,
         fingerprint,
         metrics,
-        metrics_settle: if target.sim.is_some() {
-            Duration::ZERO
-        } else {
-            METRICS_SETTLE
-        },
+        metrics_settle: target.metrics_settle(),
         trace: load_trace(opts)?,
         classes,
         turn_overhead,
     })
+}
+
+/// The fields every request's body carries beyond qexp's own: the plan's
+/// `extra_body`, and `tools`, `tool_choice`, `response_format` unless it
+/// sends its own.
+fn extra_body(f: &qexp_plan::PlanFile) -> Map<String, Value> {
+    let mut extra = match serde_json::to_value(&f.target.extra_body) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    for (k, v) in f.workload.structured.body_fields() {
+        extra.entry(k).or_insert(v);
+    }
+    extra
 }
 
 /// The dataset's prompts, counted, when the plan has a dataset; its

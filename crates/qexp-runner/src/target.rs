@@ -4,6 +4,7 @@
 use crate::error::RunError;
 use qexp_client::{Client, Timeouts};
 use qexp_sim::{FaultPlan, SimProfile, SimServer};
+use std::time::Duration;
 
 /// A resolved target: a client, plus the embedded simulator when `sim:`.
 pub struct Target {
@@ -15,7 +16,23 @@ pub struct Target {
     pub sim: Option<SimServer>,
 }
 
+/// A server's wait between a point's last completion and its closing
+/// metrics scrape: it updates its counters as it finishes each step.
+const METRICS_SETTLE: Duration = Duration::from_millis(200);
+
 impl Target {
+    /// How long a point waits after its last completion before its closing
+    /// scrape of the metrics: a server's last steps must land in its
+    /// counters; the embedded simulator counts before the first token, so
+    /// there it waits nothing.
+    pub fn metrics_settle(&self) -> Duration {
+        if self.sim.is_some() {
+            Duration::ZERO
+        } else {
+            METRICS_SETTLE
+        }
+    }
+
     /// Stops the embedded simulator, if any.
     pub async fn shutdown(self) {
         if let Some(sim) = self.sim {
