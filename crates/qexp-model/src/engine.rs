@@ -128,10 +128,12 @@ impl Engine {
     }
 
     /// The engine, its driver's lateness up to `slack` seconds counting as
-    /// on time: a driver whose timers fire up to a millisecond late (tokio's)
-    /// runs the same steps as one that is never late. Beyond it, a late
-    /// driver is an overloaded host, and a mixed step takes the prompts
-    /// that became ready while it was late (see `take_ready`).
+    /// on time for the intake window: a driver whose timers fire up to a
+    /// millisecond late (tokio's) holds it from the prompt's instant, as
+    /// the replay does. Beyond it, a late driver is an overloaded host,
+    /// which holds the window open from its own clock. (Whatever the
+    /// slack, a mixed step the driver starts late takes the prompts that
+    /// became ready meanwhile: see `take_ready`.)
     pub fn with_slack(mut self, slack: f64) -> Engine {
         self.slack = slack.max(0.0);
         self

@@ -100,7 +100,7 @@ impl Engine {
     /// A step takes every decoding sequence and every admitted prompt; it
     /// lasts the decode step plus their prefill compute.
     fn start_step(&mut self, t: f64, host: &mut dyn Host) {
-        if self.late(t) {
+        if self.now > t {
             self.take_ready(host);
         }
         if self.mixed.batch.is_empty() && self.admitted.is_empty() {
@@ -137,10 +137,12 @@ impl Engine {
         self.set(end, Due::StepEnd);
     }
 
-    /// A late driver's step takes the prompts whose latency ended by its
-    /// clock, as an engine takes what is in its queue when it schedules: an
-    /// overloaded host, whose timers fire together, does not split a burst
-    /// that its clock has already seen whole.
+    /// A step the driver starts after its instant takes the prompts whose
+    /// latency ended by the driver's clock, as an engine takes what is in
+    /// its queue when it schedules: a host whose timers fire late (by a
+    /// millisecond's rounding, or loaded) does not split a burst that its
+    /// clock has already seen whole. The replay is never late, so this
+    /// never changes its steps.
     fn take_ready(&mut self, host: &mut dyn Host) {
         let mut ready = Vec::new();
         let mut other = Vec::new();

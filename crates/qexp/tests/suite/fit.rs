@@ -197,6 +197,7 @@ async fn fit_recovers_the_known_profile_and_serves_it() {
             fitted = Some((tmp, dir, model));
             break;
         }
+        println!("run {attempt} missed: {}", m.join("; "));
         misses.push(format!("run {attempt}: {}", m.join("; ")));
     }
     let Some((tmp, dir, fitted_model)) = fitted else {
@@ -356,6 +357,7 @@ async fn fit_recovers_the_known_mixed_profile() {
         if m.is_empty() {
             return;
         }
+        println!("run {attempt} missed: {}", m.join("; "));
         misses.push(format!("run {attempt}: {}", m.join("; ")));
     }
     panic!(
