@@ -12,7 +12,7 @@ pub enum AnalysisError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A polars query failed (a column missing or of another type).
-    #[error("cannot aggregate {}: {source}", path.display())]
+    #[error("cannot aggregate {}", path.display())]
     Query {
         /// The run folder.
         path: PathBuf,

@@ -236,7 +236,7 @@ mod tests {
                     _ => Ok(()),
                 }
             });
-            (r.map_err(|e| e.to_string()), calls)
+            (r.map_err(|e| qexp_types::error::chain(&e)), calls)
         };
         for (r, calls) in [
             fail_second(),

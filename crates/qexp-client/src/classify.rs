@@ -143,13 +143,7 @@ pub(crate) fn classify(e: reqwest::Error) -> RequestError {
         ErrorClass::Protocol
     };
     // The error chain gives the cause (refused, reset, …) without the URL's secrets: qexp never puts keys in URLs.
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        src = s.source();
-    }
+    let message = qexp_types::error::chain(&e);
     RequestError { class, message }
 }
 

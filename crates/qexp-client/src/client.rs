@@ -123,7 +123,7 @@ impl GenRequest {
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The HTTP stack refused the configuration.
-    #[error("cannot build the HTTP client: {0}")]
+    #[error("cannot build the HTTP client")]
     Build(#[from] reqwest::Error),
 }
 

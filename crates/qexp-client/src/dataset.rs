@@ -36,7 +36,7 @@ pub struct Dataset {
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     /// The file could not be read.
-    #[error("cannot read dataset {}: {source}", path.display())]
+    #[error("cannot read dataset {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -33,7 +33,7 @@ pub enum LaunchError {
     #[error("the deployment's command is empty")]
     EmptyCommand,
     /// No free port could be picked, or the host does not resolve.
-    #[error("cannot pick a free port on {host}: {source}")]
+    #[error("cannot pick a free port on {host}")]
     NoPort {
         /// The host a port was asked for.
         host: String,
@@ -41,7 +41,7 @@ pub enum LaunchError {
         source: io::Error,
     },
     /// The log file could not be created.
-    #[error("cannot open the server log {}: {source}", path.display())]
+    #[error("cannot open the server log {}", path.display())]
     Log {
         /// The log file.
         path: PathBuf,
@@ -49,7 +49,7 @@ pub enum LaunchError {
         source: io::Error,
     },
     /// The server or its guard could not be started.
-    #[error("cannot start `{argv0}`: {source}")]
+    #[error("cannot start `{argv0}`")]
     Spawn {
         /// The program that failed to start.
         argv0: String,
@@ -57,7 +57,7 @@ pub enum LaunchError {
         source: io::Error,
     },
     /// The HTTP client for the readiness polls could not be built.
-    #[error("cannot build the HTTP client for readiness polls: {0}")]
+    #[error("cannot build the HTTP client for readiness polls")]
     Client(#[source] reqwest::Error),
     /// The server exited before it was ready.
     #[error("the server exited before it was ready ({status}); its log {}, last lines:\n{tail}", log.display())]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// A source file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
@@ -52,10 +52,10 @@ pub enum ImportError {
         why: String,
     },
     /// The run's rows could not be turned into a report.
-    #[error("cannot export the run: {0}")]
-    Export(String),
+    #[error("cannot export the run")]
+    Export(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A report could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         /// The file or folder.
         path: PathBuf,
@@ -69,6 +69,6 @@ pub enum ImportError {
     #[error(transparent)]
     Store(#[from] qexp_store::StoreError),
     /// Reading the written run back for the recomputation failed.
-    #[error("cannot recompute the imported run's metrics: {0}")]
+    #[error("cannot recompute the imported run's metrics")]
     Analysis(#[from] qexp_analysis::AnalysisError),
 }

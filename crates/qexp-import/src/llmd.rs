@@ -201,18 +201,18 @@ pub fn reports(dir: &Path) -> Result<Vec<(String, Report)>, ImportError> {
     let points: Vec<PointRow> = qexp_store::scan_points(dir)?
         .collect()
         .and_then(|df| point_rows(&df))
-        .map_err(|e| ImportError::Export(e.to_string()))?;
+        .map_err(|e| ImportError::Export(e.into()))?;
     let requests = qexp_store::scan_requests(dir)?
         .filter(col(rq::WARMUP).not().and(col(rq::ITEM_ID).is_null()))
         .collect()
-        .map_err(|e| ImportError::Export(e.to_string()))?;
+        .map_err(|e| ImportError::Export(e.into()))?;
     let mut out = Vec::new();
     for row in &points {
         let Some(point) = manifest.points.iter().find(|p| p.id == row.point_id) else {
             continue;
         };
-        let report = report(&manifest, point, row, &requests)
-            .map_err(|e| ImportError::Export(e.to_string()))?;
+        let report =
+            report(&manifest, point, row, &requests).map_err(|e| ImportError::Export(e.into()))?;
         out.push((
             format!("benchmark_report-p{}-t{}.json", row.point_id, row.trial),
             report,
@@ -376,8 +376,7 @@ pub fn export(dir: &Path, out: &Path) -> Result<Vec<PathBuf>, ImportError> {
     let mut files = Vec::new();
     for (name, report) in reports {
         let path = out.join(name);
-        let json =
-            serde_json::to_vec_pretty(&report).map_err(|e| ImportError::Export(e.to_string()))?;
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| ImportError::Export(e.into()))?;
         std::fs::write(&path, json).map_err(|source| ImportError::Write {
             path: path.clone(),
             source,

@@ -68,8 +68,8 @@ pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
             "no shard is complete: there is nothing to merge".into(),
         ));
     };
-    let plan = Plan::parse(Path::new(&base.plan_path), &base.plan_text)
-        .map_err(|e| MergeError::Refused(format!("the shards' plan does not load: {e}")))?;
+    let plan =
+        Plan::parse(Path::new(&base.plan_path), &base.plan_text).map_err(MergeError::Plan)?;
     let tolerance = plan.file.workload.prompt_tolerance();
     let mut shards = Vec::new();
     let mut health: BTreeMap<Pair, Vec<(u32, Health)>> = BTreeMap::new();

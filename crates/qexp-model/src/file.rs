@@ -178,7 +178,7 @@ impl Residual {
 #[derive(Debug, thiserror::Error)]
 pub enum ModelFileError {
     /// Not readable or not writable.
-    #[error("model file {path}: {source}")]
+    #[error("model file {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -186,7 +186,7 @@ pub enum ModelFileError {
         source: std::io::Error,
     },
     /// Not a model file.
-    #[error("model file {path}: not a qexp model file: {source}")]
+    #[error("model file {path}: not a qexp model file")]
     Parse {
         /// The file.
         path: PathBuf,

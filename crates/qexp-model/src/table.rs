@@ -91,7 +91,7 @@ impl TableRow {
 #[derive(Debug, thiserror::Error)]
 pub enum TableError {
     /// Not readable.
-    #[error("table {path}: {source}")]
+    #[error("table {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -99,7 +99,7 @@ pub enum TableError {
         source: std::io::Error,
     },
     /// Not a table.
-    #[error("table {path}: {source}")]
+    #[error("table {path}")]
     Parse {
         /// The file.
         path: PathBuf,

@@ -59,7 +59,7 @@ pub enum ObjstoreError {
         differ: usize,
     },
     /// A local file could not be read or written.
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}")]
     Io {
         /// What qexp was doing.
         action: &'static str,

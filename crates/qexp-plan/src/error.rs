@@ -11,7 +11,7 @@ pub(crate) type Invalid = (Range<usize>, Option<String>, String);
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// The plan file could not be read.
-    #[error("cannot read plan {}: {source}", path.display())]
+    #[error("cannot read plan {}", path.display())]
     Io {
         /// The plan's path.
         path: PathBuf,

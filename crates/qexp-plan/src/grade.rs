@@ -263,7 +263,7 @@ pub fn arithmetic(count: usize, seed: u64) -> Vec<Item> {
 #[derive(Debug, thiserror::Error)]
 pub enum GradeError {
     /// The file could not be read.
-    #[error("cannot read graded items {}: {source}", path.display())]
+    #[error("cannot read graded items {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

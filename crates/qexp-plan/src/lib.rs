@@ -98,7 +98,7 @@ impl Plan {
                 .parent()
                 .unwrap_or(Path::new(""))
                 .join(spec.path.get_ref());
-            let trace = Trace::load(&resolved).map_err(|e| at(e.to_string()))?;
+            let trace = Trace::load(&resolved).map_err(|e| at(qexp_types::error::chain(&e)))?;
             let speed = *spec.speed.get_ref();
             let tref = TraceRef {
                 path: resolved.display().to_string(),
@@ -133,7 +133,7 @@ impl Plan {
                         text,
                         span,
                         Some("accuracy.items".into()),
-                        e.to_string(),
+                        qexp_types::error::chain(&e),
                     )
                 })?;
         }

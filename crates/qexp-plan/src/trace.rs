@@ -30,7 +30,7 @@ pub struct Trace {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The file could not be read.
-    #[error("cannot read trace {}: {source}", path.display())]
+    #[error("cannot read trace {}", path.display())]
     Io {
         /// The trace's path.
         path: PathBuf,

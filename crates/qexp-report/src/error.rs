@@ -18,7 +18,7 @@ pub enum RenderError {
     #[error(transparent)]
     Chart(#[from] ChartError),
     /// A file could not be written or read.
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}", path.display())]
     Io {
         /// What qexp was doing.
         action: &'static str,

@@ -195,7 +195,7 @@ mod tests {
         ctx.insert("v", "text");
         let e = tera.render("t", &ctx).unwrap_err();
         assert!(
-            crate::tera_error::chain(&e).contains("expected a cell"),
+            qexp_types::error::chain(&e).contains("expected a cell"),
             "{e:?}"
         );
     }

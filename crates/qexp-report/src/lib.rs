@@ -38,7 +38,6 @@ mod render;
 mod steady;
 mod tables;
 mod templates;
-mod tera_error;
 mod turns;
 mod views;
 

@@ -4,8 +4,8 @@
 //! narratives' `tables.<axis>` both print.
 
 use crate::error::RenderError;
-use crate::tera_error::chain;
 use crate::views::Table;
+use qexp_types::error::chain;
 use std::path::Path;
 
 /// The macros `report.md.tera` imports: the axis table's one layout, which

@@ -15,6 +15,7 @@ use crate::point::point_runner;
 use crate::power::Power;
 use crate::resume::Resuming;
 use crate::stop::Stop;
+use crate::tolerance::OverTolerance;
 use crate::Cancel;
 use qexp_plan::Point;
 use qexp_provenance::HostInfo;
@@ -92,7 +93,7 @@ async fn run_cells(
     writer: &mut RunWriter,
     fleet: &mut Fleet<'_>,
     (stop, powers): (&Stop, &Powers),
-) -> Result<Vec<String>, RunError> {
+) -> Result<Vec<OverTolerance>, RunError> {
     let cancel = stop.receiver();
     let cells = writer.manifest().schedule.clone();
     let mut over_tolerance = Vec::new();
@@ -158,7 +159,7 @@ async fn measure_cell(
     (stop, power): (&Stop, Option<&Power>),
     block: u32,
     todo: &[(u32, u32)],
-) -> Result<Vec<String>, RunError> {
+) -> Result<Vec<OverTolerance>, RunError> {
     let cancel = stop.receiver();
     let backend = Arc::new(live.target.client.clone());
     let mut runner = point_runner(

@@ -8,6 +8,9 @@ pub enum RunError {
     /// The target string is not usable.
     #[error("{0}")]
     Target(String),
+    /// The simulator profile a `sim:` target names cannot be had.
+    #[error(transparent)]
+    SimProfile(#[from] qexp_sim::LookupError),
     /// The target did not answer its model list.
     #[error(transparent)]
     Unreachable(#[from] qexp_client::ProbeError),
@@ -79,7 +82,7 @@ pub enum RunError {
         url: Box<str>,
     },
     /// Prompt lengths could not be made exact.
-    #[error("cannot calibrate a {input}-token prompt: {source}")]
+    #[error("cannot calibrate a {input}-token prompt")]
     Calibration {
         /// Planned prompt tokens.
         input: u32,
@@ -130,7 +133,7 @@ pub enum RunError {
         path: PathBuf,
     },
     /// A dataset prompt could not be counted on the server.
-    #[error("cannot count the tokens of dataset prompt {entry}: {source}")]
+    #[error("cannot count the tokens of dataset prompt {entry}")]
     DatasetCount {
         /// The prompt's position in the dataset (from 0).
         entry: usize,
@@ -163,10 +166,17 @@ pub enum RunError {
     /// A shard option does not fit the plan.
     #[error("{0}")]
     Shard(String),
-    /// The shards of a run could not meet: the rendezvous cannot be served
-    /// or reached, or would not admit this process.
-    #[error("{0}")]
-    Rendezvous(String),
+    /// Shard 0 cannot serve the rendezvous where it was asked to.
+    #[error("shard 0 cannot serve the rendezvous on {bind}")]
+    RendezvousServe {
+        /// The address asked.
+        bind: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The rendezvous cannot be reached, or would not admit this process.
+    #[error(transparent)]
+    Rendezvous(#[from] qexp_rendezvous::member::JoinError),
     /// The output folder is unusable.
     #[error("cannot use output folder {}: {message}", path.display())]
     Output {

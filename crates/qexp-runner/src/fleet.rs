@@ -154,7 +154,7 @@ impl<'a> Fleet<'a> {
                             }
                         }
                         target.shutdown().await;
-                        let failure = Failure::message(format!("{e}"));
+                        let failure = Failure::message(qexp_types::error::chain(&e));
                         self.fail(writer, name, &start_id, block, NOT_STARTED, failure)?;
                         Ok(None)
                     }
@@ -179,7 +179,7 @@ impl<'a> Fleet<'a> {
             let conn = &self.conn;
             let mut target = resolve_target(url.get_ref(), conn.api_key.clone(), conn.timeouts)
                 .await
-                .map_err(|e| Failure::message(e.to_string()))?;
+                .map_err(|e| Failure::message(qexp_types::error::chain(&e)))?;
             target.client = target.client.redacting(conn.secrets.clone());
             return Ok((target, None));
         }
@@ -210,7 +210,7 @@ impl<'a> Fleet<'a> {
             self.conn.api_key.clone(),
             self.conn.timeouts,
         )
-        .map_err(|e| Failure::message(e.to_string()))?
+        .map_err(|e| Failure::message(qexp_types::error::chain(&e)))?
         .redacting(self.conn.secrets.clone());
         tracing::info!(
             target: crate::PROGRESS_TARGET,
@@ -344,7 +344,10 @@ async fn stop_live(live: Live, name: &str, writer: &mut RunWriter) -> Option<Str
         s.stop = Some(record);
     }
     if let Err(e) = writer.save_manifest() {
-        tracing::warn!("cannot record the stop of {name}: {e}");
+        tracing::warn!(
+            "cannot record the stop of {name}: {}",
+            qexp_types::error::chain(&e)
+        );
     }
     if let Some(sentence) = &left {
         tracing::warn!(target: crate::PROGRESS_TARGET, "qexp: {sentence}");
@@ -424,7 +427,7 @@ impl From<LaunchError> for Failure {
                 Some(log.display().to_string()),
                 Some(tail.clone()),
             ),
-            _ => (e.to_string(), None, None),
+            _ => (qexp_types::error::chain(&e), None, None),
         };
         Failure {
             message,

@@ -48,6 +48,7 @@ mod sharded;
 mod stop;
 mod target;
 mod timer;
+mod tolerance;
 mod workload;
 
 pub use arrivals::offsets;
@@ -66,6 +67,7 @@ pub use sharded::ShardOptions;
 pub use stop::STOP_GRACE;
 pub use target::{resolve_target, Target};
 pub use timer::Timer;
+pub use tolerance::OverTolerance;
 
 pub use qexp_types::PROGRESS_TARGET;
 

@@ -36,8 +36,8 @@ pub struct RunResult {
     /// The manifest as saved.
     pub manifest: Manifest,
     /// The (trial, point)s whose failed requests exceeded the plan's
-    /// `[tolerance]`, one line each; empty when none did.
-    pub over_tolerance: Vec<String>,
+    /// `[tolerance]`; empty when none did.
+    pub over_tolerance: Vec<crate::OverTolerance>,
     /// One sentence per deployment that failed to start or become ready
     /// (its remaining cells were skipped); empty when none did.
     pub failed_deployments: Vec<String>,
@@ -80,12 +80,12 @@ pub(crate) fn connection(opts: &RunOptions) -> Result<Connection, RunError> {
 /// reported.
 pub(crate) fn finish(
     writer: RunWriter,
-    outcome: Result<Vec<String>, RunError>,
+    outcome: Result<Vec<crate::OverTolerance>, RunError>,
     cancel: &Cancel,
     failed_deployments: Vec<String>,
 ) -> Result<RunResult, RunError> {
     let (status, reason) = match (&outcome, *cancel.borrow()) {
-        (Err(e), _) => (RunStatus::Interrupted, Some(e.to_string())),
+        (Err(e), _) => (RunStatus::Interrupted, Some(qexp_types::error::chain(e))),
         (Ok(_), true) => (
             RunStatus::Interrupted,
             Some("interrupted by the user (Ctrl-C or SIGTERM)".into()),

@@ -18,8 +18,9 @@ use crate::shard::Share;
 use crate::sharded::Meeting;
 use crate::stop::Stop;
 use crate::timer::Timer;
+use crate::tolerance::OverTolerance;
 use crate::workload::{Planned, Prompts};
-use qexp_client::{Counters, ErrorClass, GenRequest, ServerCounters};
+use qexp_client::{Counters, GenRequest, ServerCounters};
 use qexp_plan::{Item, PlanFile, Point};
 use qexp_store::{PointRow, RequestRow, RunWriter, StoreError};
 use std::collections::BTreeMap;
@@ -97,7 +98,7 @@ pub(crate) struct PointRunner<'a, B: Backend> {
     pub trials: u32,
     pub deployment: Option<DeploymentTag>,
     /// One line per whole (trial, point) whose failures exceeded `[tolerance]`.
-    pub over_tolerance: Vec<String>,
+    pub over_tolerance: Vec<OverTolerance>,
     /// This process's shard of the run and where it meets the others.
     pub meeting: Meeting,
     /// The server qexp launched for these points, when it did.
@@ -315,11 +316,11 @@ impl<B: Backend> PointRunner<'_, B> {
             .tolerance
             .exceeded(prow.failures, prow.requests_done)
         {
-            self.over_tolerance.push(format!(
-                "{label}: {} of {} requests failed ({})",
+            self.over_tolerance.push(OverTolerance::new(
+                label,
                 prow.failures,
                 prow.requests_done,
-                failure_classes(measured)
+                measured,
             ));
         }
     }
@@ -477,24 +478,6 @@ fn point_line(label: &str, p: &PointRow, rows: &[RequestRow], streams: bool) -> 
         line.push_str(&format!(" — INVALID: {r}"));
     }
     line
-}
-
-/// `3 first_byte_timeout, 1 rate_limited`: the failures of some rows by class, most frequent first.
-fn failure_classes(rows: &[RequestRow]) -> String {
-    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
-    for class in rows
-        .iter()
-        .filter_map(|r| r.error_class.map(ErrorClass::as_str))
-    {
-        *counts.entry(class).or_default() += 1;
-    }
-    let mut counts: Vec<_> = counts.into_iter().collect();
-    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
-    counts
-        .iter()
-        .map(|(c, n)| format!("{n} {c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A measured point's output tok/s and median TTFT, for

@@ -175,7 +175,7 @@ async fn run_trials<B: Backend>(
     writer: &mut RunWriter,
     (backend, meeting, power): (Arc<B>, Meeting, Option<&crate::power::Power>),
     stop: &Stop,
-) -> Result<Vec<String>, RunError> {
+) -> Result<Vec<crate::OverTolerance>, RunError> {
     let mut runner = point_runner(opts, prep, writer, backend, stop, trials, None);
     runner.meeting = meeting;
     runner.power = power;
@@ -185,7 +185,10 @@ async fn run_trials<B: Backend>(
         // A failed shard says so, or the others would wait for it at
         // their next barrier while it waits at the end; shard 0 still
         // serves until the others are done.
-        Err(e) => runner.meeting.leave(&e.to_string(), stop.receiver()).await,
+        Err(e) => {
+            let why = qexp_types::error::chain(e);
+            runner.meeting.leave(&why, stop.receiver()).await
+        }
     }
     if runner.meeting.note_lost(writer.manifest_mut()) {
         writer.save_manifest()?;

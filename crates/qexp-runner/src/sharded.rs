@@ -82,11 +82,10 @@ impl Meeting {
                 o.clock_skew_s,
             );
             let bind = r.bind.clone().unwrap_or_else(|| r.addr.clone());
-            let serving = hall.serve(&bind).await.map_err(|e| {
-                RunError::Rendezvous(format!(
-                    "shard 0 cannot serve the rendezvous on {bind}: {e}"
-                ))
-            })?;
+            let serving = hall
+                .serve(&bind)
+                .await
+                .map_err(|source| RunError::RendezvousServe { bind, source })?;
             tracing::info!(
                 target: crate::PROGRESS_TARGET,
                 "qexp: rendezvous for {} shards on {}",
@@ -120,8 +119,7 @@ impl Meeting {
             },
             o.clock_skew_s,
         )
-        .await
-        .map_err(|e| RunError::Rendezvous(e.to_string()))?;
+        .await?;
         m.clock = member.clock;
         tracing::info!(
             target: crate::PROGRESS_TARGET,

@@ -71,7 +71,7 @@ pub async fn resolve_target(
 ) -> Result<Target, RunError> {
     if let Some(spec) = given.strip_prefix("sim:") {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
-        let mut profile = SimProfile::lookup(name).map_err(|e| RunError::Target(e.to_string()))?;
+        let mut profile = SimProfile::lookup(name)?;
         // `drift=F` (per second, for tests of run orders), `malformed=F`
         // and `malformed_per_seq=F` (the profile's malformed shares); the
         // rest is faults.
@@ -109,8 +109,12 @@ pub async fn resolve_target(
                 })?;
             profile.start_drift();
         }
-        profile.faults = FaultPlan::from_query(&faults.join("&"))
-            .map_err(|e| RunError::Target(format!("target `{given}`: {e}")))?;
+        profile.faults = FaultPlan::from_query(&faults.join("&")).map_err(|e| {
+            RunError::Target(format!(
+                "target `{given}`: {}",
+                qexp_types::error::chain(&e)
+            ))
+        })?;
         let sim = SimServer::start(profile).await.map_err(RunError::Sim)?;
         let client = Client::with_timeouts(&sim.base_url(), None, timeouts)?;
         return Ok(Target {

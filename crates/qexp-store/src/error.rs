@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file operation failed.
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}", path.display())]
     Io {
         /// What qexp was doing ("cannot write", …).
         action: &'static str,
@@ -16,7 +16,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// Parquet encoding or decoding failed.
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}", path.display())]
     Parquet {
         /// What qexp was doing.
         action: &'static str,

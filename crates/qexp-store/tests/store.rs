@@ -411,7 +411,7 @@ fn a_journal_on_a_full_disk_fails_naming_the_file_and_the_cause() {
     w.journal(&request(1, 0, 0)).unwrap();
     let err = w.flush_journal().expect_err("the disk is full");
     assert_eq!(
-        err.to_string(),
+        qexp_types::error::chain(&err),
         format!(
             "cannot write {}: No space left on device (os error 28)",
             file.display()

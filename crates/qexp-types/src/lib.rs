@@ -7,7 +7,7 @@
 //! and stop left on record ([`StartRecord`], [`StopRecord`]), and where a
 //! run's GPU power came from ([`PowerSourceInfo`]), and what a window of
 //! serving costs ([`cost::Price`]), and the images a prompt carries
-//! ([`image::Image`]).
+//! ([`image::Image`]), and an error said as one line ([`error::chain`]).
 //!
 //! It is a leaf: data and the pure functions over it, with no HTTP, no
 //! processes, no Parquet, so that reading results never links a client.
@@ -20,6 +20,7 @@ pub mod answer;
 mod clock;
 pub mod cost;
 pub mod counters;
+pub mod error;
 mod error_class;
 mod fingerprint;
 pub mod image;

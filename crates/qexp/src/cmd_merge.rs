@@ -19,6 +19,7 @@ pub(crate) async fn merge(args: MergeArgs) -> Result<u8, CliError> {
     };
     let merged = qexp_merge::merge(&opts).map_err(|e| match e {
         MergeError::Refused(_)
+        | MergeError::Plan(_)
         | MergeError::Store(
             qexp_store::StoreError::NotARun { .. }
             | qexp_store::StoreError::NewerSchema { .. }

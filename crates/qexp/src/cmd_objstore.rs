@@ -110,8 +110,9 @@ pub(crate) async fn finish(follow: Follow, url: &str) -> Result<(), CliError> {
             Ok(())
         }
         Some((dir, Err(e))) => Err(CliError::failure(anyhow::anyhow!(
-            "the run is saved in {}, but its upload failed: {e}; send it with: qexp upload {} {url}",
+            "the run is saved in {}, but its upload failed: {}; send it with: qexp upload {} {url}",
             dir.display(),
+            qexp_types::error::chain(&e),
             dir.display()
         ))),
     }

@@ -122,6 +122,7 @@ async fn follow(url: &str, job: &Job, every_s: f64) -> Result<qexp_objstore::Fol
 fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Target(_)
+        | RunError::SimProfile(_)
         | RunError::MissingApiKey(_)
         | RunError::MissingHeaderEnv { .. }
         | RunError::ContextTooSmall { .. }
@@ -245,7 +246,11 @@ fn print_launches(opts: &RunOptions) {
                     run_id |= argv.iter().any(|a| a.contains("RUN_ID"));
                     println!("  {}: launch {}", d.name(), argv.join(" "));
                 }
-                Err(e) => println!("  {}: cannot launch: {e}", d.name()),
+                Err(e) => println!(
+                    "  {}: cannot launch: {}",
+                    d.name(),
+                    qexp_types::error::chain(&e)
+                ),
             },
             (None, Some(u)) => println!("  {}: already running at {}", d.name(), u.get_ref()),
             (None, None) => {}

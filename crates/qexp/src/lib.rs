@@ -716,18 +716,9 @@ pub fn main_with(cli: Cli) -> u8 {
     }
 }
 
-/// The error and its causes, each cause once: library errors already name
-/// their cause in their own message, so `{:#}` would repeat it.
+/// The error and its causes on one line ([`qexp_types::error::chain`]).
 fn one_sentence(e: &anyhow::Error) -> String {
-    let mut out = e.to_string();
-    for cause in e.chain().skip(1) {
-        let c = cause.to_string();
-        if !out.contains(&c) {
-            out.push_str(": ");
-            out.push_str(&c);
-        }
-    }
-    out
+    qexp_types::error::chain(e.as_ref())
 }
 
 /// An error with the exit code it maps to.

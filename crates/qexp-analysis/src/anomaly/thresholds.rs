@@ -125,7 +125,10 @@ impl Thresholds {
             Err(e) => (
                 Thresholds::default(),
                 ThresholdSource::Defaults {
-                    reason: format!("the recorded plan no longer parses: {e}"),
+                    reason: format!(
+                        "the recorded plan no longer parses: {}",
+                        qexp_types::error::chain(&e)
+                    ),
                 },
                 None,
             ),

@@ -141,7 +141,7 @@ pub fn compare_deployments(run: &RunAnalysis, opts: &DiffOptions) -> Option<Depl
                     Err(e) => warnings.push(DeploymentWarning::NotCompared {
                         deployment: name.clone(),
                         baseline: baseline.clone(),
-                        reason: e.to_string(),
+                        reason: qexp_types::error::chain(&e),
                     }),
                 },
                 _ => {}

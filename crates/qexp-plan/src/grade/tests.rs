@@ -371,7 +371,7 @@ fn jsonl_rejects_bad_bytes_and_missing_files() {
     );
     let e = read_jsonl(Path::new("/nonexistent/items.jsonl"), Grader::Exact).unwrap_err();
     assert!(
-        e.to_string()
+        qexp_types::error::chain(&e)
             .starts_with("cannot read graded items /nonexistent/items.jsonl: "),
         "{e}"
     );

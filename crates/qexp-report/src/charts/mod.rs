@@ -64,7 +64,7 @@ fn marker(marks: &[FlagMark], point_id: u32, metric: &str) -> Option<String> {
 
 /// A chart that could not be drawn.
 #[derive(Debug, thiserror::Error)]
-#[error("chart {name}: {source}")]
+#[error("chart {name}")]
 pub struct ChartError {
     /// The chart's name.
     pub name: &'static str,

@@ -140,7 +140,7 @@ fn digest(r: &RunRef, cache: Option<&Path>) -> (Result<RunDigest, String>, bool)
             }
             (Ok(d), false)
         }
-        Err(e) => (Err(e.to_string()), false),
+        Err(e) => (Err(qexp_types::error::chain(&e)), false),
     }
 }
 

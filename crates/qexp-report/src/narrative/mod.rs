@@ -216,7 +216,10 @@ fn tables_by_axis(tables: &[Table], streams: bool) -> BTreeMap<String, String> {
         }
         match crate::templates::axis_table_markdown(t, streams) {
             Ok(md) => entry.push_str(&md),
-            Err(e) => entry.push_str(&format!("(the table could not be printed: {e})\n")),
+            Err(e) => entry.push_str(&format!(
+                "(the table could not be printed: {})\n",
+                qexp_types::error::chain(&e)
+            )),
         }
     }
     by_axis
@@ -270,7 +273,7 @@ pub(crate) fn render(
             source: source.into(),
             markdown: String::new(),
             html: String::new(),
-            error: Some(crate::tera_error::chain(&e)),
+            error: Some(qexp_types::error::chain(&e)),
         },
     }
 }

@@ -14,7 +14,7 @@ pub(crate) fn query_md(dir: &Path, args: &HashMap<String, Value>) -> tera::Resul
     let sql = args.get("sql").and_then(Value::as_str).ok_or(
         "query() needs sql=\"SELECT … FROM requests …\" (tables: requests, all_requests, points)",
     )?;
-    let table = query(dir, sql).map_err(|e| tera::Error::msg(e.to_string()))?;
+    let table = query(dir, sql).map_err(|e| tera::Error::msg(qexp_types::error::chain(&e)))?;
     Ok(Value::from(markdown(&table)))
 }
 

@@ -23,9 +23,9 @@ use crate::error::RenderError;
 use crate::narrative::{self, html::to_html, query::query_md, Context, PointView};
 use crate::render::{prepare, Rendered};
 use crate::templates::{load_templates, tera_err};
-use crate::tera_error::chain;
 pub use front::{FrontMatterError, RunSpec};
 use qexp_analysis::workspace::{find_run, newest_complete};
+use qexp_types::error::chain;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -49,7 +49,7 @@ const BUILTIN: [(&str, &str); 2] = [
 #[derive(Debug, thiserror::Error)]
 pub enum NotebookError {
     /// Its front matter is missing or malformed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Front {
         /// The notebook.
         path: PathBuf,
@@ -193,17 +193,15 @@ fn load(spec: &RunSpec, results: &Path) -> (SourceView, Option<Loaded>) {
         error: None,
     };
     let found = match (&spec.experiment, &spec.run_id) {
-        (_, Some(id)) => {
-            find_run(results, spec.experiment.as_deref(), id).map_err(|e| e.to_string())
-        }
-        (Some(e), None) => newest_complete(results, e).map_err(|e| e.to_string()),
+        (_, Some(id)) => find_run(results, spec.experiment.as_deref(), id).map_err(|e| chain(&e)),
+        (Some(e), None) => newest_complete(results, e).map_err(|e| chain(&e)),
         // front::parse refuses an entry that names neither.
         (None, None) => Err("names neither an experiment nor a run".to_string()),
     };
     let loaded = found
-        .and_then(|r| qexp_analysis::analyze(&r.dir).map_err(|e| e.to_string()))
+        .and_then(|r| qexp_analysis::analyze(&r.dir).map_err(|e| chain(&e)))
         .and_then(|a| {
-            let (ctx, charts) = prepare(&a).map_err(|e| e.to_string())?;
+            let (ctx, charts) = prepare(&a).map_err(|e| chain(&e))?;
             let context = narrative::context(&a, &ctx, &charts, &format!("{}-", spec.name));
             let m = &a.manifest;
             let commit = m.git.as_ref().and_then(|g| g.commit.clone());

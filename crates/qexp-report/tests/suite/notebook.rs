@@ -147,7 +147,7 @@ fn a_notebook_without_front_matter_is_refused_with_the_reason() {
     let e = render_notebook(Path::new("n.md"), "# Hello\n", tmp.path(), None).unwrap_err();
     assert!(matches!(e, NotebookError::Front { .. }), "{e}");
     assert!(
-        e.to_string()
+        qexp_types::error::chain(&e)
             .starts_with("n.md: a notebook starts with a `+++` front-matter block"),
         "{e}"
     );
