@@ -126,17 +126,7 @@ pub fn analyze_bounded(
             .graded = g;
     }
     let with_rows = add_point_rows(dir, &mut by_key)?;
-    let energies = crate::energy::of_points(dir, &manifest, |key| {
-        by_key.get(&key).map(|m| crate::energy::Measured {
-            prompt_tokens_ok: m.prompt_tokens_ok,
-            agg_tok_s: m.agg_tok_s,
-        })
-    })?;
-    for (key, e) in energies {
-        if let Some(m) = by_key.get_mut(&key) {
-            m.energy = Some(e);
-        }
-    }
+    add_energies(dir, &manifest, &mut by_key)?;
     mark_journal_only(&mut by_key, &with_rows, &manifest);
     if !manifest.target.api.streams() {
         // Nothing is generated: no output throughput (never a fake zero).
@@ -170,6 +160,27 @@ pub fn analyze_bounded(
     let ids: Vec<u32> = run.manifest.points.iter().map(|p| p.id).collect();
     run.distributions = frames.distributions(&ids);
     Ok((run, reads))
+}
+
+/// Fills in each (trial, point)'s energy where the run measured power,
+/// from its own prompt tokens and throughput.
+fn add_energies(
+    dir: &Path,
+    manifest: &qexp_store::Manifest,
+    by_key: &mut BTreeMap<(u32, u32), TrialMetrics>,
+) -> Result<(), AnalysisError> {
+    let energies = crate::energy::of_points(dir, manifest, |key| {
+        by_key.get(&key).map(|m| crate::energy::Measured {
+            prompt_tokens_ok: m.prompt_tokens_ok,
+            agg_tok_s: m.agg_tok_s,
+        })
+    })?;
+    for (key, e) in energies {
+        if let Some(m) = by_key.get_mut(&key) {
+            m.energy = Some(e);
+        }
+    }
+    Ok(())
 }
 
 /// Fills in what the point rows hold: aggregate tok/s, send lag, the

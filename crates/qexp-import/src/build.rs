@@ -6,7 +6,7 @@ use crate::plan::PlanMatch;
 use crate::source::{Request, Source, Summary};
 use crate::ImportOptions;
 use chrono::Utc;
-use qexp_plan::Point;
+use qexp_plan::{ApiKind, Point};
 use qexp_provenance::HostInfo;
 use qexp_store::{
     Comparability, ImportRecord, Manifest, PointRow, RequestRow, RunStatus, SourceFile, TargetInfo,
@@ -360,17 +360,14 @@ fn classify(message: &str) -> ErrorClass {
         .map_or(ErrorClass::ServerError, |(_, class)| *class)
 }
 
-/// The manifest: what the files say, and unknown for everything else.
-fn manifest(
-    opts: &ImportOptions,
-    run_id: String,
-    first: &Source,
-    points: Vec<Point>,
-    trials: u32,
-    point_order: Vec<Vec<u32>>,
-    record: ImportRecord,
-) -> Manifest {
-    let c = &first.config;
+/// The workload keys of the comparability fingerprint that the files say:
+/// the API, each sweep axis's distinct values, the format the prompts came
+/// from, and the open-loop loads.
+fn workload_keys(
+    api: ApiKind,
+    points: &[Point],
+    record: &ImportRecord,
+) -> BTreeMap<String, String> {
     let distinct = |f: fn(&Point) -> u32| {
         let mut v: Vec<u32> = points.iter().map(f).collect();
         v.sort_unstable();
@@ -378,7 +375,7 @@ fn manifest(
         v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
     };
     let mut workload = BTreeMap::new();
-    workload.insert("api".to_string(), c.api.as_str().to_string());
+    workload.insert("api".to_string(), api.as_str().to_string());
     workload.insert("concurrency".to_string(), distinct(|p| p.concurrency));
     workload.insert("input_tokens".to_string(), distinct(|p| p.input_tokens));
     workload.insert("output_tokens".to_string(), distinct(|p| p.output_tokens));
@@ -391,6 +388,21 @@ fn manifest(
     if !loads.is_empty() {
         workload.insert("load".to_string(), loads.join("; "));
     }
+    workload
+}
+
+/// The manifest: what the files say, and unknown for everything else.
+fn manifest(
+    opts: &ImportOptions,
+    run_id: String,
+    first: &Source,
+    points: Vec<Point>,
+    trials: u32,
+    point_order: Vec<Vec<u32>>,
+    record: ImportRecord,
+) -> Manifest {
+    let c = &first.config;
+    let workload = workload_keys(c.api, &points, &record);
     let mut deployment = BTreeMap::new();
     deployment.insert("model".to_string(), c.model.clone());
     let experiment = opts

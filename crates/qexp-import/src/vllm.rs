@@ -408,16 +408,10 @@ impl Fields<'_> {
                     .and_then(|e| e[i].as_str())
                     .filter(|e| !e.is_empty())
                     .map(str::to_string);
-                let mut offsets = Vec::with_capacity(gaps.len() + 1);
-                if error.is_none() {
-                    offsets.push(ttft[i]);
-                    for (j, g) in gaps.iter().enumerate() {
-                        let g = g.as_f64().ok_or_else(|| {
-                            self.err(&format!("itls[{i}][{j}]"), "is not a number")
-                        })?;
-                        offsets.push(offsets[offsets.len() - 1] + g);
-                    }
-                }
+                let offsets = match error {
+                    None => self.offsets(i, ttft[i], gaps)?,
+                    Some(_) => Vec::new(),
+                };
                 Ok(Request {
                     sent_s: start[i],
                     queue_s: queue.as_ref().map(|q| q[i]),
@@ -438,6 +432,20 @@ impl Fields<'_> {
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
+    }
+
+    /// Request `i`'s chunk offsets: its first token at `ttft`, then each
+    /// of its gaps between tokens (`itls[i]`) added on.
+    fn offsets(&self, i: usize, ttft: f64, gaps: &[Value]) -> Result<Vec<f64>, ImportError> {
+        let mut offsets = Vec::with_capacity(gaps.len() + 1);
+        offsets.push(ttft);
+        for (j, g) in gaps.iter().enumerate() {
+            let g = g
+                .as_f64()
+                .ok_or_else(|| self.err(&format!("itls[{i}][{j}]"), "is not a number"))?;
+            offsets.push(offsets[offsets.len() - 1] + g);
+        }
+        Ok(offsets)
     }
 
     /// The tool's summary figures qexp can set beside its own.

@@ -121,15 +121,7 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
             spec.namespace
         ));
     }
-    let id_ok = !spec.run_id.is_empty()
-        && spec.run_id.len() <= 63
-        && spec
-            .run_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && spec.run_id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && spec.run_id.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if !id_ok {
+    if !run_id_ok(&spec.run_id) {
         return bad(format!(
             "--run-id `{}`: use at most 63 letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit",
             spec.run_id
@@ -187,6 +179,18 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
         }
     }
     Ok(())
+}
+
+/// A run id a label value can carry: at most 63 letters, digits, `.`, `_`
+/// and `-`, starting and ending with a letter or digit.
+fn run_id_ok(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 63
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id.ends_with(|c: char| c.is_ascii_alphanumeric())
 }
 
 /// A Secret's name: a DNS subdomain (RFC 1123), as the API server checks it.

@@ -139,15 +139,7 @@ fn point_rows(
 ) -> Result<(Vec<PointRow>, usize), MergeError> {
     let mut points = Vec::new();
     let mut requests = 0;
-    // A merge of millions of requests takes a while: a bar on a terminal.
-    let bar = indicatif::ProgressBar::new(u64::from(base.trials) * base.points.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "merge: point rows [{bar:30}] {pos}/{len} {elapsed}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    let bar = progress_bar(u64::from(base.trials) * base.points.len() as u64);
     for trial in 1..=base.trials {
         for point in &base.points {
             let key = (trial, point.id);
@@ -169,22 +161,9 @@ fn point_rows(
                 answers: AnswerKeeping::new(qexp_plan::KeepAnswers::None, &[], 0),
             };
             // Two reads of the (trial, point), a piece at a time: the
-            // shards' spans of sends first (three columns), which name the
-            // window every shard was sending in; then every column, each
-            // piece written out as it comes and added up.
-            let window = match shards.len() > 1 {
-                true => {
-                    let mut spans = rows::Spans::default();
-                    for s in shards {
-                        s.rows
-                            .read_pieces(key, Some(&rows::SPAN_COLUMNS), piece_rows, |df| {
-                                spans.add(&df, &s.dir, s.index)
-                            })?;
-                    }
-                    spans.common()
-                }
-                false => None,
-            };
+            // window every shard was sending in first; then every column,
+            // each piece written out as it comes and added up.
+            let window = sending_window(shards, key, piece_rows)?;
             let mut tally = Tally::new(tolerance);
             let mut tokens = 0.0;
             for s in shards {
@@ -218,6 +197,40 @@ fn point_rows(
         }
     }
     Ok((points, requests))
+}
+
+/// A merge of millions of requests takes a while: a bar on a terminal.
+fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "merge: point rows [{bar:30}] {pos}/{len} {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// The window in which every shard of the run was sending the (trial,
+/// point) `key` ([`rows::Spans::common`]), read from the shards' spans of
+/// sends (three columns) a piece at a time; none for a run of one shard.
+fn sending_window(
+    shards: &[Shard],
+    key: Pair,
+    piece_rows: usize,
+) -> Result<Option<(f64, f64)>, MergeError> {
+    if shards.len() < 2 {
+        return Ok(None);
+    }
+    let mut spans = rows::Spans::default();
+    for s in shards {
+        s.rows
+            .read_pieces(key, Some(&rows::SPAN_COLUMNS), piece_rows, |df| {
+                spans.add(&df, &s.dir, s.index)
+            })?;
+    }
+    Ok(spans.common())
 }
 
 /// The merged shards that did not run in step with the others to the end:

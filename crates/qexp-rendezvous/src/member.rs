@@ -115,7 +115,7 @@ impl Member {
             .no_proxy()
             .timeout(Duration::from_secs(30))
             .build()
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| fail(qexp_types::error::chain(&e)))?;
         let base = format!("http://{}", opts.addr);
         let mut clock = Clock {
             skew_s,
@@ -138,7 +138,9 @@ impl Member {
             };
             match sent.await {
                 Ok(a) => break a,
-                Err(e) if started.elapsed() > opts.join_timeout => return Err(fail(e.to_string())),
+                Err(e) if started.elapsed() > opts.join_timeout => {
+                    return Err(fail(qexp_types::error::chain(&e)))
+                }
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         };
@@ -149,14 +151,7 @@ impl Member {
                 why,
             });
         }
-        let mut best = first;
-        for _ in 1..CLOCK_SAMPLES {
-            if let Ok(s) = sample(&http, &base, clock).await {
-                if s.0 < best.0 {
-                    best = s;
-                }
-            }
-        }
+        let best = closest(&http, &base, clock, first).await;
         clock.offset_s = best.1;
         let m = Member {
             http,
@@ -282,6 +277,25 @@ impl Member {
     }
 }
 
+/// Of `first` and the rest of [`CLOCK_SAMPLES`] samples of shard 0's
+/// clock, the one with the shortest round trip: (round trip, offset).
+async fn closest(
+    http: &reqwest::Client,
+    base: &str,
+    clock: Clock,
+    first: (f64, f64),
+) -> (f64, f64) {
+    let mut best = first;
+    for _ in 1..CLOCK_SAMPLES {
+        if let Ok(s) = sample(http, base, clock).await {
+            if s.0 < best.0 {
+                best = s;
+            }
+        }
+    }
+    best
+}
+
 /// One clock sample: (round trip, offset) = (t1 − t0, server − (t0 + t1)/2).
 async fn sample(http: &reqwest::Client, base: &str, clock: Clock) -> Result<(f64, f64), String> {
     let t0 = clock.local();
@@ -289,8 +303,8 @@ async fn sample(http: &reqwest::Client, base: &str, clock: Clock) -> Result<(f64
         .get(format!("{base}/clock"))
         .send()
         .await
-        .map_err(|e| e.to_string())?;
-    let reading: ClockReading = r.json().await.map_err(|e| e.to_string())?;
+        .map_err(|e| qexp_types::error::chain(&e))?;
+    let reading: ClockReading = r.json().await.map_err(|e| qexp_types::error::chain(&e))?;
     let t1 = clock.local();
     Ok((t1 - t0, reading.unix_s - (t0 + t1) / 2.0))
 }

@@ -99,10 +99,26 @@ pub(crate) async fn prepare(
         tokens: BTreeMap::new(),
         sha256: dataset.sha256,
     };
-    let seed = opts.plan.file.run.seed;
-    // Every nonce has the same token count, so one probe nonce stands for all.
+    count_drawn(&mut out, opts.plan.file.run.seed, points, trials, counter).await?;
+    tracing::info!(
+        prompts = out.prompts.len(),
+        counted = out.tokens.len(),
+        "dataset prompts counted"
+    );
+    Ok(out)
+}
+
+/// Counts on the server the tokens of every entry the run's requests draw
+/// (each entry once, with a nonce where the prompts carry one: every nonce
+/// has the same token count, so one probe nonce stands for all).
+async fn count_drawn(
+    out: &mut DatasetPrompts,
+    seed: u64,
+    points: &[Point],
+    trials: u32,
+    counter: &mut Counter<'_>,
+) -> Result<(), RunError> {
     let probe_nonce = nonce_for(seed, 0, 0, 0, 0);
-    let nonce = source.nonce;
     for trial in 1..=trials {
         for p in points {
             for index in 0..p.warmup + p.requests {
@@ -110,7 +126,7 @@ pub(crate) async fn prepare(
                 if out.tokens.contains_key(&e) {
                     continue;
                 }
-                let text = match nonce {
+                let text = match out.nonce {
                     true => format!("{probe_nonce} {}", out.prompts[e]),
                     false => out.prompts[e].clone(),
                 };
@@ -122,10 +138,5 @@ pub(crate) async fn prepare(
             }
         }
     }
-    tracing::info!(
-        prompts = out.prompts.len(),
-        counted = out.tokens.len(),
-        "dataset prompts counted"
-    );
-    Ok(out)
+    Ok(())
 }

@@ -165,17 +165,7 @@ impl<B: Backend> PointRunner<'_, B> {
         if self.meeting.note_lost(writer.manifest_mut()) {
             writer.save_manifest()?;
         }
-        let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
-        let mut rows: Vec<RequestRow> = sent
-            .warm
-            .iter()
-            .map(|w| request_row(&ctx, w, true, plan_of(w)))
-            .collect();
-        let measured: Vec<RequestRow> = sent
-            .measured
-            .iter()
-            .map(|d| request_row(&ctx, d, false, plan_of(d)))
-            .collect();
+        let (mut rows, measured) = rows_of(&ctx, &sent, &planned);
         let prow = self.point_row(&ctx, &measured, &sent).await;
         rows.extend(measured.iter().cloned());
         // A server that died while this point was measured failed its
@@ -185,16 +175,7 @@ impl<B: Backend> PointRunner<'_, B> {
         let whole = all_finished(&sent.warm, share.warmup.len() as u32)
             && all_finished(&sent.measured, ctx.requests_planned)
             && !self.server_died;
-        if let Some(e) = sent.journal_failure {
-            // Keep what can still be kept; the journal's failure is the one to report.
-            let _ = writer.write_incomplete_point(&rows, &prow);
-            return Err(e.into());
-        }
-        if whole {
-            writer.write_point(&rows, &prow)?;
-        } else {
-            writer.write_incomplete_point(&rows, &prow)?;
-        }
+        keep(writer, &rows, &prow, whole, sent.journal_failure)?;
         bar.finish(point_line(
             &label,
             &prow,
@@ -478,6 +459,45 @@ fn point_line(label: &str, p: &PointRow, rows: &[RequestRow], streams: bool) -> 
         line.push_str(&format!(" — INVALID: {r}"));
     }
     line
+}
+
+/// The rows of a point's warmups and of its measured requests, each with
+/// the lengths it was planned with (a multi-turn point's later turns).
+fn rows_of(
+    ctx: &Context<'_>,
+    sent: &Sent,
+    planned: &BTreeMap<u32, Planned>,
+) -> (Vec<RequestRow>, Vec<RequestRow>) {
+    let plan_of = |f: &crate::Finished| planned.get(&f.index).copied().unwrap_or_default();
+    let rows = |done: &[crate::Finished], warmup: bool| -> Vec<RequestRow> {
+        done.iter()
+            .map(|f| request_row(ctx, f, warmup, plan_of(f)))
+            .collect()
+    };
+    (rows(&sent.warm, true), rows(&sent.measured, false))
+}
+
+/// Writes a point's rows: as a whole point, or as an incomplete one (which
+/// a resume measures again) when it was cut short. A journal that failed
+/// while the point ran is the error to report, once what can still be kept
+/// is kept.
+fn keep(
+    writer: &mut RunWriter,
+    rows: &[RequestRow],
+    prow: &PointRow,
+    whole: bool,
+    journal_failure: Option<StoreError>,
+) -> Result<(), RunError> {
+    if let Some(e) = journal_failure {
+        let _ = writer.write_incomplete_point(rows, prow);
+        return Err(e.into());
+    }
+    if whole {
+        writer.write_point(rows, prow)?;
+    } else {
+        writer.write_incomplete_point(rows, prow)?;
+    }
+    Ok(())
 }
 
 /// A measured point's output tok/s and median TTFT, for

@@ -131,21 +131,7 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
             target,
             model: manifest.overrides.model.clone(),
         },
-        // A shard resumes alone (the others are done): no rendezvous, the
-        // clock offset its run measured.
-        shard: manifest
-            .shard
-            .as_ref()
-            .map(|s| crate::sharded::ShardOptions {
-                shard: crate::shard::Shard {
-                    index: s.index,
-                    count: s.count,
-                },
-                run_id: manifest.run_id.clone(),
-                rendezvous: None,
-                clock_skew_s: 0.0,
-                clock_offset_s: s.clock_offset_s,
-            }),
+        shard: alone(&manifest),
         folder: Default::default(),
     };
     let resuming = Resuming {
@@ -158,6 +144,24 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
     // Refused before the server is asked anything.
     resuming.refuse_unless_forced()?;
     Ok((opts, resuming))
+}
+
+/// How a shard resumes: alone (the others are done), with no rendezvous
+/// and the clock offset its run measured; none for a run of one process.
+fn alone(manifest: &Manifest) -> Option<crate::sharded::ShardOptions> {
+    manifest
+        .shard
+        .as_ref()
+        .map(|s| crate::sharded::ShardOptions {
+            shard: crate::shard::Shard {
+                index: s.index,
+                count: s.count,
+            },
+            run_id: manifest.run_id.clone(),
+            rendezvous: None,
+            clock_skew_s: 0.0,
+            clock_offset_s: s.clock_offset_s,
+        })
 }
 
 /// The run's plan: the file where the manifest says it is, with a

@@ -73,25 +73,7 @@ impl Meeting {
         let mut reach = r.addr.clone();
         let mut recorded = r.addr.clone();
         if o.shard.index == 0 {
-            let hall = Hall::new(
-                o.shard.count,
-                &o.run_id,
-                plan_hash,
-                r.lost_after,
-                r.join_timeout,
-                o.clock_skew_s,
-            );
-            let bind = r.bind.clone().unwrap_or_else(|| r.addr.clone());
-            let serving = hall
-                .serve(&bind)
-                .await
-                .map_err(|source| RunError::RendezvousServe { bind, source })?;
-            tracing::info!(
-                target: crate::PROGRESS_TARGET,
-                "qexp: rendezvous for {} shards on {}",
-                o.shard.count,
-                serving.addr
-            );
+            let serving = serve(o, r, plan_hash).await?;
             // Shard 0 reaches itself where it listens (port 0 may have
             // been asked; a wildcard bind is reached on loopback).
             let mut own = serving.addr;
@@ -213,4 +195,33 @@ impl Meeting {
         }
         added
     }
+}
+
+/// Shard 0's rendezvous, served where the options ask (`bind`, or the
+/// address the others reach).
+async fn serve(
+    o: &ShardOptions,
+    r: &RendezvousOptions,
+    plan_hash: &str,
+) -> Result<Serving, RunError> {
+    let hall = Hall::new(
+        o.shard.count,
+        &o.run_id,
+        plan_hash,
+        r.lost_after,
+        r.join_timeout,
+        o.clock_skew_s,
+    );
+    let bind = r.bind.clone().unwrap_or_else(|| r.addr.clone());
+    let serving = hall
+        .serve(&bind)
+        .await
+        .map_err(|source| RunError::RendezvousServe { bind, source })?;
+    tracing::info!(
+        target: crate::PROGRESS_TARGET,
+        "qexp: rendezvous for {} shards on {}",
+        o.shard.count,
+        serving.addr
+    );
+    Ok(serving)
 }

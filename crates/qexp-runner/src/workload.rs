@@ -408,21 +408,10 @@ pub(crate) fn comparability_keys(w: &Workload) -> Vec<(String, String)> {
         ));
     }
     if let Some(i) = &w.images {
-        let source = match i.source(None) {
-            qexp_plan::ImageSource::Fixed(s) => format!("size {s}"),
-            qexp_plan::ImageSource::Buckets(b) => {
-                let sizes: Vec<String> = b.iter().map(|(s, w)| format!("{s}:{w}")).collect();
-                format!("sizes {}", sizes.join(","))
-            }
-            qexp_plan::ImageSource::Files(f) => {
-                let files: Vec<String> = f
-                    .iter()
-                    .map(|i| format!("{}x{}:{}", i.width, i.height, i.bytes))
-                    .collect();
-                format!("files {}", files.join(","))
-            }
-        };
-        out.push(("images".into(), format!("count {}, {source}", i.count())));
+        out.push((
+            "images".into(),
+            format!("count {}, {}", i.count(), image_source_key(&i.source(None))),
+        ));
     }
     for (key, lengths) in [
         ("input_lengths", &w.input_lengths),
@@ -442,6 +431,24 @@ pub(crate) fn comparability_keys(w: &Workload) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// Where a workload's images come from, as its comparability key says it.
+fn image_source_key(source: &qexp_plan::ImageSource) -> String {
+    match source {
+        qexp_plan::ImageSource::Fixed(s) => format!("size {s}"),
+        qexp_plan::ImageSource::Buckets(b) => {
+            let sizes: Vec<String> = b.iter().map(|(s, w)| format!("{s}:{w}")).collect();
+            format!("sizes {}", sizes.join(","))
+        }
+        qexp_plan::ImageSource::Files(f) => {
+            let files: Vec<String> = f
+                .iter()
+                .map(|i| format!("{}x{}:{}", i.width, i.height, i.bytes))
+                .collect();
+            format!("files {}", files.join(","))
+        }
+    }
 }
 
 #[cfg(test)]
