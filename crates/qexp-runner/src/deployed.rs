@@ -230,7 +230,8 @@ fn new_manifest(opts: &RunOptions, points: &[Point], trials: u32) -> Manifest {
     let host = qexp_provenance::host_info();
     let model = f.target.model.clone().unwrap_or_default();
     let target = TargetInfo {
-        base_url: format!("deployments: {}", names.join(", ")),
+        // The servers are the manifest's deployments, each with its own.
+        base_url: String::new(),
         model: model.clone(),
         api: f.target.api,
         simulated: false,

@@ -112,7 +112,7 @@ pub(crate) fn prepare(r: &ResumeOptions) -> Result<(RunOptions, Resuming), RunEr
         if *t != manifest.target.base_url {
             differences.push(format!(
                 "the target is {t}, the run started against {}",
-                manifest.target.base_url
+                manifest.target_label()
             ));
         }
     }

@@ -50,7 +50,10 @@ impl std::fmt::Display for RunStatus {
 /// What the run was pointed at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
-    /// Base URL asked, or `sim:<profile>`.
+    /// Base URL asked, or `sim:<profile>`; empty for a run with
+    /// deployments, whose servers are its [`Manifest::deployments`] (older
+    /// runs kept the sentence `deployments: a, b` here, and reports still
+    /// show it as it was).
     pub base_url: String,
     /// Model requested.
     pub model: String,
@@ -240,6 +243,10 @@ impl Manifest {
         match (&self.target.base_url, &self.import) {
             (url, _) if !url.is_empty() => url.clone(),
             (_, Some(import)) => format!("not recorded by {}", import.tool),
+            _ if !self.deployments.is_empty() => {
+                let names: Vec<&str> = self.deployments.iter().map(|d| d.name.as_str()).collect();
+                format!("deployments: {}", names.join(", "))
+            }
             _ => "not recorded".to_string(),
         }
     }
@@ -476,6 +483,41 @@ mod tests {
             c.workload_hash,
             "020e2f6578434b70957376b19a50bc15bbcbc52a59ede0063d47dc04b0a4dcc4"
         );
+    }
+
+    /// A run with deployments records no base URL of its own: reports name
+    /// its deployments, as they named the sentence older runs recorded.
+    #[test]
+    fn a_run_with_deployments_is_labelled_by_them() {
+        let manifest = |base_url: &str, names: &[&str]| -> Manifest {
+            let deployments: Vec<serde_json::Value> = names
+                .iter()
+                .map(|n| serde_json::json!({"name": n, "hash": "00", "launched": true}))
+                .collect();
+            serde_json::from_value(serde_json::json!({
+                "schema_version": SCHEMA_VERSION, "qexp_version": "0.1.0",
+                "run_id": "r", "experiment": "e", "plan_path": "p.toml",
+                "plan_hash": "00", "plan_text": "", "overrides": {}, "trials": 1,
+                "points": [], "point_order": [],
+                "target": {"base_url": base_url, "model": "m", "api": "chat",
+                           "simulated": false, "sim_profile": null,
+                           "sim_time_scale": null, "api_key_env": null},
+                "server": null, "calibration": [], "git": null,
+                "host": {"hostname": null, "os": null, "kernel": null, "arch": "x86_64",
+                         "cpu_model": null, "cpus": 2, "memory_bytes": 1u64, "gpus": []},
+                "comparability": {"workload": {}, "deployment": {}, "workload_hash": "00"},
+                "started_at": "2026-12-01T10:00:00Z", "ended_at": null,
+                "status": "complete", "stop_reason": null,
+                "deployments": deployments,
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let now = manifest("", &["a", "b"]);
+        assert_eq!(now.target_label(), "deployments: a, b");
+        let before = manifest("deployments: a, b", &["a", "b"]);
+        assert_eq!(before.target_label(), "deployments: a, b");
+        assert_eq!(manifest("http://h:1", &[]).target_label(), "http://h:1");
+        assert_eq!(manifest("", &[]).target_label(), "not recorded");
     }
 
     #[test]
