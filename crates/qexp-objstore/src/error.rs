@@ -114,7 +114,7 @@ const SECRET_VARS: [&str; 3] = [
 /// An error's message on one line, at most about 400 characters (its start
 /// and its root cause, which comes last): a store's answer may carry a
 /// whole XML document; credentials from the environment masked.
-fn short(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn short(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -106,8 +106,9 @@ where
                     m.dest().url()
                 ),
                 Err(e) => tracing::warn!(
-                    "qexp: upload failed, trying again in {} s: {e}",
-                    every.as_secs_f64()
+                    "qexp: upload failed, trying again in {} s: {}",
+                    every.as_secs_f64(),
+                    crate::error::short(&e)
                 ),
             }
         } else if last {
