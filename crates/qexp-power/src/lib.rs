@@ -47,6 +47,6 @@ pub enum PowerError {
         has: String,
     },
     /// NVML could not be loaded or found no GPU.
-    #[error("NVML found no GPU on this machine ({0})")]
-    NoGpu(String),
+    #[error("NVML found no GPU on this machine")]
+    NoGpu(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

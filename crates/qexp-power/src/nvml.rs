@@ -18,7 +18,7 @@ pub(crate) async fn start(cfg: &SamplerConfig, buf: Buffer) -> Result<Started, P
     let gpus = cfg.gpus.clone();
     let loaded = tokio::task::spawn_blocking(move || load(&gpus))
         .await
-        .map_err(|e| PowerError::NoGpu(e.to_string()))??;
+        .map_err(|e| PowerError::NoGpu(Box::new(e)))??;
     let (nvml, info) = loaded;
     let nvml = Arc::new(nvml);
     let info = SourceInfo {
@@ -46,7 +46,7 @@ pub(crate) async fn start(cfg: &SamplerConfig, buf: Buffer) -> Result<Started, P
 
 /// NVML loaded, and what it says about the GPUs.
 fn load(gpus: &[String]) -> Result<(Nvml, SourceInfo), PowerError> {
-    let nvml = Nvml::init().map_err(|e| PowerError::NoGpu(e.to_string()))?;
+    let nvml = Nvml::init().map_err(|e| PowerError::NoGpu(Box::new(e)))?;
     let mut named = Vec::new();
     for g in gpus {
         let Ok(d) = device(&nvml, g) else {

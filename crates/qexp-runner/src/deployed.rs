@@ -8,7 +8,7 @@
 
 use crate::blocks::{cell_points, schedule};
 use crate::comparability::{comparability, workload};
-use crate::error::RunError;
+use crate::error::{RunError, TargetError};
 use crate::fleet::{Fleet, Live};
 use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
 use crate::point::point_runner;
@@ -29,11 +29,7 @@ pub(crate) async fn run(
     cancel: Cancel,
 ) -> Result<RunResult, RunError> {
     if opts.overrides.target.is_some() {
-        return Err(RunError::Target(
-            "--target cannot be used with a plan that has [[deployment]] tables: each deployment \
-             names its own server (command or base_url)"
-                .into(),
-        ));
+        return Err(TargetError::WithDeployments.into());
     }
     let conn = connection(&opts)?;
     let points = opts.plan.points();

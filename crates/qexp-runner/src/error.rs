@@ -6,8 +6,8 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The target string is not usable.
-    #[error("{0}")]
-    Target(String),
+    #[error(transparent)]
+    Target(#[from] TargetError),
     /// The simulator profile a `sim:` target names cannot be had.
     #[error(transparent)]
     SimProfile(#[from] qexp_sim::LookupError),
@@ -141,8 +141,13 @@ pub enum RunError {
         source: qexp_client::CalibrationError,
     },
     /// `[power]` requires a source and none could be read.
-    #[error("{0}")]
-    Power(String),
+    #[error("no GPU power source{} could be read, and [power] requires one: {}", deployment.as_ref().map_or(String::new(), |d| format!(" of deployment {d}")), said.join("; "))]
+    PowerRequired {
+        /// The deployment whose source it was, if any.
+        deployment: Option<String>,
+        /// What each source tried said.
+        said: Vec<String>,
+    },
     /// The embedded simulator failed to start.
     #[error("cannot start the embedded simulator: {0}")]
     Sim(std::io::Error),
@@ -164,8 +169,8 @@ pub enum RunError {
     #[error(transparent)]
     Client(#[from] qexp_client::ClientError),
     /// A shard option does not fit the plan.
-    #[error("{0}")]
-    Shard(String),
+    #[error(transparent)]
+    Shard(#[from] ShardRefusal),
     /// Shard 0 cannot serve the rendezvous where it was asked to.
     #[error("shard 0 cannot serve the rendezvous on {bind}")]
     RendezvousServe {
@@ -185,4 +190,56 @@ pub enum RunError {
         /// The cause.
         message: String,
     },
+}
+
+/// Why a target cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// `--target` given to a plan whose deployments name their servers.
+    #[error(
+        "--target cannot be used with a plan that has [[deployment]] tables: each deployment names its own server (command or base_url)"
+    )]
+    WithDeployments,
+    /// A `sim:` query value outside what its key takes.
+    #[error("target `{given}`: {key}= takes {takes}")]
+    Knob {
+        /// The target as given.
+        given: String,
+        /// The query key.
+        key: String,
+        /// What the key takes, in a phrase.
+        takes: &'static str,
+    },
+    /// A `sim:` target's faults that do not parse.
+    #[error("target `{given}`")]
+    Faults {
+        /// The target as given.
+        given: String,
+        /// The cause.
+        source: qexp_sim::FaultSpecError,
+    },
+    /// Neither an HTTP URL nor `sim:`.
+    #[error("target `{given}` is neither http(s)://host:port nor sim:<profile>")]
+    Scheme {
+        /// The target as given.
+        given: String,
+    },
+}
+
+/// Why a plan cannot be split into shards.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardRefusal {
+    /// A plan with deployments runs in one process.
+    #[error(
+        "--shard splits a plan against one target; a plan with [[deployment]] tables runs in one process"
+    )]
+    Deployments,
+    /// `stop_past_saturation` judges a point's whole load.
+    #[error(
+        "[run] stop_past_saturation judges each point's whole load, which no shard sees; run the plan in one process or drop the key"
+    )]
+    StopPastSaturation,
+    /// The target is a simulator inside each process.
+    #[error(transparent)]
+    InProcess(#[from] qexp_plan::in_process::InProcessShards),
 }

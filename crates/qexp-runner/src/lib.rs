@@ -54,7 +54,7 @@ mod workload;
 pub use arrivals::offsets;
 pub use backend::Backend;
 pub use comparability::plan_workload;
-pub use error::RunError;
+pub use error::{RunError, ShardRefusal, TargetError};
 pub use fleet::launch_preview;
 pub use open_loop::{run_open_loop, OpenLoopSpec, ORIGIN_LATE_MAX_S};
 pub use options::{RunOptions, RunResult};

@@ -6,7 +6,7 @@
 
 use crate::error::RunError;
 use qexp_plan::{DeploymentSpec, PlanFile, PowerSection, PowerSource};
-use qexp_power::{over_window, PowerError, Sampler, SamplerConfig, SourceKind, Window};
+use qexp_power::{over_window, Sampler, SamplerConfig, SourceKind, Window};
 use qexp_store::PointRow;
 use std::time::Duration;
 
@@ -66,19 +66,17 @@ pub(crate) async fn start(
             Err(e) => why.push(e),
         }
     }
-    let said = why
-        .iter()
-        .map(PowerError::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
+    let said: Vec<String> = why.iter().map(|e| qexp_types::error::chain(e)).collect();
+    if p.required {
+        return Err(RunError::PowerRequired {
+            deployment: deployment.map(|d| d.name.get_ref().clone()),
+            said,
+        });
+    }
+    let said = said.join("; ");
     let whose = deployment.map_or(String::new(), |d| {
         format!(" of deployment {}", d.name.get_ref())
     });
-    if p.required {
-        return Err(RunError::Power(format!(
-            "no GPU power source{whose} could be read, and [power] requires one: {said}"
-        )));
-    }
     tracing::warn!(
         target: crate::PROGRESS_TARGET,
         "qexp: power: no source{whose} could be read, going on without energy (power.required = false): {said}"

@@ -3,7 +3,7 @@
 
 use crate::backend::Backend;
 use crate::comparability::{comparability, workload};
-use crate::error::RunError;
+use crate::error::{RunError, ShardRefusal};
 use crate::options::{base_manifest, connection, finish, RunOptions, RunResult};
 use crate::point::{point_runner, PointRunner};
 use crate::prepare::{prepare, Prepared};
@@ -39,16 +39,12 @@ async fn run_or_resume(
 ) -> Result<RunResult, RunError> {
     if !opts.plan.deployments().is_empty() {
         if opts.shard.is_some() {
-            return Err(RunError::Shard(
-                "--shard splits a plan against one target; a plan with [[deployment]] tables runs in one process".into(),
-            ));
+            return Err(ShardRefusal::Deployments.into());
         }
         return crate::deployed::run(opts, resuming, cancel).await;
     }
     if opts.shard.is_some() && opts.plan.stop_past_saturation() {
-        return Err(RunError::Shard(
-            "[run] stop_past_saturation judges each point's whole load, which no shard sees; run the plan in one process or drop the key".into(),
-        ));
+        return Err(ShardRefusal::StopPastSaturation.into());
     }
     let given = opts
         .plan
@@ -60,7 +56,7 @@ async fn run_or_resume(
         .as_ref()
         .and_then(|s| qexp_plan::in_process::shard_refusal(&given, s.shard.count));
     if let Some(why) = refusal {
-        return Err(RunError::Shard(why));
+        return Err(ShardRefusal::InProcess(why).into());
     }
     let conn = connection(&opts)?;
     let mut target = resolve_target(&given, conn.api_key, conn.timeouts).await?;

@@ -1,7 +1,7 @@
 //! The target a plan names, resolved: an HTTP URL, or the embedded
 //! simulator (`sim:PROFILE`, `sim:fit=MODEL`) started on 127.0.0.1:0.
 
-use crate::error::RunError;
+use crate::error::{RunError, TargetError};
 use qexp_client::{Client, Timeouts};
 use qexp_sim::{FaultPlan, SimProfile, SimServer};
 use std::time::Duration;
@@ -52,11 +52,13 @@ fn max_images<'a>(
         .into_iter()
         .partition(|p| p.starts_with("max_images="));
     if let Some(l) = limit.last() {
-        let n = l["max_images=".len()..].parse::<u32>().map_err(|_| {
-            RunError::Target(format!(
-                "target `{given}`: max_images= takes a whole number of images"
-            ))
-        })?;
+        let n = l["max_images=".len()..]
+            .parse::<u32>()
+            .map_err(|_| TargetError::Knob {
+                given: given.to_owned(),
+                key: "max_images".to_owned(),
+                takes: "a whole number of images",
+            })?;
         profile.max_images = Some(n);
     }
     Ok(rest)
@@ -84,10 +86,10 @@ pub async fn resolve_target(
                 .parse::<f64>()
                 .ok()
                 .filter(|v| (0.0..=1.0).contains(v));
-            let share = share.ok_or_else(|| {
-                RunError::Target(format!(
-                    "target `{given}`: {key}= takes a share from 0 to 1"
-                ))
+            let share = share.ok_or_else(|| TargetError::Knob {
+                given: given.to_owned(),
+                key: key.to_owned(),
+                takes: "a share from 0 to 1",
             })?;
             match key {
                 "malformed" => profile.malformed_share = share,
@@ -102,19 +104,18 @@ pub async fn resolve_target(
                 .parse::<f64>()
                 .ok()
                 .filter(|d| d.is_finite() && *d >= 0.0)
-                .ok_or_else(|| {
-                    RunError::Target(format!(
-                        "target `{given}`: drift= takes a fraction per second, 0 or more"
-                    ))
+                .ok_or_else(|| TargetError::Knob {
+                    given: given.to_owned(),
+                    key: "drift".to_owned(),
+                    takes: "a fraction per second, 0 or more",
                 })?;
             profile.start_drift();
         }
-        profile.faults = FaultPlan::from_query(&faults.join("&")).map_err(|e| {
-            RunError::Target(format!(
-                "target `{given}`: {}",
-                qexp_types::error::chain(&e)
-            ))
-        })?;
+        profile.faults =
+            FaultPlan::from_query(&faults.join("&")).map_err(|source| TargetError::Faults {
+                given: given.to_owned(),
+                source,
+            })?;
         let sim = SimServer::start(profile).await.map_err(RunError::Sim)?;
         let client = Client::with_timeouts(&sim.base_url(), None, timeouts)?;
         return Ok(Target {
@@ -124,9 +125,10 @@ pub async fn resolve_target(
         });
     }
     if !(given.starts_with("http://") || given.starts_with("https://")) {
-        return Err(RunError::Target(format!(
-            "target `{given}` is neither http(s)://host:port nor sim:<profile>"
-        )));
+        return Err(TargetError::Scheme {
+            given: given.to_owned(),
+        }
+        .into());
     }
     let client = Client::with_timeouts(given, api_key, timeouts)?;
     Ok(Target {

@@ -17,7 +17,7 @@ pub(crate) fn kube(args: KubeArgs) -> Result<u8, CliError> {
         .target(args.target.as_deref())
         .map_err(CliError::input)?;
     if let Some(why) = qexp_plan::in_process::shard_refusal(target, args.shards) {
-        return Err(CliError::input(anyhow::anyhow!("{why}")));
+        return Err(CliError::input(why));
     }
     let (plan_path, files) = plan_files(&plan)?;
     let api_key = api_key(&plan, args.api_key_secret.as_deref(), &args.plan)?;

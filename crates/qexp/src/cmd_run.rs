@@ -134,7 +134,7 @@ fn run_error(e: RunError) -> CliError {
         | RunError::Plan(_)
         | RunError::ResumeRefused { .. }
         | RunError::Shard(_)
-        | RunError::Power(_)
+        | RunError::PowerRequired { .. }
         | RunError::Store(
             qexp_store::StoreError::NotARun { .. }
             | qexp_store::StoreError::NewerSchema { .. }

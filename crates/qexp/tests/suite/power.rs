@@ -235,7 +235,7 @@ async fn nvml_without_a_gpu_stops_a_plan_that_requires_it_and_not_one_that_does_
             let said = e.to_string();
             eprintln!("NVML, required, no GPU: {said}");
             assert!(
-                said.starts_with("no GPU power source could be read, and [power] requires one: NVML found no GPU on this machine ("),
+                said.starts_with("no GPU power source could be read, and [power] requires one: NVML found no GPU on this machine: "),
                 "{said}"
             );
             assert!(!said.contains('\n'), "one line: {said}");
