@@ -77,7 +77,7 @@ async fn the_knee_of_the_founding_sweep_recommends_a_load_on_the_ttft_plateau() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lengths_drawn_on_purpose_are_not_called_noise() {
-    let _heavy = heavy().await;
+    let _heavy = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let a = run_plan_text(tmp.path(), "lengths", &shipped("lengths", &[])).await;
     assert!(a

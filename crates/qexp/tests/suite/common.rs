@@ -1,43 +1,63 @@
 //! What the suite's modules share beyond qexp-testkit: the lock that keeps
-//! process-timing tests apart, the `qexp` command, and a plan run in-process.
+//! tests that time running processes apart, the `qexp` command, and a plan run in-process.
 
 use std::process::Command;
 use std::time::Instant;
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::RwLock;
 
-/// Held by every test that times running processes (runs, servers,
-/// signals): on a 2-core machine two such tests at once would each
-/// measure the other's load. Tests that only read or render files run
-/// beside them.
-static HEAVY: Mutex<()> = Mutex::const_new(());
+/// The lock over tests that run a load. A test whose assertions read
+/// measured time (a fitted coefficient, a verdict on speed, a noise flag
+/// that must or must not be raised, a schedule's lag) holds it alone
+/// ([`heavy`]): on a 2-core machine two such tests at once would each
+/// measure the other's load. A test that runs a load but whose assertions
+/// do not hang on timing precision (rows, files, exit codes, resume,
+/// merges, answers; or a timing with a margin many times what a busy host
+/// takes from it) shares it with others like it ([`shared`]), never with a
+/// test that holds it alone. Tests that only read or render files take
+/// neither.
+static LOAD: RwLock<()> = RwLock::const_new(());
 
-/// The heavy-test lock, from an async test.
+/// The lock, alone, from an async test: for a test that measures time.
 pub async fn heavy() -> Heavy {
     let asked = Instant::now();
-    let guard = HEAVY.lock().await;
-    Heavy::held(guard, asked)
+    Heavy::held(asked, "alone", Box::new(LOAD.write().await))
 }
 
-/// The heavy-test lock, from a plain (non-async) test.
+/// The lock, alone, from a plain (non-async) test.
 pub fn heavy_blocking() -> Heavy {
     let asked = Instant::now();
-    let guard = HEAVY.blocking_lock();
-    Heavy::held(guard, asked)
+    Heavy::held(asked, "alone", Box::new(LOAD.blocking_write()))
 }
 
-/// The held heavy-test lock. With `QEXP_TEST_HEAVY_LOG=FILE`, each test
-/// appends a line there on release: its name, the seconds it waited for the
-/// lock and the seconds it held it (where the suite's time goes).
+/// The lock, shared, from an async test: for a test that runs a load and
+/// asserts nothing that a second such test beside it could move.
+pub async fn shared() -> Heavy {
+    let asked = Instant::now();
+    Heavy::held(asked, "shared", Box::new(LOAD.read().await))
+}
+
+/// The lock, shared, from a plain (non-async) test.
+pub fn shared_blocking() -> Heavy {
+    let asked = Instant::now();
+    Heavy::held(asked, "shared", Box::new(LOAD.blocking_read()))
+}
+
+/// The held load lock. With `QEXP_TEST_HEAVY_LOG=FILE`, each test appends
+/// a line there on release: its name, the seconds it waited for the lock,
+/// the seconds it held it, and how (`alone` or `shared`): where the
+/// suite's time goes.
 pub struct Heavy {
-    _guard: MutexGuard<'static, ()>,
+    _guard: Box<dyn Send>,
+    how: &'static str,
     asked: Instant,
     got: Instant,
 }
 
 impl Heavy {
-    fn held(guard: MutexGuard<'static, ()>, asked: Instant) -> Heavy {
+    fn held(asked: Instant, how: &'static str, guard: Box<dyn Send>) -> Heavy {
         Heavy {
             _guard: guard,
+            how,
             asked,
             got: Instant::now(),
         }
@@ -51,9 +71,10 @@ impl Drop for Heavy {
         };
         let name = std::thread::current().name().unwrap_or("?").to_owned();
         let line = format!(
-            "{name}\t{:.1}\t{:.1}\n",
+            "{name}\t{:.1}\t{:.1}\t{}\n",
             (self.got - self.asked).as_secs_f64(),
-            self.got.elapsed().as_secs_f64()
+            self.got.elapsed().as_secs_f64(),
+            self.how
         );
         let file = std::fs::OpenOptions::new()
             .create(true)

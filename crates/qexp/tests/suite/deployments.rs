@@ -180,7 +180,6 @@ fn nothing_left(manifest: &qexp_store::Manifest) {
 
 #[test]
 fn dry_run_prints_the_schedule_and_starts_nothing() {
-    let _s = serial();
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/mtp.toml");
     let dir = Dir::new();
     let out = dir.run(&shipped, &["--dry-run"]);
@@ -333,7 +332,7 @@ fn launched_deployments_are_interleaved_compared_and_stopped() {
 
 #[test]
 fn deployments_that_fail_to_start_are_recorded_and_the_rest_run() {
-    let _s = serial();
+    let _s = crate::common::shared_blocking();
     let dir = Dir::new();
     // A port that already serves something else: refused before any request.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -415,7 +414,7 @@ port = {busy_port}
 
 #[test]
 fn an_interrupted_run_resumes_exactly_the_missing_cells() {
-    let _s = serial();
+    let _s = crate::common::shared_blocking();
     let dir = Dir::new();
     let deployments = sim_deployment("a", "exact") + &sim_deployment("b", "exact");
     // 2 points × 8 requests of ~170 ms: about 1.5 s a cell, 8 cells.
@@ -547,7 +546,7 @@ fn group_alive(pgid: i32) -> bool {
 /// wrapper that shrugs off TERM, so only the KILL after the grace ends it.
 #[test]
 fn a_second_ctrl_c_during_a_stop_still_stops_the_server() {
-    let _s = serial();
+    let _s = crate::common::shared_blocking();
     let dir = Dir::new();
     let pid_file = dir.tmp.path().join("server.pid");
     let term_file = dir.tmp.path().join("server.term");
@@ -617,7 +616,7 @@ stop_grace_s = 3
 /// because the server was dead is left in the run.
 #[test]
 fn a_server_that_dies_while_measured_is_recorded_and_resumed() {
-    let _s = serial();
+    let _s = crate::common::shared_blocking();
     let dir = Dir::new();
     let pid_file = dir.tmp.path().join("sim.pid");
     let deployments = format!(
@@ -687,7 +686,7 @@ stop_grace_s = 3
 /// requests.
 #[test]
 fn model_on_the_command_line_is_the_one_a_deployment_is_started_with() {
-    let _s = serial();
+    let _s = crate::common::shared_blocking();
     let dir = Dir::new();
     let p = dir.write(
         &plan("override", &sim_deployment("a", "exact"))

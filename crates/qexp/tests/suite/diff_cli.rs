@@ -170,7 +170,6 @@ fn runs() -> Runs {
 
 #[test]
 fn exit_codes_gate_regressions_and_bad_input() {
-    let _heavy = crate::common::heavy_blocking();
     let r = runs();
     let out = r.results.parent().expect("tmp").join("reports");
     let out = out.display().to_string();
@@ -232,7 +231,6 @@ fn exit_codes_gate_regressions_and_bad_input() {
 
 #[test]
 fn run_ids_resolve_under_results() {
-    let _heavy = crate::common::heavy_blocking();
     let r = runs();
     let results = r.results.display().to_string();
     let out = r

@@ -113,7 +113,7 @@ fn numbers(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_becomes_a_row_of_its_class_and_the_rest_measure_normally() {
-    let _heavy = crate::common::heavy().await;
+    let _heavy = crate::common::shared().await;
     let (seed, expected) = seed_hitting_every_fault();
     let tmp = tempfile::tempdir().unwrap();
     let target = format!("sim:exact?faults={MIX}&seed={seed}");
@@ -186,7 +186,7 @@ async fn every_fault_becomes_a_row_of_its_class_and_the_rest_measure_normally() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_stops_answering_mid_run_ends_each_request_by_its_timeout() {
-    let _heavy = crate::common::heavy().await;
+    let _heavy = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let result = run_plan(
@@ -208,7 +208,7 @@ async fn a_server_that_stops_answering_mid_run_ends_each_request_by_its_timeout(
 
 #[test]
 fn the_exit_code_says_whether_failures_exceeded_the_tolerance() {
-    let _heavy = crate::common::heavy_blocking();
+    let _heavy = crate::common::shared_blocking();
     let tmp = tempfile::tempdir().unwrap();
     let exit = |tolerance: f64| {
         let target = "sim:exact?faults=http_500:0.25&seed=1";

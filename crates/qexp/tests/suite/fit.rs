@@ -460,7 +460,7 @@ async fn serve_mixed_model() -> Result<(), String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_input_length_gets_the_warning_not_an_l2_term() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = run_plan(
         tmp.path(),

@@ -158,7 +158,7 @@ fn parquet_strings(path: &Path) -> String {
 
 #[test]
 fn the_api_key_never_leaves_and_server_text_is_escaped_in_html() {
-    let _heavy = crate::common::heavy_blocking();
+    let _heavy = crate::common::shared_blocking();
     let url = start_server();
     let tmp = tempfile::tempdir().unwrap();
     let plan = PlanFixture::new("hostile")

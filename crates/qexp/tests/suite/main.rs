@@ -2,8 +2,9 @@
 //! real `qexp` binary (or the runner) against servers it starts on
 //! 127.0.0.1:0 — the simulator, hostile and counting servers, real vLLM and
 //! llama.cpp when CI started them. One binary links polars once where
-//! eleven did. Modules that time running processes share one lock
-//! ([`common::heavy`]), so two of them never measure each other's load.
+//! eleven did. Tests that run a load take one lock ([`common::heavy`] alone
+//! where they measure time, [`common::shared`] where they do not), so a
+//! test that measures never measures another's load.
 
 // Tests may panic: the ban on `unwrap` and `expect` (root Cargo.toml,
 // [workspace.lints]) is for the code qexp ships.

@@ -305,7 +305,7 @@ async fn kill_9_mid_point_loses_only_requests_in_flight_and_resume_completes_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_being_written_cannot_be_resumed_at_the_same_time() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let s = setup().await;
     let child = spawn_run(&s);
     wait_until("3 finished streams", || s.proxy.finished() >= 3).await;
@@ -331,7 +331,7 @@ async fn a_run_being_written_cannot_be_resumed_at_the_same_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_stops_sending_lets_requests_in_flight_finish_and_marks_the_run_interrupted() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let s = setup().await;
     let child = spawn_run(&s);
     wait_until("4 finished streams", || s.proxy.finished() >= 4).await;
@@ -392,7 +392,7 @@ async fn a_second_sigterm_exits_at_once_and_leaves_readable_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_failure_stops_the_run_with_one_sentence_and_keeps_what_was_written() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let s = setup().await;
     let child = spawn_run(&s);
     // Once the first point's journal exists, the second point's journal goes

@@ -12,7 +12,7 @@
 //! QEXP_REQUIRE_OBJSTORE=1 (CI installs it with scripts/objstore/install.sh
 //! and names its python in QEXP_MOTO_PYTHON).
 
-use crate::common::{heavy, qexp};
+use crate::common::qexp;
 use polars::prelude::*;
 use qexp_testkit::PlanFixture;
 use std::io::{BufRead as _, BufReader};
@@ -266,7 +266,7 @@ fn round_trip(s: &Setup, url: &str, env: &[(&str, String)]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_uploaded_to_a_file_url_merge_as_the_local_folders_do() {
-    let _g = heavy().await;
+    let _g = crate::common::shared().await;
     let s = setup("fast", plan()).await;
     let store = s.tmp.path().join("store");
     let url = format!("file://{}", store.display());
@@ -300,7 +300,7 @@ async fn shards_uploaded_to_s3_merge_as_the_local_folders_do() {
     let Some(server) = S3Server::start() else {
         return;
     };
-    let _g = heavy().await;
+    let _g = crate::common::shared().await;
     let s = setup("fast", plan()).await;
     round_trip(&s, "s3://bench/qexp", &server.env());
     drop(server);
@@ -311,7 +311,7 @@ async fn shards_uploaded_to_s3_merge_as_the_local_folders_do() {
 /// resumed with `--upload`, the run completes, in the folder and in the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_run_left_what_it_measured_in_the_store() {
-    let _g = heavy().await;
+    let _g = crate::common::shared().await;
     let s = setup("exact", slow()).await;
     let store = s.tmp.path().join("store");
     let url = format!("file://{}", store.display());

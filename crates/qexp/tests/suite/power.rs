@@ -281,7 +281,7 @@ pub(crate) fn load_following(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployments_with_a_fake_exporter_each_give_cost_verdicts_and_the_cost_pareto() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let mut tables = String::new();
     let mut keep = Vec::new();
@@ -380,7 +380,7 @@ async fn deployments_with_a_fake_exporter_each_give_cost_verdicts_and_the_cost_p
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_throttle_during_one_point_names_its_cause_there_only_and_an_xid_invalidates_it() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let sim = qexp_testkit::sim("fast").await;
     let proxy = crate::counting_proxy::CountingProxy::start(sim.addr()).await;

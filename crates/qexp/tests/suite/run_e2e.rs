@@ -179,7 +179,6 @@ fn check_report(a: &qexp_analysis::RunAnalysis, dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_target_fails_before_writing_anything() {
-    let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     // Bind then drop a listener so the port is (almost certainly) closed.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -205,7 +204,6 @@ async fn unreachable_target_fails_before_writing_anything() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_point_beyond_the_context_window_is_refused_before_any_load() {
-    let _serial = crate::common::heavy().await;
     let tmp = tempfile::tempdir().unwrap();
     // sim:exact serves 131072 tokens of context; 140000 + 21 does not fit.
     let plan = plan().input(140_000);
@@ -256,7 +254,7 @@ fn the_cli_exits_2_on_a_plan_that_does_not_fit() {
 #[test]
 fn target_on_the_command_line_stands_in_for_a_missing_base_url() {
     // It runs a load: not beside a test that times a server.
-    let _serial = crate::common::heavy_blocking();
+    let _serial = crate::common::shared_blocking();
     let tmp = tempfile::tempdir().unwrap();
     let plan = crate::common::tiny_plan("untargeted").write(tmp.path());
     let out = tmp.path().join("results");

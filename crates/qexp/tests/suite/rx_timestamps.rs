@@ -26,7 +26,7 @@ trials = 1
 /// The `client_timing` a run of [`PLAN`] records, with `QEXP_RX_TIMESTAMPS`
 /// set to `switch` (or unset).
 fn recorded_timing(switch: Option<&str>) -> Option<ClientTiming> {
-    let _serial = crate::common::heavy_blocking();
+    let _serial = crate::common::shared_blocking();
     let tmp = tempfile::tempdir().unwrap();
     let plan = tmp.path().join("rx.toml");
     std::fs::write(&plan, PLAN).unwrap();

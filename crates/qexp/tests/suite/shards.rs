@@ -618,7 +618,7 @@ async fn closed_loop_shards_merge_into_the_plans_run() {
 /// `qexp report` picks is the merged one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_index_of_a_sharded_run_shows_one_run() {
-    let _heavy = crate::common::heavy().await;
+    let _heavy = crate::common::shared().await;
     let s = setup("exact", SMALL).await;
     let run_id = "20261203T120000Z-1d0e00";
     let mut shards = start_shards(&s, 2, run_id).await;
@@ -705,14 +705,14 @@ async fn open_loop_shards_keep_the_plans_rate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_shard_is_named_and_resume_then_merge_completes_the_run() {
-    let _heavy = crate::common::heavy().await;
+    let _heavy = crate::common::shared().await;
     kill_resume_merge(3, "20261203T120000Z-d1ed03").await;
 }
 
 /// Shard 0 serves the rendezvous: when it dies the others go on alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_shard_0_is_named_and_the_others_go_on_alone() {
-    let _heavy = crate::common::heavy().await;
+    let _heavy = crate::common::shared().await;
     kill_resume_merge(0, "20261203T120000Z-d1ed00").await;
 }
 

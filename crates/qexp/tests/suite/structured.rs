@@ -76,7 +76,7 @@ fn a_tool_schema_that_is_not_json_schema_stops_the_run_before_anything_is_sent()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_that_break_under_load_are_flagged() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     // Alone every call parses; each other sequence in the batch at a
     // request's admission makes 10% of calls malformed. `exact` prefills
@@ -126,7 +126,7 @@ async fn tool_calls_that_break_under_load_are_flagged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_session_answers_each_call_and_goes_on() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     // Three turns per session, every answer a tool call (`required`): turns
     // 2 and 3 send the call back with its result, and the server sees the

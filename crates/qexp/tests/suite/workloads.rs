@@ -42,7 +42,7 @@ fn shared_plan(url: &str, unique: bool) -> PlanFixture {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_prefix_is_cached_and_faster_than_its_cache_busted_twin() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
     let url = server.base_url();
@@ -176,7 +176,7 @@ fn u32_col(df: &polars::prelude::DataFrame, name: &str) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drawn_lengths_are_sent_recorded_and_reproducible() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let plan = PlanFixture::new("lengths")
         .target("sim:exact")
@@ -255,7 +255,7 @@ fn dataset_plan(path: &Path, format: &str) -> PlanFixture {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dataset_prompts_are_counted_sent_and_fingerprinted() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let tmp = tempfile::tempdir().unwrap();
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
     for (file, format) in [
@@ -333,7 +333,7 @@ fn multi_turn_plan(url: &str) -> PlanFixture {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_turn_sessions_resend_the_conversation_in_order() {
-    let _serial = crate::common::heavy().await;
+    let _serial = crate::common::shared().await;
     let server = prefill_bound_sim().await;
     let tmp = tempfile::tempdir().unwrap();
     let run = run_plan(tmp.path(), &multi_turn_plan(&server.base_url())).await;

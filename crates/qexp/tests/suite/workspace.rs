@@ -86,7 +86,7 @@ fn report_renders_the_founding_notebook_and_the_index() {
 #[test]
 fn a_run_refreshes_the_index_beside_its_report() {
     // It runs a load: not beside a test that times a server.
-    let _serial = crate::common::heavy_blocking();
+    let _serial = crate::common::shared_blocking();
     let tmp = tempfile::tempdir().expect("tempdir");
     let (results, reports) = (tmp.path().join("results"), tmp.path().join("reports"));
     SynthRun::new(
