@@ -1,13 +1,16 @@
 //! `qexp fit` on a real server: llama.cpp (CPU, the tiny model of
 //! scripts/real-servers) over a small grid, then points outside the grid
-//! predicted and run; per-metric errors and the interval coverage are
-//! printed; TPOT and E2E must be within 20% on the median over the judged
+//! predicted and run; per-metric errors, the interval coverage and the
+//! capacity the model gives against the run (`capacities`) are printed; TPOT and E2E must be within 20% on the median over the judged
 //! points (see `judged`) and within their bounds at each
 //! (`TPOT_POINT_BOUND`, `E2E_POINT_BOUND`). Skips without
 //! QEXP_LLAMACPP_URL, as every real-server test does.
 
 use crate::real_servers::{run_plan_body as run_plan, server};
-use qexp_model::{FitOptions, ModelMetric};
+use qexp_model::{
+    capacity, predict, Arrivals, Axis, CapacityQuery, FitOptions, Load, ModelFile, ModelMetric,
+    Observation, Slo,
+};
 use std::fmt::Write as _;
 
 /// One run measures the grid and the held-out points together, each
@@ -167,6 +170,7 @@ async fn attempt_fit(url: &str) -> (Vec<String>, String) {
         )
         .unwrap();
     }
+    capacities(&model, &held, &mut log);
     // Each schedule forced, for the record (the fit chose one above).
     for schedule in qexp_model::Schedule::ALL {
         let opts = FitOptions {
@@ -227,6 +231,93 @@ async fn attempt_fit(url: &str) -> (Vec<String>, String) {
         }
     }
     (misses, log)
+}
+
+/// The capacity the model gives, checked by the run: for each time metric
+/// at each judged length, an SLO whose limit lies where the model steps
+/// from three users to four (the geometric mean of its two predictions),
+/// the capacity the model gives for it (three), and what llama.cpp
+/// measured at three and four users: whether the SLO held at the first and
+/// broke at the second, and by how much of the limit each missed. Written
+/// to the log, not asserted: a limit halfway between two predictions
+/// 10–30% apart is missed by a per-point error of 5–15%, and single points
+/// miss by more (`TPOT_POINT_BOUND`, `E2E_POINT_BOUND`).
+fn capacities(model: &ModelFile, held: &[Observation], log: &mut String) {
+    let (mut kept, mut asked) = (0, 0);
+    for input in [128.0, 256.0, 384.0, 512.0] {
+        let at = |c: u32| -> Vec<&Observation> {
+            held.iter()
+                .filter(|r| r.concurrency == c && (r.input_tokens / input - 1.0).abs() < 0.1)
+                .collect()
+        };
+        let median = |rows: &[&Observation], f: &dyn Fn(&Observation) -> f64| {
+            qexp_model::quantile(&rows.iter().map(|r| f(r)).collect::<Vec<_>>(), 0.5)
+        };
+        let load = |c: u32| {
+            let rows = at(c);
+            Load {
+                arrivals: Arrivals::Closed { concurrency: c },
+                input_tokens: median(&rows, &|r| r.input_tokens),
+                image_tokens: 0.0,
+                output_tokens: median(&rows, &|r| r.output_tokens),
+                requests: rows.first().map_or(8 * c, |r| r.requests),
+            }
+        };
+        for m in ModelMetric::ALL.into_iter().filter(|m| m.is_time()) {
+            let (three, four) = (
+                predict(model, &load(3)).get(m),
+                predict(model, &load(4)).get(m),
+            );
+            let (Some(three), Some(four)) = (three, four) else {
+                continue;
+            };
+            let limit = (three.value * four.value).sqrt();
+            let q = CapacityQuery {
+                axis: Axis::Concurrency,
+                input_tokens: load(3).input_tokens,
+                image_tokens: 0.0,
+                output_tokens: load(3).output_tokens,
+                bound: 8.0,
+                requests: Some(load(3).requests),
+            };
+            let slo = Slo {
+                limits: vec![(m, limit)],
+            };
+            let cap = capacity(model, &model.params, &slo, &q).value;
+            let (run3, run4) = (
+                median(&at(3), &|r| r.measured(m)),
+                median(&at(4), &|r| r.measured(m)),
+            );
+            let held_broke = cap == Some(3.0) && run3 <= limit && run4 > limit;
+            asked += 1;
+            kept += usize::from(held_broke);
+            writeln!(
+                log,
+                "llama.cpp capacity at {} ≤ {:.2} ms, in={input}: the model gives {cap:?} \
+                 ({:.2} ms at c=3, {:.2} ms at c=4); run {:.2} ms at c=3 ({:+.1}% of the limit), \
+                 {:.2} ms at c=4 ({:+.1}%): {}",
+                m.name(),
+                1e3 * limit,
+                1e3 * three.value,
+                1e3 * four.value,
+                1e3 * run3,
+                100.0 * (run3 / limit - 1.0),
+                1e3 * run4,
+                100.0 * (run4 / limit - 1.0),
+                if held_broke {
+                    "held at 3, broke at 4"
+                } else {
+                    "missed"
+                }
+            )
+            .unwrap();
+        }
+    }
+    writeln!(
+        log,
+        "llama.cpp capacity: held at the model's capacity and broken one user above for {kept} of {asked} SLOs"
+    )
+    .unwrap();
 }
 
 /// Trials in `PLAN`: the medians the fit and the checks take are over
