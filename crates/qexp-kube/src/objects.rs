@@ -102,30 +102,62 @@ const UPLOAD_GRACE_S: u32 = 120;
 /// Why the objects cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KubeError {
-    /// A value the objects need is unusable.
-    #[error("{0}")]
-    Bad(String),
+    /// A shard count outside 1 to 10000.
+    #[error("--shards {0}: give 1 to 10000 shards")]
+    Shards(u32),
+    /// A flag's value the objects cannot carry.
+    #[error("--{flag} `{value}`: {give}")]
+    Flag {
+        /// The flag, without its dashes.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// What to give instead, in a phrase.
+        give: &'static str,
+    },
+    /// The plan and its files are more than a ConfigMap holds.
+    #[error("the plan and its files are {:.1} MiB, over the 1 MiB a ConfigMap holds: build the files into the image or copy them onto the results claim, and give the plan absolute paths to them", *bytes as f64 / 1048576.0)]
+    TooLarge {
+        /// Their size, keys included.
+        bytes: usize,
+    },
+    /// A file the plan names by its absolute path (or its folder alone).
+    #[error("the plan reads `{0}`: only files named relative to the plan travel into the pod (one named by its absolute path is read where it is, from the image or the results claim)")]
+    NotRelative(String),
+    /// Files named above the file system's root.
+    #[error("the plan reads files {0} folders above its own, above the file system's root")]
+    AboveRoot(usize),
+}
+
+/// A flag's value refused.
+fn bad_flag(flag: &'static str, value: impl ToString, give: &'static str) -> Result<(), KubeError> {
+    Err(KubeError::Flag {
+        flag,
+        value: value.to_string(),
+        give,
+    })
 }
 
 fn check(spec: &JobSpec) -> Result<(), KubeError> {
-    let bad = |m: String| Err(KubeError::Bad(m));
     if spec.shards == 0 || spec.shards > 10_000 {
-        return bad(format!("--shards {}: give 1 to 10000 shards", spec.shards));
+        return Err(KubeError::Shards(spec.shards));
     }
     if spec.image.trim().is_empty() || spec.image.chars().any(char::is_whitespace) {
-        return bad(format!("--image `{}`: give an image reference", spec.image));
+        return bad_flag("image", &spec.image, "give an image reference");
     }
     if label(&spec.namespace, 63) != spec.namespace {
-        return bad(format!(
-            "--namespace `{}`: a namespace is lower case letters, digits and `-`",
-            spec.namespace
-        ));
+        return bad_flag(
+            "namespace",
+            &spec.namespace,
+            "a namespace is lower case letters, digits and `-`",
+        );
     }
     if !run_id_ok(&spec.run_id) {
-        return bad(format!(
-            "--run-id `{}`: use at most 63 letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit",
-            spec.run_id
-        ));
+        return bad_flag(
+            "run-id",
+            &spec.run_id,
+            "use at most 63 letters, digits, `.`, `_` and `-`, starting and ending with a letter or digit",
+        );
     }
     let storage = match &spec.results {
         Results::Claim { storage, .. } => storage,
@@ -139,9 +171,7 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
         let ok = q.starts_with(|c: char| c.is_ascii_digit())
             && q.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
         if !ok {
-            return bad(format!(
-                "--{flag} `{q}`: give a Kubernetes quantity such as 2, 500m, 4Gi"
-            ));
+            return bad_flag(flag, q, "give a Kubernetes quantity such as 2, 500m, 4Gi");
         }
     }
     // Kubernetes counts the keys as well as the values.
@@ -154,10 +184,7 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
             .map(|(i, f)| file_key(i).len() + f.text.len())
             .sum::<usize>();
     if bytes > CONFIGMAP_MAX_BYTES {
-        return bad(format!(
-            "the plan and its files are {:.1} MiB, over the 1 MiB a ConfigMap holds: build the files into the image or copy them onto the results claim, and give the plan absolute paths to them",
-            bytes as f64 / 1048576.0
-        ));
+        return Err(KubeError::TooLarge { bytes });
     }
     if let Results::ObjectStore {
         secret: Some(secret),
@@ -165,17 +192,20 @@ fn check(spec: &JobSpec) -> Result<(), KubeError> {
     } = &spec.results
     {
         if !dns_subdomain(secret) {
-            return bad(format!(
-                "--object-store-secret `{secret}`: give a Secret's name (lower case letters, digits, `-` and `.`)"
-            ));
+            return bad_flag(
+                "object-store-secret",
+                secret,
+                "give a Secret's name (lower case letters, digits, `-` and `.`)",
+            );
         }
     }
     if let Some(k) = &spec.api_key {
         if !dns_subdomain(&k.secret) || !secret_key(&k.key) {
-            return bad(format!(
-                "--api-key-secret `{}:{}`: give a Secret's name (lower case letters, digits, `-` and `.`) and a key in it (letters, digits, `-`, `_` and `.`)",
-                k.secret, k.key
-            ));
+            return bad_flag(
+                "api-key-secret",
+                format!("{}:{}", k.secret, k.key),
+                "give a Secret's name (lower case letters, digits, `-` and `.`) and a key in it (letters, digits, `-`, `_` and `.`)",
+            );
         }
     }
     Ok(())
@@ -243,17 +273,13 @@ pub fn pod_paths(
             }
         }
         if f.starts_with('/') || rest.is_empty() {
-            return Err(KubeError::Bad(format!(
-                "the plan reads `{f}`: only files named relative to the plan travel into the pod (one named by its absolute path is read where it is, from the image or the results claim)"
-            )));
+            return Err(KubeError::NotRelative(f.to_string()));
         }
         parts.push((up, rest));
     }
     let depth = parts.iter().map(|(up, _)| *up).max().unwrap_or(0);
     if depth > plan_dir.len() {
-        return Err(KubeError::Bad(format!(
-            "the plan reads files {depth} folders above its own, above the file system's root"
-        )));
+        return Err(KubeError::AboveRoot(depth));
     }
     let base = &plan_dir[plan_dir.len() - depth..];
     let plan_path = base

@@ -36,23 +36,19 @@ fn gather(dirs: &[PathBuf]) -> Result<(u32, Given), MergeError> {
     for dir in dirs {
         let m = qexp_store::read_manifest(dir)?;
         let Some(s) = m.shard.clone() else {
-            return Err(MergeError::Refused(format!(
-                "{} is not a shard (its manifest records no --shard); merge the folders `qexp run --shard K/N` wrote",
-                dir.display()
-            )));
+            return Err(MergeError::NotAShard(dir.clone()));
         };
         match &first {
             Some((fd, f)) => same_run(fd, f, dir, &m)?,
             None => first = Some((dir.clone(), m.clone())),
         }
         if let Some((other, _)) = given.get(&s.index) {
-            return Err(MergeError::Refused(format!(
-                "shard {} of {} is given twice: {} and {}",
-                s.index,
-                s.count,
-                other.display(),
-                dir.display()
-            )));
+            return Err(MergeError::GivenTwice {
+                index: s.index,
+                count: s.count,
+                first: other.clone(),
+                second: dir.clone(),
+            });
         }
         given.insert(s.index, (dir.clone(), m));
     }
@@ -61,9 +57,7 @@ fn gather(dirs: &[PathBuf]) -> Result<(u32, Given), MergeError> {
         .and_then(|(_, m)| m.shard.as_ref())
         .map_or(0, |s| s.count);
     if count == 0 {
-        return Err(MergeError::Refused(
-            "give the shard folders to merge".into(),
-        ));
+        return Err(MergeError::NoShards);
     }
     Ok((count, given))
 }
@@ -89,11 +83,13 @@ fn same_run(fd: &Path, f: &Manifest, dir: &Path, m: &Manifest) -> Result<(), Mer
         ),
     ] {
         if a != b {
-            return Err(MergeError::Refused(format!(
-                "{} and {} are not shards of one run: their {what} differs ({a} vs {b})",
-                fd.display(),
-                dir.display()
-            )));
+            return Err(MergeError::NotOneRun {
+                first: fd.to_owned(),
+                other: dir.to_owned(),
+                what,
+                a,
+                b,
+            });
         }
     }
     Ok(())

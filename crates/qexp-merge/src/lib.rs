@@ -57,16 +57,12 @@ pub struct Merged {
 pub fn merge(opts: &MergeOptions) -> Result<Merged, MergeError> {
     let roll = check::roll(&opts.shards)?;
     if !roll.missing.is_empty() && !opts.partial {
-        let lines: Vec<&str> = roll.missing.values().map(String::as_str).collect();
-        return Err(MergeError::Refused(format!(
-            "{}; or merge what there is with --partial",
-            lines.join("; ")
-        )));
+        return Err(MergeError::Missing(
+            roll.missing.values().cloned().collect(),
+        ));
     }
     let Some((_, (_, base))) = roll.complete.iter().next() else {
-        return Err(MergeError::Refused(
-            "no shard is complete: there is nothing to merge".into(),
-        ));
+        return Err(MergeError::NoneComplete);
     };
     let plan =
         Plan::parse(Path::new(&base.plan_path), &base.plan_text).map_err(MergeError::Plan)?;

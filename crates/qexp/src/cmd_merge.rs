@@ -18,7 +18,12 @@ pub(crate) async fn merge(args: MergeArgs) -> Result<u8, CliError> {
         piece_rows: qexp_merge::MERGE_PIECE_ROWS,
     };
     let merged = qexp_merge::merge(&opts).map_err(|e| match e {
-        MergeError::Refused(_)
+        MergeError::Missing(_)
+        | MergeError::NoneComplete
+        | MergeError::NoShards
+        | MergeError::NotAShard(_)
+        | MergeError::GivenTwice { .. }
+        | MergeError::NotOneRun { .. }
         | MergeError::Plan(_)
         | MergeError::Store(
             qexp_store::StoreError::NotARun { .. }
