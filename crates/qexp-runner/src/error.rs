@@ -141,7 +141,7 @@ pub enum RunError {
         source: qexp_client::CalibrationError,
     },
     /// `[power]` requires a source and none could be read.
-    #[error("no GPU power source{} could be read, and [power] requires one: {}", deployment.as_ref().map_or(String::new(), |d| format!(" of deployment {d}")), said.join("; "))]
+    #[error("no GPU power source{} could be read, and [power] requires one: {}", of_deployment(deployment.as_deref()), said.join("; "))]
     PowerRequired {
         /// The deployment whose source it was, if any.
         deployment: Option<String>,
@@ -242,4 +242,10 @@ pub enum ShardRefusal {
     /// The target is a simulator inside each process.
     #[error(transparent)]
     InProcess(#[from] qexp_plan::in_process::InProcessShards),
+}
+
+/// ` of deployment NAME` where a deployment is named, else nothing: whose
+/// power sources a sentence speaks of.
+pub(crate) fn of_deployment(name: Option<&str>) -> String {
+    name.map_or(String::new(), |d| format!(" of deployment {d}"))
 }

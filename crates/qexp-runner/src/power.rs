@@ -67,16 +67,15 @@ pub(crate) async fn start(
         }
     }
     let said: Vec<String> = why.iter().map(|e| qexp_types::error::chain(e)).collect();
+    let name = deployment.map(|d| d.name.get_ref().clone());
+    let whose = crate::error::of_deployment(name.as_deref());
     if p.required {
         return Err(RunError::PowerRequired {
-            deployment: deployment.map(|d| d.name.get_ref().clone()),
+            deployment: name,
             said,
         });
     }
     let said = said.join("; ");
-    let whose = deployment.map_or(String::new(), |d| {
-        format!(" of deployment {}", d.name.get_ref())
-    });
     tracing::warn!(
         target: crate::PROGRESS_TARGET,
         "qexp: power: no source{whose} could be read, going on without energy (power.required = false): {said}"
