@@ -47,6 +47,10 @@ pub struct TrialMetrics {
     pub output_planned: f64,
     /// Median server-reported completion tokens.
     pub completion_tokens: f64,
+    /// How the completion lengths spread, where they do (answers the model
+    /// stopped before the plan's length); None when all are one length.
+    #[serde(skip)]
+    pub answer_spread: Option<qexp_model::AnswerSpread>,
     /// Whether planned prompt or output lengths vary between requests (length distributions).
     pub lengths_vary: bool,
     /// Sum of server-reported cached prompt tokens.

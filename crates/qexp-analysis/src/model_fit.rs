@@ -137,6 +137,7 @@ fn point_rows(p: &PointSummary, index: u32) -> Result<Vec<Observation>, String> 
             input_tokens,
             image_tokens,
             output_tokens: finite_or(t.completion_tokens, f64::from(p.point.output_tokens)),
+            answers: t.answer_spread,
             requests: p.point.requests,
             requests_recorded: true,
             ttft_s: t.ttft_s,

@@ -158,6 +158,14 @@ impl Distinct {
     }
 }
 
+/// The completion lengths' quantiles: the median, then the answer spread's
+/// ([`qexp_model::AnswerSpread::LEVELS`]).
+fn completion_levels() -> Vec<f64> {
+    std::iter::once(0.5)
+        .chain(qexp_model::AnswerSpread::LEVELS)
+        .collect()
+}
+
 /// Every exact percentile of a (trial, point), over its successful requests.
 struct Selections {
     /// TTFT p50 and p90.
@@ -186,7 +194,7 @@ impl Selections {
             prompt: Quantiles::new(&[0.5], held_max),
             planned: Quantiles::new(&[0.5], held_max),
             planned_output: Quantiles::new(&[0.5], held_max),
-            completion: Quantiles::new(&[0.5], held_max),
+            completion: Quantiles::new(&completion_levels(), held_max),
             cdf_ttft: Quantiles::new(&cdf, held_max),
             cdf_e2e: Quantiles::new(&cdf, held_max),
         }
@@ -568,7 +576,11 @@ impl Group {
             m.prompt_tokens = first(&s.prompt);
             m.input_planned = first(&s.planned);
             m.output_planned = first(&s.planned_output);
-            m.completion_tokens = first(&s.completion);
+            let completion = s.completion.values();
+            m.completion_tokens = completion[0].unwrap_or(f64::NAN);
+            m.answer_spread = qexp_model::AnswerSpread::measured(std::array::from_fn(|k| {
+                completion[k + 1].unwrap_or(f64::NAN)
+            }));
             let gaps = self.gaps.values();
             [m.itl_p50_s, m.itl_p90_s, m.itl_p99_s] =
                 [0, 1, 2].map(|i| gaps.get(i).copied().flatten().unwrap_or(f64::NAN));

@@ -52,8 +52,63 @@ pub struct Load {
     pub image_tokens: f64,
     /// Output tokens per request.
     pub output_tokens: f64,
+    /// How the answers' lengths spread, when the model stops them before
+    /// the plan's length (None: every answer is `output_tokens` long).
+    pub answers: Option<AnswerSpread>,
     /// Requests sent in all.
     pub requests: u32,
+}
+
+/// How many quantiles of a point's answer lengths an [`AnswerSpread`] holds.
+pub const ANSWER_QUANTILES: usize = 8;
+
+/// A point's answer lengths, in tokens, at the probabilities
+/// [`AnswerSpread::LEVELS`]: a model answering real prompts stops some
+/// answers after a few tokens and runs others to the cap, and its users
+/// then come back out of step, so prompts arrive one at a time into a
+/// running batch instead of together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnswerSpread(pub [f64; ANSWER_QUANTILES]);
+
+impl AnswerSpread {
+    /// The probabilities of its quantiles: the middles of eight equal bins.
+    pub const LEVELS: [f64; ANSWER_QUANTILES] = {
+        let mut l = [0.0; ANSWER_QUANTILES];
+        let mut k = 0;
+        while k < ANSWER_QUANTILES {
+            l[k] = (2 * k + 1) as f64 / (2 * ANSWER_QUANTILES) as f64;
+            k += 1;
+        }
+        l
+    };
+
+    /// The spread of answers measured at [`AnswerSpread::LEVELS`], when
+    /// they do spread: None when every quantile is within a token of the
+    /// others (answers of the plan's length) or one is not a number.
+    pub fn measured(quantiles: [f64; ANSWER_QUANTILES]) -> Option<AnswerSpread> {
+        let (lo, hi) = quantiles
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &q| {
+                (lo.min(q), hi.max(q))
+            });
+        (lo.is_finite() && hi.is_finite() && hi - lo >= 1.0).then_some(AnswerSpread(quantiles))
+    }
+
+    /// The length, at least one token, at probability `u`: linear between
+    /// the quantiles, flat beyond the outer ones.
+    pub fn at(&self, u: f64) -> f64 {
+        let l = &Self::LEVELS;
+        let q = &self.0;
+        let v = if u <= l[0] {
+            q[0]
+        } else if u >= l[ANSWER_QUANTILES - 1] {
+            q[ANSWER_QUANTILES - 1]
+        } else {
+            let k = l.iter().rposition(|&x| x <= u).unwrap_or(0);
+            q[k] + (q[k + 1] - q[k]) * (u - l[k]) / (l[k + 1] - l[k])
+        };
+        v.round().max(1.0)
+    }
 }
 
 impl Load {
@@ -62,6 +117,33 @@ impl Load {
     pub fn prefill_compute_s(&self, p: &Params) -> f64 {
         p.prefill_compute_s(self.input_tokens) + p.image_compute_s(self.image_tokens)
     }
+
+    /// The answer length of the `i`th of its `n` requests: the plan's, or
+    /// the spread's quantile at the middle of the `i`th of `n` equal bins,
+    /// the bins visited in an order that strides through them (so
+    /// consecutive requests, which a closed loop hands to different users,
+    /// are not sorted by length, and every user gets long and short ones).
+    pub fn answer_tokens(&self, i: usize, n: usize) -> f64 {
+        let Some(spread) = &self.answers else {
+            return self.output_tokens.max(1.0);
+        };
+        let n = n.max(1);
+        let bin = (i % n) * stride(n) % n;
+        spread.at((bin as f64 + 0.5) / n as f64)
+    }
+}
+
+/// A stride through `n` bins that visits each once: the first number from
+/// `n`'s golden section up that shares no factor with `n`.
+fn stride(n: usize) -> usize {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let start = ((n as f64) * 0.618).round() as usize;
+    (start.max(1)..).find(|&s| gcd(s, n) == 1).unwrap_or(1)
 }
 
 /// What the replay measured, as qexp would (docs/results.md definitions).
@@ -71,6 +153,8 @@ pub struct Outcome {
     pub ttft_s: Vec<f64>,
     /// Per request: sent → last chunk, seconds.
     pub e2e_s: Vec<f64>,
+    /// Per request: its answer's length, tokens.
+    pub output_tokens: Vec<f64>,
     /// All output tokens / (first send → last completion).
     pub agg_tok_s: f64,
     /// Mean requests in flight at the server (sent, not finished) over
@@ -100,13 +184,8 @@ impl Outcome {
     /// of the decode time the analysis's median reports, and what a mixed
     /// schedule adds to it.
     pub fn median_request_seen(&self) -> Seen {
-        let d: Vec<f64> = self
-            .ttft_s
-            .iter()
-            .zip(&self.e2e_s)
-            .map(|(t, e)| e - t)
-            .collect();
-        let mut idx: Vec<usize> = (0..d.len()).collect();
+        let d = self.tpot_s();
+        let mut idx: Vec<usize> = (0..d.len()).filter(|&i| d[i].is_finite()).collect();
         idx.sort_by(|&i, &j| d[i].total_cmp(&d[j]));
         let n = idx.len();
         if n == 0 {
@@ -134,13 +213,21 @@ impl Outcome {
         }
     }
 
-    /// Per request: (E2E − TTFT)/(output − 1), seconds.
-    pub fn tpot_s(&self, output_tokens: f64) -> Vec<f64> {
-        let d = (output_tokens - 1.0).max(1.0);
+    /// Per request: (E2E − TTFT)/(output − 1), seconds; NaN for an
+    /// answer of one token, which has no time per output token (as in the
+    /// analysis).
+    pub fn tpot_s(&self) -> Vec<f64> {
         self.ttft_s
             .iter()
             .zip(&self.e2e_s)
-            .map(|(t, e)| (e - t) / d)
+            .zip(&self.output_tokens)
+            .map(|((t, e), n)| {
+                if *n >= 2.0 {
+                    (e - t) / (n - 1.0)
+                } else {
+                    f64::NAN
+                }
+            })
             .collect()
     }
 }
@@ -286,7 +373,7 @@ impl Replay<'_> {
         Sent {
             id: i as SeqId,
             prompt_tokens: self.load.input_tokens,
-            output_tokens: self.load.output_tokens,
+            output_tokens: self.load.answer_tokens(i, self.reqs.len()),
             priority: 0,
         }
     }
@@ -338,7 +425,9 @@ impl Replay<'_> {
             .map(|r| r.sent)
             .fold(f64::INFINITY, f64::min);
         let last_done = self.reqs.iter().map(|r| r.last).fold(0.0, f64::max);
-        let tokens = self.load.output_tokens.max(1.0) * self.reqs.len() as f64;
+        let n = self.reqs.len();
+        let output_tokens: Vec<f64> = (0..n).map(|i| self.load.answer_tokens(i, n)).collect();
+        let tokens: f64 = output_tokens.iter().sum();
         let steps = self.steps.max(1.0);
         Outcome {
             ttft_s: self
@@ -347,6 +436,7 @@ impl Replay<'_> {
                 .map(|r| r.first.unwrap_or(r.last) - r.sent)
                 .collect(),
             e2e_s: self.reqs.iter().map(|r| r.last - r.sent).collect(),
+            output_tokens,
             agg_tok_s: tokens / (last_done - first_send).max(1e-12),
             mean_in_flight: self.reqs.iter().map(|r| r.last - r.sent).sum::<f64>()
                 / (last_done - first_send).max(1e-12),
@@ -426,18 +516,8 @@ mod tests {
 
     fn p(max_batch: Option<u32>) -> Params {
         Params {
-            prefill_fixed_s: 0.05,
-            prefill_s_per_token: 1e-4,
-            prefill_s_per_token2: 0.0,
-            prefill_s_per_image_token: 0.0,
-            step_base_s: 0.01,
-            step_per_seq_s: 0.002,
-            step_per_context_token_s: 0.0,
-            tokens_per_step: 1.0,
             max_batch,
-            schedule: Schedule::Separate,
-            intake_s: INTAKE_S,
-            prefill_units: Some(1),
+            ..super::tests_params()
         }
     }
 
@@ -454,6 +534,7 @@ mod tests {
             input_tokens: 1000.0,
             image_tokens: 0.0,
             output_tokens: 11.0,
+            answers: None,
             requests,
         }
     }
@@ -663,5 +744,100 @@ mod tests {
         assert!((quantile(&[1.0, 2.0, 3.0, 4.0], 0.9) - 3.7).abs() < 1e-12);
         assert!(quantile(&[], 0.5).is_nan());
         assert_eq!(quantile(&[5.0], 0.9), 5.0);
+    }
+}
+
+/// The deployment of the tests: 50 ms + 0.1 ms per prompt token to the
+/// first token, a step of 10 ms + 2 ms per extra sequence.
+#[cfg(test)]
+fn tests_params() -> Params {
+    Params {
+        prefill_fixed_s: 0.05,
+        prefill_s_per_token: 1e-4,
+        prefill_s_per_token2: 0.0,
+        prefill_s_per_image_token: 0.0,
+        step_base_s: 0.01,
+        step_per_seq_s: 0.002,
+        step_per_context_token_s: 0.0,
+        tokens_per_step: 1.0,
+        max_batch: None,
+        schedule: Schedule::Separate,
+        intake_s: INTAKE_S,
+        prefill_units: Some(1),
+    }
+}
+
+#[cfg(test)]
+mod answers {
+    use super::*;
+
+    fn spread() -> AnswerSpread {
+        AnswerSpread([3.0, 8.0, 15.0, 30.0, 48.0, 48.0, 48.0, 48.0])
+    }
+
+    /// `c` users sending `requests` prompts of 100 tokens, whose answers spread.
+    fn load(c: u32, requests: u32) -> Load {
+        Load {
+            arrivals: Arrivals::Closed { concurrency: c },
+            input_tokens: 100.0,
+            image_tokens: 0.0,
+            output_tokens: 39.0,
+            answers: Some(spread()),
+            requests,
+        }
+    }
+
+    #[test]
+    fn a_spread_is_kept_only_where_answers_differ() {
+        assert_eq!(AnswerSpread::measured([48.0; ANSWER_QUANTILES]), None);
+        assert_eq!(AnswerSpread::measured([47.5; ANSWER_QUANTILES]), None);
+        let mut q = [48.0; ANSWER_QUANTILES];
+        q[0] = f64::NAN;
+        assert_eq!(AnswerSpread::measured(q), None);
+        assert_eq!(AnswerSpread::measured(spread().0), Some(spread()));
+        assert_eq!(AnswerSpread::LEVELS[0], 1.0 / 16.0);
+        assert_eq!(AnswerSpread::LEVELS[7], 15.0 / 16.0);
+    }
+
+    #[test]
+    fn requests_take_every_part_of_the_spread_out_of_order() {
+        let load = load(2, 16);
+        let lengths: Vec<f64> = (0..16).map(|i| load.answer_tokens(i, 16)).collect();
+        let mut sorted = lengths.clone();
+        sorted.sort_by(f64::total_cmp);
+        // The 16 bins' middles, read off the spread: its ends repeat.
+        assert_eq!(sorted[0], 3.0);
+        assert_eq!(sorted[15], 48.0);
+        assert_eq!(sorted.iter().filter(|&&x| x == 48.0).count(), 7);
+        assert_ne!(lengths, sorted, "handed out in order of length");
+        // Each closed-loop user (even and odd sends, roughly) gets short and long answers.
+        for user in 0..2 {
+            let mine: Vec<f64> = lengths.iter().skip(user).step_by(2).copied().collect();
+            assert!(
+                mine.iter().any(|&x| x < 20.0) && mine.contains(&48.0),
+                "{mine:?}"
+            );
+        }
+        let fixed = Load {
+            answers: None,
+            ..load
+        };
+        assert_eq!(fixed.answer_tokens(5, 16), 39.0);
+    }
+
+    #[test]
+    fn the_replay_counts_each_answer_at_its_own_length() {
+        let p = super::tests_params();
+        let load = load(1, 8);
+        let o = simulate(&p, &load);
+        let want: Vec<f64> = (0..8).map(|i| load.answer_tokens(i, 8)).collect();
+        assert_eq!(o.output_tokens, want);
+        // One user: every decode step is alone, so every request's time
+        // per output token is the step, whatever its length.
+        for t in o.tpot_s() {
+            assert!((t - 0.01).abs() < 1e-9, "{t}");
+        }
+        let window: f64 = o.e2e_s.iter().sum();
+        assert!((o.agg_tok_s - want.iter().sum::<f64>() / window).abs() < 1e-6);
     }
 }

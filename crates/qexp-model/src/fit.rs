@@ -7,7 +7,7 @@
 //! replacement (the trial is the unit), joined with the regressions' own
 //! t-intervals.
 
-use crate::des::{quantile, simulate, Arrivals, Load, Outcome, Seen};
+use crate::des::{quantile, simulate, AnswerSpread, Arrivals, Load, Outcome, Seen};
 use crate::file::{
     BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
 };
@@ -37,8 +37,11 @@ pub struct Observation {
     pub input_tokens: f64,
     /// Of them, image tokens per request (0 without images).
     pub image_tokens: f64,
-    /// Output tokens per request.
+    /// Output tokens per request (the median answer's).
     pub output_tokens: f64,
+    /// How the answers' lengths spread, where the model stopped them
+    /// before the plan's length (None: all of one length).
+    pub answers: Option<AnswerSpread>,
     /// Requests the point sent (per trial).
     pub requests: u32,
     /// Whether `requests` was recorded (false: an assumption, as for tables
@@ -79,6 +82,7 @@ impl Observation {
             input_tokens: self.input_tokens,
             image_tokens: self.image_tokens,
             output_tokens: self.output_tokens,
+            answers: self.answers,
             requests: self.requests.max(1),
         }
     }
@@ -96,12 +100,12 @@ impl Observation {
 }
 
 /// A metric of a replayed point, as qexp's analysis computes it.
-pub fn predicted(o: &Outcome, output_tokens: f64, m: ModelMetric) -> f64 {
+pub fn predicted(o: &Outcome, m: ModelMetric) -> f64 {
     match m {
         ModelMetric::TtftS => quantile(&o.ttft_s, 0.5),
         ModelMetric::TtftP90S => quantile(&o.ttft_s, 0.9),
         // Median of 1/TPOT, inverted: what the analysis's decode rate says.
-        ModelMetric::TpotS => 1.0 / quantile(&inverse(&o.tpot_s(output_tokens)), 0.5),
+        ModelMetric::TpotS => 1.0 / quantile(&inverse(&o.tpot_s()), 0.5),
         ModelMetric::E2eS => quantile(&o.e2e_s, 0.5),
         ModelMetric::AggTokS => o.agg_tok_s,
     }
@@ -627,7 +631,7 @@ fn objective(rows: &[&Observation], points: &Points, p: &Params) -> f64 {
             if m == ModelMetric::TtftS && !r.requests_recorded {
                 continue;
             }
-            let (want, got) = (r.measured(m), predicted(o, r.output_tokens, m));
+            let (want, got) = (r.measured(m), predicted(o, m));
             if want.is_finite() && want > 0.0 && got.is_finite() && got > 0.0 {
                 sum += (got / want).ln().powi(2);
             }
@@ -953,7 +957,7 @@ fn residuals(rows: &[&Observation], p: &Params) -> Vec<Residual> {
             }
             let v: Vec<f64> = mine.iter().map(|r| r.measured(m)).collect();
             let measured = quantile(&v, 0.5);
-            let fitted = predicted(&outcomes[label.as_str()], load.output_tokens, m);
+            let fitted = predicted(&outcomes[label.as_str()], m);
             // No replayed value (a TPOT where the replay streamed each request
             // in one step): nothing to compare, and JSON has no NaN.
             if measured.is_finite() && measured > 0.0 && fitted.is_finite() {

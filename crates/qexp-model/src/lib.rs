@@ -29,7 +29,10 @@ mod table;
 mod warning;
 
 pub use check::{check, summarize, Check, ErrorSummary, CHECK_TOLERANCE};
-pub use des::{quantile, simulate, trace, Arrivals, Load, Outcome, Seen, INTAKE_S};
+pub use des::{
+    quantile, simulate, trace, AnswerSpread, Arrivals, Load, Outcome, Seen, ANSWER_QUANTILES,
+    INTAKE_S,
+};
 pub use file::{is_tail, MIN_TAIL_REQUESTS};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,

@@ -108,7 +108,8 @@ impl PowerModel {
         reps: &[Outcome],
         agg_band: f64,
     ) -> CostPrediction {
-        let tokens = load.output_tokens.max(1.0) * f64::from(load.requests.max(1));
+        let n = load.requests.max(1) as usize;
+        let tokens: f64 = (0..n).map(|i| load.answer_tokens(i, n)).sum();
         let figures = |idle: f64, per_seq: f64, o: &Outcome| {
             let p = idle + per_seq * o.mean_in_flight;
             let j = p / o.agg_tok_s;
@@ -177,11 +178,13 @@ mod tests {
             input_tokens: 10.0,
             image_tokens: 0.0,
             output_tokens: 100.0,
+            answers: None,
             requests: 10,
         };
         let o = Outcome {
             ttft_s: vec![],
             e2e_s: vec![],
+            output_tokens: vec![],
             agg_tok_s: 50.0,
             mean_in_flight: 2.0,
             mean_batch: 2.0,

@@ -110,7 +110,7 @@ pub fn predict_with(model: &ModelFile, params: &Params, load: &Load) -> Predicti
         .take(MAX_REPLICATES)
         .map(|r| simulate(&shifted(r, &model.params, params), load))
         .collect();
-    let value_of = |m| predicted(&point, load.output_tokens, m);
+    let value_of = |m| predicted(&point, m);
     let tails_ok = load.requests >= MIN_TAIL_REQUESTS;
     let refused: Vec<TailRefused> = ModelMetric::ALL
         .into_iter()
@@ -131,10 +131,7 @@ pub fn predict_with(model: &ModelFile, params: &Params, load: &Load) -> Predicti
             let value = value_of(metric);
             let rel = band(model, metric, &value_of);
             let (mut lo, mut hi) = (value * (1.0 - rel).max(0.0), value * (1.0 + rel));
-            let v: Vec<f64> = reps
-                .iter()
-                .map(|o| predicted(o, load.output_tokens, metric))
-                .collect();
+            let v: Vec<f64> = reps.iter().map(|o| predicted(o, metric)).collect();
             if !v.is_empty() {
                 lo = lo.min(crate::des::quantile(&v, 0.05));
                 hi = hi.max(crate::des::quantile(&v, 0.95));
@@ -351,6 +348,7 @@ fn search_load(q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
         input_tokens: q.input_tokens,
         image_tokens: q.image_tokens,
         output_tokens: q.output_tokens,
+        answers: None,
         requests,
     }
 }
@@ -411,7 +409,7 @@ pub fn cheapest(
             slo.limits
                 .iter()
                 .filter(|(l, _)| *l == m)
-                .all(|(_, limit)| predicted(&o, load.output_tokens, m) <= *limit)
+                .all(|(_, limit)| predicted(&o, m) <= *limit)
         });
         if fits && v.is_finite() && best.is_none_or(|(_, b)| v < b) {
             best = Some((c, v));
@@ -539,6 +537,7 @@ mod tests {
                 input_tokens: 100_000.0,
                 image_tokens: 0.0,
                 output_tokens: 200.0,
+                answers: None,
                 requests: 20,
             };
             holds(&predict(&model, &load), &slo, End::Value)
@@ -574,6 +573,7 @@ mod tests {
                     input_tokens: 1000.0,
                     image_tokens: 0.0,
                     output_tokens: 500.0,
+                    answers: None,
                     requests: requests.unwrap_or_else(|| default_requests(arrivals)),
                 };
                 holds(&predict(&model, &load), &slo, End::Value)

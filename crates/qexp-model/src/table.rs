@@ -198,6 +198,7 @@ fn row(file: &TableFile, t: &Table, r: &Row) -> Result<TableRow, String> {
         input_tokens: input,
         image_tokens: 0.0,
         output_tokens: output,
+        answers: None,
         requests,
         // A table of medians records no request counts: they are assumptions.
         requests_recorded: false,

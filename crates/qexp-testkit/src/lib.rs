@@ -16,7 +16,7 @@ mod synth;
 
 pub use gpu::{fake_nvidia_smi, unix_now, FakeDcgm, FakeGpu};
 pub use skip::{skip, Need, SKIP_LOG};
-pub use synth::{founding_like, SynthRun, Timing};
+pub use synth::{founding_like, planned_length, Answer, SynthRun, Timing};
 
 use polars::prelude::*;
 use qexp_plan::Point;

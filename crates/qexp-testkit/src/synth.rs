@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 /// A request's timing: TTFT and per-request decode rate.
 pub type Timing = fn(&SynthRun, u32, &Point, u32) -> (f64, f64);
 
+/// A request's answer length, tokens.
+pub type Answer = fn(&SynthRun, u32, &Point, u32) -> u32;
+
+/// Every answer as long as the plan asks (answers forced to length).
+pub fn planned_length(_: &SynthRun, _: u32, p: &Point, _: u32) -> u32 {
+    p.output_tokens
+}
+
 /// A run to write: the plan it ran, when, and the timing of every request.
 #[derive(Clone)]
 pub struct SynthRun {
@@ -31,6 +39,9 @@ pub struct SynthRun {
     pub level: f64,
     /// (run, trial, point, request index) → (TTFT s, decode tok/s).
     pub timing: Timing,
+    /// (run, trial, point, request index) → answer tokens (the plan's
+    /// length unless set; a shorter answer ended with `stop`).
+    pub answer: Answer,
 }
 
 /// TTFT growing with input and queueing with concurrency, scaled by the
@@ -64,6 +75,7 @@ impl SynthRun {
             git_commit: "0123456789abcdef0123456789abcdef01234567".into(),
             level: 1.0,
             timing: founding_like,
+            answer: planned_length,
         }
     }
 
@@ -103,7 +115,9 @@ impl SynthRun {
                 let last = measured
                     .map(|r| r.sent_unix_s + r.end_s)
                     .fold(0.0, f64::max);
-                let tokens = u64::from(p.output_tokens) * u64::from(p.requests);
+                let tokens: u64 = (p.warmup..p.warmup + p.requests)
+                    .map(|i| u64::from((self.answer)(self, trial, p, i)))
+                    .sum();
                 let point = PointRow {
                     run_id: self.run_id.clone(),
                     trial,
@@ -130,7 +144,8 @@ impl SynthRun {
 
     fn request(&self, trial: u32, p: &Point, i: u32) -> RequestRow {
         let (ttft, decode) = (self.timing)(self, trial, p, i);
-        let out = p.output_tokens.max(2);
+        let answer = (self.answer)(self, trial, p, i);
+        let out = answer.max(2);
         let e2e = ttft + f64::from(out - 1) / decode;
         let offsets: Vec<f64> = (0..4)
             .map(|k| ttft + (e2e - ttft) * f64::from(k) / 3.0)
@@ -163,11 +178,18 @@ impl SynthRun {
             itl_max_s: Some((e2e - ttft) / 3.0),
             chunk_offsets_s: offsets,
             prompt_tokens: Some(p.input_tokens),
-            completion_tokens: Some(p.output_tokens),
+            completion_tokens: Some(answer),
             cached_tokens: Some(0),
-            client_tokens: p.output_tokens,
-            output_chars: 4 * u64::from(p.output_tokens),
-            finish_reason: Some("length".into()),
+            client_tokens: answer,
+            output_chars: 4 * u64::from(answer),
+            finish_reason: Some(
+                if answer < p.output_tokens {
+                    "stop"
+                } else {
+                    "length"
+                }
+                .into(),
+            ),
             http_status: Some(200),
             ..RequestRow::default()
         }

@@ -243,6 +243,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
                     input_tokens: f64::from(p.input_tokens) + f64::from(args.image_tokens),
                     image_tokens: f64::from(args.image_tokens),
                     output_tokens: f64::from(p.output_tokens),
+                    answers: None,
                     requests: p.requests.max(1),
                 })
             })
@@ -276,6 +277,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
                 input_tokens: input + f64::from(args.image_tokens),
                 image_tokens: f64::from(args.image_tokens),
                 output_tokens: output,
+                answers: None,
                 requests: args
                     .requests
                     .unwrap_or_else(|| qexp_model::default_requests(a)),

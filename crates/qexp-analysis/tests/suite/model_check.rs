@@ -64,3 +64,70 @@ fn a_planted_cliff_is_flagged_outside_the_model_and_only_there() {
         "{flagged:?}"
     );
 }
+
+/// Answers a model stopped: request `i` of a point answers 8, 16, … 64
+/// tokens, cycling (the plan's cap is 64).
+fn stopped(_: &SynthRun, _: u32, _: &Point, i: u32) -> u32 {
+    8 * (1 + i % 8)
+}
+
+/// A run whose answers stop before the plan's length hands the model the
+/// spread of their lengths, point by point, to replay; a run of answers
+/// forced to length hands none (every answer is the plan's length).
+#[test]
+fn answers_that_stop_early_reach_the_model_as_their_spread() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let forced = SynthRun::new(PLAN, "20261201T100000Z-aaaaaa", "2026-12-01T10:00:00Z")
+        .write(&tmp.path().join("a"));
+    let a = qexp_analysis::analyze(&forced).expect("analysable");
+    let rows = qexp_analysis::run_observations(&a, 0, None).rows;
+    assert!(!rows.is_empty() && rows.iter().all(|r| r.answers.is_none()));
+    let unforced = SynthRun {
+        answer: stopped,
+        ..SynthRun::new(PLAN, "20261202T100000Z-bbbbbb", "2026-12-02T10:00:00Z")
+    }
+    .write(&tmp.path().join("b"));
+    let a = qexp_analysis::analyze(&unforced).expect("analysable");
+    let rows = qexp_analysis::run_observations(&a, 0, None).rows;
+    assert!(!rows.is_empty());
+    for r in &rows {
+        let s = r.answers.expect("a spread").0;
+        assert!(s.windows(2).all(|w| w[0] <= w[1]), "{}: {s:?}", r.label);
+        assert!(
+            s[0] >= 8.0 && s[7] <= 64.0 && s[7] - s[0] >= 8.0,
+            "{}: {s:?}",
+            r.label
+        );
+        assert!(
+            r.output_tokens >= s[0] && r.output_tokens <= s[7],
+            "{}",
+            r.label
+        );
+        // The replay's answers are read off the spread, into both its tails.
+        let load = r.load();
+        let n = load.requests as usize;
+        let lengths: Vec<f64> = (0..n).map(|i| load.answer_tokens(i, n)).collect();
+        assert!(
+            lengths
+                .iter()
+                .all(|&x| x >= s[0].floor() && x <= s[7].ceil()),
+            "{}: {lengths:?}",
+            r.label
+        );
+        let (lo, hi) = (
+            lengths.iter().fold(f64::MAX, |a, &b| a.min(b)),
+            lengths.iter().fold(0.0, |a: f64, &b| a.max(b)),
+        );
+        assert!(
+            lo <= s[1] && hi >= s[6],
+            "{}: {lengths:?} against {s:?}",
+            r.label
+        );
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        assert!(
+            (mean(&lengths) / mean(&s) - 1.0).abs() < 0.05,
+            "{}: {lengths:?} against {s:?}",
+            r.label
+        );
+    }
+}

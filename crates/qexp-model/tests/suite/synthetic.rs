@@ -2,8 +2,8 @@
 //! back, and what a grid cannot tell is warned about, not made up.
 
 use qexp_model::{
-    fit, predicted, simulate, Arrivals, Coef, FitOptions, FitWarning, Load, ModelFile, ModelMetric,
-    Observation, Params, Schedule, TRIALS_PER_RUN,
+    fit, predicted, simulate, AnswerSpread, Arrivals, Coef, FitOptions, FitWarning, Load,
+    ModelFile, ModelMetric, Observation, Params, Schedule, TRIALS_PER_RUN,
 };
 
 fn truth() -> Params {
@@ -30,15 +30,28 @@ fn observe(p: &Params, c: u32, l: f64, trial: u32) -> Observation {
 
 /// [`observe`] of prompts of `l` text tokens and `i` image tokens.
 fn observe_images(p: &Params, c: u32, l: f64, i: f64, trial: u32) -> Observation {
+    observe_answers(p, c, l, i, None, trial)
+}
+
+/// [`observe_images`] of answers that spread as `answers` (None: all 24 tokens).
+fn observe_answers(
+    p: &Params,
+    c: u32,
+    l: f64,
+    i: f64,
+    answers: Option<AnswerSpread>,
+    trial: u32,
+) -> Observation {
     let load = Load {
         arrivals: Arrivals::Closed { concurrency: c },
         input_tokens: l + i,
         image_tokens: i,
         output_tokens: 24.0,
+        answers,
         requests: 2 * c,
     };
     let o = simulate(p, &load);
-    let m = |m| predicted(&o, 24.0, m);
+    let m = |m| predicted(&o, m);
     Observation {
         label: format!("c={c} in={l} img={i}"),
         trial,
@@ -47,6 +60,7 @@ fn observe_images(p: &Params, c: u32, l: f64, i: f64, trial: u32) -> Observation
         input_tokens: l + i,
         image_tokens: i,
         output_tokens: 24.0,
+        answers,
         requests: 2 * c,
         requests_recorded: true,
         ttft_s: m(ModelMetric::TtftS),
@@ -95,14 +109,65 @@ fn a_mixed_engine_without_an_intake_window_comes_back_from_a_grid() {
     });
 }
 
+/// Answers a model stopped: from 3 tokens to the cap of 40, the median 24.
+fn spread() -> AnswerSpread {
+    AnswerSpread([3.0, 9.0, 16.0, 21.0, 27.0, 34.0, 40.0, 40.0])
+}
+
+/// Answers that stop early send the users back out of step, one prompt at
+/// a time into a running batch: the fit replays each point with its
+/// answers' spread and gives the deployment back, which it does not when
+/// told every answer had the median length.
+#[test]
+fn answers_of_many_lengths_are_replayed_as_they_were() {
+    for intake_s in [qexp_model::INTAKE_S, 0.0] {
+        let t = Params {
+            schedule: Schedule::Mixed,
+            intake_s,
+            ..truth()
+        };
+        let mut rows = Vec::new();
+        for trial in 0..2 {
+            for c in [1, 2, 4] {
+                for l in [1000.0, 4000.0, 8000.0] {
+                    rows.push(observe_answers(&t, c, l, 0.0, Some(spread()), trial));
+                }
+            }
+        }
+        recovers_from(&t, &rows);
+        // The same runs, told every answer had the median length.
+        let stripped: Vec<Observation> = rows
+            .iter()
+            .map(|r| Observation {
+                answers: None,
+                ..r.clone()
+            })
+            .collect();
+        let model = fit(&stripped, &FitOptions::default()).unwrap();
+        let off: Vec<String> = Coef::ALL
+            .iter()
+            .filter_map(|c| {
+                let (got, want) = (c.get(&model.params)?, c.get(&t)?);
+                let e = got / want - 1.0;
+                (e.abs() > 0.05).then(|| format!("{} {:+.0}%", c.name(), 100.0 * e))
+            })
+            .collect();
+        eprintln!("{intake_s}: answers at the median length: {off:?}");
+        assert!(!off.is_empty(), "{intake_s}: the spread changed nothing");
+    }
+}
+
 /// The fit of a 3 × 3 grid observed on `t` gives `t` back: its schedule,
 /// and every coefficient within 1%.
 fn recovers(t: Params) {
-    let model = fit(
-        &grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]),
-        &FitOptions::default(),
-    )
-    .unwrap();
+    recovers_from(&t, &grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]));
+}
+
+/// The fit of `rows`, observed on `t`, gives `t` back: its schedule, and
+/// every coefficient within 1%.
+fn recovers_from(t: &Params, rows: &[Observation]) {
+    let t = *t;
+    let model = fit(rows, &FitOptions::default()).unwrap();
     assert!(model.unknown.is_empty(), "{:?}", model.warnings);
     assert_eq!(model.params.schedule, t.schedule);
     if t.schedule == Schedule::Mixed {

@@ -39,6 +39,7 @@ impl NoQueue {
             input_tokens: l,
             image_tokens: 0.0,
             output_tokens: Self::OUTPUT,
+            answers: None,
             requests: Self::REQUESTS,
             requests_recorded: true,
             ttft_s: k * Self::ttft(l),
@@ -71,6 +72,7 @@ fn at(c: u32, l: f64, requests: u32) -> Load {
         input_tokens: l,
         image_tokens: 0.0,
         output_tokens: NoQueue::OUTPUT,
+        answers: None,
         requests,
     }
 }

@@ -123,6 +123,7 @@ async fn the_simulator_and_the_replay_take_the_same_steps() {
         input_tokens: 600.0,
         image_tokens: 0.0,
         output_tokens: 9.0,
+        answers: None,
         requests: 16,
     };
     for p in [

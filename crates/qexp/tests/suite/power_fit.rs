@@ -138,6 +138,7 @@ async fn the_fit_recovers_idle_and_per_sequence_power_and_predicts_the_cheapest_
         input_tokens: 50.0,
         image_tokens: 0.0,
         output_tokens: 16.0,
+        answers: None,
         requests: 8,
     };
     let cost = qexp_model::predict(&model, &load).cost.unwrap();

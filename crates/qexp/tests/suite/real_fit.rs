@@ -260,6 +260,7 @@ fn capacities(model: &ModelFile, held: &[Observation], log: &mut String) {
                 input_tokens: median(&rows, &|r| r.input_tokens),
                 image_tokens: 0.0,
                 output_tokens: median(&rows, &|r| r.output_tokens),
+                answers: None,
                 requests: rows.first().map_or(8 * c, |r| r.requests),
             }
         };

@@ -53,6 +53,7 @@ fn load(c: u32) -> Load {
         input_tokens: f64::from(INPUT),
         image_tokens: 0.0,
         output_tokens: 16.0,
+        answers: None,
         requests: REQUESTS,
     }
 }
