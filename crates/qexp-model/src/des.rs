@@ -111,6 +111,39 @@ impl AnswerSpread {
     }
 }
 
+/// How a deployment's answers spread, as shares of the median answer at
+/// [`AnswerSpread::LEVELS`]: what the fitted runs showed, kept in the model
+/// file so that a prediction at `out` tokens (the median answer's length,
+/// as the fit reads every point) replays answers spread as they were.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AnswerShape(pub [f64; ANSWER_QUANTILES]);
+
+impl AnswerShape {
+    /// The shape of the points' answers, each point given as its median
+    /// answer and its spread: at each quantile, the median share across
+    /// the points. None unless at least half the points spread (answers
+    /// forced to length, or a simulator's, have none).
+    pub fn of(points: &[(f64, Option<AnswerSpread>)]) -> Option<AnswerShape> {
+        let spread: Vec<(f64, AnswerSpread)> = points
+            .iter()
+            .filter_map(|&(median, s)| Some((median, s?)))
+            .filter(|(median, _)| median.is_finite() && *median > 0.0)
+            .collect();
+        if spread.is_empty() || 2 * spread.len() < points.len() {
+            return None;
+        }
+        Some(AnswerShape(std::array::from_fn(|k| {
+            let shares: Vec<f64> = spread.iter().map(|(m, s)| s.0[k] / m).collect();
+            quantile(&shares, 0.5)
+        })))
+    }
+
+    /// The spread of answers whose median is `median` tokens.
+    pub fn at(&self, median: f64) -> AnswerSpread {
+        AnswerSpread(self.0.map(|share| share * median))
+    }
+}
+
 impl Load {
     /// The prefill compute of one of its prompts under `p`: its length's,
     /// plus its image tokens' own.
@@ -823,6 +856,28 @@ mod answers {
             ..load
         };
         assert_eq!(fixed.answer_tokens(5, 16), 39.0);
+    }
+
+    #[test]
+    fn the_shape_of_answers_is_kept_where_most_points_spread() {
+        let twice = AnswerSpread(spread().0.map(|x| 2.0 * x));
+        let shape = AnswerShape::of(&[(30.0, Some(spread())), (60.0, Some(twice)), (48.0, None)])
+            .expect("two of three points spread");
+        for (k, share) in shape.0.iter().enumerate() {
+            assert!((share - spread().0[k] / 30.0).abs() < 1e-12, "{k}: {share}");
+        }
+        let back = shape.at(30.0).0;
+        assert!(
+            back.iter()
+                .zip(spread().0)
+                .all(|(a, b)| (a - b).abs() < 1e-9),
+            "{back:?}"
+        );
+        assert_eq!(
+            AnswerShape::of(&[(30.0, Some(spread())), (48.0, None), (48.0, None)]),
+            None
+        );
+        assert_eq!(AnswerShape::of(&[]), None);
     }
 
     #[test]

@@ -54,6 +54,12 @@ pub struct ModelFile {
     /// without power, and in files written before it was fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<crate::power::PowerModel>,
+    /// How the fitted runs' answers spread around their median, where the
+    /// model stopped them before the plan's length: predictions replay
+    /// answers so spread. Absent for answers forced to length, and in
+    /// files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<crate::des::AnswerShape>,
 }
 
 /// Where a model's observations came from.
@@ -220,6 +226,12 @@ pub enum ModelFileError {
 }
 
 impl ModelFile {
+    /// The answers of a prediction whose median answer is `output_tokens`
+    /// long: spread as the fitted runs' were, or None (all of that length).
+    pub fn answers_at(&self, output_tokens: f64) -> Option<crate::des::AnswerSpread> {
+        self.answers.map(|shape| shape.at(output_tokens))
+    }
+
     /// Parses a model file's text (`path` is for messages).
     pub fn parse(text: &str, path: &Path) -> Result<ModelFile, ModelFileError> {
         #[derive(Deserialize)]

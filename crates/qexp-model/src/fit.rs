@@ -7,7 +7,7 @@
 //! replacement (the trial is the unit), joined with the regressions' own
 //! t-intervals.
 
-use crate::des::{quantile, simulate, AnswerSpread, Arrivals, Load, Outcome, Seen};
+use crate::des::{quantile, simulate, AnswerShape, AnswerSpread, Arrivals, Load, Outcome, Seen};
 use crate::file::{
     BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
 };
@@ -247,7 +247,20 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
         replicates,
         evidence: est.evidence,
         power: None,
+        answers: answer_shape(&rows),
     })
+}
+
+/// The answers' shape over the distinct points of `rows` (each point's
+/// first trial).
+fn answer_shape(rows: &[&Observation]) -> Option<AnswerShape> {
+    let mut points: BTreeMap<&str, (f64, Option<AnswerSpread>)> = BTreeMap::new();
+    for r in rows {
+        points
+            .entry(r.label.as_str())
+            .or_insert((r.output_tokens, r.answers));
+    }
+    AnswerShape::of(&points.into_values().collect::<Vec<_>>())
 }
 
 /// What the fit may choose: the form searched on a schedule (None: every

@@ -30,8 +30,8 @@ mod warning;
 
 pub use check::{check, summarize, Check, ErrorSummary, CHECK_TOLERANCE};
 pub use des::{
-    quantile, simulate, trace, AnswerSpread, Arrivals, Load, Outcome, Seen, ANSWER_QUANTILES,
-    INTAKE_S,
+    quantile, simulate, trace, AnswerShape, AnswerSpread, Arrivals, Load, Outcome, Seen,
+    ANSWER_QUANTILES, INTAKE_S,
 };
 pub use file::{is_tail, MIN_TAIL_REQUESTS};
 pub use file::{

@@ -301,7 +301,7 @@ pub const MIN_RATE: f64 = 1e-4;
 /// An SLO on a tail replays each load with at least [`MIN_TAIL_REQUESTS`].
 pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery) -> Capacity {
     let CapacityQuery { axis, bound, .. } = *q;
-    let at = |x: f64| predict_with(model, params, &search_load(q, slo, x));
+    let at = |x: f64| predict_with(model, params, &search_load(model, q, slo, x));
     let search = |end: End| match axis {
         Axis::Rate => bisect_rate(|x| holds(&at(x), slo, end), bound),
         _ => bisect_int(|x| holds(&at(x), slo, end), bound.max(1.0) as u32).map(f64::from),
@@ -330,9 +330,10 @@ pub fn capacity(model: &ModelFile, params: &Params, slo: &Slo, q: &CapacityQuery
     }
 }
 
-/// The load a search along `q.axis` replays at `x`; an SLO on a tail is
-/// judged where the tail is predicted (at least [`MIN_TAIL_REQUESTS`]).
-fn search_load(q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
+/// The load a search along `q.axis` replays at `x`, its answers spread as
+/// `model`'s; an SLO on a tail is judged where the tail is predicted (at
+/// least [`MIN_TAIL_REQUESTS`]).
+fn search_load(model: &ModelFile, q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
     let arrivals = match q.axis {
         Axis::Rate => Arrivals::Rate { per_s: x, seed: 1 },
         _ => Arrivals::Closed {
@@ -348,7 +349,7 @@ fn search_load(q: &CapacityQuery, slo: &Slo, x: f64) -> Load {
         input_tokens: q.input_tokens,
         image_tokens: q.image_tokens,
         output_tokens: q.output_tokens,
-        answers: None,
+        answers: model.answers_at(q.output_tokens),
         requests,
     }
 }
@@ -398,7 +399,7 @@ pub fn cheapest(
     };
     let mut best: Option<(u32, f64)> = None;
     for c in 1..=top {
-        let load = search_load(q, slo, f64::from(c));
+        let load = search_load(model, q, slo, f64::from(c));
         let o = simulate(params, &load);
         let cost = power.predict(&load, &o, &[], 0.0);
         let v = match objective {
@@ -419,7 +420,11 @@ pub fn cheapest(
     Some(Cheapest {
         objective,
         concurrency,
-        prediction: predict_with(model, params, &search_load(q, slo, f64::from(concurrency))),
+        prediction: predict_with(
+            model,
+            params,
+            &search_load(model, q, slo, f64::from(concurrency)),
+        ),
     })
 }
 

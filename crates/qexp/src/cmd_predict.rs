@@ -28,7 +28,14 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
         .map(Slo::parse)
         .transpose()
         .map_err(CliError::input)?;
-    let loads = loads(&args)?;
+    // Answers spread as the fitted runs' did, around the median asked for.
+    let loads: Vec<Load> = loads(&args)?
+        .into_iter()
+        .map(|l| Load {
+            answers: model.answers_at(l.output_tokens),
+            ..l
+        })
+        .collect();
     if loads.is_empty() && slo.is_none() {
         return Err(CliError::input(anyhow!(
             "nothing to predict: give --plan PLAN, or --concurrency/--rate with --input and --output, or --slo"

@@ -125,6 +125,14 @@ pub(crate) fn coefficients(model: &ModelFile) -> String {
                 .to_owned()
         });
     }
+    if let Some(shape) = &model.answers {
+        let share = |k: usize| format!("{:.2}", shape.0[k]);
+        out.push_str(&format!(
+            "     answers: stopped by the model, {} to {} of the median answer (1/16 to 15/16 of them); predictions replay them so\n",
+            share(0),
+            share(qexp_model::ANSWER_QUANTILES - 1)
+        ));
+    }
     let f = model.full_attention_share;
     if f < 1.0 && !model.unknown.contains(&Coef::PrefillPerToken2) {
         out.push_str(&format!(

@@ -134,7 +134,26 @@ fn answers_of_many_lengths_are_replayed_as_they_were() {
                 }
             }
         }
-        recovers_from(&t, &rows);
+        let model = recovers_from(&t, &rows);
+        // A point not run, predicted with the answers spread as fitted.
+        let at = Load {
+            arrivals: Arrivals::Closed { concurrency: 3 },
+            input_tokens: 2000.0,
+            image_tokens: 0.0,
+            output_tokens: 24.0,
+            answers: model.answers_at(24.0),
+            requests: 12,
+        };
+        assert_eq!(at.answers, Some(spread()), "{:?}", model.answers);
+        let (want, got) = (simulate(&t, &at), qexp_model::predict(&model, &at));
+        for m in [ModelMetric::TtftS, ModelMetric::TpotS, ModelMetric::E2eS] {
+            let (w, g) = (predicted(&want, m), got.get(m).unwrap().value);
+            assert!(
+                (g / w - 1.0).abs() < 0.02,
+                "{intake_s} {}: {g} against {w}",
+                m.name()
+            );
+        }
         // The same runs, told every answer had the median length.
         let stripped: Vec<Observation> = rows
             .iter()
@@ -160,12 +179,13 @@ fn answers_of_many_lengths_are_replayed_as_they_were() {
 /// The fit of a 3 × 3 grid observed on `t` gives `t` back: its schedule,
 /// and every coefficient within 1%.
 fn recovers(t: Params) {
-    recovers_from(&t, &grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]));
+    let model = recovers_from(&t, &grid(&t, &[1, 2, 4], &[1000.0, 4000.0, 8000.0]));
+    assert_eq!(model.answers, None, "answers of one length have no spread");
 }
 
 /// The fit of `rows`, observed on `t`, gives `t` back: its schedule, and
 /// every coefficient within 1%.
-fn recovers_from(t: &Params, rows: &[Observation]) {
+fn recovers_from(t: &Params, rows: &[Observation]) -> ModelFile {
     let t = *t;
     let model = fit(rows, &FitOptions::default()).unwrap();
     assert!(model.unknown.is_empty(), "{:?}", model.warnings);
@@ -181,6 +201,7 @@ fn recovers_from(t: &Params, rows: &[Observation]) {
             c.name()
         );
     }
+    model
 }
 
 /// The truth with a vision encoder: 20 µs per image token.
