@@ -64,7 +64,7 @@ fn max_images<'a>(
     Ok(rest)
 }
 
-/// Resolves `sim:<profile>[?faults=…&seed=N&malformed_per_seq=F&max_images=N]` or `sim:fit=PATH` (a model file; starting the simulator on
+/// Resolves `sim:<profile>[?faults=…&seed=N&malformed_per_seq=F&stop=F&max_images=N]` or `sim:fit=PATH` (a model file; starting the simulator on
 /// 127.0.0.1:0, with the faults injected) or an HTTP URL.
 pub async fn resolve_target(
     given: &str,
@@ -75,11 +75,13 @@ pub async fn resolve_target(
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
         let mut profile = SimProfile::lookup(name)?;
         // `drift=F` (per second, for tests of run orders), `malformed=F`
-        // and `malformed_per_seq=F` (the profile's malformed shares); the
-        // rest is faults.
-        let (knobs, faults): (Vec<&str>, Vec<&str>) = query
-            .split('&')
-            .partition(|p| p.starts_with("malformed=") || p.starts_with("malformed_per_seq="));
+        // and `malformed_per_seq=F` (the profile's malformed shares),
+        // `stop=F` (its share of answers ended early); the rest is faults.
+        let (knobs, faults): (Vec<&str>, Vec<&str>) = query.split('&').partition(|p| {
+            ["malformed=", "malformed_per_seq=", "stop="]
+                .iter()
+                .any(|k| p.starts_with(k))
+        });
         for knob in knobs {
             let (key, value) = knob.split_once('=').unwrap_or((knob, ""));
             let share = value
@@ -93,6 +95,7 @@ pub async fn resolve_target(
             })?;
             match key {
                 "malformed" => profile.malformed_share = share,
+                "stop" => profile.stop_share = share,
                 _ => profile.malformed_share_per_seq = share,
             }
         }

@@ -27,10 +27,24 @@ const SALT_LOOP: u64 = 0x6c6f_6f70;
 const SALT_LOOP_AFTER: u64 = 0x6166_7465;
 const SALT_WRONG: u64 = 0x7772_6f6e;
 const SALT_MALFORMED: u64 = 0x6d61_6c66;
+const SALT_STOP: u64 = 0x7374_6f70;
+const SALT_STOP_AT: u64 = 0x7374_6174;
 
 /// A uniform draw in [0, 1) from `seed` and `salt`.
 fn share(seed: u64, salt: u64) -> f64 {
     (mix(seed ^ mix(salt)) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Where the model ends the answer to the prompt of `seed` before
+/// `max_tokens`: for a share `stop_share` of prompts, at a length uniform
+/// from 1 to `max_tokens − 1`; None for the others (and for `max_tokens`
+/// under 2).
+pub(crate) fn stop_length(seed: u64, max_tokens: u32, stop_share: f64) -> Option<u32> {
+    if max_tokens < 2 || share(seed, SALT_STOP) >= stop_share {
+        return None;
+    }
+    let n = 1 + mix(seed ^ SALT_STOP_AT) % u64::from(max_tokens - 1);
+    u32::try_from(n).ok()
 }
 
 /// The profile's knobs that make answers wrong on purpose.

@@ -16,9 +16,11 @@
 //! the word count of `prompt`; a chat's is the word count of every message's
 //! text plus the chat template: [`CHAT_PRIMER_TOKENS`] once per request and
 //! [`SimProfile::chat_template_tokens`] per message. Every generated token is
-//! one word with a leading space (`" the"`), and a request always generates
-//! exactly `max_tokens` (`max_completion_tokens` wins; default 16), as if
-//! `ignore_eos` were set, so `finish_reason` is always `"length"`.
+//! one word with a leading space (`" the"`), and a request generates exactly
+//! `max_tokens` (`max_completion_tokens` wins; default 16) with
+//! `finish_reason` `"length"`, unless [`SimProfile::stop_share`] ends a
+//! seeded share of answers early (`"stop"`) for requests without
+//! `ignore_eos`.
 //!
 //! The words are pseudo-prose drawn from a hash of the prompt's token ids
 //! (`answer.rs`, `prose.rs`): the same prompt gets the same answer from any

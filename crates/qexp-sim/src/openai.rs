@@ -1,6 +1,7 @@
 //! OpenAI-compatible request bodies and response JSON.
 //!
-//! Unknown request fields (temperature, ignore_eos, ...) are accepted and ignored.
+//! Unknown request fields (temperature, top_p, ...) are accepted and ignored;
+//! `ignore_eos` keeps [`crate::SimProfile::stop_share`] from ending an answer early.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -48,6 +49,9 @@ struct GenOptions {
     stream_options: Option<StreamOptions>,
     max_tokens: Option<u32>,
     max_completion_tokens: Option<u32>,
+    /// vLLM's and llama.cpp's: generate to `max_tokens` whatever the model says.
+    #[serde(default)]
+    ignore_eos: bool,
     /// vLLM's request priority (lower is served first); 0 when absent.
     priority: Option<i64>,
 }
@@ -136,6 +140,12 @@ pub(crate) struct Job {
     pub priority: i64,
     /// Of `prompt_tokens`, the images' (one per patch).
     pub image_tokens: u32,
+    /// The request asked for every answer to run to `max_tokens`.
+    pub ignore_eos: bool,
+    /// The model ended the answer before the length asked for (set by
+    /// [`Job::stop_early`]): `max_tokens` is then the answer's length, and
+    /// its finish reason `"stop"`.
+    pub stopped: bool,
 }
 
 impl Job {
@@ -165,6 +175,30 @@ impl Job {
             form: None,
             priority: gen.priority.unwrap_or(0),
             image_tokens: 0,
+            ignore_eos: gen.ignore_eos,
+            stopped: false,
+        }
+    }
+
+    /// Ends the answer early where the model would (a share `stop_share`
+    /// of prompts, [`crate::SimProfile::stop_share`]), unless the request
+    /// set `ignore_eos`.
+    pub(crate) fn stop_early(&mut self, stop_share: f64) {
+        if self.ignore_eos {
+            return;
+        }
+        if let Some(n) = crate::answer::stop_length(self.seed, self.max_tokens, stop_share) {
+            self.max_tokens = n;
+            self.stopped = true;
+        }
+    }
+
+    /// Why the answer ended: `"stop"` where the model ended it, else `"length"`.
+    fn finish_reason(&self) -> &'static str {
+        if self.stopped {
+            "stop"
+        } else {
+            "length"
         }
     }
 }
@@ -401,7 +435,7 @@ impl Envelope {
         let finish = last.then_some(if tool.is_some() {
             "tool_calls"
         } else {
-            "length"
+            self.job.finish_reason()
         });
         let choice = match self.job.kind {
             Kind::Chat => {
@@ -453,10 +487,10 @@ impl Envelope {
                 json!({"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": "tool_calls"})
             }
             (Kind::Chat, None) => {
-                json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": "length"})
+                json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": self.job.finish_reason()})
             }
             (Kind::Completion, _) => {
-                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": self.job.finish_reason()})
             }
         };
         json!({"id": self.id, "object": self.object(false), "created": self.created, "model": self.job.model, "choices": [choice], "usage": self.usage(completion_tokens)})

@@ -121,6 +121,12 @@ pub struct SimProfile {
     /// Images a prompt may carry (None: any number); more are refused with
     /// HTTP 400, and `/v1/models` reports it as `limit_mm_per_prompt`.
     pub max_images: Option<u32>,
+    /// Share of answers (0 to 1) the model ends before `max_tokens`, as a
+    /// real model answering real prompts does, where the request does not
+    /// set `ignore_eos`: each at a length drawn from its prompt, uniform
+    /// from 1 token to `max_tokens − 1`, with `finish_reason` `"stop"`
+    /// (0 = none: every answer runs to `max_tokens`).
+    pub stop_share: f64,
 }
 
 /// When the first drifting simulator of this process started: every
@@ -349,6 +355,7 @@ impl SimProfile {
             ("loop_share", self.loop_share),
             ("wrong_share", self.wrong_share),
             ("malformed_share", self.malformed_share),
+            ("stop_share", self.stop_share),
         ] {
             if !(0.0..=1.0).contains(&value) {
                 return bad(field, "must be between 0 and 1");
@@ -451,6 +458,7 @@ fn exact() -> SimProfile {
         image_patch_px: 28,
         image_token_s: 0.000_2,
         max_images: None,
+        stop_share: 0.0,
     }
 }
 

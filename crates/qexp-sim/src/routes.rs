@@ -154,7 +154,7 @@ fn pooled(answer: Option<serde_json::Value>) -> Result<Response, ApiError> {
 }
 
 /// Admits `job` to the engine and answers with an SSE stream or, once done, one JSON object.
-async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
+async fn generate(app: App, mut job: Job) -> Result<Response, ApiError> {
     let max_context = app.engine.profile().max_context;
     let index = app.next_id.fetch_add(1, Ordering::Relaxed);
     let requested = u64::from(job.prompt_tokens) + u64::from(job.max_tokens);
@@ -177,6 +177,7 @@ async fn generate(app: App, job: Job) -> Result<Response, ApiError> {
             job.prompt_tokens, job.max_tokens
         )));
     }
+    job.stop_early(app.engine.profile().stop_share);
     let prefix = match job.kind {
         Kind::Chat => "chatcmpl",
         Kind::Completion => "cmpl",

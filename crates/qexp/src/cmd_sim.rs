@@ -22,6 +22,7 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
     profile.malformed_share_per_seq = args
         .malformed_share_per_seq
         .unwrap_or(profile.malformed_share_per_seq);
+    profile.stop_share = args.stop_share.unwrap_or(profile.stop_share);
     profile.validate().map_err(CliError::input)?;
     let profile_name = profile.name.clone();
     let server = SimServer::start_at(profile, (args.host, args.port).into())

@@ -578,6 +578,10 @@ pub struct SimArgs {
     /// Added to --malformed-share per sequence in the batch beyond the first [default: the profile's].
     #[arg(long, value_name = "F")]
     pub malformed_share_per_seq: Option<f64>,
+    /// Share of answers (0 to 1) the model ends before max_tokens, each at a length drawn from
+    /// its prompt, for requests without `ignore_eos` [default: the profile's, 0].
+    #[arg(long, value_name = "F")]
+    pub stop_share: Option<f64>,
 }
 
 /// `--profile`'s help, naming the simulator's built-in profiles.

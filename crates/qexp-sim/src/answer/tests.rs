@@ -234,3 +234,46 @@ fn wrong_answers_grow_with_the_batch() {
     };
     assert_eq!(lead(&answer("What is 1 + 1?", all, 3)), Some(3));
 }
+
+/// A completion job for `prompt` that asks for 48 tokens, `ignore_eos` as given.
+fn capped(prompt: &str, ignore_eos: bool) -> Job {
+    let req: CompletionRequest = serde_json::from_value(
+        serde_json::json!({ "prompt": prompt, "max_tokens": 48, "ignore_eos": ignore_eos }),
+    )
+    .unwrap();
+    req.into_job("m").unwrap()
+}
+
+#[test]
+fn stop_share_ends_that_share_of_answers_early_unless_ignore_eos() {
+    let prompts: Vec<String> = (0..400)
+        .map(|i| format!("question number {i} please"))
+        .collect();
+    let mut lengths = Vec::new();
+    for p in &prompts {
+        let mut j = capped(p, false);
+        j.stop_early(0.6);
+        assert_eq!(j.stopped, j.max_tokens < 48, "{p}");
+        assert!((1..=48).contains(&j.max_tokens), "{p}: {}", j.max_tokens);
+        let mut again = capped(p, false);
+        again.stop_early(0.6);
+        assert_eq!(
+            again.max_tokens, j.max_tokens,
+            "the same prompt, the same length"
+        );
+        let mut forced = capped(p, true);
+        forced.stop_early(0.6);
+        assert_eq!((forced.max_tokens, forced.stopped), (48, false), "{p}");
+        let mut never = capped(p, false);
+        never.stop_early(0.0);
+        assert_eq!((never.max_tokens, never.stopped), (48, false), "{p}");
+        lengths.push(j.max_tokens);
+    }
+    let stopped: Vec<u32> = lengths.iter().copied().filter(|&n| n < 48).collect();
+    let share = stopped.len() as f64 / lengths.len() as f64;
+    assert!((share - 0.6).abs() < 0.08, "{share}");
+    // Uniform from 1 to 47: both thirds of the range are taken.
+    assert!(stopped.iter().any(|&n| n <= 15) && stopped.iter().any(|&n| n >= 33));
+    let mean = stopped.iter().map(|&n| f64::from(n)).sum::<f64>() / stopped.len() as f64;
+    assert!((mean - 24.0).abs() < 3.0, "{mean}");
+}
