@@ -157,25 +157,42 @@ impl Load {
     /// consecutive requests, which a closed loop hands to different users,
     /// are not sorted by length, and every user gets long and short ones).
     pub fn answer_tokens(&self, i: usize, n: usize) -> f64 {
+        self.answer_tokens_in(0, i, n)
+    }
+
+    /// [`Load::answer_tokens`] in the `order`-th of [`ANSWER_ORDERS`]
+    /// orders: each strides through the bins by another step and from
+    /// another bin.
+    fn answer_tokens_in(&self, order: usize, i: usize, n: usize) -> f64 {
         let Some(spread) = &self.answers else {
             return self.output_tokens.max(1.0);
         };
         let n = n.max(1);
-        let bin = (i % n) * stride(n) % n;
+        let k = order % ANSWER_ORDERS;
+        let from = k * n / ANSWER_ORDERS;
+        let bin = ((i % n) * stride(n, STRIDES[k]) + from) % n;
         spread.at((bin as f64 + 0.5) / n as f64)
     }
 }
 
+/// How many orders of its answers' lengths a point whose answers spread is
+/// replayed in, pooled: which user's answer ends when decides which
+/// prompts meet in a step, and one order would make a prediction of it.
+pub const ANSWER_ORDERS: usize = 4;
+
+/// Where each order's stride starts, as a share of the requests.
+const STRIDES: [f64; ANSWER_ORDERS] = [0.618, 0.382, 0.854, 0.236];
+
 /// A stride through `n` bins that visits each once: the first number from
-/// `n`'s golden section up that shares no factor with `n`.
-fn stride(n: usize) -> usize {
+/// `share` of `n` up that shares no factor with `n`.
+fn stride(n: usize, share: f64) -> usize {
     let gcd = |mut a: usize, mut b: usize| {
         while b != 0 {
             (a, b) = (b, a % b);
         }
         a
     };
-    let start = ((n as f64) * 0.618).round() as usize;
+    let start = ((n as f64) * share).round() as usize;
     (start.max(1)..).find(|&s| gcd(s, n) == 1).unwrap_or(1)
 }
 
@@ -246,6 +263,32 @@ impl Outcome {
         }
     }
 
+    /// Replays of one load pooled: their requests together, the means of
+    /// their means, and the median gap of the replay whose gap is the
+    /// median of theirs.
+    fn pooled(outcomes: Vec<Outcome>) -> Outcome {
+        let k = outcomes.len().max(1) as f64;
+        let mean = |f: fn(&Outcome) -> f64| outcomes.iter().map(f).sum::<f64>() / k;
+        let all = |f: fn(&Outcome) -> &Vec<f64>| -> Vec<f64> {
+            outcomes.iter().flat_map(|o| f(o).iter().copied()).collect()
+        };
+        let mut gaps: Vec<(f64, Seen)> = outcomes.iter().filter_map(|o| o.median_gap).collect();
+        gaps.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Outcome {
+            ttft_s: all(|o| &o.ttft_s),
+            e2e_s: all(|o| &o.e2e_s),
+            output_tokens: all(|o| &o.output_tokens),
+            agg_tok_s: mean(|o| o.agg_tok_s),
+            mean_in_flight: mean(|o| o.mean_in_flight),
+            mean_batch: mean(|o| o.mean_batch),
+            mean_context: mean(|o| o.mean_context),
+            batch_seen: all(|o| &o.batch_seen),
+            context_seen: all(|o| &o.context_seen),
+            stall_seen: all(|o| &o.stall_seen),
+            median_gap: gaps.get(gaps.len().saturating_sub(1) / 2).copied(),
+        }
+    }
+
     /// Per request: (E2E − TTFT)/(output − 1), seconds; NaN for an
     /// answer of one token, which has no time per output token (as in the
     /// analysis).
@@ -312,6 +355,8 @@ impl Host for Charge {
 struct Replay<'a> {
     p: &'a Params,
     load: Load,
+    /// Which order of the answers' lengths it hands out.
+    order: usize,
     reqs: Vec<Request>,
     /// Mixed schedule: every decode step run.
     records: Vec<StepRecord>,
@@ -322,7 +367,13 @@ struct Replay<'a> {
 
 /// Replays `load` on the deployment `p`.
 pub fn simulate(p: &Params, load: &Load) -> Outcome {
-    replay(p, load, &mut |_| {}).0
+    if load.answers.is_none() {
+        return replay(p, load, 0, &mut |_| {}).0;
+    }
+    let outcomes: Vec<Outcome> = (0..ANSWER_ORDERS)
+        .map(|order| replay(p, load, order, &mut |_| {}).0)
+        .collect();
+    Outcome::pooled(outcomes)
 }
 
 /// What the replay of `load` on `p` did: when it sent each request (in
@@ -331,17 +382,23 @@ pub fn simulate(p: &Params, load: &Load) -> Outcome {
 /// the same sends, must report the same.
 pub fn trace(p: &Params, load: &Load) -> (Vec<f64>, Vec<Output>) {
     let mut outputs = Vec::new();
-    let (_, sends) = replay(p, load, &mut |o| outputs.push(o.clone()));
+    let (_, sends) = replay(p, load, 0, &mut |o| outputs.push(o.clone()));
     (sends, outputs)
 }
 
 /// Replays `load` on `p`, showing `tap` each output of the schedule; gives
 /// what it measured and when it sent each request.
-fn replay(p: &Params, load: &Load, tap: &mut dyn FnMut(&Output)) -> (Outcome, Vec<f64>) {
+fn replay(
+    p: &Params,
+    load: &Load,
+    order: usize,
+    tap: &mut dyn FnMut(&Output),
+) -> (Outcome, Vec<f64>) {
     let n = load.requests.max(1) as usize;
     let mut r = Replay {
         p,
         load: *load,
+        order,
         reqs: vec![Request::default(); n],
         records: Vec::new(),
         steps: 0.0,
@@ -406,7 +463,7 @@ impl Replay<'_> {
         Sent {
             id: i as SeqId,
             prompt_tokens: self.load.input_tokens,
-            output_tokens: self.load.answer_tokens(i, self.reqs.len()),
+            output_tokens: self.load.answer_tokens_in(self.order, i, self.reqs.len()),
             priority: 0,
         }
     }
@@ -459,7 +516,9 @@ impl Replay<'_> {
             .fold(f64::INFINITY, f64::min);
         let last_done = self.reqs.iter().map(|r| r.last).fold(0.0, f64::max);
         let n = self.reqs.len();
-        let output_tokens: Vec<f64> = (0..n).map(|i| self.load.answer_tokens(i, n)).collect();
+        let output_tokens: Vec<f64> = (0..n)
+            .map(|i| self.load.answer_tokens_in(self.order, i, n))
+            .collect();
         let tokens: f64 = output_tokens.iter().sum();
         let steps = self.steps.max(1.0);
         Outcome {
@@ -885,14 +944,31 @@ mod answers {
         let p = super::tests_params();
         let load = load(1, 8);
         let o = simulate(&p, &load);
-        let want: Vec<f64> = (0..8).map(|i| load.answer_tokens(i, 8)).collect();
+        // Every order hands out the same lengths, each in its own order.
+        let mut want: Vec<f64> = (0..ANSWER_ORDERS)
+            .flat_map(|k| (0..8).map(move |i| load.answer_tokens_in(k, i, 8)))
+            .collect();
         assert_eq!(o.output_tokens, want);
+        let orders: Vec<&[f64]> = want.chunks(8).collect();
+        assert!(orders.windows(2).all(|w| w[0] != w[1]), "{orders:?}");
+        want.sort_by(f64::total_cmp);
+        let mut one: Vec<f64> = (0..8).map(|i| load.answer_tokens(i, 8)).collect();
+        one.sort_by(f64::total_cmp);
+        assert!(want
+            .chunks(ANSWER_ORDERS)
+            .all(|c| c.iter().all(|x| one.contains(x))));
         // One user: every decode step is alone, so every request's time
         // per output token is the step, whatever its length.
         for t in o.tpot_s() {
             assert!((t - 0.01).abs() < 1e-9, "{t}");
         }
-        let window: f64 = o.e2e_s.iter().sum();
-        assert!((o.agg_tok_s - want.iter().sum::<f64>() / window).abs() < 1e-6);
+        // One user: the window is the sum of the E2Es, in every order.
+        let window: f64 = o.e2e_s.iter().sum::<f64>() / ANSWER_ORDERS as f64;
+        let tokens: f64 = one.iter().sum();
+        assert!(
+            (o.agg_tok_s - tokens / window).abs() < 1e-6,
+            "{}",
+            o.agg_tok_s
+        );
     }
 }

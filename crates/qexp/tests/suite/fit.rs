@@ -10,6 +10,7 @@ use qexp_plan::Plan;
 use qexp_runner::{run, RunOptions};
 use std::path::{Path, PathBuf};
 
+mod answers;
 mod tails;
 
 fn plan(sweep: &str, trials: u32, target: &str) -> String {
