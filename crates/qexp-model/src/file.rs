@@ -59,7 +59,7 @@ pub struct ModelFile {
     /// answers so spread. Absent for answers forced to length, and in
     /// files written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answers: Option<crate::des::AnswerShape>,
+    pub answers: Option<crate::answers::AnswerShape>,
 }
 
 /// Where a model's observations came from.
@@ -228,7 +228,7 @@ pub enum ModelFileError {
 impl ModelFile {
     /// The answers of a prediction whose median answer is `output_tokens`
     /// long: spread as the fitted runs' were, or None (all of that length).
-    pub fn answers_at(&self, output_tokens: f64) -> Option<crate::des::AnswerSpread> {
+    pub fn answers_at(&self, output_tokens: f64) -> Option<crate::answers::AnswerSpread> {
         self.answers.map(|shape| shape.at(output_tokens))
     }
 

@@ -7,7 +7,8 @@
 //! replacement (the trial is the unit), joined with the regressions' own
 //! t-intervals.
 
-use crate::des::{quantile, simulate, AnswerShape, AnswerSpread, Arrivals, Load, Outcome, Seen};
+use crate::answers::{AnswerShape, AnswerSpread};
+use crate::des::{quantile, simulate, Arrivals, Load, Outcome, Seen};
 use crate::file::{
     BandWidth, Interval, ModelFile, ModelMetric, Ranges, Residual, KIND, SCHEMA_VERSION,
 };

@@ -14,6 +14,7 @@
 //! [`Observation`]s and checks runs against a model) share one model. It
 //! reads no Parquet and starts no server.
 
+mod answers;
 mod check;
 mod des;
 pub mod engine;
@@ -28,11 +29,9 @@ mod slo;
 mod table;
 mod warning;
 
+pub use answers::{AnswerShape, AnswerSpread, ANSWER_ORDERS, ANSWER_QUANTILES};
 pub use check::{check, summarize, Check, ErrorSummary, CHECK_TOLERANCE};
-pub use des::{
-    quantile, simulate, trace, AnswerShape, AnswerSpread, Arrivals, Load, Outcome, Seen,
-    ANSWER_QUANTILES, INTAKE_S,
-};
+pub use des::{quantile, simulate, trace, Arrivals, Load, Outcome, Seen, INTAKE_S};
 pub use file::{is_tail, MIN_TAIL_REQUESTS};
 pub use file::{
     BandWidth, Interval, ModelFile, ModelFileError, ModelMetric, Ranges, Residual, Source, KIND,
