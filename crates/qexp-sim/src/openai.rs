@@ -182,9 +182,11 @@ impl Job {
 
     /// Ends the answer early where the model would (a share `stop_share`
     /// of prompts, [`crate::SimProfile::stop_share`]), unless the request
-    /// set `ignore_eos`.
+    /// set `ignore_eos` or asks for a form (a tool call or JSON, which the
+    /// simulator pads to the length asked for: cut short, it would not
+    /// parse).
     pub(crate) fn stop_early(&mut self, stop_share: f64) {
-        if self.ignore_eos {
+        if self.ignore_eos || self.form.is_some() {
             return;
         }
         if let Some(n) = crate::answer::stop_length(self.seed, self.max_tokens, stop_share) {

@@ -122,8 +122,9 @@ pub struct SimProfile {
     /// HTTP 400, and `/v1/models` reports it as `limit_mm_per_prompt`.
     pub max_images: Option<u32>,
     /// Share of answers (0 to 1) the model ends before `max_tokens`, as a
-    /// real model answering real prompts does, where the request does not
-    /// set `ignore_eos`: each at a length drawn from its prompt, uniform
+    /// real model answering real prompts does, where the request neither
+    /// sets `ignore_eos` nor asks for a tool call or JSON (which the
+    /// simulator pads to the length): each at a length drawn from its prompt, uniform
     /// from 1 token to `max_tokens − 1`, with `finish_reason` `"stop"`
     /// (0 = none: every answer runs to `max_tokens`).
     pub stop_share: f64,

@@ -245,7 +245,7 @@ fn capped(prompt: &str, ignore_eos: bool) -> Job {
 }
 
 #[test]
-fn stop_share_ends_that_share_of_answers_early_unless_ignore_eos() {
+fn stop_share_ends_that_share_of_answers_early_unless_ignore_eos_or_a_form() {
     let prompts: Vec<String> = (0..400)
         .map(|i| format!("question number {i} please"))
         .collect();
@@ -264,6 +264,17 @@ fn stop_share_ends_that_share_of_answers_early_unless_ignore_eos() {
         let mut forced = capped(p, true);
         forced.stop_early(0.6);
         assert_eq!((forced.max_tokens, forced.stopped), (48, false), "{p}");
+        let mut form = capped(p, false);
+        form.form = crate::form::Form::of(
+            Some(
+                &serde_json::json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]),
+            ),
+            None,
+            None,
+        );
+        assert!(form.form.is_some(), "a request with tools asks for a call");
+        form.stop_early(1.0);
+        assert_eq!((form.max_tokens, form.stopped), (48, false), "{p}");
         let mut never = capped(p, false);
         never.stop_early(0.0);
         assert_eq!((never.max_tokens, never.stopped), (48, false), "{p}");
