@@ -253,15 +253,14 @@ pub fn fit(rows: &[Observation], opts: &FitOptions) -> Result<ModelFile, FitErro
 }
 
 /// The answers' shape over the distinct points of `rows` (each point's
-/// first trial).
+/// load, as [`Points`] replays it).
 fn answer_shape(rows: &[&Observation]) -> Option<AnswerShape> {
-    let mut points: BTreeMap<&str, (f64, Option<AnswerSpread>)> = BTreeMap::new();
-    for r in rows {
-        points
-            .entry(r.label.as_str())
-            .or_insert((r.output_tokens, r.answers));
-    }
-    AnswerShape::of(&points.into_values().collect::<Vec<_>>())
+    let points: Vec<(f64, Option<AnswerSpread>)> = Points::of(rows)
+        .0
+        .values()
+        .map(|l| (l.output_tokens, l.answers))
+        .collect();
+    AnswerShape::of(&points)
 }
 
 /// What the fit may choose: the form searched on a schedule (None: every

@@ -28,14 +28,7 @@ pub(crate) fn predict(args: PredictArgs) -> Result<u8, CliError> {
         .map(Slo::parse)
         .transpose()
         .map_err(CliError::input)?;
-    // Answers spread as the fitted runs' did, around the median asked for.
-    let loads: Vec<Load> = loads(&args)?
-        .into_iter()
-        .map(|l| Load {
-            answers: model.answers_at(l.output_tokens),
-            ..l
-        })
-        .collect();
+    let loads = loads(&args, &model)?;
     if loads.is_empty() && slo.is_none() {
         return Err(CliError::input(anyhow!(
             "nothing to predict: give --plan PLAN, or --concurrency/--rate with --input and --output, or --slo"
@@ -230,8 +223,9 @@ fn lengths(args: &PredictArgs) -> Result<Vec<(f64, f64)>, CliError> {
         .collect())
 }
 
-/// The points asked for: a plan's, or the grid of the axis values.
-fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
+/// The points asked for: a plan's, or the grid of the axis values, their
+/// answers spread as `model`'s fitted runs' were, around the length asked for.
+fn loads(args: &PredictArgs, model: &ModelFile) -> Result<Vec<Load>, CliError> {
     if let Some(path) = &args.plan {
         let plan = qexp_plan::Plan::load(path).map_err(CliError::input)?;
         return Ok(plan
@@ -250,7 +244,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
                     input_tokens: f64::from(p.input_tokens) + f64::from(args.image_tokens),
                     image_tokens: f64::from(args.image_tokens),
                     output_tokens: f64::from(p.output_tokens),
-                    answers: None,
+                    answers: model.answers_at(f64::from(p.output_tokens)),
                     requests: p.requests.max(1),
                 })
             })
@@ -284,7 +278,7 @@ fn loads(args: &PredictArgs) -> Result<Vec<Load>, CliError> {
                 input_tokens: input + f64::from(args.image_tokens),
                 image_tokens: f64::from(args.image_tokens),
                 output_tokens: output,
-                answers: None,
+                answers: model.answers_at(output),
                 requests: args
                     .requests
                     .unwrap_or_else(|| qexp_model::default_requests(a)),
