@@ -33,7 +33,8 @@ use crate::faults::FaultPlan;
 /// [`engine`](qexp_model::engine), the one its replay runs:
 /// [`SimProfile::from_params`] serves a fitted model.
 ///
-/// Every duration is multiplied by `time_scale`.
+/// Every duration is multiplied by `time_scale`, except the mixed
+/// schedule's intake window (the engine loop's own wait).
 ///
 /// What the answers say is drawn from the prompt (the crate's docs); the
 /// last three fields make a seeded share of them wrong on purpose, each
@@ -69,7 +70,7 @@ pub struct SimProfile {
     pub prefill_units: Option<usize>,
     /// `prompt_tokens + max_tokens` above this is rejected with HTTP 400.
     pub max_context: u32,
-    /// Multiplier applied to every simulated duration (1.0 = real time, 0.05 = 20x faster).
+    /// Multiplier applied to every simulated duration but the intake window (1.0 = real time, 0.05 = 20x faster).
     pub time_scale: f64,
     /// Chat-template tokens added per message on `/v1/chat/completions` (plus [`crate::CHAT_PRIMER_TOKENS`] per request).
     pub chat_template_tokens: u32,
@@ -279,7 +280,10 @@ impl SimProfile {
             tokens_per_step: f64::from(self.tokens_per_step),
             max_batch: u32::try_from(self.max_batch).ok(),
             schedule: self.schedule,
-            intake_s: self.intake_s * t,
+            // The engine loop's wait for more prompts is its own, not a
+            // compute cost: a faster clock leaves it as it is (and `qexp
+            // fit` holds it at the engine's).
+            intake_s: self.intake_s,
             prefill_units: self.prefill_units.and_then(|k| u32::try_from(k).ok()),
         }
     }

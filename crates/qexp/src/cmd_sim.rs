@@ -23,6 +23,7 @@ pub(crate) async fn sim(args: SimArgs) -> Result<u8, CliError> {
         .malformed_share_per_seq
         .unwrap_or(profile.malformed_share_per_seq);
     profile.stop_share = args.stop_share.unwrap_or(profile.stop_share);
+    profile.time_scale *= args.time_scale;
     profile.validate().map_err(CliError::input)?;
     let profile_name = profile.name.clone();
     let server = SimServer::start_at(profile, (args.host, args.port).into())

@@ -582,6 +582,10 @@ pub struct SimArgs {
     /// its prompt, for requests without `ignore_eos` [default: the profile's, 0].
     #[arg(long, value_name = "F")]
     pub stop_share: Option<f64>,
+    /// Multiplies every duration of the profile (0.5: twice as fast), all but the mixed
+    /// schedule's intake window.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub time_scale: f64,
 }
 
 /// `--profile`'s help, naming the simulator's built-in profiles.
