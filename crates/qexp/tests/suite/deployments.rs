@@ -25,13 +25,19 @@ fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()
 }
 
-/// A deployment table launching `qexp sim --profile PROFILE`.
-fn sim_deployment(name: &str, profile: &str) -> String {
+/// The clock of the deployments whose speeds a test compares: the `exact`
+/// profiles at half time (5 ms decode steps against 5.5), so the runs take
+/// half as long; the 10% between them stays some 100 times the host's
+/// jitter per step.
+const HALF: f64 = 0.5;
+
+/// A deployment table launching `qexp sim --profile PROFILE --time-scale F`.
+fn sim_deployment(name: &str, profile: &str, time_scale: f64) -> String {
     format!(
         r#"
 [[deployment]]
 name = "{name}"
-command = ["{QEXP}", "sim", "--profile", "{profile}", "--port", "{{port}}", "--model", "{{model}}"]
+command = ["{QEXP}", "sim", "--profile", "{profile}", "--time-scale", "{time_scale}", "--port", "{{port}}", "--model", "{{model}}"]
 ready_timeout_s = 30
 stop_grace_s = 5
 labels = {{ profile = "{profile}" }}
@@ -228,7 +234,8 @@ fn dry_run_prints_the_schedule_and_starts_nothing() {
 fn launched_deployments_are_interleaved_compared_and_stopped() {
     let _s = serial();
     let dir = Dir::new();
-    let deployments = sim_deployment("fast", "exact") + &sim_deployment("slow", "exact-slow");
+    let deployments =
+        sim_deployment("fast", "exact", HALF) + &sim_deployment("slow", "exact-slow", HALF);
     let p = dir.write(
         &plan("pair", &deployments)
             .requests(6)
@@ -348,7 +355,7 @@ fn deployments_that_fail_to_start_are_recorded_and_the_rest_run() {
             }
         }
     });
-    let deployments = sim_deployment("good", "exact")
+    let deployments = sim_deployment("good", "exact", 1.0)
         + r#"
 [[deployment]]
 name = "exits"
@@ -416,7 +423,7 @@ port = {busy_port}
 fn an_interrupted_run_resumes_exactly_the_missing_cells() {
     let _s = crate::common::shared_blocking();
     let dir = Dir::new();
-    let deployments = sim_deployment("a", "exact") + &sim_deployment("b", "exact");
+    let deployments = sim_deployment("a", "exact", 1.0) + &sim_deployment("b", "exact", 1.0);
     // 2 points × 8 requests of ~170 ms: about 1.5 s a cell, 8 cells.
     let p = dir.write(
         &plan("resume", &deployments)
@@ -689,7 +696,7 @@ fn model_on_the_command_line_is_the_one_a_deployment_is_started_with() {
     let _s = crate::common::shared_blocking();
     let dir = Dir::new();
     let p = dir.write(
-        &plan("override", &sim_deployment("a", "exact"))
+        &plan("override", &sim_deployment("a", "exact", 1.0))
             .requests(2)
             .warmup(0)
             .trials(1)
@@ -718,8 +725,8 @@ fn model_on_the_command_line_is_the_one_a_deployment_is_started_with() {
 fn a_corrupted_verifier_is_faster_on_broken_output_never_better() {
     let _s = serial();
     let dir = Dir::new();
-    let deployments =
-        sim_deployment("nospec", "fast-nospec") + &sim_deployment("broken", "fast-broken-spec");
+    let deployments = sim_deployment("nospec", "fast-nospec", 1.0)
+        + &sim_deployment("broken", "fast-broken-spec", 1.0);
     let p = dir.write(
         &plan("verifier", &deployments)
             .set("analysis.baseline", "nospec")
@@ -815,12 +822,12 @@ fn a_faster_deployment_with_wrong_answers_is_not_better() {
         r#"
 [[deployment]]
 name = "wrong"
-command = ["{QEXP}", "sim", "--profile", "exact", "--port", "{{port}}", "--model", "{{model}}", "--wrong-share", "0.4", "--wrong-share-per-seq", "0.6"]
+command = ["{QEXP}", "sim", "--profile", "exact", "--time-scale", "{HALF}", "--port", "{{port}}", "--model", "{{model}}", "--wrong-share", "0.4", "--wrong-share-per-seq", "0.6"]
 ready_timeout_s = 30
 stop_grace_s = 5
 "#
     );
-    let deployments = sim_deployment("right", "exact-slow") + &wrong;
+    let deployments = sim_deployment("right", "exact-slow", HALF) + &wrong;
     let p = dir.write(
         &plan("graded", &deployments)
             .set("analysis.baseline", "right")
