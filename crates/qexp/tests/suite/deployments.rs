@@ -27,8 +27,8 @@ fn text(o: &[u8]) -> String {
 
 /// The clock of the deployments whose speeds a test compares: the `exact`
 /// profiles at half time (5 ms decode steps against 5.5), so the runs take
-/// half as long; the 10% between them stays some 100 times the host's
-/// jitter per step.
+/// half as long; the 10% between them is 0.5 ms a step, still about ten
+/// times what the host adds to one (a few tens of microseconds).
 const HALF: f64 = 0.5;
 
 /// A deployment table launching `qexp sim --profile PROFILE --time-scale F`.

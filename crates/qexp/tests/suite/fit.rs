@@ -1,9 +1,10 @@
 //! `qexp fit` and `qexp predict` against the simulator's `known` profile,
 //! whose every model term is known: a 3 × 3 grid run over real loopback
-//! HTTP, fitted; each coefficient must come back within 5% with a 90%
-//! interval that covers it. Then the fitted file is served (`sim:fit=…`)
-//! and predicted, its tails and capacities are held to a run at held-out
-//! loads (`tails`), and a run with one input length gets the warning.
+//! HTTP at half time ([`TIME_SCALE`]), fitted; each coefficient must come
+//! back within 5% with a 90% interval that covers it. Then the fitted file
+//! is served (`sim:fit=…`) and predicted, its tails and capacities are
+//! held to a run at held-out loads (`tails`), and a run with one input
+//! length gets the warning.
 
 use qexp_model::{Coef, FitOptions, FitWarning, ModelFile};
 use qexp_plan::Plan;

@@ -74,10 +74,10 @@ fn measured(rows: &[Observation]) -> BTreeMap<(u32, ModelMetric), f64> {
     out
 }
 
-/// Runs the check plan against `target` (the `known` profile the model
-/// was fitted on) and holds the model to it:
-/// what missed, if anything (the caller retries: a stall of the host
-/// slows a run, a wrong model misses in every one).
+/// Runs the check plan against `target` (the `known` profile on the clock
+/// the model was fitted on) and holds the model to it: what missed, if
+/// anything (the caller retries: a stall of the host slows a run, a wrong
+/// model misses in every one).
 pub(super) async fn check(dir: &Path, model: &ModelFile, target: &str) -> Result<(), String> {
     let run = super::run_plan(dir, &plan(target)).await;
     let a = qexp_analysis::analyze(&run).map_err(|e| e.to_string())?;
