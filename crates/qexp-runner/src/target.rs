@@ -41,36 +41,13 @@ impl Target {
     }
 }
 
-/// `max_images=N` of a `sim:` target's query: the images a prompt may
-/// carry (reported as `limit_mm_per_prompt`); the other parts returned.
-fn max_images<'a>(
-    parts: Vec<&'a str>,
-    profile: &mut SimProfile,
-    given: &str,
-) -> Result<Vec<&'a str>, RunError> {
-    let (limit, rest): (Vec<&str>, Vec<&str>) = parts
-        .into_iter()
-        .partition(|p| p.starts_with("max_images="));
-    if let Some(l) = limit.last() {
-        let n = l["max_images=".len()..]
-            .parse::<u32>()
-            .map_err(|_| TargetError::Knob {
-                given: given.to_owned(),
-                key: "max_images".to_owned(),
-                takes: "a whole number of images",
-            })?;
-        profile.max_images = Some(n);
-    }
-    Ok(rest)
-}
-
-/// `KEY=F` of a `sim:` target's query (the last one given): a finite
-/// number that `ok` accepts, or `Err(KEY)`; the other parts returned.
-fn number_knob<'a>(
+/// `KEY=V` of a `sim:` target's query (the last one given): a value that
+/// parses and that `ok` accepts, or `Err(KEY)`; the other parts returned.
+fn query_value<'a, T: std::str::FromStr>(
     parts: Vec<&'a str>,
     key: &'static str,
-    ok: impl Fn(f64) -> bool,
-) -> Result<(Option<f64>, Vec<&'a str>), &'static str> {
+    ok: impl Fn(&T) -> bool,
+) -> Result<(Option<T>, Vec<&'a str>), &'static str> {
     let prefix = format!("{key}=");
     let (given, rest): (Vec<&str>, Vec<&str>) =
         parts.into_iter().partition(|p| p.starts_with(&prefix));
@@ -78,9 +55,9 @@ fn number_knob<'a>(
         .last()
         .map(|v| {
             v[prefix.len()..]
-                .parse::<f64>()
+                .parse::<T>()
                 .ok()
-                .filter(|v| v.is_finite() && ok(*v))
+                .filter(|v| ok(v))
                 .ok_or(key)
         })
         .transpose()?;
@@ -119,14 +96,17 @@ fn sim_profile(spec: &str, given: &str) -> Result<SimProfile, RunError> {
             _ => profile.malformed_share_per_seq = share,
         }
     }
-    let faults = max_images(faults, &mut profile, given)?;
-    let (drift, faults) = number_knob(faults, "drift", |d| d >= 0.0)
+    // The images a prompt may carry (reported as `limit_mm_per_prompt`).
+    let (images, faults) = query_value::<u32>(faults, "max_images", |_| true)
+        .map_err(|key| knob(key, "a whole number of images"))?;
+    profile.max_images = images.or(profile.max_images);
+    let (drift, faults) = query_value(faults, "drift", |d: &f64| d.is_finite() && *d >= 0.0)
         .map_err(|key| knob(key, "a fraction per second, 0 or more"))?;
     if let Some(d) = drift {
         profile.drift_per_s = d;
         profile.start_drift();
     }
-    let (scale, faults) = number_knob(faults, "time_scale", |f| f > 0.0)
+    let (scale, faults) = query_value(faults, "time_scale", |f: &f64| f.is_finite() && *f > 0.0)
         .map_err(|key| knob(key, "a factor above 0"))?;
     profile.time_scale *= scale.unwrap_or(1.0);
     profile.faults =
@@ -185,6 +165,7 @@ mod tests {
             "time_scale=-1",
             "time_scale=x",
             "drift=-0.1",
+            "max_images=x",
         ] {
             let e = sim_profile(&format!("known?{bad}"), "sim:known").unwrap_err();
             let key = bad.split('=').next().unwrap();
